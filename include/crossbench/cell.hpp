@@ -1,0 +1,42 @@
+// The vocabulary of a benchmark matrix: precision, phase, status, and one cell.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace crossbench {
+
+enum class Precision : std::uint8_t { fp32, tf32, fp16, bf16 };
+enum class Phase : std::uint8_t { inference, training };
+// Order and values are the cube's committed HDF5 enum `status_t`: never reorder.
+enum class Status : std::uint8_t { not_run = 0, ok = 1, oom = 2, unsupported = 3, failed = 4, timeout = 5 };
+
+std::string_view to_string(Precision precision);
+std::string_view to_string(Phase phase);
+std::string_view to_string(Status status);
+std::optional<Precision> precision_from_string(std::string_view name);
+std::optional<Phase> phase_from_string(std::string_view name);
+std::optional<Status> status_from_string(std::string_view name);
+const std::vector<std::string>& precision_names();
+const std::vector<std::string>& phase_names();
+const std::vector<std::string>& status_names();
+
+// One (engine, network, precision, batch, phase, replica) on the device of the
+// rank that runs it: with the device key, a cell of DESIGN.md.
+struct CellSpec {
+  std::string engine;
+  std::string network;
+  Precision precision = Precision::fp32;
+  std::int64_t batch = 1;  // images per step
+  Phase phase = Phase::inference;
+  int replica = 0;         // 0 .. replicas-1: the same cell on distinct devices of one key
+  bool operator==(const CellSpec&) const = default;
+};
+
+// "onednn/resnet50/fp32/b64/training/r0": stable, used in logs and the journal.
+std::string describe(const CellSpec& cell);
+
+}  // namespace crossbench

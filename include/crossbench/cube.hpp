@@ -1,0 +1,63 @@
+// The results cube (DESIGN.md "The results cube"): HDF5, netCDF-4 compatible.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "crossbench/result.hpp"
+
+namespace crossbench {
+
+inline constexpr const char* cube_schema = "crossbench-cube/1";
+
+// The coordinates of the cube, in the order they appear on its axes.
+struct CubeAxes {
+  std::vector<std::string> devices;     // device keys
+  std::vector<std::string> engines;
+  std::vector<std::string> networks;
+  std::vector<std::string> precisions;
+  std::vector<std::int64_t> batches;
+  std::vector<std::string> phases;
+  std::vector<std::int32_t> replicas;   // 0 .. R-1
+};
+
+// One row of the /ranks group.
+struct RankRecord {
+  std::int32_t rank = 0;
+  std::string host;
+  std::string device_key;
+  std::int32_t device_index = -1;
+  std::string uuid;
+  std::string pci_bus_id;
+  double memory_bytes = 0;       // [bytes]
+  double sm_clock_mhz = 0;       // [MHz]
+  double memory_clock_mhz = 0;   // [MHz]
+  double power_limit_w = 0;      // [W]
+  std::string driver;
+  std::int32_t threads = 0;      // CPU threads of the binding (CPU devices), else 0
+};
+
+struct CubeContents {
+  // Root attributes besides `schema` (written by the writer): created, command_line,
+  // job_file, crossbench_version, git_revision, versions of libraries, ...
+  std::map<std::string, std::string> attributes;
+  CubeAxes axes;
+  // Cells with a result; every other cell of the axes is `not_run`. A cell whose
+  // coordinates are not on the axes is an error (Error naming the cell).
+  std::vector<CellResult> cells;
+  std::vector<RankRecord> ranks;
+};
+
+// Writes the whole cube to `path` atomically: a temporary file in the same
+// directory, then rename(). Throws Error (naming the HDF5 call) on failure.
+void write_cube(const std::filesystem::path& path, const CubeContents& contents);
+
+// Reads a cube written by write_cube; refuses (Error) a file without the known
+// `schema`. Returns only cells whose status is not `not_run`, samples without
+// NaN padding.
+CubeContents read_cube(const std::filesystem::path& path);
+
+}  // namespace crossbench

@@ -1,0 +1,49 @@
+// What a rank measures on: one GPU, or the CPU cores of its binding.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace crossbench {
+
+enum class DeviceKind : std::uint8_t { cpu, gpu };
+
+struct Device {
+  DeviceKind kind = DeviceKind::cpu;
+  std::string model;                 // "NVIDIA H200", "Intel(R) Xeon(R) Platinum 8480+"
+  std::int64_t memory_bytes = 0;     // device memory (GPU) or physical memory (CPU)
+  int compute_units = 0;             // SMs (GPU) or threads of the rank's binding (CPU)
+  std::string architecture;          // compute capability "9.0" (GPU) or best ISA "avx512_core_amx" (CPU)
+  std::string tag;                   // --device-tag / CROSSBENCH_DEVICE_TAG, may be empty
+  double peak_fp32_tflops = 0;       // estimate used by the planner's cost model [TFLOP/s]
+  bool native_bf16 = false;          // hardware bf16 arithmetic
+  // Per-rank facts (not part of the key):
+  std::string host;
+  int index = -1;                    // GPU ordinal as the rank sees it; -1 for the CPU
+  std::string uuid;
+  std::string pci_bus_id;
+  std::string driver;                // driver version (GPU) or kernel release (CPU)
+  double sm_clock_mhz = 0;           // max SM clock (GPU) or nominal core clock (CPU) [MHz]
+  double memory_clock_mhz = 0;       // [MHz], 0 if unknown
+  double power_limit_w = 0;          // [W], 0 if unknown
+
+  // Two devices with the same key are interchangeable for measurement:
+  // kind, model, memory, compute units, architecture and tag.
+  std::string key() const;
+};
+
+// Probes the device this process should bind: `gpu_ordinal` >= 0 selects that
+// visible GPU; -1 means the CPU with `cpu_threads` threads.
+Device probe_cpu(int cpu_threads, const std::string& tag);
+// Number of GPUs this process sees (0 without CUDA support or without a usable GPU).
+int visible_gpu_count();
+Device probe_gpu(int gpu_ordinal, const std::string& tag);  // throws Error on failure
+// Threads of this process's CPU binding (sched_getaffinity), or OMP_NUM_THREADS when set.
+int cpu_threads_of_binding();
+
+nlohmann::json to_json(const Device& device);
+Device device_from_json(const nlohmann::json& json);
+
+}  // namespace crossbench

@@ -1,0 +1,109 @@
+// The engine interface (DESIGN.md "Engine interface"): what executes a network.
+//
+// Engines never decide how many steps to run or how to summarise them: the
+// Runner owns measurement. Engines are created by the explicit registry in
+// src/engines/registry.cpp.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "crossbench/cell.hpp"
+#include "crossbench/device.hpp"
+#include "crossbench/network.hpp"
+
+namespace crossbench {
+
+// Whether an engine can run a cell on a device, and why not.
+struct Support {
+  bool supported = true;
+  std::string reason;  // set when !supported, e.g. "bf16 needs avx512_core_bf16; this CPU has avx2"
+  static Support yes() { return {}; }
+  static Support no(std::string why) { return {false, std::move(why)}; }
+};
+
+// Device-side timer of one step. The Runner calls start(); step(); stop();
+// elapsed_ms() for every timed step.
+class StepTimer {
+ public:
+  virtual ~StepTimer() = default;
+  virtual void start() = 0;
+  virtual void stop() = 0;
+  virtual double elapsed_ms() = 0;  // waits until the stopped step has finished [ms]
+};
+
+// For engines whose step() is synchronous on the host (CPU engines).
+class SteadyClockTimer final : public StepTimer {
+ public:
+  void start() override { begin_ = std::chrono::steady_clock::now(); }
+  void stop() override { end_ = std::chrono::steady_clock::now(); }
+  double elapsed_ms() override { return std::chrono::duration<double, std::milli>(end_ - begin_).count(); }
+
+ private:
+  std::chrono::steady_clock::time_point begin_, end_;
+};
+
+struct MemoryUse {
+  std::int64_t peak_bytes = 0;  // tensors, weights, gradients, workspaces of the session [bytes]
+};
+
+// Computed outside timing by Session::check(): one deterministic forward (and
+// backward in training) on the synthetic batch with dropout mask step 0 and
+// without changing the weights.
+struct OutputCheck {
+  bool finite = false;                 // logits, loss and gradients all finite
+  double loss = 0;                     // mean softmax cross-entropy over the batch
+  double logits_checksum = 0;          // sum of logits
+  double gradient_norm = 0;            // L2 norm over all weight gradients (training), else NaN
+  std::vector<double> gradient_norms;  // per trainable tensor, in layer order (weight, bias, gamma, beta)
+};
+
+class Session {
+ public:
+  virtual ~Session() = default;
+  virtual void step() = 0;  // one inference or training step; may be asynchronous
+  virtual StepTimer& timer() = 0;
+  virtual MemoryUse memory() const = 0;
+  virtual OutputCheck check() = 0;
+};
+
+enum class Update : std::uint8_t { none, sgd };
+
+// Settings shared by all cells of a run, fixed when the engine is created.
+struct EngineConfig {
+  std::uint64_t seed = 42;        // synthetic weights, inputs, labels, dropout
+  Update update = Update::none;   // training: apply the weight update in each step
+  double learning_rate = 0.01;    // sgd
+  int threads = 1;                // CPU engines: threads of the rank's binding
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual std::string_view name() const = 0;
+  // The device kinds this engine runs on; `engines = auto` picks the native one.
+  virtual DeviceKind device_kind() const = 0;
+  virtual Support supports(const Device& device, const CellSpec& cell) const = 0;
+  // Allocates everything the cell needs; throws OutOfMemory when an allocation fails.
+  virtual std::unique_ptr<Session> prepare(const Network& network, const CellSpec& cell) = 0;
+};
+
+// The registry: every engine this build knows, whether or not it was built.
+struct EngineInfo {
+  std::string name;
+  DeviceKind device_kind;
+  bool built;               // compiled into this binary
+  std::string description;  // one line; when !built, why (e.g. "built without cuDNN")
+};
+const std::vector<EngineInfo>& engine_catalog();
+// The native engine of a device kind: cudnn (gpu), onednn (cpu).
+std::string_view native_engine(DeviceKind kind);
+// Creates a built engine for a rank's device. Throws UsageError for a name not
+// in the catalogue; returns nullptr for a known engine not built into this binary.
+std::unique_ptr<Engine> make_engine(std::string_view name, const Device& device, const EngineConfig& config);
+
+}  // namespace crossbench

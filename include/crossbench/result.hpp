@@ -1,0 +1,35 @@
+// The result of one cell: what a rank sends to rank 0 and what the cube stores.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "crossbench/cell.hpp"
+#include "crossbench/statistics.hpp"
+
+namespace crossbench {
+
+struct CellResult {
+  std::string device_key;
+  CellSpec cell;
+  Status status = Status::not_run;
+  Statistics statistics;                   // NaN unless status == ok
+  double images_per_s = not_a_number;      // batch / median [images/s]
+  double tflops = not_a_number;            // FLOPs per step / median [TFLOP/s]
+  double peak_memory_bytes = not_a_number; // [bytes]; a double so that "unknown" is NaN
+  double energy_j_per_image = not_a_number;// [J/image], NaN without an energy counter
+  double mean_sm_clock_mhz = not_a_number; // [MHz], NaN without telemetry
+  std::int8_t throttled = -1;              // 1 throttled, 0 not, -1 unknown
+  std::int32_t steps = 0;                  // timed steps measured
+  std::int32_t rank = -1;                  // MPI rank that ran the cell
+  std::string message;                     // why the cell is not ok; for ok cells, the stopping decision
+  std::vector<double> samples_ms;          // every timed step [ms]
+};
+
+nlohmann::json to_json(const CellResult& result);
+CellResult cell_result_from_json(const nlohmann::json& json);  // throws Error on a malformed record
+
+}  // namespace crossbench

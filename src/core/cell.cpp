@@ -1,0 +1,43 @@
+#include "crossbench/cell.hpp"
+
+#include <array>
+
+namespace crossbench {
+namespace {
+
+template <typename Enum, std::size_t N>
+std::optional<Enum> lookup(const std::array<std::string_view, N>& names, std::string_view name) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (names[i] == name) return static_cast<Enum>(i);
+  return std::nullopt;
+}
+
+template <std::size_t N>
+std::vector<std::string> as_vector(const std::array<std::string_view, N>& names) {
+  return {names.begin(), names.end()};
+}
+
+constexpr std::array<std::string_view, 4> kPrecisions{"fp32", "tf32", "fp16", "bf16"};
+constexpr std::array<std::string_view, 2> kPhases{"inference", "training"};
+constexpr std::array<std::string_view, 6> kStatuses{"not_run", "ok", "oom", "unsupported", "failed", "timeout"};
+
+}  // namespace
+
+std::string_view to_string(Precision precision) { return kPrecisions.at(static_cast<std::size_t>(precision)); }
+std::string_view to_string(Phase phase) { return kPhases.at(static_cast<std::size_t>(phase)); }
+std::string_view to_string(Status status) { return kStatuses.at(static_cast<std::size_t>(status)); }
+std::optional<Precision> precision_from_string(std::string_view name) { return lookup<Precision>(kPrecisions, name); }
+std::optional<Phase> phase_from_string(std::string_view name) { return lookup<Phase>(kPhases, name); }
+std::optional<Status> status_from_string(std::string_view name) { return lookup<Status>(kStatuses, name); }
+const std::vector<std::string>& precision_names() { static const auto names = as_vector(kPrecisions); return names; }
+const std::vector<std::string>& phase_names() { static const auto names = as_vector(kPhases); return names; }
+const std::vector<std::string>& status_names() { static const auto names = as_vector(kStatuses); return names; }
+
+std::string describe(const CellSpec& cell) {
+  std::string text = cell.engine + "/" + cell.network + "/" + std::string(to_string(cell.precision));
+  text += "/b" + std::to_string(cell.batch) + "/" + std::string(to_string(cell.phase));
+  text += "/r" + std::to_string(cell.replica);
+  return text;
+}
+
+}  // namespace crossbench

@@ -1,0 +1,44 @@
+// The explicit engine registry (DESIGN.md: no static-initialisation tricks).
+#include <algorithm>
+
+#include "crossbench/engine.hpp"
+#include "crossbench/error.hpp"
+
+#if CROSSBENCH_HAVE_ONEDNN
+#include "engines/onednn/onednn_engine.hpp"
+#endif
+
+namespace crossbench {
+
+const std::vector<EngineInfo>& engine_catalog() {
+  static const std::vector<EngineInfo> catalog{
+      {"onednn", DeviceKind::cpu,
+#if CROSSBENCH_HAVE_ONEDNN
+       true, "native CPU engine: oneDNN primitives, no framework"
+#else
+       false, "not built: configured without oneDNN (CROSSBENCH_ENABLE_ONEDNN=OFF)"
+#endif
+      },
+      {"cudnn", DeviceKind::gpu, false,
+       "not built: the native cuDNN engine is not part of this build yet"},
+  };
+  return catalog;
+}
+
+std::string_view native_engine(DeviceKind kind) { return kind == DeviceKind::gpu ? "cudnn" : "onednn"; }
+
+std::unique_ptr<Engine> make_engine(std::string_view name, const Device& device, const EngineConfig& config) {
+  const auto& catalog = engine_catalog();
+  const auto found = std::find_if(catalog.begin(), catalog.end(), [&](const EngineInfo& info) { return info.name == name; });
+  if (found == catalog.end()) {
+    std::string valid;
+    for (const auto& info : catalog) valid += (valid.empty() ? "" : ", ") + info.name;
+    throw UsageError("unknown engine '" + std::string(name) + "'; valid engines: " + valid + ", auto");
+  }
+#if CROSSBENCH_HAVE_ONEDNN
+  if (name == "onednn") return make_onednn_engine(device, config);
+#endif
+  return nullptr;
+}
+
+}  // namespace crossbench
