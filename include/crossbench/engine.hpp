@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "crossbench/cell.hpp"
@@ -105,5 +106,7 @@ std::string_view native_engine(DeviceKind kind);
 // Creates a built engine for a rank's device. Throws UsageError for a name not
 // in the catalogue; returns nullptr for a known engine not built into this binary.
 std::unique_ptr<Engine> make_engine(std::string_view name, const Device& device, const EngineConfig& config);
+// Versions of the libraries of the built engines ("onednn_version" → "2.6.3"), for the cube's attributes.
+std::vector<std::pair<std::string, std::string>> engine_library_versions();
 
 }  // namespace crossbench

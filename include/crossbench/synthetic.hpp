@@ -7,6 +7,38 @@
 // Canonical layouts: input NCHW; convolution weights OIHW; fully-connected
 // weights (out, in) with `in` in (C, H, W) order; biases, batch-norm gamma/beta
 // per channel. Engines that use another layout permute after generating.
+//
+// Exact definition (all arithmetic on uint64, wrapping modulo 2^64):
+//
+//   G = 0x9E3779B97F4A7C15
+//   mix(z):  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+//            z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+//            return z ^ (z >> 31)                        (the splitmix64 finaliser)
+//   hash(seed, tensor_id, index) = mix(mix(seed ^ (tensor_id * G)) + (index + 1) * G)
+//
+// i.e. element `index` of a tensor is output number `index` of a splitmix64
+// stream whose state starts at mix(seed ^ tensor_id * G).
+//
+//   uniform01 = float(hash >> 40) * 2^-24                        (exact in fp32 and fp64)
+//   fill_uniform element i = fp32(scale) * fp32(2 * uniform01 - 1)  (one fp32 rounding: the product)
+//   He weights: scale = fp32(sqrt(6.0 / fan_in)), sqrt in fp64, index i = flat index in the
+//   canonical layout; tensor id = tensor_id(layer, Slot::weight).
+//   input element i (flat NCHW over the batch) = fill_uniform(seed, input_tensor_id, scale 1).
+//   label of image n = hash(seed, labels_tensor_id, n) % classes.
+//   dropout: kept when fp64(uniform01(seed, tensor_id(layer, dropout_mask) + (step << 32), i)) >= rate.
+//
+// Python: M = 2**64 - 1; mix with `& M` after each multiply; or numpy uint64 arrays.
+// Reference values (tests/core/synthetic_test.cpp holds them):
+//   hash(0, 0, 0)                           = 0xE220A8397B1DCDAF  (splitmix64's first output from 0)
+//   hash(42, 1, 0)                          = 0x57E1FABA65107204
+//   hash(42, 1, 1)                          = 0xF4ABD143FEB24055
+//   hash(42, 2, 7)                          = 0x3E3E0F26E4519090
+//   hash(42, 32, 12345)                     = 0x12942C75268F5C0E
+//   hash(7, 21474836548, 999999)            = 0x26AE80A0805402C2  (tensor_id(3, dropout_mask) + (5 << 32))
+//   hash(2^64 - 1, 123456789, 2^40)         = 0xFFC0BD699750FDE5
+//   alexnet, seed 42, conv1 (layer 1, fan_in 363) weights [0], [1], [2], [23231] as fp32 bits:
+//     0x3ADEAE2D, 0x3D77DE0A, 0x3D11A220, 0xBDC24908; labels(batch 4) = 931, 375, 603, 663;
+//     input [0], [1] = -0.313416243, 0.911493421.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +67,8 @@ void fill_uniform(std::span<float> out, std::uint64_t seed, std::uint64_t tensor
 // Weights: He-uniform, scale sqrt(6 / fan_in) (fan_in = in_channels * k * k, or
 // in_features), so that deep ReLU networks without batch-norm keep their scale.
 // Biases and batch-norm beta: 0. Batch-norm gamma: 1.
-// Returns the canonical-layout values of `slot` of layer `layer_index`.
+// Returns the canonical-layout values of `slot` of layer `layer_index` (empty when the layer
+// has no such parameter; throws Error for a layer index out of range).
 std::vector<float> parameter(const Network& network, int layer_index, Slot slot, std::uint64_t seed);
 // Number of elements of `slot` of a layer (0 when the layer has no such parameter).
 std::int64_t parameter_elements(const Network& network, int layer_index, Slot slot);

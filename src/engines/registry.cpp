@@ -5,6 +5,8 @@
 #include "crossbench/error.hpp"
 
 #if CROSSBENCH_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl.hpp>
+
 #include "engines/onednn/onednn_engine.hpp"
 #endif
 
@@ -39,6 +41,16 @@ std::unique_ptr<Engine> make_engine(std::string_view name, const Device& device,
   if (name == "onednn") return make_onednn_engine(device, config);
 #endif
   return nullptr;
+}
+
+std::vector<std::pair<std::string, std::string>> engine_library_versions() {
+  std::vector<std::pair<std::string, std::string>> versions;
+#if CROSSBENCH_HAVE_ONEDNN
+  const dnnl_version_t* version = dnnl_version();
+  versions.emplace_back("onednn_version", std::to_string(version->major) + "." + std::to_string(version->minor) + "." +
+                                              std::to_string(version->patch) + " (" + version->hash + ")");
+#endif
+  return versions;
 }
 
 }  // namespace crossbench

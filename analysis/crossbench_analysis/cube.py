@@ -1,0 +1,356 @@
+"""Load a crossbench results cube (DESIGN.md "The results cube") with h5py.
+
+The cube is HDF5 (netCDF-4 compatible).  This module reads it defensively:
+
+* a file that is not HDF5, has no ``schema`` root attribute, or has a schema
+  this package does not know is refused with :class:`CubeError`;
+* ``status`` is decoded through its committed HDF5 enum (by name, so the
+  numbering may change without breaking us), falling back to the numbering of
+  ``include/crossbench/cell.hpp`` for a plain integer dataset;
+* strings come back as ``str`` whether stored variable-length or fixed-length;
+* a variable's axes are taken from its attached dimension scales when present,
+  so a writer that stores a variable in another axis order still loads.
+
+``load(path)`` returns a :class:`Cube`: the per-cell variables as an
+``xarray.Dataset`` (``cube.ds``), one tidy row per cell as a
+``pandas.DataFrame`` (``cube.cells``), the ``/ranks`` table (``cube.ranks``)
+and the root attributes (``cube.attrs``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+KNOWN_SCHEMAS = ("crossbench-cube/1",)
+
+# Cell axes, in the order of the schema.
+CELL_DIMS = ("device", "engine", "network", "precision", "batch", "phase", "replica")
+STEP_DIM = "step"
+
+# Status names, in the numbering of include/crossbench/cell.hpp (the cube's enum).
+STATUS_NAMES = ("not_run", "ok", "oom", "unsupported", "failed", "timeout")
+NON_OK_STATUSES = tuple(s for s in STATUS_NAMES if s != "ok")
+# How a status is written on figures and in tables.
+STATUS_LABELS = {
+    "not_run": "not run",
+    "ok": "ok",
+    "oom": "OOM",
+    "unsupported": "unsupported",
+    "failed": "failed",
+    "timeout": "timeout",
+}
+
+FLOAT_VARS = (
+    "median_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "p05_ms", "p95_ms",
+    "ci_low_ms", "ci_high_ms", "images_per_s", "tflops", "peak_memory_bytes",
+    "energy_j_per_image", "mean_sm_clock_mhz",
+)
+INT_VARS = {"throttled": -1, "steps": 0, "rank": -1}  # name -> value when absent
+STRING_VARS = ("message",)
+REQUIRED_VARS = ("status", "median_ms")
+CELL_VARS = ("status",) + FLOAT_VARS + tuple(INT_VARS) + STRING_VARS
+
+RANK_COLUMNS = (
+    "rank", "host", "device_key", "device_index", "uuid", "pci_bus_id", "memory_bytes",
+    "sm_clock_mhz", "memory_clock_mhz", "power_limit_w", "driver", "threads",
+)
+
+
+class CubeError(Exception):
+    """The file cannot be read as a crossbench cube; the message says why."""
+
+
+@dataclass
+class Cube:
+    path: Path
+    schema: str
+    attrs: dict[str, str]
+    ds: xr.Dataset                     # per-cell variables (+ samples_ms over step)
+    ranks: pd.DataFrame                # one row per rank of /ranks
+    missing_vars: list[str] = field(default_factory=list)  # optional variables the file lacks
+    _cells: pd.DataFrame | None = field(default=None, repr=False)
+
+    @property
+    def cells(self) -> pd.DataFrame:
+        """One tidy row per cell of the axes (every status, ``not_run`` included)."""
+        if self._cells is None:
+            self._cells = _tidy(self.ds)
+        return self._cells
+
+    @property
+    def measured(self) -> pd.DataFrame:
+        """The cells whose status is not ``not_run``."""
+        c = self.cells
+        return c[c["status"] != "not_run"].reset_index(drop=True)
+
+    def axis(self, name: str) -> list:
+        return [x.item() if hasattr(x, "item") else x for x in self.ds[name].values]
+
+    @property
+    def devices(self) -> list[str]:
+        return [str(d) for d in self.ds["device"].values]
+
+    def resolve_device(self, text: str) -> str:
+        """A device key from the key itself or a unique (case-insensitive) substring."""
+        return resolve_name(text, self.devices, "device")
+
+
+def resolve_name(text: str, choices: list[str], what: str) -> str:
+    if text in choices:
+        return text
+    hits = [c for c in choices if text.lower() in c.lower()]
+    if len(hits) == 1:
+        return hits[0]
+    listing = "; ".join(repr(c) for c in choices)
+    if not hits:
+        raise CubeError(f"no {what} matches {text!r}; the cube's {what}s are: {listing}")
+    raise CubeError(f"{what} {text!r} is ambiguous: it matches {', '.join(map(repr, hits))}")
+
+
+# ---------------------------------------------------------------------------
+# decoding helpers
+
+def _text(value) -> str:
+    """An attribute or element as str (bytes, numpy scalars, 1-element arrays)."""
+    if isinstance(value, np.ndarray):
+        if value.size == 1:
+            value = value.reshape(-1)[0]
+        else:
+            return ", ".join(_text(v) for v in value.reshape(-1))
+    if isinstance(value, (bytes, np.bytes_)):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, np.generic):
+        return str(value.item())
+    return str(value)
+
+
+def _is_string_dataset(dset: h5py.Dataset) -> bool:
+    return h5py.check_string_dtype(dset.dtype) is not None or dset.dtype.kind in ("S", "U", "O")
+
+
+def _read_strings(dset: h5py.Dataset) -> np.ndarray:
+    if h5py.check_string_dtype(dset.dtype) is not None:
+        data = dset.asstr(errors="replace")[()]
+    else:
+        data = dset[()]
+    arr = np.asarray(data, dtype=object)
+    out = np.empty(arr.shape, dtype=object)
+    flat_in, flat_out = arr.reshape(-1), out.reshape(-1)
+    for i, v in enumerate(flat_in):
+        flat_out[i] = _text(v)
+    return out
+
+
+def _read_status(dset: h5py.Dataset) -> np.ndarray:
+    """Status names (object array of str) from the enum, an integer or a string dataset."""
+    if _is_string_dataset(dset):
+        names = _read_strings(dset)
+        bad = sorted({n for n in names.reshape(-1) if n not in STATUS_NAMES})
+        if bad:
+            raise CubeError(f"'status' holds unknown status names {bad}; known: {list(STATUS_NAMES)}")
+        return names
+    enum = h5py.check_enum_dtype(dset.dtype)
+    codes = np.asarray(dset[()])
+    if enum is not None:
+        by_value = {int(v): str(k) for k, v in enum.items()}
+        unknown_names = sorted(set(by_value.values()) - set(STATUS_NAMES))
+        if unknown_names:
+            raise CubeError(f"the 'status' enum has members {unknown_names} this analysis does not know "
+                            f"(known: {list(STATUS_NAMES)})")
+    elif codes.dtype.kind in "iu":
+        by_value = dict(enumerate(STATUS_NAMES))
+    else:
+        raise CubeError(f"'status' has type {dset.dtype}, neither an enum, an integer nor a string")
+    out = np.empty(codes.shape, dtype=object)
+    flat_codes, flat_out = codes.reshape(-1), out.reshape(-1)
+    for i, c in enumerate(flat_codes):
+        try:
+            flat_out[i] = by_value[int(c)]
+        except KeyError:
+            raise CubeError(f"'status' holds the value {int(c)}, which is not a member of its enum "
+                            f"{by_value}") from None
+    return out
+
+
+def _dims_of(dset: h5py.Dataset, expected: tuple[str, ...]) -> tuple[str, ...]:
+    """The axis names of a variable: its attached dimension scales, else `expected`."""
+    names = []
+    for i, dim in enumerate(dset.dims):
+        name = None
+        try:
+            if len(dim) > 0:
+                name = dim[0].name.rsplit("/", 1)[-1]
+        except Exception:  # unattached or unreadable scale: fall back
+            name = None
+        if not name and dim.label:
+            name = dim.label
+        names.append(name)
+    if all(names) and set(names) == set(expected) and len(names) == len(expected):
+        return tuple(names)
+    if len(dset.shape) != len(expected):
+        raise CubeError(f"variable {dset.name!r} has {len(dset.shape)} axes; the schema says "
+                        f"{len(expected)} ({', '.join(expected)})")
+    return expected
+
+
+def _read_var(f: h5py.File, name: str, expected_dims: tuple[str, ...], shape: dict[str, int]):
+    dset = f[name]
+    if not isinstance(dset, h5py.Dataset):
+        raise CubeError(f"{name!r} is a group, the schema says it is a variable")
+    dims = _dims_of(dset, expected_dims)
+    want = tuple(shape[d] for d in dims)
+    if tuple(dset.shape) != want:
+        raise CubeError(f"variable {name!r} has shape {tuple(dset.shape)}; its axes "
+                        f"{dims} have lengths {want}")
+    if name == "status":
+        data = _read_status(dset)
+    elif _is_string_dataset(dset):
+        data = _read_strings(dset)
+    else:
+        data = np.asarray(dset[()])
+    if dims != expected_dims:
+        data = np.transpose(data, [dims.index(d) for d in expected_dims])
+    return data
+
+
+def _read_axis(f: h5py.File, name: str) -> np.ndarray:
+    if name not in f:
+        raise CubeError(f"the cube has no {name!r} axis (dimension scale); a crossbench cube "
+                        f"has {', '.join(CELL_DIMS + (STEP_DIM,))}")
+    dset = f[name]
+    if not isinstance(dset, h5py.Dataset) or dset.ndim != 1:
+        raise CubeError(f"axis {name!r} is not a 1-D dataset")
+    if _is_string_dataset(dset):
+        return _read_strings(dset).astype(object)
+    values = np.asarray(dset[()])
+    if name == "batch":
+        return values.astype(np.int64)
+    if name in ("replica", STEP_DIM):
+        return values.astype(np.int32)
+    return values
+
+
+# ---------------------------------------------------------------------------
+
+def load(path: str | os.PathLike) -> Cube:
+    """Read `path` as a crossbench cube; raises CubeError with the reason if it is not one."""
+    path = Path(path)
+    if not path.exists():
+        raise CubeError(f"{path}: no such file")
+    if path.is_dir():
+        raise CubeError(f"{path}: is a directory, not a cube file")
+    try:
+        is_hdf5 = h5py.is_hdf5(str(path))
+    except OSError as e:
+        raise CubeError(f"{path}: cannot read: {e}") from None
+    if not is_hdf5:
+        raise CubeError(f"{path}: not an HDF5 file, so not a crossbench cube")
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        raise CubeError(f"{path}: cannot open as HDF5: {e}") from None
+    with f:
+        if "schema" not in f.attrs:
+            raise CubeError(f"{path}: an HDF5 file but not a crossbench cube (it has no 'schema' "
+                            f"root attribute; expected one of {', '.join(KNOWN_SCHEMAS)})")
+        schema = _text(f.attrs["schema"])
+        if schema not in KNOWN_SCHEMAS:
+            raise CubeError(f"{path}: cube schema {schema!r} is not known to this analysis "
+                            f"(it reads {', '.join(KNOWN_SCHEMAS)}); use a crossbench_analysis "
+                            f"from the same crossbench version as the cube")
+        attrs = {str(k): _text(v) for k, v in f.attrs.items()}
+        try:
+            return _load_open(path, f, schema, attrs)
+        except CubeError as e:
+            raise CubeError(f"{path}: {e}") from None
+        except (KeyError, ValueError, TypeError, OSError) as e:
+            raise CubeError(f"{path}: malformed crossbench cube: {e}") from None
+
+
+def _load_open(path: Path, f: h5py.File, schema: str, attrs: dict[str, str]) -> Cube:
+    coords = {d: _read_axis(f, d) for d in CELL_DIMS}
+    shape = {d: len(v) for d, v in coords.items()}
+    for req in REQUIRED_VARS:
+        if req not in f:
+            raise CubeError(f"the cube lacks the variable {req!r}")
+
+    data_vars = {}
+    missing = []
+    cell_shape = tuple(shape[d] for d in CELL_DIMS)
+    for name in CELL_VARS:
+        if name in f:
+            arr = _read_var(f, name, CELL_DIMS, shape)
+            if name in FLOAT_VARS:
+                arr = arr.astype(np.float64)
+            elif name in INT_VARS:
+                arr = arr.astype(np.int64)
+        else:
+            missing.append(name)
+            if name in FLOAT_VARS:
+                arr = np.full(cell_shape, np.nan)
+            elif name in INT_VARS:
+                arr = np.full(cell_shape, INT_VARS[name], dtype=np.int64)
+            else:
+                arr = np.full(cell_shape, "", dtype=object)
+        data_vars[name] = (CELL_DIMS, arr)
+
+    # Numbers are NaN where status != ok (DESIGN.md); enforce it so that no
+    # writer slip can ever plot a failed cell as a measurement.
+    not_ok = data_vars["status"][1] != "ok"
+    for name in FLOAT_VARS:
+        a = data_vars[name][1]
+        a[not_ok] = np.nan
+
+    if "samples_ms" in f:
+        if STEP_DIM in f:
+            coords[STEP_DIM] = _read_axis(f, STEP_DIM)
+        else:
+            coords[STEP_DIM] = np.arange(f["samples_ms"].shape[-1], dtype=np.int32)
+        shape[STEP_DIM] = len(coords[STEP_DIM])
+        samples = _read_var(f, "samples_ms", CELL_DIMS + (STEP_DIM,), shape).astype(np.float64)
+        samples[not_ok] = np.nan
+        data_vars["samples_ms"] = (CELL_DIMS + (STEP_DIM,), samples)
+    else:
+        missing.append("samples_ms")
+
+    ds = xr.Dataset(data_vars=data_vars, coords=coords, attrs=attrs)
+    ranks = _read_ranks(f)
+    return Cube(path=path, schema=schema, attrs=attrs, ds=ds, ranks=ranks, missing_vars=missing)
+
+
+def _read_ranks(f: h5py.File) -> pd.DataFrame:
+    if "ranks" not in f or not isinstance(f["ranks"], h5py.Group):
+        return pd.DataFrame(columns=list(RANK_COLUMNS))
+    g = f["ranks"]
+    cols = {}
+    n = None
+    for name, obj in g.items():
+        if not isinstance(obj, h5py.Dataset) or obj.ndim != 1 or name == "rank_row":
+            continue
+        cols[name] = _read_strings(obj) if _is_string_dataset(obj) else np.asarray(obj[()])
+        n = len(cols[name]) if n is None else n
+    cols = {k: v for k, v in cols.items() if len(v) == n}
+    df = pd.DataFrame(cols)
+    ordered = [c for c in RANK_COLUMNS if c in df.columns] + [c for c in df.columns if c not in RANK_COLUMNS]
+    df = df[ordered]
+    if "rank" in df.columns:
+        df = df.sort_values("rank").reset_index(drop=True)
+    return df
+
+
+def _tidy(ds: xr.Dataset) -> pd.DataFrame:
+    names = [n for n in CELL_VARS if n in ds]
+    df = ds[names].to_dataframe().reset_index()
+    df = df[list(CELL_DIMS) + names]
+    df["batch"] = df["batch"].astype(np.int64)
+    df["replica"] = df["replica"].astype(np.int64)
+    for d in ("device", "engine", "network", "precision", "phase", "status", "message"):
+        df[d] = df[d].astype(str)
+    return df

@@ -1,0 +1,377 @@
+"""The figures. Every function returns a matplotlib Figure; nothing here decides
+what to plot, only how.  A cell that is not ok is drawn as a hatched, outlined
+placeholder labelled with its status (never as a zero-height or missing bar)."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
+from matplotlib.transforms import blended_transform_factory  # noqa: E402
+
+from .analysis import batch_curve, label, ordered, NETWORK_ORDER, PHASE_ORDER  # noqa: E402
+
+DPI = 100
+ENGINE_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
+STATUS_STYLE = {  # hatch, edge colour
+    "oom": ("////", "#d62728"),
+    "unsupported": ("\\\\\\\\", "#7f7f7f"),
+    "failed": ("xxxx", "#9467bd"),
+    "timeout": ("....", "#ff7f0e"),
+    "not_run": ("", "#bbbbbb"),
+}
+PHASE_STYLE = {"inference": "-", "training": "--"}
+
+plt.rcParams.update({
+    "font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 9,
+    "figure.titlesize": 13, "axes.grid": True, "grid.alpha": 0.3, "axes.axisbelow": True,
+})
+
+
+def wrap(text: str, width: int = 90) -> str:
+    return "\n".join(textwrap.wrap(text, width)) or text
+
+
+def engine_colors(engines) -> dict:
+    return {e: ENGINE_COLORS[i % len(ENGINE_COLORS)] for i, e in enumerate(engines)}
+
+
+def _status_patch(ax, x, width, status, text=None, frac=0.35):
+    """A hatched placeholder from the bottom of the axes to `frac` of its height."""
+    hatch, color = STATUS_STYLE.get(status, ("", "#333333"))
+    trans = blended_transform_factory(ax.transData, ax.transAxes)
+    ax.add_patch(matplotlib.patches.Rectangle((x - width / 2, 0), width, frac, transform=trans,
+                                              facecolor="white", edgecolor=color, hatch=hatch, lw=1.0,
+                                              zorder=2))
+    ax.text(x, 0.02, text or label(status), transform=trans, rotation=90, ha="center", va="bottom",
+            fontsize=8, fontweight="bold", color=color, zorder=3,
+            bbox=dict(facecolor="white", edgecolor="none", pad=0.5, alpha=0.85))
+
+
+def _status_legend(statuses) -> list:
+    out = []
+    for s in ["oom", "unsupported", "failed", "timeout", "not_run"]:
+        if s in statuses:
+            hatch, color = STATUS_STYLE[s]
+            out.append(Patch(facecolor="white", edgecolor=color, hatch=hatch,
+                             label=f"{label(s)} (no measurement)"))
+    return out
+
+
+def _log_axis_ticks(ax, values, axis="y"):
+    """Readable decimal tick labels on a log axis."""
+    fmt = FuncFormatter(lambda v, _: f"{v:g}" if v >= 0.01 else f"{v:.0e}")
+    (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(fmt)
+    (ax.yaxis if axis == "y" else ax.xaxis).set_minor_formatter(
+        FuncFormatter(lambda v, _: f"{v:g}" if str(f"{v:g}")[0] in "25" else ""))
+
+
+# ---------------------------------------------------------------------------
+# Figure kind 1: per device, time per batch, grouped by network, one bar per engine
+
+def fig_time_per_batch(d: pd.DataFrame, device: str, precision: str, batch: int, engines: list[str],
+                       colors: dict) -> plt.Figure:
+    """`d`: the collapsed cells of one device, precision and batch (every status)."""
+    networks = ordered(d["network"], NETWORK_ORDER)
+    phases = ordered(d["phase"], PHASE_ORDER)
+    fig, axes = plt.subplots(1, len(phases), figsize=(max(7, 1.1 * len(networks) * len(phases) + 3), 5.2),
+                             sharey=True, squeeze=False, dpi=DPI)
+    axes = axes[0]
+    width = 0.8 / max(1, len(engines))
+    seen_status = set()
+    ok_vals = d.loc[d["status"] == "ok", "ci_high_ms"].dropna()
+    for ax, phase in zip(axes, phases):
+        p = d[d["phase"] == phase]
+        for j, e in enumerate(engines):
+            for i, n in enumerate(networks):
+                x = i - 0.4 + width * (j + 0.5)
+                r = p[(p["engine"] == e) & (p["network"] == n)]
+                status = r["status"].iloc[0] if len(r) else "not_run"
+                if status == "ok":
+                    r = r.iloc[0]
+                    err = [[r.median_ms - r.ci_low_ms], [r.ci_high_ms - r.median_ms]]
+                    ax.bar(x, r.median_ms, width * 0.92, color=colors[e], zorder=2)
+                    ax.errorbar(x, r.median_ms, yerr=err, fmt="none", ecolor="black", capsize=2, lw=1,
+                                zorder=3)
+                else:
+                    seen_status.add(status)
+                    _status_patch(ax, x, width * 0.92, status)
+        ax.set_xticks(range(len(networks)))
+        ax.set_xticklabels(networks, rotation=30, ha="right")
+        ax.set_xlim(-0.6, len(networks) - 0.4)
+        ax.set_title(f"{phase}" + (" (forward + backward)" if phase == "training" else " (forward)"))
+        ax.set_xlabel("network")
+    if len(ok_vals):
+        axes[0].set_yscale("log")
+        lo = d.loc[d["status"] == "ok", "ci_low_ms"].min()
+        axes[0].set_ylim(lo / 3, ok_vals.max() * 1.6)
+        _log_axis_ticks(axes[0], ok_vals)
+    else:
+        axes[0].set_ylim(0, 1)
+        for ax in axes:
+            ax.text(0.5, 0.6, "no ok cell at this batch", transform=ax.transAxes, ha="center")
+    axes[0].set_ylabel(f"time per batch of {batch} images [ms]\n(median, log scale; whiskers: 95% CI)")
+    handles = [Patch(color=colors[e], label=e) for e in engines] + _status_legend(seen_status)
+    fig.legend(handles=handles, loc="upper right", ncol=min(len(handles), 6), frameon=False,
+               bbox_to_anchor=(0.99, 0.93), title="engine", title_fontsize=9, alignment="right")
+    fig.suptitle(wrap(f"Time per batch on {device} — {precision}, batch {batch}") +
+                 "\nlower is better", x=0.01, ha="left", fontsize=12)
+    fig.tight_layout(rect=(0, 0, 1, 0.86))
+    return fig
+
+
+# ---------------------------------------------------------------------------
+# Figure kind 2: time per image against batch size
+
+def fig_batch_efficiency(d: pd.DataFrame, device: str, precision: str, engines: list[str],
+                         colors: dict) -> plt.Figure:
+    """`d`: the collapsed cells of one device and precision, every batch and status."""
+    networks = ordered(d["network"], NETWORK_ORDER)
+    phases = ordered(d["phase"], PHASE_ORDER)
+    batches = sorted(d["batch"].unique())
+    ncols = min(3, len(networks))
+    nrows = math.ceil(len(networks) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols + 0.5, 3.5 * nrows + 1.6), squeeze=False,
+                             dpi=DPI)
+    seen_status = set()
+    any_best = any_oom = False
+    for k, n in enumerate(networks):
+        ax = axes[k // ncols][k % ncols]
+        notes = []
+        for e in engines:
+            for ph in phases:
+                s = d[(d["network"] == n) & (d["engine"] == e) & (d["phase"] == ph)]
+                if s.empty or (s["status"] == "not_run").all():
+                    continue
+                s = s.sort_values("batch")
+                ok = s[s["status"] == "ok"]
+                color, ls = colors[e], PHASE_STYLE.get(ph, ":")
+                facts = batch_curve(s)
+                if len(ok):
+                    per_image = ok["median_ms"] / ok["batch"]
+                    lo = ok["ci_low_ms"] / ok["batch"]
+                    hi = ok["ci_high_ms"] / ok["batch"]
+                    ax.plot(ok["batch"], per_image, ls, color=color, marker="o", ms=3, lw=1.5)
+                    ax.fill_between(ok["batch"], lo, hi, color=color, alpha=0.15, lw=0)
+                    bb = facts["best_batch"]
+                    ax.plot([bb], [per_image[ok["batch"] == bb].iloc[0]], marker="*", ms=13, color=color,
+                            markeredgecolor="black", markeredgewidth=0.7, ls="none", zorder=5)
+                    any_best = True
+                trans = blended_transform_factory(ax.transData, ax.transAxes)
+                if facts["first_oom"] is not None:
+                    any_oom = True
+                    seen_status.add("oom")
+                    ax.plot([facts["first_oom"]], [0.96], marker="X", ms=9, color=color, transform=trans,
+                            markeredgecolor="#d62728", ls="none", clip_on=False, zorder=5)
+                    if facts["largest_fit"] is not None:
+                        ax.axvline(facts["largest_fit"], color=color, ls=ls, lw=0.8, alpha=0.6)
+                bad = s[~s["status"].isin(["ok", "oom", "not_run"])]
+                for st, g in bad.groupby("status"):
+                    seen_status.add(st)
+                    hatch, scol = STATUS_STYLE.get(st, ("", "black"))
+                    ax.plot(g["batch"], [0.04] * len(g), marker="v", ms=7, color=scol, transform=trans,
+                            ls="none", clip_on=False, zorder=5)
+                if ok.empty:
+                    st = ", ".join(sorted({label(x) for x in s["status"] if x != "not_run"}))
+                    notes.append(f"{e} {ph}: {st}")
+        for i, note in enumerate(notes):
+            ax.text(0.5, 0.5 - 0.1 * i, note, transform=ax.transAxes, ha="center", fontsize=8,
+                    color="#555555", bbox=dict(facecolor="white", edgecolor="#999999", pad=2))
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_locator(FixedLocator(batches))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlim(batches[0] / 1.4, batches[-1] * 1.4)
+        if len(batches) > 8:
+            for lab in ax.get_xticklabels():
+                lab.set_rotation(45)
+        if d[(d["network"] == n) & (d["status"] == "ok")].shape[0]:
+            ax.set_yscale("log")
+            _log_axis_ticks(ax, None)
+        ax.set_title(n)
+        if k % ncols == 0:
+            ax.set_ylabel("time per image [ms]\n(median, log scale)")
+        if k // ncols == nrows - 1 or k + ncols >= len(networks):
+            ax.set_xlabel("batch size [images] (log₂ scale)")
+    for k in range(len(networks), nrows * ncols):
+        axes[k // ncols][k % ncols].set_visible(False)
+    handles = [Line2D([], [], color=colors[e], lw=2, label=e) for e in engines]
+    handles += [Line2D([], [], color="black", ls=PHASE_STYLE[p], label=p) for p in phases if p in PHASE_STYLE]
+    handles.append(Patch(facecolor="#888888", alpha=0.3, label="95% CI"))
+    if any_best:
+        handles.append(Line2D([], [], marker="*", ms=12, color="white", markerfacecolor="#888888",
+                              markeredgecolor="black", ls="none", label="best throughput"))
+    if any_oom:
+        handles.append(Line2D([], [], marker="X", ms=9, color="#888888", markeredgecolor="#d62728",
+                              ls="none", label="first batch that ran out of memory (OOM)"))
+        handles.append(Line2D([], [], color="#888888", lw=0.8, label="largest batch that fit"))
+    for st in sorted(seen_status - {"oom"}):
+        handles.append(Line2D([], [], marker="v", ms=7, color=STATUS_STYLE.get(st, ("", "k"))[1], ls="none",
+                              label=f"{label(st)} at this batch"))
+    fig.suptitle(wrap(f"Batch-size efficiency on {device} — {precision}", 100) +
+                 "\ntime per image against batch size; lower is better", x=0.01, ha="left")
+    top = 1 - 1.5 / fig.get_figheight()
+    fig.legend(handles=handles, loc="upper right", ncol=min(5, len(handles)), frameon=False,
+               bbox_to_anchor=(0.995, 1 - 0.15 / fig.get_figheight()), fontsize=8.5)
+    fig.tight_layout(rect=(0, 0, 1, top))
+    return fig
+
+
+# ---------------------------------------------------------------------------
+# Speedup bars (device over baseline device; engine over baseline engine)
+
+def fig_speedup(t: pd.DataFrame, title: str, series_col: str, colors: dict, ylabel: str) -> plt.Figure:
+    """`t`: rows with network, phase, `series_col`, speedup, speedup_low/high, status,
+    baseline_status, note.  One group of bars per network, one subplot per phase."""
+    networks = ordered(t["network"], NETWORK_ORDER)
+    phases = ordered(t["phase"], PHASE_ORDER)
+    series = list(dict.fromkeys(t[series_col]))
+    fig, axes = plt.subplots(1, len(phases), figsize=(max(7, 1.0 * len(networks) * len(phases) + 3), 5),
+                             sharey=True, squeeze=False, dpi=DPI)
+    axes = axes[0]
+    width = 0.8 / max(1, len(series))
+    seen = set()
+    vals = t["speedup_high"].dropna().tolist() + t["speedup_low"].dropna().tolist()
+    for ax, ph in zip(axes, phases):
+        p = t[t["phase"] == ph]
+        for j, sname in enumerate(series):
+            for i, n in enumerate(networks):
+                x = i - 0.4 + width * (j + 0.5)
+                r = p[(p[series_col] == sname) & (p["network"] == n)]
+                if r.empty:
+                    continue
+                r = r.iloc[0]
+                if np.isfinite(r.speedup):
+                    ax.bar(x, r.speedup, width * 0.92, color=colors.get(sname, "#1f77b4"), zorder=2,
+                           bottom=0)
+                    ax.errorbar(x, r.speedup, yerr=[[r.speedup - r.speedup_low], [r.speedup_high - r.speedup]],
+                                fmt="none", ecolor="black", capsize=2, lw=1, zorder=3)
+                    ax.text(x, r.speedup_high * 1.03, f"{r.speedup:.2g}×", ha="center", va="bottom",
+                            fontsize=7, zorder=4)
+                else:
+                    st = r.status if r.status != "ok" else r.baseline_status
+                    seen.add(st)
+                    where = "" if r.status != "ok" else " (baseline)"
+                    _status_patch(ax, x, width * 0.92, st, text=label(st) + where, frac=0.45)
+        ax.axhline(1.0, color="black", lw=1, ls="--", zorder=1)
+        ax.set_xticks(range(len(networks)))
+        ax.set_xticklabels(networks, rotation=30, ha="right")
+        ax.set_xlim(-0.6, len(networks) - 0.4)
+        ax.set_title(ph)
+        ax.set_xlabel("network")
+    if vals:
+        axes[0].set_yscale("log", base=2)
+        lo, hi = min(vals + [1.0]), max(vals + [1.0])
+        axes[0].set_ylim(lo / 1.6, hi * 1.6)
+        axes[0].yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
+    axes[0].set_ylabel(ylabel)
+    handles = [Patch(color=colors.get(s, "#1f77b4"), label=str(s)) for s in series]
+    handles.append(Line2D([], [], color="black", ls="--", label="1× = as fast as the baseline"))
+    handles += _status_legend(seen)
+    fig.legend(handles=handles, loc="upper right", ncol=min(4, len(handles)), frameon=False,
+               bbox_to_anchor=(0.99, 0.92), fontsize=8.5)
+    fig.suptitle(wrap(title, 100) + "\nhigher is better; whiskers: interval from the two cells' 95% CIs",
+                 x=0.01, ha="left", fontsize=12)
+    fig.tight_layout(rect=(0, 0, 1, 0.84))
+    return fig
+
+
+# ---------------------------------------------------------------------------
+# Efficiency: achieved TFLOPS (and % of peak)
+
+def fig_efficiency(d: pd.DataFrame, device: str, precision: str, batch: int, engines: list[str],
+                   colors: dict, peak: float | None, peak_source: str) -> plt.Figure:
+    networks = ordered(d["network"], NETWORK_ORDER)
+    phases = ordered(d["phase"], PHASE_ORDER)
+    fig, axes = plt.subplots(1, len(phases), figsize=(max(7, 1.0 * len(networks) * len(phases) + 3), 5),
+                             sharey=True, squeeze=False, dpi=DPI)
+    axes = axes[0]
+    width = 0.8 / max(1, len(engines))
+    seen = set()
+    top = d.loc[d["status"] == "ok", "tflops"].max()
+    for ax, ph in zip(axes, phases):
+        p = d[d["phase"] == ph]
+        for j, e in enumerate(engines):
+            for i, n in enumerate(networks):
+                x = i - 0.4 + width * (j + 0.5)
+                r = p[(p["engine"] == e) & (p["network"] == n)]
+                st = r["status"].iloc[0] if len(r) else "not_run"
+                if st == "ok" and np.isfinite(r["tflops"].iloc[0]):
+                    v = r["tflops"].iloc[0]
+                    ax.bar(x, v, width * 0.92, color=colors[e], zorder=2)
+                    if peak:
+                        ax.text(x, v, f"{100 * v / peak:.0f}%", ha="center", va="bottom", fontsize=7)
+                elif st == "ok":
+                    _status_patch(ax, x, width * 0.92, "not_run", text="no FLOP count", frac=0.3)
+                else:
+                    seen.add(st)
+                    _status_patch(ax, x, width * 0.92, st)
+        ax.set_xticks(range(len(networks)))
+        ax.set_xticklabels(networks, rotation=30, ha="right")
+        ax.set_xlim(-0.6, len(networks) - 0.4)
+        ax.set_title(ph)
+        ax.set_xlabel("network")
+    if np.isfinite(top) and top > 0:
+        axes[0].set_ylim(0, top * 1.25)
+    axes[0].set_ylabel("achieved throughput [TFLOP/s]")
+    if peak:
+        sec = axes[-1].secondary_yaxis("right", functions=(lambda v: 100 * v / peak, lambda q: q * peak / 100))
+        sec.set_ylabel(f"% of peak ({peak:g} TFLOP/s)")
+        sub = f"bar labels: % of the {precision} peak, {peak:g} TFLOP/s ({peak_source})"
+    else:
+        sub = f"{precision} peak of this device unknown (add it to peaks.csv): no % of peak"
+    handles = [Patch(color=colors[e], label=e) for e in engines] + _status_legend(seen)
+    fig.legend(handles=handles, loc="upper right", ncol=min(5, len(handles)), frameon=False,
+               bbox_to_anchor=(0.99, 0.92), fontsize=8.5)
+    fig.suptitle(wrap(f"Achieved TFLOP/s on {device} — {precision}, batch {batch}", 100) + "\n" + sub,
+                 x=0.01, ha="left", fontsize=12)
+    fig.tight_layout(rect=(0, 0, 1, 0.84))
+    return fig
+
+
+# ---------------------------------------------------------------------------
+# Procurement: throughput against price
+
+def fig_pareto(t: pd.DataFrame, workload: str, currency: str = "price") -> plt.Figure:
+    """`t`: device, price, images_per_s (NaN where not measured), status_text, pareto (bool)."""
+    fig, ax = plt.subplots(figsize=(9, 6), dpi=DPI)
+    ok = t[np.isfinite(t["images_per_s"]) & np.isfinite(t["price"])]
+    front = ok[ok["pareto"]].sort_values("price")
+    ax.scatter(ok["price"], ok["images_per_s"], s=50, color="#1f77b4", zorder=3, label="device")
+    if len(front):
+        xs, ys = [], []
+        for r in front.itertuples():
+            if xs:
+                xs.append(r.price)
+                ys.append(ys[-1])
+            xs.append(r.price)
+            ys.append(r.images_per_s)
+        ax.plot(xs, ys, color="#2ca02c", lw=1.5, zorder=2, label="Pareto front (no device is both cheaper and faster)")
+        ax.scatter(front["price"], front["images_per_s"], s=90, facecolor="none", edgecolor="#2ca02c",
+                   lw=2, zorder=4)
+    for r in ok.itertuples():
+        ax.annotate(wrap(r.short, 30), (r.price, r.images_per_s), textcoords="offset points", xytext=(6, 4),
+                    fontsize=8)
+    missing = t[~(np.isfinite(t["images_per_s"]) & np.isfinite(t["price"]))]
+    if len(missing):
+        txt = "not plotted:\n" + "\n".join(wrap(f"{r.short}: {r.status_text}", 60) for r in missing.itertuples())
+        ax.text(0.99, 0.02, txt, transform=ax.transAxes, ha="right", va="bottom", fontsize=8,
+                bbox=dict(facecolor="#fff3f3", edgecolor="#d62728"))
+    ax.set_xlabel(f"price [{currency}]")
+    ax.set_ylabel("throughput [images/s]")
+    if len(ok):
+        ax.set_xlim(0, ok["price"].max() * 1.25)
+        ax.set_ylim(0, ok["images_per_s"].max() * 1.2)
+    ax.legend(loc="upper left", fontsize=8.5)
+    ax.set_title(wrap(f"Throughput against price — {workload}", 90) + "\nupper left is better")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,394 @@
+"""`report CUBE -o DIR`: report.md and report.html (self-contained) with five sections."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import plots
+from .analysis import (NETWORK_ORDER, PHASE_ORDER, PRECISION_ORDER, batch_curve, collapse_replicas,
+                       default_baseline_device, device_speedups, engine_speedups, engines_on, focus_batch,
+                       label, native_first, ordered, replica_spread)
+from .cube import Cube, CubeError, STATUS_NAMES
+from .document import Document
+from .peaks import PeakTable
+
+SECTIONS = (
+    "1. Time per batch (the study's first figure)",
+    "2. Batch-size efficiency (the study's second figure)",
+    "3. Device against device, engine against engine",
+    "4. Efficiency: achieved TFLOP/s, % of peak, energy",
+    "5. Provenance",
+)
+
+
+def fmt(v, digits=4) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return ""
+    if isinstance(v, (int, np.integer)):
+        return f"{v:,}"
+    return f"{v:.{digits}g}"
+
+
+def cell_text(r, value="median_ms", unit=" ms", ci=True) -> str:
+    """A table cell: the number (with its CI) when ok, else the status in words."""
+    if r.status != "ok":
+        msg = f": {r.message}" if getattr(r, "message", "") and r.status not in ("not_run",) else ""
+        return label(r.status) + (msg[:80] + "…" if len(msg) > 80 else msg)
+    v = getattr(r, value)
+    if not math.isfinite(v):
+        return "ok (not recorded)"
+    if ci and value == "median_ms":
+        return f"{fmt(v)}{unit} [{fmt(r.ci_low_ms, 3)}–{fmt(r.ci_high_ms, 3)}]"
+    return f"{fmt(v)}{unit}"
+
+
+def speed_text(r) -> str:
+    if np.isfinite(r.speedup):
+        return f"{r.speedup:.3g}× [{r.speedup_low:.3g}–{r.speedup_high:.3g}]"
+    return r.note
+
+
+class Report:
+    def __init__(self, cube: Cube, out_dir: Path, baseline: str | None = None, batch: int | None = None,
+                 peaks: PeakTable | None = None, baseline_engine: str | None = None):
+        self.cube = cube
+        self.out = Path(out_dir)
+        self.cells = collapse_replicas(cube.cells)
+        self.devices = cube.devices
+        self.peaks = peaks or PeakTable.read()
+        try:
+            self.batch = focus_batch(self.cells, batch)
+        except ValueError as e:
+            raise CubeError(str(e)) from None
+        self.baseline = cube.resolve_device(baseline) if baseline else default_baseline_device(self.cells)
+        self.baseline_engine = baseline_engine
+        all_engines = ordered([e for d in self.devices for e in engines_on(self.cells, d)], ("cudnn", "onednn"))
+        self.colors = plots.engine_colors(all_engines)
+        self.doc = Document(title=f"crossbench report — {cube.path.name}", figure_dir=self.out / "figures")
+
+    # -- helpers -------------------------------------------------------------
+
+    def _precisions(self, d):
+        return ordered(d.loc[d["status"] != "not_run", "precision"].unique(), PRECISION_ORDER)
+
+    def _device_cells(self, device):
+        return self.cells[self.cells["device"] == device]
+
+    def _short(self, device):
+        return device if len(device) <= 40 else device[:38] + "…"
+
+    # -- the report ------------------------------------------------------------
+
+    def build(self) -> Document:
+        doc = self.doc
+        c = self.cube
+        doc.text(f"Cube `{c.path}` (schema `{c.schema}`), created {c.attrs.get('created', 'at an unknown time')} "
+                 f"by crossbench {c.attrs.get('crossbench_version', '?')} "
+                 f"(revision {c.attrs.get('git_revision', '?')}).")
+        self.summary()
+        self.section1()
+        self.section2()
+        self.section3()
+        self.section4()
+        self.section5()
+        return doc
+
+    def summary(self):
+        doc, cells = self.doc, self.cube.cells
+        doc.heading("Summary")
+        axes = ", ".join(f"{d} ({len(self.cube.ds[d])})" for d in
+                         ("device", "engine", "network", "precision", "batch", "phase", "replica"))
+        doc.text(f"Axes: {axes}. Every cell that was not measured is shown with its status: "
+                 f"**OOM** (out of memory), **unsupported** (the engine cannot run it on that device), "
+                 f"**failed**, **timeout**, or **not run** (not attempted; e.g. an engine that the job did "
+                 f"not run on that device). Figures draw such cells as hatched placeholders labelled with "
+                 f"the status, never as a bar of zero.")
+        counts = cells.groupby(["device", "status"]).size().unstack(fill_value=0)
+        counts = counts.reindex(columns=[s for s in STATUS_NAMES if s in counts.columns])
+        counts.columns = [label(s) for s in counts.columns]
+        counts = counts.reset_index()
+        doc.table(counts, "cells per device and status")
+        bad = cells[~cells["status"].isin(["ok", "not_run"])]
+        if len(bad):
+            g = (bad.groupby(["device", "engine", "precision", "phase", "status", "message"], sort=False)
+                 .agg(networks=("network", lambda s: ", ".join(ordered(s.unique(), NETWORK_ORDER))),
+                      batches=("batch", lambda s: ", ".join(str(b) for b in sorted(s.unique()))),
+                      cells=("network", "size")).reset_index())
+            g["status"] = g["status"].map(label)
+            g = g[["status", "device", "engine", "precision", "phase", "networks", "batches", "cells", "message"]]
+            doc.table(g, "cells without a measurement (other than not run), with the reason", collapsed=len(g) > 15)
+
+    # 1 -------------------------------------------------------------------------
+    def section1(self):
+        doc = self.doc
+        doc.heading(SECTIONS[0])
+        b = self.batch
+        doc.text(f"For each device: the median time of one training or inference step on a batch of {b} "
+                 f"images, per network and engine (the study used batch 64). Whiskers are the 95% "
+                 f"confidence interval of the median. Choose another batch with `--batch`.")
+        for dev in self.devices:
+            d = self._device_cells(dev)
+            d = d[d["batch"] == b]
+            engines = engines_on(self.cells, dev)
+            if not engines:
+                doc.heading(dev, 3)
+                doc.text("No cell was attempted on this device (all not run).")
+                continue
+            for prec in self._precisions(d) or []:
+                dp = d[(d["precision"] == prec) & d["engine"].isin(engines)]
+                doc.heading(f"{dev} — {prec}, batch {b}", 3)
+                doc.figure(plots.fig_time_per_batch(dp, dev, prec, b, engines, self.colors),
+                           f"fig1-{dev}-{prec}-b{b}",
+                           f"Time per batch of {b} on {dev}, {prec}: one bar per engine; inference left, "
+                           f"training right; hatched placeholders are cells without a measurement, labelled "
+                           f"with their status.")
+                t = self._time_table(dp, engines)
+                doc.table(t, f"median time per batch of {b} [ms] with its 95% CI, {dev}, {prec}")
+            skipped = [e for e in ordered(self.cells["engine"].unique(), ()) if e not in engines]
+            if skipped:
+                doc.text(f"Engines not run on {dev}: {', '.join(skipped)}.")
+
+    def _time_table(self, dp, engines):
+        networks = ordered(dp["network"], NETWORK_ORDER)
+        phases = ordered(dp["phase"], PHASE_ORDER)
+        rows = []
+        for n in networks:
+            row = {"network": n}
+            for ph in phases:
+                for e in engines:
+                    r = dp[(dp["network"] == n) & (dp["phase"] == ph) & (dp["engine"] == e)]
+                    row[f"{ph} · {e}"] = cell_text(r.iloc[0]) if len(r) else label("not_run")
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    # 2 -------------------------------------------------------------------------
+    def section2(self):
+        doc = self.doc
+        doc.heading(SECTIONS[1])
+        batches = sorted(self.cells["batch"].unique())
+        doc.text("Time per image (median time per batch ÷ batch size) against batch size, log₂ axis. "
+                 "The star marks the batch of best throughput; the ✕ at the top marks the first batch that "
+                 "ran out of memory, and the thin vertical line the largest batch that fit. Where per-image "
+                 "time stops falling, larger batches buy nothing; where the curve bends up, they cost "
+                 "throughput (as the study saw on the K40 and the Titan X Pascal).")
+        if len(batches) < 2:
+            doc.text(f"This cube has a single batch size ({batches[0] if batches else 'none'}), so there is no "
+                     f"curve to draw; run a batch sweep (`jobs/batch-sweep.ini`) for this section.")
+            return
+        for dev in self.devices:
+            d = self._device_cells(dev)
+            engines = engines_on(self.cells, dev)
+            if not engines:
+                continue
+            for prec in self._precisions(d):
+                dp = d[(d["precision"] == prec) & d["engine"].isin(engines)]
+                doc.heading(f"{dev} — {prec}", 3)
+                doc.figure(plots.fig_batch_efficiency(dp, dev, prec, engines, self.colors),
+                           f"fig2-{dev}-{prec}",
+                           f"Time per image against batch size on {dev}, {prec}: one panel per network; "
+                           f"colour = engine, solid = inference, dashed = training.")
+                items, rows = [], []
+                for n in ordered(dp["network"], NETWORK_ORDER):
+                    for e in engines:
+                        for ph in ordered(dp["phase"], PHASE_ORDER):
+                            s = dp[(dp["network"] == n) & (dp["engine"] == e) & (dp["phase"] == ph)]
+                            if s.empty or (s["status"] == "not_run").all():
+                                continue
+                            f = batch_curve(s)
+                            items.append(f"**{n}, {e}, {ph}**: {f['words']}")
+                            rows.append({"network": n, "engine": e, "phase": ph,
+                                         "best batch": fmt(f["best_batch"]) if f["best_batch"] else "none ok",
+                                         "best images/s": fmt(f["best_images_per_s"]),
+                                         "stops falling at": fmt(f["stops_falling_at"]) if f["stops_falling_at"] else "",
+                                         "beyond best": f["bend"] or "",
+                                         "largest batch that fit": fmt(f["largest_fit"]) if f["largest_fit"] else "",
+                                         "first OOM": fmt(f["first_oom"]) if f["first_oom"] else "no OOM"})
+                doc.table(pd.DataFrame(rows), f"batch-size efficiency, {dev}, {prec}")
+                doc.bullets(items)
+
+    # 3 -------------------------------------------------------------------------
+    def section3(self):
+        doc = self.doc
+        doc.heading(SECTIONS[2])
+        b = self.batch
+        doc.heading("Device against device", 3)
+        others = [d for d in self.devices if d != self.baseline and engines_on(self.cells, d)]
+        if not self.baseline or not others:
+            doc.text(f"The cube holds one measured device ({self.baseline or 'none'}): no device to compare. "
+                     f"Run the job on several device kinds (e.g. through `mpirun` over heterogeneous nodes).")
+        else:
+            doc.text(f"Speedup = baseline time ÷ device time, per cell, against the baseline device "
+                     f"**{self.baseline}** (choose it with `--baseline`); the interval combines the two "
+                     f"cells' 95% CIs (baseline CI low ÷ device CI high, baseline CI high ÷ device CI low). "
+                     f"Cells are matched on the same engine when both devices ran it, else each device's "
+                     f"fastest engine is used. The figure shows batch {b}; the table every batch.")
+            for dev in others:
+                t, mode = device_speedups(self.cells, self.baseline, dev)
+                doc.heading(f"{dev} over {self.baseline}", 4)
+                if t.empty:
+                    doc.text("No cell in common with the baseline.")
+                    continue
+                doc.text(f"Matching: {mode}.")
+                for prec in ordered(t["precision"].unique(), PRECISION_ORDER):
+                    tp = t[(t["precision"] == prec) & (t["batch"] == b)]
+                    if tp.empty:
+                        continue
+                    colors = self.colors if mode == "same engine" else {}
+                    doc.figure(plots.fig_speedup(tp, f"Speedup of {dev} over {self.baseline} — {prec}, batch {b}",
+                                                 "engine", colors, "speedup over the baseline device\n(log₂ scale)"),
+                               f"fig3-{dev}-over-{self.baseline}-{prec}-b{b}",
+                               f"Speedup of {dev} over {self.baseline}, {prec}, batch {b} ({mode}); above 1× "
+                               f"the device is faster.")
+                doc.table(self._speed_table(t), f"speedup of {dev} over {self.baseline}, every cell",
+                          collapsed=len(t) > 40)
+        doc.heading("Engine against engine", 3)
+        any_engine = False
+        for dev in self.devices:
+            engines = engines_on(self.cells, dev)
+            if len(engines) < 2:
+                continue
+            any_engine = True
+            be = self.baseline_engine if self.baseline_engine in engines else native_first(engines)
+            t = engine_speedups(self.cells, dev, be)
+            doc.heading(f"{dev}: engines over {be}", 4)
+            if t.empty:
+                doc.text("No cell in common.")
+                continue
+            for prec in ordered(t["precision"].unique(), PRECISION_ORDER):
+                tp = t[(t["precision"] == prec) & (t["batch"] == b)]
+                if tp.empty:
+                    continue
+                doc.figure(plots.fig_speedup(tp, f"Speedup of each engine over {be} on {dev} — {prec}, batch {b}",
+                                             "engine", self.colors, f"speedup over {be}\n(log₂ scale)"),
+                           f"fig3-{dev}-engines-{prec}-b{b}",
+                           f"Engines on {dev} against {be}, {prec}, batch {b}; above 1× the engine is faster.")
+            doc.table(self._speed_table(t), f"speedup over {be} on {dev}, every cell", collapsed=len(t) > 40)
+        if not any_engine:
+            doc.text("Every device ran a single engine: no engine comparison. Add engines to the job's "
+                     "`[matrix] engines`.")
+        spread = replica_spread(self.cube.cells)
+        if len(spread):
+            doc.heading("Device-to-device variation (replicas)", 3)
+            s = spread.head(30).copy()
+            for col in ("fastest_ms", "slowest_ms"):
+                s[col] = s[col].map(fmt)
+            s["spread_pct"] = s["spread_pct"].map(lambda v: f"{v:.2f}%")
+            doc.table(s, "slowest ÷ fastest replica − 1 (the 30 widest)")
+
+    def _speed_table(self, t):
+        out = t[["engine", "network", "precision", "batch", "phase"]].copy()
+        out["baseline [ms]"] = [fmt(v) if s == "ok" else label(s) for v, s in zip(t["baseline_ms"], t["baseline_status"])]
+        out["this [ms]"] = [fmt(v) if s == "ok" else label(s) for v, s in zip(t["device_ms"], t["status"])]
+        out["speedup [95% interval]"] = [speed_text(r) for r in t.itertuples()]
+        out["significant"] = ["yes" if np.isfinite(r.speedup) and (r.speedup_low > 1 or r.speedup_high < 1)
+                              else ("no" if np.isfinite(r.speedup) else "") for r in t.itertuples()]
+        return out
+
+    # 4 -------------------------------------------------------------------------
+    def section4(self):
+        doc = self.doc
+        doc.heading(SECTIONS[3])
+        b = self.batch
+        doc.text("Achieved TFLOP/s = the network's FLOPs per step (forward; training adds the backward "
+                 "pass) ÷ the median step time, as recorded in the cube. % of peak uses the dense peak of the "
+                 "device at that precision from `peaks.csv` (editable; GPUs) or from the cube (CPUs, when "
+                 "known); otherwise it is unknown. Energy per image comes from the GPU's energy counter "
+                 "where it was measured.")
+        rows = []
+        for dev in self.devices:
+            engines = engines_on(self.cells, dev)
+            if not engines:
+                continue
+            d = self._device_cells(dev)
+            d = d[(d["batch"] == b) & d["engine"].isin(engines)]
+            for prec in self._precisions(d):
+                dp = d[d["precision"] == prec]
+                pk = self.peaks.peak(dev, prec, self.cube.ranks)
+                doc.heading(f"{dev} — {prec}, batch {b}", 3)
+                doc.figure(plots.fig_efficiency(dp, dev, prec, b, engines, self.colors, pk.tflops, pk.source),
+                           f"fig4-{dev}-{prec}-b{b}",
+                           f"Achieved TFLOP/s on {dev}, {prec}, batch {b}; peak: "
+                           f"{fmt(pk.tflops) + ' TFLOP/s (' + pk.source + ')' if pk.tflops else 'unknown'}.")
+                for r in dp.sort_values(["phase", "engine"]).itertuples():
+                    ok = r.status == "ok"
+                    rows.append({
+                        "device": self._short(dev), "engine": r.engine, "network": r.network, "precision": prec,
+                        "phase": r.phase,
+                        "TFLOP/s": fmt(r.tflops) if ok else label(r.status),
+                        "peak TFLOP/s": fmt(pk.tflops) if pk.tflops else "unknown",
+                        "% of peak": (f"{100 * r.tflops / pk.tflops:.1f}%" if pk.tflops and ok and
+                                      np.isfinite(r.tflops) else ("unknown" if ok else label(r.status))),
+                        "images/s": fmt(r.images_per_s) if ok else label(r.status),
+                        "energy [J/image]": (fmt(r.energy_j_per_image) if np.isfinite(r.energy_j_per_image)
+                                             else ("not measured" if ok else label(r.status))),
+                        "peak memory [GiB]": fmt(r.peak_memory_bytes / 2**30, 3) if np.isfinite(r.peak_memory_bytes) else "",
+                        "mean SM clock [MHz]": fmt(r.mean_sm_clock_mhz) if np.isfinite(r.mean_sm_clock_mhz) else "",
+                    })
+        if rows:
+            doc.table(pd.DataFrame(rows), f"efficiency at batch {b}", collapsed=len(rows) > 60)
+        measured = self.cells["energy_j_per_image"].notna().sum()
+        doc.text(f"Energy was measured for {measured} ok cell(s)."
+                 if measured else "No cell has an energy measurement (CPU runs and GPUs without an NVML "
+                                  "energy counter have none).")
+
+    # 5 -------------------------------------------------------------------------
+    def section5(self):
+        doc, c = self.doc, self.cube
+        doc.heading(SECTIONS[4])
+        attrs = {k: v for k, v in c.attrs.items() if k != "job_file"}
+        doc.table(pd.DataFrame({"attribute": list(attrs), "value": list(attrs.values())}),
+                  "root attributes of the cube (versions, command line)")
+        if c.attrs.get("job_file"):
+            doc.text("Job file:")
+            doc.code(c.attrs["job_file"])
+        if not c.ranks.empty:
+            r = c.ranks.copy()
+            for col in ("memory_bytes",):
+                if col in r.columns:
+                    r["memory [GiB]"] = (pd.to_numeric(r[col], errors="coerce") / 2**30).map(lambda v: fmt(v, 4))
+                    r = r.drop(columns=[col])
+            hosts = sorted(set(map(str, r["host"]))) if "host" in r.columns else []
+            doc.text(f"{len(r)} rank(s) on {len(hosts)} host(s): {', '.join(hosts)}.")
+            doc.table(r, "ranks: one row per MPI rank (host, device, clocks, power limit, driver)")
+        else:
+            doc.text("The cube has no /ranks table.")
+        dev_rows = []
+        for dev in self.devices:
+            n_ranks = int((c.ranks["device_key"] == dev).sum()) if "device_key" in c.ranks.columns else 0
+            dev_rows.append({"device key": dev, "ranks": n_ranks,
+                             "engines run": ", ".join(engines_on(self.cells, dev)) or "none"})
+        doc.table(pd.DataFrame(dev_rows), "devices (device keys)")
+        cells = c.cells
+        thr = cells[(cells["status"] == "ok") & (cells["throttled"] == 1)]
+        unknown = int(((cells["status"] == "ok") & (cells["throttled"] < 0)).sum())
+        doc.heading("Throttled cells", 3)
+        if len(thr):
+            t = thr[["device", "engine", "network", "precision", "batch", "phase", "replica", "median_ms",
+                     "mean_sm_clock_mhz", "rank"]].copy()
+            t["median_ms"] = t["median_ms"].map(fmt)
+            t["mean_sm_clock_mhz"] = t["mean_sm_clock_mhz"].map(fmt)
+            doc.text(f"**{len(thr)} cell(s) ran while the device throttled** (clocks fell or throttle reasons "
+                     f"fired): their times may be pessimistic. Check cooling and power limits.")
+            doc.table(t, "throttled cells", collapsed=len(t) > 30)
+        else:
+            doc.text("No ok cell was flagged as throttled.")
+        if unknown:
+            doc.text(f"Throttling unknown (no telemetry, e.g. CPU) for {unknown} ok cell(s).")
+        if c.missing_vars:
+            doc.text(f"Variables absent from this cube (shown as unknown): {', '.join(c.missing_vars)}.")
+
+
+def write_report(cube: Cube, out_dir, **kw) -> tuple[Path, Path, list[Path]]:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rep = Report(cube, out, **kw)
+    doc = rep.build()
+    md = out / "report.md"
+    html = out / "report.html"
+    md.write_text(doc.markdown(out))
+    html.write_text(doc.html())
+    return md, html, doc.figures

@@ -1,0 +1,51 @@
+// Options of `crossbench run` and `crossbench plan`: parsed once from the job
+// file and the command line into this immutable struct, passed by const reference.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "crossbench/cell.hpp"
+#include "crossbench/engine.hpp"
+#include "crossbench/runner.hpp"
+
+namespace crossbench {
+
+struct MatrixOptions {
+  std::vector<std::string> networks;
+  std::vector<std::string> engines;  // may hold "auto": each device's native engine
+  std::vector<Precision> precisions;
+  std::vector<std::int64_t> batches;
+  std::vector<Phase> phases;
+};
+
+struct Options {
+  std::filesystem::path job_file;   // the job file read (absolute)
+  std::string job_text;             // its full text, recorded in the cube
+  std::string job_name;             // file stem: "quick"
+  MatrixOptions matrix;
+  MeasureOptions measure;
+  EngineConfig engine;              // seed, update, learning rate (threads are set per rank)
+  std::filesystem::path output;     // the cube
+  std::string device_tag;           // --device-tag, else CROSSBENCH_DEVICE_TAG
+  int replicas = 1;                 // --replicas
+  bool quiet = false;
+  std::string command_line;         // as typed, recorded in the cube
+};
+
+// The keys a job file may hold, per section, with their one-line help.
+const std::map<std::string, std::map<std::string, std::string>>& job_file_keys();
+
+// Parses `crossbench run|plan` arguments (after the subcommand). Throws
+// UsageError naming the offending file, key or value and the valid choices.
+// `default_job` is used when --job is absent.
+Options parse_run_options(const std::vector<std::string>& arguments, const std::filesystem::path& default_job,
+                          const std::string& command_line);
+
+// The help text of `crossbench run`.
+std::string run_options_help();
+
+}  // namespace crossbench

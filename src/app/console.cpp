@@ -1,0 +1,77 @@
+#include "app/console.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace crossbench {
+namespace {
+
+std::string shorten(const std::string& text, std::size_t width) {
+  return text.size() <= width ? text : text.substr(0, width - 1) + "~";
+}
+
+std::string number(double value, const char* pattern) {
+  if (!std::isfinite(value)) return "-";
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, pattern, value);
+  return buffer;
+}
+
+}  // namespace
+
+std::string result_header() {
+  char line[256];
+  std::snprintf(line, sizeof line, "%-34s %-8s %-10s %-5s %6s %-9s %-11s %10s %10s %6s", "device", "engine", "network",
+                "prec", "batch", "phase", "status", "median_ms", "images/s", "steps");
+  return line;
+}
+
+std::string result_row(const CellResult& result) {
+  char line[512];
+  std::snprintf(line, sizeof line, "%-34s %-8s %-10s %-5s %6lld %-9s %-11s %10s %10s %6d",
+                shorten(result.device_key, 34).c_str(), result.cell.engine.c_str(), result.cell.network.c_str(),
+                std::string(to_string(result.cell.precision)).c_str(), static_cast<long long>(result.cell.batch),
+                std::string(to_string(result.cell.phase)).c_str(), std::string(to_string(result.status)).c_str(),
+                number(result.statistics.median_ms, "%.3f").c_str(), number(result.images_per_s, "%.1f").c_str(),
+                result.steps);
+  return line;
+}
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const long total = std::lround(seconds);
+  char text[32];
+  if (total >= 3600) std::snprintf(text, sizeof text, "%ldh%02ldm", total / 3600, total % 3600 / 60);
+  else if (total >= 60) std::snprintf(text, sizeof text, "%ldm%02lds", total / 60, total % 60);
+  else std::snprintf(text, sizeof text, "%lds", total);
+  return text;
+}
+
+Progress::Progress(std::ostream& out, std::size_t total_cells, double estimated_total_s, bool quiet)
+    : out_(out), total_cells_(total_cells), estimated_total_s_(estimated_total_s), quiet_(quiet) {
+  if (!quiet_) out_ << "      " << result_header() << "\n" << std::flush;
+}
+
+void Progress::finished(const CellResult& result, double estimated_s) {
+  ++done_cells_;
+  estimated_done_s_ += estimated_s;
+  if (quiet_) return;
+  // ETA: the measured pace of the plan's estimates so far, applied to what remains.
+  const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double fraction = estimated_total_s_ > 0 ? estimated_done_s_ / estimated_total_s_ : 1.0;
+  const double eta_s = fraction > 0 ? elapsed_s * (1.0 - fraction) / fraction : NAN;
+  char prefix[32];
+  const int width = static_cast<int>(std::to_string(total_cells_).size());
+  std::snprintf(prefix, sizeof prefix, "[%*zu/%zu]", width, done_cells_, total_cells_);
+  out_ << prefix << " " << result_row(result) << "  ETA " << (done_cells_ == total_cells_ ? "0s" : format_duration(eta_s));
+  if (result.status != Status::ok && !result.message.empty()) out_ << "\n      " << result.message;
+  out_ << "\n" << std::flush;
+}
+
+void print_table(std::ostream& out, const std::vector<CellResult>& results) {
+  out << result_header() << "\n";
+  for (const auto& result : results) out << result_row(result) << "\n";
+  out << std::flush;
+}
+
+}  // namespace crossbench

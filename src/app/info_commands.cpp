@@ -1,0 +1,101 @@
+// `crossbench list`, `describe` and `export-network`: facts, no measurement.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "app/commands.hpp"
+#include "crossbench/device.hpp"
+#include "crossbench/engine.hpp"
+#include "crossbench/error.hpp"
+#include "crossbench/network.hpp"
+
+namespace crossbench {
+namespace {
+
+std::string shape_text(const TensorShape& shape) {
+  return std::to_string(shape.channels) + "x" + std::to_string(shape.height) + "x" + std::to_string(shape.width);
+}
+
+const std::string& single_argument(const CommandContext& context, const char* usage) {
+  if (context.arguments.size() != 1) throw UsageError(std::string("usage: ") + usage);
+  return context.arguments.front();
+}
+
+}  // namespace
+
+int list_command(const CommandContext& context) {
+  const std::string& what = single_argument(context, "crossbench list networks|engines|devices");
+  if (what == "networks") {
+    std::printf("%-10s %-11s %14s %14s %12s\n", "network", "input", "GFLOP/image", "train GFLOP", "params [M]");
+    for (const auto& name : network_names()) {
+      const Network network = make_network(name);
+      std::printf("%-10s %-11s %14.2f %14.2f %12.1f\n", name.c_str(), shape_text(network.input_shape()).c_str(),
+                  network.forward_flops_per_image() / 1e9, network.training_flops_per_image() / 1e9,
+                  static_cast<double>(network.parameters()) / 1e6);
+    }
+  } else if (what == "engines") {
+    std::printf("%-10s %-6s %-6s %s\n", "engine", "device", "built", "description");
+    for (const auto& info : engine_catalog())
+      std::printf("%-10s %-6s %-6s %s\n", info.name.c_str(), info.device_kind == DeviceKind::gpu ? "gpu" : "cpu",
+                  info.built ? "yes" : "no", info.description.c_str());
+  } else if (what == "devices") {
+    const int gpus = visible_gpu_count();
+    for (int ordinal = 0; ordinal < gpus; ++ordinal) {
+      const Device gpu = probe_gpu(ordinal, "");
+      std::printf("gpu %d: %s  uuid %s  pci %s  %s\n", ordinal, gpu.key().c_str(), gpu.uuid.c_str(),
+                  gpu.pci_bus_id.c_str(), gpu.driver.c_str());
+    }
+    if (gpus == 0) std::printf("no GPU visible (CUDA reports none, or this binary was built without CUDA)\n");
+    const Device cpu = probe_cpu(cpu_threads_of_binding(), "");
+    std::printf("cpu: %s  peak fp32 estimate %.2f TFLOP/s  bf16 %s  %s\n", cpu.key().c_str(), cpu.peak_fp32_tflops,
+                cpu.native_bf16 ? "native" : "not native", cpu.driver.c_str());
+  } else {
+    throw UsageError("crossbench list: unknown list '" + what + "'; valid: networks, engines, devices");
+  }
+  return 0;
+}
+
+int describe_command(const CommandContext& context) {
+  const Network network = make_network(single_argument(context, "crossbench describe NETWORK"));
+  std::printf("%s: input %s, %lld classes\n\n", network.name().c_str(), shape_text(network.input_shape()).c_str(),
+              static_cast<long long>(network.classes()));
+  std::printf("%4s %-28s %-22s %-14s %12s %12s %14s\n", "#", "layer", "kind", "output", "MFLOP", "params",
+              "act. KiB/img");
+  for (std::size_t i = 0; i < network.layers().size(); ++i) {
+    const Layer& layer = network.layers()[i];
+    std::printf("%4zu %-28s %-22s %-14s %12.2f %12lld %14.1f\n", i, layer.name.c_str(),
+                std::string(to_string(layer.kind)).c_str(), shape_text(layer.output).c_str(),
+                layer.cost.forward_flops / 1e6, static_cast<long long>(layer.cost.parameters),
+                static_cast<double>(layer.cost.activation_bytes) / 1024.0);
+  }
+  std::printf("\ntotal: %.2f GFLOP/image forward, %.2f GFLOP/image training, %.1f M parameters, "
+              "%.1f MiB activations/image (fp32)\n",
+              network.forward_flops_per_image() / 1e9, network.training_flops_per_image() / 1e9,
+              static_cast<double>(network.parameters()) / 1e6,
+              static_cast<double>(network.activation_bytes_per_image()) / (1 << 20));
+  return 0;
+}
+
+int export_network_command(const CommandContext& context) {
+  std::string name, output;
+  for (std::size_t i = 0; i < context.arguments.size(); ++i) {
+    const std::string& argument = context.arguments[i];
+    if ((argument == "--output" || argument == "-o") && i + 1 < context.arguments.size()) output = context.arguments[++i];
+    else if (name.empty() && argument.rfind("-", 0) != 0) name = argument;
+    else throw UsageError("usage: crossbench export-network NETWORK [--output FILE]; unexpected '" + argument + "'");
+  }
+  if (name.empty()) throw UsageError("usage: crossbench export-network NETWORK [--output FILE]");
+  const std::string text = to_json(make_network(name)).dump(1);
+  if (output.empty()) {
+    std::cout << text << "\n";
+    return 0;
+  }
+  std::ofstream file(output);
+  if (!file) throw UsageError("export-network: cannot write '" + output + "'");
+  file << text << "\n";
+  if (!file.flush()) throw Error("export-network: writing '" + output + "' failed");
+  return 0;
+}
+
+}  // namespace crossbench

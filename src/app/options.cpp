@@ -1,0 +1,346 @@
+// Parsing of job files (INI, Boost.ProgramOptions config files) and the
+// command line of `crossbench run` / `crossbench plan`.
+#include "crossbench/options.hpp"
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <type_traits>
+#include <sstream>
+
+#include "crossbench/error.hpp"
+#include "crossbench/network.hpp"
+
+namespace po = boost::program_options;
+
+namespace crossbench {
+namespace {
+
+constexpr std::int64_t kLargestBatch = 1 << 20;  // a batch beyond this is a typo, not a benchmark
+
+// Every job-file key, declared once: as the source of the valid keys and their help.
+const std::vector<std::tuple<std::string, std::string, std::string>>& key_table() {
+  static const std::vector<std::tuple<std::string, std::string, std::string>> table{
+      {"matrix", "networks", "networks to run, comma-separated (crossbench list networks)"},
+      {"matrix", "engines", "engines, comma-separated; auto = each device's native engine"},
+      {"matrix", "precisions", "fp32, tf32, fp16, bf16"},
+      {"matrix", "batches", "batch sizes (images per step), comma-separated integers"},
+      {"matrix", "phases", "inference, training"},
+      {"measure", "warmup", "untimed warm-up steps (default 10)"},
+      {"measure", "min_steps", "timed steps before the stopping rule applies (default 100)"},
+      {"measure", "max_steps", "timed steps at most (default 10000)"},
+      {"measure", "target_ci", "stop when the 95% CI half-width of the median is below this fraction (default 0.01)"},
+      {"measure", "cell_time_limit_s", "wall-clock limit per cell in seconds (default 600)"},
+      {"measure", "seed", "seed of the synthetic weights, inputs and labels (default 42)"},
+      {"measure", "update", "training weight update: none or sgd (default none)"},
+      {"measure", "learning_rate", "learning rate of --update sgd (default 0.01)"},
+      {"output", "path", "the results cube (default results/<job name>.h5)"},
+  };
+  return table;
+}
+
+std::string join(const std::vector<std::string>& values, const char* separator = ", ") {
+  std::string text;
+  for (const auto& value : values) text += (text.empty() ? "" : separator) + value;
+  return text;
+}
+
+std::vector<std::string> keys_of(const std::string& section) {
+  std::vector<std::string> keys;
+  for (const auto& [table_section, key, help] : key_table())
+    if (table_section == section) keys.push_back(key);
+  return keys;
+}
+
+po::options_description job_description() {
+  po::options_description description("job file");
+  for (const auto& [section, key, help] : key_table())
+    description.add_options()((section + "." + key).c_str(), po::value<std::string>(), help.c_str());
+  return description;
+}
+
+// Explains an unknown "section.key" against the table.
+[[noreturn]] void throw_unknown_key(const std::string& origin, const std::string& dotted) {
+  const auto dot = dotted.find('.');
+  if (dot == std::string::npos)
+    throw UsageError(origin + ": key '" + dotted + "' is outside any section; valid sections: [matrix], [measure], [output]");
+  const std::string section = dotted.substr(0, dot), key = dotted.substr(dot + 1);
+  const auto keys = keys_of(section);
+  if (keys.empty())
+    throw UsageError(origin + ": unknown section [" + section + "]; valid sections: [matrix], [measure], [output]");
+  throw UsageError(origin + ": unknown key '" + key + "' in section [" + section + "]; valid keys: " + join(keys));
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::string item;
+  std::istringstream stream(text);
+  while (std::getline(stream, item, ',')) {
+    const auto first = item.find_first_not_of(" \t");
+    const auto last = item.find_last_not_of(" \t");
+    items.push_back(first == std::string::npos ? "" : item.substr(first, last - first + 1));
+  }
+  return items;
+}
+
+// Parses a list of names; each must be one of `valid` (or accepted by `accept`).
+template <typename Parse>
+auto parse_names(const std::string& origin, const std::string& key, const std::string& text,
+                 const std::vector<std::string>& valid, Parse parse) {
+  using Value = typename std::invoke_result_t<Parse, const std::string&>::value_type;
+  std::vector<Value> values;
+  std::set<std::string> seen;
+  for (const auto& item : split_list(text)) {
+    if (item.empty()) throw UsageError(origin + ": [matrix] " + key + " has an empty entry in '" + text + "'");
+    if (!seen.insert(item).second)
+      throw UsageError(origin + ": [matrix] " + key + " lists '" + item + "' twice");
+    const auto parsed = parse(item);
+    if (!parsed) throw UsageError(origin + ": unknown " + key.substr(0, key.size() - 1) + " '" + item +
+                                  "' in [matrix] " + key + "; valid: " + join(valid));
+    values.push_back(*parsed);
+  }
+  if (values.empty())
+    throw UsageError(origin + ": the matrix is empty: [matrix] " + key + " has no values");
+  return values;
+}
+
+std::int64_t parse_integer(const std::string& origin, const std::string& what, const std::string& text) {
+  std::size_t used = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size())
+    throw UsageError(origin + ": " + what + " must be an integer, not '" + text + "'");
+  return value;
+}
+
+double parse_number(const std::string& origin, const std::string& what, const std::string& text) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size())
+    throw UsageError(origin + ": " + what + " must be a number, not '" + text + "'");
+  return value;
+}
+
+std::string read_text_file(const std::filesystem::path& path) {
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored))
+    throw UsageError("cannot read job file '" + path.string() + "': it is a directory");
+  std::ifstream file(path);
+  if (!file) throw UsageError("cannot read job file '" + path.string() + "': " + std::strerror(errno));
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// Values of the job file with the --set overrides applied: "section.key" → (value, origin).
+using Settings = std::map<std::string, std::pair<std::string, std::string>>;
+
+Settings read_job_file(const std::filesystem::path& path, const std::string& text) {
+  Settings settings;
+  std::istringstream stream(text);
+  const std::string origin = "job file '" + path.string() + "'";
+  po::parsed_options parsed(nullptr);
+  try {
+    parsed = po::parse_config_file(stream, job_description(), /*allow_unregistered=*/true);
+  } catch (const po::error& error) {
+    throw UsageError(origin + ": " + error.what());
+  }
+  for (const auto& option : parsed.options) {
+    if (option.unregistered) throw_unknown_key(origin, option.string_key);
+    if (settings.count(option.string_key))
+      throw UsageError(origin + ": key '" + option.string_key + "' is given twice");
+    settings[option.string_key] = {option.value.empty() ? "" : option.value.front(), origin};
+  }
+  return settings;
+}
+
+void apply_override(Settings& settings, const std::string& assignment) {
+  const auto equals = assignment.find('=');
+  const std::string origin = "--set " + assignment;
+  if (equals == std::string::npos)
+    throw UsageError(origin + ": expected section.key=value, e.g. --set matrix.batches=1,2");
+  const std::string dotted = assignment.substr(0, equals);
+  const auto& table = key_table();
+  const bool known = std::any_of(table.begin(), table.end(), [&](const auto& row) {
+    return std::get<0>(row) + "." + std::get<1>(row) == dotted;
+  });
+  if (!known) throw_unknown_key(origin, dotted);
+  settings[dotted] = {assignment.substr(equals + 1), origin};
+}
+
+}  // namespace
+
+const std::map<std::string, std::map<std::string, std::string>>& job_file_keys() {
+  static const auto keys = [] {
+    std::map<std::string, std::map<std::string, std::string>> result;
+    for (const auto& [section, key, help] : key_table()) result[section][key] = help;
+    return result;
+  }();
+  return keys;
+}
+
+std::string run_options_help() {
+  std::ostringstream text;
+  text << "usage: crossbench run|plan [--job FILE] [--set section.key=value ...] [--output PATH]\n"
+          "                           [--device-tag TAG] [--replicas R] [--quiet]\n\n"
+          "Job file keys (INI sections):\n";
+  for (const auto& [section, keys] : job_file_keys()) {
+    text << "  [" << section << "]\n";
+    for (const auto& [key, help] : keys) text << "    " << key << ": " << help << "\n";
+  }
+  return text.str();
+}
+
+Options parse_run_options(const std::vector<std::string>& arguments, const std::filesystem::path& default_job,
+                          const std::string& command_line) {
+  po::options_description command("crossbench run");
+  command.add_options()("job", po::value<std::string>(), "job file (INI)")(
+      "set", po::value<std::vector<std::string>>()->composing(), "override: section.key=value")(
+      "output", po::value<std::string>(), "the results cube")(
+      "device-tag", po::value<std::string>(), "extends the device key")(
+      "replicas", po::value<int>(), "measure each cell on R devices of a key")(
+      "quiet", po::bool_switch(), "no per-cell lines");
+  po::variables_map given;
+  try {
+    po::store(po::command_line_parser(arguments).options(command).run(), given);
+  } catch (const po::error& error) {
+    throw UsageError(std::string("command line: ") + error.what() + "\n" + run_options_help());
+  }
+
+  Options options;
+  options.command_line = command_line;
+  options.quiet = given["quiet"].as<bool>();
+  options.job_file = given.count("job") ? std::filesystem::path(given["job"].as<std::string>()) : default_job;
+  options.job_text = read_text_file(options.job_file);
+  options.job_file = std::filesystem::absolute(options.job_file);
+  options.job_name = options.job_file.stem().string();
+  Settings settings = read_job_file(options.job_file, options.job_text);
+  if (given.count("set"))
+    for (const auto& assignment : given["set"].as<std::vector<std::string>>()) apply_override(settings, assignment);
+
+  const auto value = [&](const std::string& dotted) -> const std::pair<std::string, std::string>* {
+    const auto found = settings.find(dotted);
+    return found == settings.end() ? nullptr : &found->second;
+  };
+  const auto require = [&](const std::string& dotted) {
+    const auto* setting = value(dotted);
+    if (!setting)
+      throw UsageError("job file '" + options.job_file.string() + "': the matrix is empty: [matrix] " +
+                       dotted.substr(dotted.find('.') + 1) + " is missing");
+    return *setting;
+  };
+
+  // [matrix]
+  {
+    const auto [text, origin] = require("matrix.networks");
+    options.matrix.networks = parse_names(origin, "networks", text, network_names(),
+                                          [&](const std::string& name) -> std::optional<std::string> {
+                                            const auto& names = network_names();
+                                            if (std::find(names.begin(), names.end(), name) == names.end()) return std::nullopt;
+                                            return name;
+                                          });
+  }
+  {
+    std::vector<std::string> valid{"auto"};
+    for (const auto& info : engine_catalog()) valid.push_back(info.name);
+    const auto [text, origin] = require("matrix.engines");
+    options.matrix.engines = parse_names(origin, "engines", text, valid,
+                                         [&](const std::string& name) -> std::optional<std::string> {
+                                           if (std::find(valid.begin(), valid.end(), name) == valid.end()) return std::nullopt;
+                                           return name;
+                                         });
+  }
+  {
+    const auto [text, origin] = require("matrix.precisions");
+    options.matrix.precisions = parse_names(origin, "precisions", text, precision_names(), precision_from_string);
+  }
+  {
+    const auto [text, origin] = require("matrix.phases");
+    options.matrix.phases = parse_names(origin, "phases", text, phase_names(), phase_from_string);
+  }
+  {
+    const auto [text, origin] = require("matrix.batches");
+    options.matrix.batches = parse_names(origin, "batches", text, {"integers from 1 to 1048576"},
+                                         [&](const std::string& item) -> std::optional<std::int64_t> {
+                                           const auto batch = parse_integer(origin, "batch '" + item + "' in [matrix] batches", item);
+                                           if (batch < 1 || batch > kLargestBatch)
+                                             throw UsageError(origin + ": batch " + item +
+                                                              " in [matrix] batches is out of range; valid: 1 to 1048576");
+                                           return batch;
+                                         });
+  }
+
+  // [measure]
+  const auto integer_setting = [&](const std::string& dotted, std::int64_t fallback, std::int64_t low, std::int64_t high) {
+    const auto* setting = value(dotted);
+    if (!setting) return fallback;
+    const auto number = parse_integer(setting->second, "[" + dotted.substr(0, dotted.find('.')) + "] " +
+                                      dotted.substr(dotted.find('.') + 1), setting->first);
+    if (number < low || number > high)
+      throw UsageError(setting->second + ": " + dotted + " = " + setting->first + " is out of range; valid: " +
+                       std::to_string(low) + " to " + std::to_string(high));
+    return number;
+  };
+  const auto number_setting = [&](const std::string& dotted, double fallback, double low, double high) {
+    const auto* setting = value(dotted);
+    if (!setting) return fallback;
+    const auto number = parse_number(setting->second, dotted, setting->first);
+    if (!(number > low && number <= high))
+      throw UsageError(setting->second + ": " + dotted + " = " + setting->first + " is out of range; valid: above " +
+                       std::to_string(low) + " up to " + std::to_string(high));
+    return number;
+  };
+  options.measure.warmup_steps = static_cast<int>(integer_setting("measure.warmup", 10, 0, 1000000));
+  options.measure.min_steps = static_cast<int>(integer_setting("measure.min_steps", 100, 1, 10000000));
+  options.measure.max_steps = static_cast<int>(integer_setting("measure.max_steps", 10000, 1, 10000000));
+  if (options.measure.max_steps < options.measure.min_steps)
+    throw UsageError("job file '" + options.job_file.string() + "': [measure] max_steps (" +
+                     std::to_string(options.measure.max_steps) + ") is below min_steps (" +
+                     std::to_string(options.measure.min_steps) + ")");
+  options.measure.target_ci = number_setting("measure.target_ci", 0.01, 0.0, 1.0);
+  options.measure.cell_time_limit_s = number_setting("measure.cell_time_limit_s", 600, 0.0, 1e7);
+  options.engine.seed = static_cast<std::uint64_t>(integer_setting("measure.seed", 42, 0, INT64_MAX));
+  options.engine.learning_rate = number_setting("measure.learning_rate", 0.01, 0.0, 1e3);
+  if (const auto* update = value("measure.update")) {
+    if (update->first == "none") options.engine.update = Update::none;
+    else if (update->first == "sgd") options.engine.update = Update::sgd;
+    else throw UsageError(update->second + ": unknown [measure] update '" + update->first + "'; valid: none, sgd");
+  }
+
+  // [output] and the command line.
+  const bool output_given = given.count("output") || value("output.path");
+  options.output = given.count("output") ? std::filesystem::path(given["output"].as<std::string>())
+                   : value("output.path") ? std::filesystem::path(value("output.path")->first)
+                                          : std::filesystem::path("results") / (options.job_name + ".h5");
+  const auto directory = options.output.has_parent_path() ? options.output.parent_path() : std::filesystem::path(".");
+  std::error_code error;
+  if (output_given && !std::filesystem::is_directory(directory, error))
+    throw UsageError("--output '" + options.output.string() + "': directory '" + directory.string() +
+                     "' does not exist");
+  if (std::filesystem::is_directory(options.output, error))
+    throw UsageError("--output '" + options.output.string() + "' is a directory; give a file path such as " +
+                     (options.output / (options.job_name + ".h5")).string());
+
+  if (given.count("device-tag")) options.device_tag = given["device-tag"].as<std::string>();
+  else if (const char* tag = std::getenv("CROSSBENCH_DEVICE_TAG")) options.device_tag = tag;
+  if (given.count("replicas")) {
+    options.replicas = given["replicas"].as<int>();
+    if (options.replicas < 1 || options.replicas > 4096)
+      throw UsageError("--replicas " + std::to_string(options.replicas) + " is out of range; valid: 1 to 4096");
+  }
+  return options;
+}
+
+}  // namespace crossbench

@@ -1,0 +1,140 @@
+// The seeded counter-based generator of synthetic data (see synthetic.hpp for the
+// exact formulas that a Python port reproduces).
+#include "crossbench/synthetic.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "crossbench/error.hpp"
+
+namespace crossbench::synthetic {
+namespace {
+
+constexpr std::uint64_t kGoldenGamma = 0x9E3779B97F4A7C15ULL;  // splitmix64's increment
+constexpr float kTwoToMinus24 = 1.0f / 16777216.0f;
+
+// The splitmix64 finaliser (Steele, Lea and Flood 2014; Vigna's constants).
+std::uint64_t mix(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+// The state of the splitmix64 stream of one tensor: element i is output i of that stream.
+std::uint64_t stream_state(std::uint64_t seed, std::uint64_t tensor_id) { return mix(seed ^ (tensor_id * kGoldenGamma)); }
+
+std::uint64_t stream_element(std::uint64_t state, std::uint64_t index) { return mix(state + (index + 1) * kGoldenGamma); }
+
+float to_unit_interval(std::uint64_t bits) { return static_cast<float>(bits >> 40) * kTwoToMinus24; }
+
+const Layer& layer_at(const Network& network, int layer_index) {
+  if (layer_index < 0 || static_cast<std::size_t>(layer_index) >= network.layers().size())
+    throw Error("synthetic: layer index " + std::to_string(layer_index) + " is out of range for network '" +
+                network.name() + "' (" + std::to_string(network.layers().size()) + " layers)");
+  return network.layers()[static_cast<std::size_t>(layer_index)];
+}
+
+// Elements of the layer's (first) input, per image: the fan-in of a fully-connected layer.
+std::int64_t input_elements(const Network& network, const Layer& layer) {
+  return network.layers().at(static_cast<std::size_t>(layer.inputs.front())).output.elements();
+}
+
+std::int64_t input_channels(const Network& network, const Layer& layer) {
+  return network.layers().at(static_cast<std::size_t>(layer.inputs.front())).output.channels;
+}
+
+// He-uniform fan-in of a layer's weight.
+std::int64_t weight_fan_in(const Network& network, const Layer& layer) {
+  if (layer.kind == LayerKind::convolution) return input_channels(network, layer) * layer.params.kernel * layer.params.kernel;
+  return input_elements(network, layer);
+}
+
+}  // namespace
+
+std::uint64_t tensor_id(int layer_index, Slot slot) {
+  if (layer_index < 0) throw Error("synthetic: negative layer index " + std::to_string(layer_index));
+  return (static_cast<std::uint64_t>(layer_index) + 1) * 16 + static_cast<std::uint64_t>(slot);
+}
+
+std::uint64_t hash(std::uint64_t seed, std::uint64_t tensor_id, std::uint64_t index) {
+  return stream_element(stream_state(seed, tensor_id), index);
+}
+
+float uniform01(std::uint64_t seed, std::uint64_t tensor_id, std::uint64_t index) {
+  return to_unit_interval(hash(seed, tensor_id, index));
+}
+
+void fill_uniform(std::span<float> out, std::uint64_t seed, std::uint64_t tensor_id, float scale) {
+  const std::uint64_t state = stream_state(seed, tensor_id);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    // 2u - 1 is exact in fp32 (u has 24 significant bits); the product rounds once.
+    const float centred = 2.0f * to_unit_interval(stream_element(state, i)) - 1.0f;
+    out[i] = scale * centred;
+  }
+}
+
+std::int64_t parameter_elements(const Network& network, int layer_index, Slot slot) {
+  const Layer& layer = layer_at(network, layer_index);
+  const LayerParams& p = layer.params;
+  switch (layer.kind) {
+    case LayerKind::convolution:
+      if (slot == Slot::weight) return p.out_channels * input_channels(network, layer) * p.kernel * p.kernel;
+      if (slot == Slot::bias) return p.bias ? p.out_channels : 0;
+      return 0;
+    case LayerKind::fully_connected:
+      if (slot == Slot::weight) return p.out_channels * input_elements(network, layer);
+      if (slot == Slot::bias) return p.bias ? p.out_channels : 0;
+      return 0;
+    case LayerKind::batch_norm:
+      if (slot == Slot::bn_gamma || slot == Slot::bn_beta) return layer.output.channels;
+      return 0;
+    default:
+      return 0;
+  }
+}
+
+std::vector<float> parameter(const Network& network, int layer_index, Slot slot, std::uint64_t seed) {
+  const std::int64_t elements = parameter_elements(network, layer_index, slot);
+  std::vector<float> values(static_cast<std::size_t>(elements), 0.0f);
+  if (elements == 0) return values;
+  const Layer& layer = layer_at(network, layer_index);
+  switch (slot) {
+    case Slot::weight: {
+      const auto scale = static_cast<float>(std::sqrt(6.0 / static_cast<double>(weight_fan_in(network, layer))));
+      fill_uniform(values, seed, tensor_id(layer_index, slot), scale);
+      break;
+    }
+    case Slot::bn_gamma:
+      std::fill(values.begin(), values.end(), 1.0f);
+      break;
+    case Slot::bias:
+    case Slot::bn_beta:
+    case Slot::dropout_mask:
+      break;  // zeros
+  }
+  return values;
+}
+
+std::vector<float> input(const Network& network, std::int64_t batch, std::uint64_t seed) {
+  if (batch <= 0) throw Error("synthetic: batch must be positive, got " + std::to_string(batch));
+  std::vector<float> values(static_cast<std::size_t>(batch * network.input_shape().elements()));
+  fill_uniform(values, seed, input_tensor_id, 1.0f);
+  return values;
+}
+
+std::vector<std::int32_t> labels(const Network& network, std::int64_t batch, std::uint64_t seed) {
+  if (batch <= 0) throw Error("synthetic: batch must be positive, got " + std::to_string(batch));
+  const auto classes = static_cast<std::uint64_t>(network.classes());
+  std::vector<std::int32_t> values(static_cast<std::size_t>(batch));
+  const std::uint64_t state = stream_state(seed, labels_tensor_id);
+  for (std::size_t image = 0; image < values.size(); ++image)
+    values[image] = static_cast<std::int32_t>(stream_element(state, image) % classes);
+  return values;
+}
+
+bool dropout_keep(std::uint64_t seed, int layer_index, std::uint64_t step, std::uint64_t index, double rate) {
+  const std::uint64_t id = tensor_id(layer_index, Slot::dropout_mask) + (step << 32);
+  return static_cast<double>(uniform01(seed, id, index)) >= rate;
+}
+
+}  // namespace crossbench::synthetic

@@ -1,0 +1,16 @@
+// Which device a rank measures on (DESIGN.md "Distribution").
+#pragma once
+
+#include <string>
+
+#include "crossbench/device.hpp"
+#include "dist/mpi_session.hpp"
+
+namespace crossbench {
+
+// The GPU that Slurm or CUDA_VISIBLE_DEVICES gives the rank (it then sees
+// exactly one), else its local rank modulo the visible GPUs; with no GPU, the
+// CPU with the threads of the rank's binding (OMP_NUM_THREADS when set).
+Device bind_device(const MpiSession& mpi, const std::string& device_tag);
+
+}  // namespace crossbench

@@ -1,0 +1,44 @@
+#include "dist/cube_assembly.hpp"
+
+#include <algorithm>
+
+namespace crossbench {
+
+CubeContents assemble_cube(const Options& options, const Plan& plan, const std::vector<Device>& rank_devices,
+                           const std::vector<CellResult>& results,
+                           const std::map<std::string, std::string>& attributes) {
+  CubeContents cube;
+  cube.attributes = attributes;
+  for (const auto& group : plan.groups) {
+    cube.axes.devices.push_back(group.key);
+    for (const auto& engine : resolve_engines(options.matrix.engines, group.device.kind))
+      if (std::find(cube.axes.engines.begin(), cube.axes.engines.end(), engine) == cube.axes.engines.end())
+        cube.axes.engines.push_back(engine);
+  }
+  cube.axes.networks = options.matrix.networks;
+  for (const auto precision : options.matrix.precisions) cube.axes.precisions.emplace_back(to_string(precision));
+  cube.axes.batches = options.matrix.batches;
+  for (const auto phase : options.matrix.phases) cube.axes.phases.emplace_back(to_string(phase));
+  for (int replica = 0; replica < options.replicas; ++replica) cube.axes.replicas.push_back(replica);
+  cube.cells = results;
+  for (std::size_t rank = 0; rank < rank_devices.size(); ++rank) {
+    const Device& device = rank_devices[rank];
+    RankRecord row;
+    row.rank = static_cast<std::int32_t>(rank);
+    row.host = device.host;
+    row.device_key = device.key();
+    row.device_index = device.index;
+    row.uuid = device.uuid;
+    row.pci_bus_id = device.pci_bus_id;
+    row.memory_bytes = static_cast<double>(device.memory_bytes);
+    row.sm_clock_mhz = device.sm_clock_mhz;
+    row.memory_clock_mhz = device.memory_clock_mhz;
+    row.power_limit_w = device.power_limit_w;
+    row.driver = device.driver;
+    row.threads = device.kind == DeviceKind::cpu ? device.compute_units : 0;
+    cube.ranks.push_back(row);
+  }
+  return cube;
+}
+
+}  // namespace crossbench

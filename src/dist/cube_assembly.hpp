@@ -1,0 +1,20 @@
+// Rank 0 turns the plan and the results gathered so far into CubeContents.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "crossbench/cube.hpp"
+#include "crossbench/options.hpp"
+#include "dist/plan.hpp"
+
+namespace crossbench {
+
+// Axes from the plan (every group's device key, the resolved engines, the
+// matrix), one /ranks row per rank, the run's attributes, and the results.
+CubeContents assemble_cube(const Options& options, const Plan& plan, const std::vector<Device>& rank_devices,
+                           const std::vector<CellResult>& results,
+                           const std::map<std::string, std::string>& attributes);
+
+}  // namespace crossbench

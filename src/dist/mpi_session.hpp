@@ -1,0 +1,38 @@
+// The MPI world of a run: initialisation, rank facts, and the few collectives
+// crossbench needs. Every MPI call is checked (CB_CHECK_MPI).
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+namespace crossbench {
+
+class MpiSession {
+ public:
+  MpiSession();  // MPI_Init_thread; from then on MPI errors return instead of aborting
+  ~MpiSession();                        // MPI_Finalize
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }  // rank among the ranks of this node
+  MPI_Comm world() const { return MPI_COMM_WORLD; }
+
+  // Every rank's `mine`, in rank order, on every rank.
+  std::vector<std::string> allgather(const std::string& mine) const;
+  void barrier() const;
+  // Ends the whole job with a message on stderr: for errors that leave the
+  // world unable to finish (never a hang).
+  [[noreturn]] void abort(const std::string& message, int code = 1) const;
+  std::string library_version() const;
+
+ private:
+  int rank_ = 0;
+  int size_ = 1;
+  int local_rank_ = 0;
+};
+
+}  // namespace crossbench

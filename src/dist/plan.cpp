@@ -1,0 +1,122 @@
+#include "dist/plan.hpp"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include "crossbench/error.hpp"
+#include "crossbench/network.hpp"
+
+namespace crossbench {
+namespace {
+
+// Fraction of the fp32 peak that a step reaches, and how much faster the
+// reduced precisions run on a GPU's tensor cores: rough, but only the ratios
+// between cells matter for the balance.
+constexpr double kAssumedEfficiency = 0.4;
+constexpr double kPreparationSeconds = 0.2;      // [s] building primitives, allocating
+constexpr double kUnsupportedCellSeconds = 0.001; // [s]
+
+double precision_speedup(const Device& device, Precision precision) {
+  if (device.kind == DeviceKind::cpu) return precision == Precision::bf16 ? 2.0 : 1.0;
+  switch (precision) {
+    case Precision::fp32: return 1.0;
+    case Precision::tf32: return 4.0;
+    case Precision::fp16:
+    case Precision::bf16: return 8.0;
+  }
+  return 1.0;
+}
+
+}  // namespace
+
+std::vector<PlannedCell> Plan::cells_of(int rank) const {
+  std::vector<PlannedCell> mine;
+  for (const auto& planned : cells)
+    if (planned.rank == rank) mine.push_back(planned);
+  return mine;
+}
+
+std::vector<std::string> resolve_engines(const std::vector<std::string>& engines, DeviceKind kind) {
+  std::vector<std::string> resolved;
+  for (const auto& engine : engines) {
+    const std::string name = engine == "auto" ? std::string(native_engine(kind)) : engine;
+    if (std::find(resolved.begin(), resolved.end(), name) == resolved.end()) resolved.push_back(name);
+  }
+  return resolved;
+}
+
+double estimate_cell_seconds(const Network& network, const CellSpec& cell, const Device& device,
+                             const MeasureOptions& measure) {
+  const auto& catalog = engine_catalog();
+  const auto info = std::find_if(catalog.begin(), catalog.end(), [&](const EngineInfo& e) { return e.name == cell.engine; });
+  if (info != catalog.end() && (!info->built || info->device_kind != device.kind)) return kUnsupportedCellSeconds;
+  const double flops_per_image = cell.phase == Phase::training ? network.training_flops_per_image()
+                                                               : network.forward_flops_per_image();
+  const double steps = measure.warmup_steps + measure.min_steps;
+  const double flops_per_second =
+      std::max(device.peak_fp32_tflops, 1e-3) * 1e12 * kAssumedEfficiency * precision_speedup(device, cell.precision);
+  const double seconds = kPreparationSeconds + steps * flops_per_image * static_cast<double>(cell.batch) / flops_per_second;
+  return std::min(seconds, measure.cell_time_limit_s + kPreparationSeconds);
+}
+
+Plan make_plan(const Options& options, const std::vector<Device>& rank_devices) {
+  Plan plan;
+  for (int rank = 0; rank < static_cast<int>(rank_devices.size()); ++rank) {
+    const std::string key = rank_devices[static_cast<std::size_t>(rank)].key();
+    auto group = std::find_if(plan.groups.begin(), plan.groups.end(), [&](const DeviceGroup& g) { return g.key == key; });
+    if (group == plan.groups.end()) {
+      plan.groups.push_back({key, rank_devices[static_cast<std::size_t>(rank)], {}});
+      group = std::prev(plan.groups.end());
+    }
+    group->ranks.push_back(rank);
+  }
+  plan.rank_load_s.assign(rank_devices.size(), 0.0);
+
+  std::map<std::string, Network> networks;
+  for (const auto& name : options.matrix.networks) networks.emplace(name, make_network(name));
+
+  for (const auto& group : plan.groups) {
+    if (static_cast<int>(group.ranks.size()) < options.replicas)
+      throw UsageError("--replicas " + std::to_string(options.replicas) + " needs at least that many ranks per device, but '" +
+                       group.key + "' has " + std::to_string(group.ranks.size()) + " rank(s)");
+    // The group's cells in matrix order, each with its estimate.
+    std::vector<PlannedCell> cells;
+    for (const auto& engine : resolve_engines(options.matrix.engines, group.device.kind))
+      for (const auto& network : options.matrix.networks)
+        for (const auto precision : options.matrix.precisions)
+          for (const auto batch : options.matrix.batches)
+            for (const auto phase : options.matrix.phases)
+              for (int replica = 0; replica < options.replicas; ++replica) {
+                PlannedCell planned{group.key, {engine, network, precision, batch, phase, replica}, -1, 0};
+                planned.estimated_s = estimate_cell_seconds(networks.at(network), planned.cell, group.device, options.measure);
+                cells.push_back(planned);
+              }
+    // Longest processing time first; stable, so equal costs keep the matrix order.
+    std::vector<std::size_t> order(cells.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return cells[a].estimated_s > cells[b].estimated_s; });
+    std::map<std::string, std::vector<int>> ranks_holding;  // replicas of one cell on distinct ranks
+    for (const std::size_t index : order) {
+      PlannedCell& planned = cells[index];
+      CellSpec base = planned.cell;
+      base.replica = 0;
+      auto& taken = ranks_holding[describe(base)];
+      int best = -1;
+      for (const int rank : group.ranks) {
+        if (std::find(taken.begin(), taken.end(), rank) != taken.end()) continue;
+        if (best < 0 || plan.rank_load_s[static_cast<std::size_t>(rank)] < plan.rank_load_s[static_cast<std::size_t>(best)])
+          best = rank;
+      }
+      planned.rank = best;
+      taken.push_back(best);
+      plan.rank_load_s[static_cast<std::size_t>(best)] += planned.estimated_s;
+      plan.total_s += planned.estimated_s;
+      plan.cells.push_back(planned);
+    }
+  }
+  plan.makespan_s = plan.rank_load_s.empty() ? 0 : *std::max_element(plan.rank_load_s.begin(), plan.rank_load_s.end());
+  return plan;
+}
+
+}  // namespace crossbench

@@ -1,0 +1,51 @@
+// The plan: rank 0's (and every rank's, deterministically) split of the
+// matrix over the ranks, grouped by device key (DESIGN.md "Distribution").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "crossbench/device.hpp"
+#include "crossbench/options.hpp"
+
+namespace crossbench {
+
+struct PlannedCell {
+  std::string device_key;
+  CellSpec cell;
+  int rank = 0;              // the rank that runs it
+  double estimated_s = 0;    // cost model [s]
+};
+
+struct DeviceGroup {
+  std::string key;
+  Device device;             // the first rank's description
+  std::vector<int> ranks;    // in rank order
+};
+
+struct Plan {
+  std::vector<DeviceGroup> groups;   // in order of their first rank
+  std::vector<PlannedCell> cells;    // every cell of every group, in the order ranks run them
+  std::vector<double> rank_load_s;   // estimated busy time per rank [s]
+  double makespan_s = 0;             // the largest rank load [s]
+  double total_s = 0;                // the sum of all cells' estimates [s]
+
+  std::vector<PlannedCell> cells_of(int rank) const;
+};
+
+// Engines of the matrix for one device kind: `auto` becomes the native engine.
+std::vector<std::string> resolve_engines(const std::vector<std::string>& engines, DeviceKind kind);
+
+// Estimated wall time of a cell [s]: FLOPs of the warm-up and the minimum
+// timed steps at an assumed fraction of the device's peak, plus a fixed
+// preparation cost; a cell that cannot run costs almost nothing.
+double estimate_cell_seconds(const Network& network, const CellSpec& cell, const Device& device,
+                             const MeasureOptions& measure);
+
+// Groups ranks by device key and splits each group's cells over its ranks,
+// longest-processing-time first; ties break on the cell order, so the plan is
+// the same on every rank. The R replicas of a cell go to R distinct ranks;
+// a group with fewer than R ranks is a UsageError.
+Plan make_plan(const Options& options, const std::vector<Device>& rank_devices);
+
+}  // namespace crossbench

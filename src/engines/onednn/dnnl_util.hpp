@@ -1,0 +1,85 @@
+// Small helpers shared by the oneDNN engine's files: data types, plain
+// layouts, bf16 conversion. Nothing here allocates tensor memory.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "crossbench/cell.hpp"
+
+namespace crossbench::onednn {
+
+using dims = dnnl::memory::dims;
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+using md = dnnl::memory::desc;
+
+// Tensor data type of a precision: bf16 keeps tensors in 16 bits; oneDNN
+// accumulates in fp32 inside every primitive.
+inline dt data_type_of(Precision precision) { return precision == Precision::bf16 ? dt::bf16 : dt::f32; }
+
+inline std::size_t size_of(dt type) {
+  switch (type) {
+    case dt::f32: case dt::s32: return 4;
+    case dt::bf16: case dt::f16: return 2;
+    case dt::s8: case dt::u8: return 1;
+    default: return 0;
+  }
+}
+
+// The dense row-major layout of a rank: a, ab, abc, abcd (NCHW for activations, OIHW for weights).
+inline tag plain_tag(std::size_t rank) {
+  switch (rank) {
+    case 1: return tag::a;
+    case 2: return tag::ab;
+    case 3: return tag::abc;
+    default: return tag::abcd;
+  }
+}
+
+inline md plain_md(const dims& shape, dt type) { return md(shape, type, plain_tag(shape.size())); }
+inline md plain_like(const md& m) { return plain_md(m.dims(), m.data_type()); }
+inline md plain_like(const md& m, dt type) { return plain_md(m.dims(), type); }
+inline bool is_plain(const md& m) { return m == plain_like(m); }
+
+inline std::int64_t elements_of(const md& m) {
+  std::int64_t n = 1;
+  for (auto d : m.dims()) n *= d;
+  return n;
+}
+
+// bf16 is the upper half of an fp32; round to nearest even like oneDNN does.
+inline float bf16_to_float(std::uint16_t value) {
+  const std::uint32_t bits = static_cast<std::uint32_t>(value) << 16;
+  float result;
+  std::memcpy(&result, &bits, sizeof result);
+  return result;
+}
+
+inline std::uint16_t float_to_bf16(float value) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0) return 0x7fc0;  // NaN stays NaN
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<std::uint16_t>(bits >> 16);
+}
+
+// Element i of a buffer of f32 or bf16, as float.
+inline float load(const void* data, dt type, std::int64_t i) {
+  if (type == dt::bf16) return bf16_to_float(static_cast<const std::uint16_t*>(data)[i]);
+  return static_cast<const float*>(data)[i];
+}
+
+inline void store(void* data, dt type, std::int64_t i, float value) {
+  if (type == dt::bf16)
+    static_cast<std::uint16_t*>(data)[i] = float_to_bf16(value);
+  else
+    static_cast<float*>(data)[i] = value;
+}
+
+std::string isa_name(dnnl::cpu_isa isa);
+
+}  // namespace crossbench::onednn
