@@ -45,16 +45,17 @@ def engine_colors(engines) -> dict:
     return {e: ENGINE_COLORS[i % len(ENGINE_COLORS)] for i, e in enumerate(engines)}
 
 
-def _status_patch(ax, x, width, status, text=None, frac=0.35):
-    """A hatched placeholder from the bottom of the axes to `frac` of its height."""
+def _status_patch(ax, x, width, status, text=None, frac=None):
+    """A cell without a measurement: a faint hatched column over the whole height of
+    the axes (so it cannot be read as a value) with its status written in it."""
     hatch, color = STATUS_STYLE.get(status, ("", "#333333"))
     trans = blended_transform_factory(ax.transData, ax.transAxes)
-    ax.add_patch(matplotlib.patches.Rectangle((x - width / 2, 0), width, frac, transform=trans,
-                                              facecolor="white", edgecolor=color, hatch=hatch, lw=1.0,
-                                              zorder=2))
-    ax.text(x, 0.02, text or label(status), transform=trans, rotation=90, ha="center", va="bottom",
-            fontsize=8, fontweight="bold", color=color, zorder=3,
-            bbox=dict(facecolor="white", edgecolor="none", pad=0.5, alpha=0.85))
+    ax.add_patch(matplotlib.patches.Rectangle((x - width / 2, 0), width, 1, transform=trans,
+                                              facecolor="none", edgecolor=color, hatch=hatch, lw=0.8,
+                                              alpha=0.45, zorder=1))
+    ax.text(x, 0.5, text or label(status), transform=trans, rotation=90, ha="center", va="center",
+            fontsize=8.5, fontweight="bold", color=color, zorder=3,
+            bbox=dict(facecolor="white", edgecolor="none", pad=1.0, alpha=0.9))
 
 
 def _status_legend(statuses) -> list:
@@ -67,12 +68,33 @@ def _status_legend(statuses) -> list:
     return out
 
 
+def _header(fig, title: str, handles: list, ncol: int, legend_title: str | None = None) -> float:
+    """Title (top left) and a legend under it, above the axes; returns the top of the
+    area left for the axes (a figure fraction, for tight_layout's rect)."""
+    H = fig.get_figheight()
+    lines = title.count("\n") + 1
+    fig.text(0.01, 1 - 0.1 / H, title, ha="left", va="top", fontsize=12)
+    used = 0.1 + 0.24 * lines + 0.08
+    if handles:
+        ncol = max(1, min(ncol, len(handles)))
+        rows = math.ceil(len(handles) / ncol) + (1 if legend_title else 0)
+        fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.005, 1 - used / H), ncol=ncol,
+                   frameon=False, fontsize=9, title=legend_title, title_fontsize=9, alignment="left",
+                   columnspacing=1.5, handlelength=2.2)
+        used += 0.27 * rows + 0.1
+    return 1 - used / H
+
+
 def _log_axis_ticks(ax, values, axis="y"):
     """Readable decimal tick labels on a log axis."""
     fmt = FuncFormatter(lambda v, _: f"{v:g}" if v >= 0.01 else f"{v:.0e}")
     (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(fmt)
-    (ax.yaxis if axis == "y" else ax.xaxis).set_minor_formatter(
-        FuncFormatter(lambda v, _: f"{v:g}" if str(f"{v:g}")[0] in "25" else ""))
+    def minor(v, _):
+        if v <= 0:
+            return ""
+        mantissa = round(v / 10 ** math.floor(math.log10(v)), 6)
+        return f"{v:g}" if mantissa in (2.0, 5.0) else ""
+    (ax.yaxis if axis == "y" else ax.xaxis).set_minor_formatter(FuncFormatter(minor))
 
 
 # ---------------------------------------------------------------------------
@@ -83,8 +105,8 @@ def fig_time_per_batch(d: pd.DataFrame, device: str, precision: str, batch: int,
     """`d`: the collapsed cells of one device, precision and batch (every status)."""
     networks = ordered(d["network"], NETWORK_ORDER)
     phases = ordered(d["phase"], PHASE_ORDER)
-    fig, axes = plt.subplots(1, len(phases), figsize=(max(7, 1.1 * len(networks) * len(phases) + 3), 5.2),
-                             sharey=True, squeeze=False, dpi=DPI)
+    fig, axes = plt.subplots(1, len(phases), figsize=(min(16, max(8, 0.75 * len(networks) * len(phases) + 2.5)),
+                                                      6), sharey=True, squeeze=False, dpi=DPI)
     axes = axes[0]
     width = 0.8 / max(1, len(engines))
     seen_status = set()
@@ -120,12 +142,10 @@ def fig_time_per_batch(d: pd.DataFrame, device: str, precision: str, batch: int,
         for ax in axes:
             ax.text(0.5, 0.6, "no ok cell at this batch", transform=ax.transAxes, ha="center")
     axes[0].set_ylabel(f"time per batch of {batch} images [ms]\n(median, log scale; whiskers: 95% CI)")
-    handles = [Patch(color=colors[e], label=e) for e in engines] + _status_legend(seen_status)
-    fig.legend(handles=handles, loc="upper right", ncol=min(len(handles), 6), frameon=False,
-               bbox_to_anchor=(0.99, 0.93), title="engine", title_fontsize=9, alignment="right")
-    fig.suptitle(wrap(f"Time per batch on {device} — {precision}, batch {batch}") +
-                 "\nlower is better", x=0.01, ha="left", fontsize=12)
-    fig.tight_layout(rect=(0, 0, 1, 0.86))
+    handles = [Patch(color=colors[e], label=f"engine {e}") for e in engines] + _status_legend(seen_status)
+    top = _header(fig, wrap(f"Time per batch on {device} — {precision}, batch {batch} (lower is better)", 110),
+                  handles, 6)
+    fig.tight_layout(rect=(0, 0, 1, top))
     return fig
 
 
@@ -147,6 +167,7 @@ def fig_batch_efficiency(d: pd.DataFrame, device: str, precision: str, engines: 
     for k, n in enumerate(networks):
         ax = axes[k // ncols][k % ncols]
         notes = []
+        oom_at = {}
         for e in engines:
             for ph in phases:
                 s = d[(d["network"] == n) & (d["engine"] == e) & (d["phase"] == ph)]
@@ -170,8 +191,14 @@ def fig_batch_efficiency(d: pd.DataFrame, device: str, precision: str, engines: 
                 if facts["first_oom"] is not None:
                     any_oom = True
                     seen_status.add("oom")
-                    ax.plot([facts["first_oom"]], [0.96], marker="X", ms=9, color=color, transform=trans,
+                    level = oom_at.setdefault(facts["first_oom"], [])
+                    y = 0.95 - 0.07 * len(level)
+                    level.append(e)
+                    ax.plot([facts["first_oom"]], [y], marker="X", ms=9, color=color, transform=trans,
                             markeredgecolor="#d62728", ls="none", clip_on=False, zorder=5)
+                    if len(level) == 1:
+                        ax.text(facts["first_oom"] / 1.25, y, "OOM", transform=trans, ha="right", va="center",
+                                fontsize=7.5, color="#d62728", fontweight="bold")
                     if facts["largest_fit"] is not None:
                         ax.axvline(facts["largest_fit"], color=color, ls=ls, lw=0.8, alpha=0.6)
                 bad = s[~s["status"].isin(["ok", "oom", "not_run"])]
@@ -217,11 +244,8 @@ def fig_batch_efficiency(d: pd.DataFrame, device: str, precision: str, engines: 
     for st in sorted(seen_status - {"oom"}):
         handles.append(Line2D([], [], marker="v", ms=7, color=STATUS_STYLE.get(st, ("", "k"))[1], ls="none",
                               label=f"{label(st)} at this batch"))
-    fig.suptitle(wrap(f"Batch-size efficiency on {device} — {precision}", 100) +
-                 "\ntime per image against batch size; lower is better", x=0.01, ha="left")
-    top = 1 - 1.5 / fig.get_figheight()
-    fig.legend(handles=handles, loc="upper right", ncol=min(5, len(handles)), frameon=False,
-               bbox_to_anchor=(0.995, 1 - 0.15 / fig.get_figheight()), fontsize=8.5)
+    top = _header(fig, wrap(f"Batch-size efficiency on {device} — {precision}: time per image against batch "
+                            f"size (lower is better)", 110), handles, 5 if ncols >= 3 else 3)
     fig.tight_layout(rect=(0, 0, 1, top))
     return fig
 
@@ -235,8 +259,8 @@ def fig_speedup(t: pd.DataFrame, title: str, series_col: str, colors: dict, ylab
     networks = ordered(t["network"], NETWORK_ORDER)
     phases = ordered(t["phase"], PHASE_ORDER)
     series = list(dict.fromkeys(t[series_col]))
-    fig, axes = plt.subplots(1, len(phases), figsize=(max(7, 1.0 * len(networks) * len(phases) + 3), 5),
-                             sharey=True, squeeze=False, dpi=DPI)
+    fig, axes = plt.subplots(1, len(phases), figsize=(min(16, max(8, 0.75 * len(networks) * len(phases) + 2.5)),
+                                                      5.6), sharey=True, squeeze=False, dpi=DPI)
     axes = axes[0]
     width = 0.8 / max(1, len(series))
     seen = set()
@@ -251,17 +275,19 @@ def fig_speedup(t: pd.DataFrame, title: str, series_col: str, colors: dict, ylab
                     continue
                 r = r.iloc[0]
                 if np.isfinite(r.speedup):
-                    ax.bar(x, r.speedup, width * 0.92, color=colors.get(sname, "#1f77b4"), zorder=2,
-                           bottom=0)
+                    # From 1x (the baseline) up (faster) or down (slower).
+                    ax.bar(x, r.speedup - 1.0, width * 0.92, color=colors.get(sname, "#1f77b4"), zorder=2,
+                           bottom=1.0)
                     ax.errorbar(x, r.speedup, yerr=[[r.speedup - r.speedup_low], [r.speedup_high - r.speedup]],
                                 fmt="none", ecolor="black", capsize=2, lw=1, zorder=3)
-                    ax.text(x, r.speedup_high * 1.03, f"{r.speedup:.2g}×", ha="center", va="bottom",
-                            fontsize=7, zorder=4)
+                    above = r.speedup >= 1
+                    ax.text(x, r.speedup_high * 1.04 if above else r.speedup_low / 1.04, f"{r.speedup:.2g}×",
+                            ha="center", va="bottom" if above else "top", fontsize=7.5, zorder=4)
                 else:
                     st = r.status if r.status != "ok" else r.baseline_status
                     seen.add(st)
                     where = "" if r.status != "ok" else " (baseline)"
-                    _status_patch(ax, x, width * 0.92, st, text=label(st) + where, frac=0.45)
+                    _status_patch(ax, x, width * 0.92, st, text=label(st) + where)
         ax.axhline(1.0, color="black", lw=1, ls="--", zorder=1)
         ax.set_xticks(range(len(networks)))
         ax.set_xticklabels(networks, rotation=30, ha="right")
@@ -271,17 +297,15 @@ def fig_speedup(t: pd.DataFrame, title: str, series_col: str, colors: dict, ylab
     if vals:
         axes[0].set_yscale("log", base=2)
         lo, hi = min(vals + [1.0]), max(vals + [1.0])
-        axes[0].set_ylim(lo / 1.6, hi * 1.6)
+        axes[0].set_ylim(lo / 1.8, hi * 1.8)
         axes[0].yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
     axes[0].set_ylabel(ylabel)
-    handles = [Patch(color=colors.get(s, "#1f77b4"), label=str(s)) for s in series]
+    handles = [Patch(color=colors.get(s, "#1f77b4"), label=f"{series_col} {s}") for s in series]
     handles.append(Line2D([], [], color="black", ls="--", label="1× = as fast as the baseline"))
     handles += _status_legend(seen)
-    fig.legend(handles=handles, loc="upper right", ncol=min(4, len(handles)), frameon=False,
-               bbox_to_anchor=(0.99, 0.92), fontsize=8.5)
-    fig.suptitle(wrap(title, 100) + "\nhigher is better; whiskers: interval from the two cells' 95% CIs",
-                 x=0.01, ha="left", fontsize=12)
-    fig.tight_layout(rect=(0, 0, 1, 0.84))
+    top = _header(fig, wrap(title + " (higher is better)", 110) +
+                  "\nwhiskers: the interval from the two cells' 95% confidence intervals", handles, 5)
+    fig.tight_layout(rect=(0, 0, 1, top))
     return fig
 
 
@@ -292,8 +316,8 @@ def fig_efficiency(d: pd.DataFrame, device: str, precision: str, batch: int, eng
                    colors: dict, peak: float | None, peak_source: str) -> plt.Figure:
     networks = ordered(d["network"], NETWORK_ORDER)
     phases = ordered(d["phase"], PHASE_ORDER)
-    fig, axes = plt.subplots(1, len(phases), figsize=(max(7, 1.0 * len(networks) * len(phases) + 3), 5),
-                             sharey=True, squeeze=False, dpi=DPI)
+    fig, axes = plt.subplots(1, len(phases), figsize=(min(16, max(8, 0.75 * len(networks) * len(phases) + 2.5)),
+                                                      5.6), sharey=True, squeeze=False, dpi=DPI)
     axes = axes[0]
     width = 0.8 / max(1, len(engines))
     seen = set()
@@ -311,7 +335,7 @@ def fig_efficiency(d: pd.DataFrame, device: str, precision: str, batch: int, eng
                     if peak:
                         ax.text(x, v, f"{100 * v / peak:.0f}%", ha="center", va="bottom", fontsize=7)
                 elif st == "ok":
-                    _status_patch(ax, x, width * 0.92, "not_run", text="no FLOP count", frac=0.3)
+                    _status_patch(ax, x, width * 0.92, "not_run", text="TFLOP/s not recorded")
                 else:
                     seen.add(st)
                     _status_patch(ax, x, width * 0.92, st)
@@ -329,12 +353,10 @@ def fig_efficiency(d: pd.DataFrame, device: str, precision: str, batch: int, eng
         sub = f"bar labels: % of the {precision} peak, {peak:g} TFLOP/s ({peak_source})"
     else:
         sub = f"{precision} peak of this device unknown (add it to peaks.csv): no % of peak"
-    handles = [Patch(color=colors[e], label=e) for e in engines] + _status_legend(seen)
-    fig.legend(handles=handles, loc="upper right", ncol=min(5, len(handles)), frameon=False,
-               bbox_to_anchor=(0.99, 0.92), fontsize=8.5)
-    fig.suptitle(wrap(f"Achieved TFLOP/s on {device} — {precision}, batch {batch}", 100) + "\n" + sub,
-                 x=0.01, ha="left", fontsize=12)
-    fig.tight_layout(rect=(0, 0, 1, 0.84))
+    handles = [Patch(color=colors[e], label=f"engine {e}") for e in engines] + _status_legend(seen)
+    top = _header(fig, wrap(f"Achieved TFLOP/s on {device} — {precision}, batch {batch} (higher is better)", 110)
+                  + "\n" + sub, handles, 5)
+    fig.tight_layout(rect=(0, 0, 1, top))
     return fig
 
 
@@ -343,7 +365,7 @@ def fig_efficiency(d: pd.DataFrame, device: str, precision: str, batch: int, eng
 
 def fig_pareto(t: pd.DataFrame, workload: str, currency: str = "price") -> plt.Figure:
     """`t`: device, price, images_per_s (NaN where not measured), status_text, pareto (bool)."""
-    fig, ax = plt.subplots(figsize=(9, 6), dpi=DPI)
+    fig, ax = plt.subplots(figsize=(10, 6.5), dpi=DPI)
     ok = t[np.isfinite(t["images_per_s"]) & np.isfinite(t["price"])]
     front = ok[ok["pareto"]].sort_values("price")
     ax.scatter(ok["price"], ok["images_per_s"], s=50, color="#1f77b4", zorder=3, label="device")
@@ -358,9 +380,11 @@ def fig_pareto(t: pd.DataFrame, workload: str, currency: str = "price") -> plt.F
         ax.plot(xs, ys, color="#2ca02c", lw=1.5, zorder=2, label="Pareto front (no device is both cheaper and faster)")
         ax.scatter(front["price"], front["images_per_s"], s=90, facecolor="none", edgecolor="#2ca02c",
                    lw=2, zorder=4)
+    xmax = ok["price"].max() * 1.3 if len(ok) else 1.0
     for r in ok.itertuples():
-        ax.annotate(wrap(r.short, 30), (r.price, r.images_per_s), textcoords="offset points", xytext=(6, 4),
-                    fontsize=8)
+        right = r.price > 0.6 * xmax
+        ax.annotate(wrap(r.short, 28), (r.price, r.images_per_s), textcoords="offset points",
+                    xytext=(-8, 6) if right else (8, 6), ha="right" if right else "left", va="bottom", fontsize=8.5)
     missing = t[~(np.isfinite(t["images_per_s"]) & np.isfinite(t["price"]))]
     if len(missing):
         txt = "not plotted:\n" + "\n".join(wrap(f"{r.short}: {r.status_text}", 60) for r in missing.itertuples())
@@ -369,9 +393,20 @@ def fig_pareto(t: pd.DataFrame, workload: str, currency: str = "price") -> plt.F
     ax.set_xlabel(f"price [{currency}]")
     ax.set_ylabel("throughput [images/s]")
     if len(ok):
-        ax.set_xlim(0, ok["price"].max() * 1.25)
-        ax.set_ylim(0, ok["images_per_s"].max() * 1.2)
+        ax.set_xlim(0, xmax)
+        ax.set_ylim(0, ok["images_per_s"].max() * 1.25)
     ax.legend(loc="upper left", fontsize=8.5)
-    ax.set_title(wrap(f"Throughput against price — {workload}", 90) + "\nupper left is better")
-    fig.tight_layout()
+    ax.set_title("Throughput against price (upper left is better)", loc="left", fontsize=12)
+    fig.text(0.01, 0.985, wrap("workload: " + workload, 130), ha="left", va="top", fontsize=9, color="#333333")
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
     return fig
+
+
+def short_device(device: str, width: int = 40) -> str:
+    """The model part of a device key (before its first ' | ' or '['), shortened."""
+    head = device
+    for sep in (" | ", " [", "|", ";"):
+        if sep in head:
+            head = head.split(sep)[0]
+    head = head.strip() or device
+    return head if len(head) <= width else head[: width - 1] + "…"

@@ -81,6 +81,21 @@ class Report:
     def _short(self, device):
         return device if len(device) <= 40 else device[:38] + "…"
 
+    def _dev_id(self, device):
+        """A short file-name part: d<index>-<first words of the key>."""
+        words = "-".join(device.replace("|", " ").split()[:3])
+        return f"d{self.devices.index(device)}-{words[:28]}"
+
+    def _no_ok(self, dp, what):
+        """True (after saying so) when `dp` has no ok cell: its table says why, no figure."""
+        if (dp["status"] == "ok").any():
+            return False
+        st = ", ".join(f"{label(k)} ×{v}" for k, v in dp["status"].value_counts().items())
+        reasons = sorted({m for m in dp["message"] if m})[:3]
+        self.doc.text(f"No figure for {what}: no cell ran ({st})" +
+                      (f"; reason: {'; '.join(reasons)}" if reasons else "") + ".")
+        return True
+
     # -- the report ------------------------------------------------------------
 
     def build(self) -> Document:
@@ -141,11 +156,12 @@ class Report:
             for prec in self._precisions(d) or []:
                 dp = d[(d["precision"] == prec) & d["engine"].isin(engines)]
                 doc.heading(f"{dev} — {prec}, batch {b}", 3)
-                doc.figure(plots.fig_time_per_batch(dp, dev, prec, b, engines, self.colors),
-                           f"fig1-{dev}-{prec}-b{b}",
-                           f"Time per batch of {b} on {dev}, {prec}: one bar per engine; inference left, "
-                           f"training right; hatched placeholders are cells without a measurement, labelled "
-                           f"with their status.")
+                if not self._no_ok(dp, f"{prec} at batch {b}"):
+                    doc.figure(plots.fig_time_per_batch(dp, dev, prec, b, engines, self.colors),
+                             f"fig1-{self._dev_id(dev)}-{prec}-b{b}",
+                             f"Time per batch of {b} on {dev}, {prec}: one bar per engine; inference left, "
+                             f"training right; hatched placeholders are cells without a measurement, labelled "
+                             f"with their status.")
                 t = self._time_table(dp, engines)
                 doc.table(t, f"median time per batch of {b} [ms] with its 95% CI, {dev}, {prec}")
             skipped = [e for e in ordered(self.cells["engine"].unique(), ()) if e not in engines]
@@ -187,10 +203,11 @@ class Report:
             for prec in self._precisions(d):
                 dp = d[(d["precision"] == prec) & d["engine"].isin(engines)]
                 doc.heading(f"{dev} — {prec}", 3)
-                doc.figure(plots.fig_batch_efficiency(dp, dev, prec, engines, self.colors),
-                           f"fig2-{dev}-{prec}",
-                           f"Time per image against batch size on {dev}, {prec}: one panel per network; "
-                           f"colour = engine, solid = inference, dashed = training.")
+                if not self._no_ok(dp, prec):
+                    doc.figure(plots.fig_batch_efficiency(dp, dev, prec, engines, self.colors),
+                             f"fig2-{self._dev_id(dev)}-{prec}",
+                             f"Time per image against batch size on {dev}, {prec}: one panel per network; "
+                             f"colour = engine, solid = inference, dashed = training.")
                 items, rows = [], []
                 for n in ordered(dp["network"], NETWORK_ORDER):
                     for e in engines:
@@ -235,12 +252,12 @@ class Report:
                 doc.text(f"Matching: {mode}.")
                 for prec in ordered(t["precision"].unique(), PRECISION_ORDER):
                     tp = t[(t["precision"] == prec) & (t["batch"] == b)]
-                    if tp.empty:
+                    if tp.empty or not np.isfinite(tp["speedup"]).any():
                         continue
                     colors = self.colors if mode == "same engine" else {}
                     doc.figure(plots.fig_speedup(tp, f"Speedup of {dev} over {self.baseline} — {prec}, batch {b}",
                                                  "engine", colors, "speedup over the baseline device\n(log₂ scale)"),
-                               f"fig3-{dev}-over-{self.baseline}-{prec}-b{b}",
+                               f"fig3-{self._dev_id(dev)}-over-{self._dev_id(self.baseline)}-{prec}-b{b}",
                                f"Speedup of {dev} over {self.baseline}, {prec}, batch {b} ({mode}); above 1× "
                                f"the device is faster.")
                 doc.table(self._speed_table(t), f"speedup of {dev} over {self.baseline}, every cell",
@@ -260,11 +277,11 @@ class Report:
                 continue
             for prec in ordered(t["precision"].unique(), PRECISION_ORDER):
                 tp = t[(t["precision"] == prec) & (t["batch"] == b)]
-                if tp.empty:
+                if tp.empty or not np.isfinite(tp["speedup"]).any():
                     continue
                 doc.figure(plots.fig_speedup(tp, f"Speedup of each engine over {be} on {dev} — {prec}, batch {b}",
                                              "engine", self.colors, f"speedup over {be}\n(log₂ scale)"),
-                           f"fig3-{dev}-engines-{prec}-b{b}",
+                           f"fig3-{self._dev_id(dev)}-engines-{prec}-b{b}",
                            f"Engines on {dev} against {be}, {prec}, batch {b}; above 1× the engine is faster.")
             doc.table(self._speed_table(t), f"speedup over {be} on {dev}, every cell", collapsed=len(t) > 40)
         if not any_engine:
@@ -309,10 +326,11 @@ class Report:
                 dp = d[d["precision"] == prec]
                 pk = self.peaks.peak(dev, prec, self.cube.ranks)
                 doc.heading(f"{dev} — {prec}, batch {b}", 3)
-                doc.figure(plots.fig_efficiency(dp, dev, prec, b, engines, self.colors, pk.tflops, pk.source),
-                           f"fig4-{dev}-{prec}-b{b}",
-                           f"Achieved TFLOP/s on {dev}, {prec}, batch {b}; peak: "
-                           f"{fmt(pk.tflops) + ' TFLOP/s (' + pk.source + ')' if pk.tflops else 'unknown'}.")
+                if not self._no_ok(dp, f"{prec} at batch {b}"):
+                    doc.figure(plots.fig_efficiency(dp, dev, prec, b, engines, self.colors, pk.tflops, pk.source),
+                             f"fig4-{self._dev_id(dev)}-{prec}-b{b}",
+                             f"Achieved TFLOP/s on {dev}, {prec}, batch {b}; peak: "
+                             f"{fmt(pk.tflops) + ' TFLOP/s (' + pk.source + ')' if pk.tflops else 'unknown'}.")
                 for r in dp.sort_values(["phase", "engine"]).itertuples():
                     ok = r.status == "ok"
                     rows.append({

@@ -9,7 +9,7 @@
 
 #include "crossbench/cube.hpp"
 #include "crossbench/error.hpp"
-#include "cube/cube_schema.hpp"
+#include "cube/cube_layout.hpp"
 #include "cube/hdf5_handle.hpp"
 #include "cube/hdf5_io.hpp"
 
@@ -17,9 +17,9 @@ namespace crossbench {
 namespace {
 
 namespace fs = std::filesystem;
-namespace schema = cube_schema;
-using schema::cell_rank;
-using schema::CellIndex;
+namespace layout = cube_layout;
+using layout::cell_rank;
+using layout::CellIndex;
 
 std::string dims_text(std::span<const hsize_t> dims) {
   std::string text = "(";
@@ -75,7 +75,7 @@ class CubeReader {
     axes.batches = hdf5::read_numbers<std::int64_t>(open_vector(file_, "batch", what_));
     axes.phases = read_string_axis("phase");
     axes.replicas = hdf5::read_numbers<std::int32_t>(open_vector(file_, "replica", what_));
-    steps_ = hdf5::dataset_dims(open_vector(file_, schema::step_dimension, what_)).front();
+    steps_ = hdf5::dataset_dims(open_vector(file_, layout::step_dimension, what_)).front();
     cell_dims_ = {axes.devices.size(), axes.engines.size(), axes.networks.size(), axes.precisions.size(),
                   axes.batches.size(), axes.phases.size(),  axes.replicas.size()};
     cell_count_ = 1;
@@ -104,7 +104,7 @@ class CubeReader {
     const hdf5::Dataset variable = open_cell_variable("status");
     // Read through crossbench's own enum: HDF5 converts by member name, so a
     // file whose values differ still reads right, and an unknown name fails.
-    const hdf5::Datatype status_type = schema::status_enum_type();
+    const hdf5::Datatype status_type = layout::status_enum_type();
     std::vector<std::uint8_t> codes(cell_count_);
     if (!codes.empty())
       CB_CHECK_HDF5(H5Dread(variable, status_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, codes.data()));
@@ -140,7 +140,7 @@ class CubeReader {
       cell.status = static_cast<Status>(status[present[k]]);
     }
 
-    for (const schema::FloatVariable& entry : schema::float_variables()) {
+    for (const layout::FloatVariable& entry : layout::float_variables()) {
       const std::vector<double> values = read_cell_numbers<double>(entry.name);
       for (std::size_t k = 0; k < present.size(); ++k) entry.set(cells[k], values[present[k]]);
     }
@@ -159,8 +159,8 @@ class CubeReader {
   }
 
   void read_samples(const std::vector<std::size_t>& present, std::vector<CellResult>& cells) const {
-    const hdf5::Dataset variable = open_cell_variable(schema::samples_variable, true);
-    const schema::SampleBlocks blocks(cell_dims_, steps_, schema::sample_block_bytes);
+    const hdf5::Dataset variable = open_cell_variable(layout::samples_variable, true);
+    const layout::SampleBlocks blocks(cell_dims_, steps_, layout::sample_block_bytes);
     std::vector<double> buffer;
     std::size_t next = 0;  // the first entry of `present` not yet given its samples
     for (std::size_t block = 0; block < blocks.count() && next < present.size(); ++block) {
@@ -185,10 +185,10 @@ class CubeReader {
 
   std::vector<RankRecord> read_ranks() const {
     std::vector<RankRecord> ranks;
-    if (!hdf5::link_exists(file_, schema::ranks_group)) return ranks;
-    const hdf5::Group group(CB_CHECK_HDF5(H5Gopen2(file_, schema::ranks_group, H5P_DEFAULT)));
-    const std::string where = what_ + " group /" + schema::ranks_group;
-    const hsize_t rows = hdf5::dataset_dims(open_vector(group, schema::rank_row_dimension, where)).front();
+    if (!hdf5::link_exists(file_, layout::ranks_group)) return ranks;
+    const hdf5::Group group(CB_CHECK_HDF5(H5Gopen2(file_, layout::ranks_group, H5P_DEFAULT)));
+    const std::string where = what_ + " group /" + layout::ranks_group;
+    const hsize_t rows = hdf5::dataset_dims(open_vector(group, layout::rank_row_dimension, where)).front();
     ranks.resize(rows);
     auto checked = [&](auto values, const char* name) {
       if (values.size() != rows)

@@ -19,7 +19,7 @@
 
 #include "crossbench/cube.hpp"
 #include "crossbench/error.hpp"
-#include "cube/cube_schema.hpp"
+#include "cube/cube_layout.hpp"
 #include "cube/hdf5_handle.hpp"
 #include "cube/hdf5_io.hpp"
 
@@ -27,12 +27,12 @@ namespace crossbench {
 namespace {
 
 namespace fs = std::filesystem;
-namespace schema = cube_schema;
-using schema::cell_rank;
-using schema::CellIndex;
+namespace layout = cube_layout;
+using layout::cell_rank;
+using layout::CellIndex;
 
-std::string quoted(const std::string& value) { return "\"" + value + "\""; }
-std::string quoted(std::int64_t value) { return std::to_string(value); }
+std::string in_quotes(const std::string& value) { return "\"" + value + "\""; }
+std::string in_quotes(std::int64_t value) { return std::to_string(value); }
 
 // Position of each value on one axis; refuses an axis that lists a value twice.
 template <typename T>
@@ -41,14 +41,14 @@ class AxisIndex {
   AxisIndex(const char* axis, const std::vector<T>& values) : axis_(axis) {
     for (std::size_t i = 0; i < values.size(); ++i)
       if (!positions_.emplace(values[i], i).second)
-        throw Error(std::string("cube axis `") + axis + "` lists " + quoted(values[i]) + " twice");
+        throw Error(std::string("cube axis `") + axis + "` lists " + in_quotes(values[i]) + " twice");
   }
   // Throws Error naming `cell` when `value` is not on the axis.
   hsize_t position(const T& value, const CellResult& cell) const {
     const auto found = positions_.find(value);
     if (found == positions_.end())
-      throw Error("cube cell " + describe(cell.cell) + " on device " + quoted(cell.device_key) +
-                  " is not on the cube's axes: " + quoted(value) + " is not on the `" + axis_ + "` axis");
+      throw Error("cube cell " + describe(cell.cell) + " on device " + in_quotes(cell.device_key) +
+                  " is not on the cube's axes: " + in_quotes(value) + " is not on the `" + axis_ + "` axis");
     return found->second;
   }
 
@@ -93,7 +93,7 @@ CellGrid place_cells(const CubeContents& contents) {
     std::size_t linear = 0;
     for (std::size_t d = 0; d < cell_rank; ++d) linear = linear * grid.dims[d] + index[d];
     if (grid.cells[linear] != nullptr)
-      throw Error("cube cell " + describe(cell) + " on device " + quoted(result.device_key) +
+      throw Error("cube cell " + describe(cell) + " on device " + in_quotes(result.device_key) +
                   " appears twice in the cube's contents");
     grid.cells[linear] = &result;
     grid.steps = std::max<hsize_t>(grid.steps, result.samples_ms.size());
@@ -108,7 +108,7 @@ std::map<std::string, std::string> root_attributes(const std::map<std::string, s
   if (const auto schema_entry = attributes.find("schema"); schema_entry != attributes.end()) {
     if (schema_entry->second != cube_schema)
       throw Error("cube attribute `schema` is written by the writer (" + std::string(cube_schema) +
-                  "); the contents ask for " + quoted(schema_entry->second));
+                  "); the contents ask for " + in_quotes(schema_entry->second));
     attributes.erase(schema_entry);
   }
   unsigned major = 0, minor = 0, release = 0;
@@ -165,7 +165,7 @@ std::vector<hdf5::Dataset> write_coordinates(hid_t file, const CubeAxes& axes, h
       "replica: the same cell on another device of the same key", "1");
   std::vector<std::int32_t> step_numbers(steps);
   for (hsize_t s = 0; s < steps; ++s) step_numbers[s] = static_cast<std::int32_t>(s);
-  add(hdf5::create_vector<std::int32_t>(file, schema::step_dimension, step_numbers), schema::step_dimension,
+  add(hdf5::create_vector<std::int32_t>(file, layout::step_dimension, step_numbers), layout::step_dimension,
       "timed step", "1");
   return scales;
 }
@@ -185,8 +185,8 @@ hdf5::Dataset create_cell_variable(hid_t file, const char* name, hid_t file_type
 
 void write_status(hid_t file, const CellGrid& grid, std::span<const hdf5::Dataset> cell_scales) {
   // Committed (named) so that netCDF-4 sees the enum type `status_t`.
-  const hdf5::Datatype status_type = schema::status_enum_type();
-  CB_CHECK_HDF5(H5Tcommit2(file, schema::status_type_name, status_type, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  const hdf5::Datatype status_type = layout::status_enum_type();
+  CB_CHECK_HDF5(H5Tcommit2(file, layout::status_type_name, status_type, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
   const auto not_run = static_cast<std::uint8_t>(Status::not_run);
   const hdf5::Dataset variable =
       create_cell_variable(file, "status", status_type, status_type, &not_run, grid, cell_scales);
@@ -224,7 +224,7 @@ void write_number_cell_variable(hid_t file, const char* name, const char* long_n
 }
 
 void write_cell_numbers(hid_t file, const CellGrid& grid, std::span<const hdf5::Dataset> cell_scales) {
-  for (const schema::FloatVariable& entry : schema::float_variables()) {
+  for (const layout::FloatVariable& entry : layout::float_variables()) {
     const hdf5::Dataset variable = create_cell_variable(file, entry.name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
                                                         &not_a_number, grid, cell_scales);
     std::vector<double> values(grid.cells.size(), not_a_number);
@@ -276,11 +276,11 @@ void write_samples(hid_t file, const CellGrid& grid, std::span<const hdf5::Datas
     CB_CHECK_HDF5(H5Pset_shuffle(properties));
     CB_CHECK_HDF5(H5Pset_deflate(properties, 4));
   }
-  const hdf5::Dataset variable(CB_CHECK_HDF5(H5Dcreate2(file, schema::samples_variable, H5T_IEEE_F64LE, space,
+  const hdf5::Dataset variable(CB_CHECK_HDF5(H5Dcreate2(file, layout::samples_variable, H5T_IEEE_F64LE, space,
                                                         H5P_DEFAULT, properties, H5P_DEFAULT)));
   attach_scales(variable, scales);
 
-  const schema::SampleBlocks blocks(grid.dims, grid.steps, schema::sample_block_bytes);
+  const layout::SampleBlocks blocks(grid.dims, grid.steps, layout::sample_block_bytes);
   std::vector<double> buffer;
   for (std::size_t block = 0; block < blocks.count(); ++block) {
     const std::size_t first_cell = block * blocks.cells_per_block();
@@ -308,14 +308,14 @@ void write_ranks(hid_t file, const std::vector<RankRecord>& ranks) {
   const hdf5::PropertyList group_properties(CB_CHECK_HDF5(H5Pcreate(H5P_GROUP_CREATE)));
   track_creation_order(group_properties);
   const hdf5::Group group(
-      CB_CHECK_HDF5(H5Gcreate2(file, schema::ranks_group, H5P_DEFAULT, group_properties, H5P_DEFAULT)));
+      CB_CHECK_HDF5(H5Gcreate2(file, layout::ranks_group, H5P_DEFAULT, group_properties, H5P_DEFAULT)));
   hdf5::write_string_attribute(group, "long_name", "one row per MPI rank: the facts the device key does not hold");
 
   std::vector<std::int32_t> rows(ranks.size());
   for (std::size_t i = 0; i < ranks.size(); ++i) rows[i] = static_cast<std::int32_t>(i);
   std::vector<hdf5::Dataset> row_scale;
-  row_scale.push_back(hdf5::create_vector<std::int32_t>(group, schema::rank_row_dimension, rows));
-  make_scale(row_scale.front(), schema::rank_row_dimension);
+  row_scale.push_back(hdf5::create_vector<std::int32_t>(group, layout::rank_row_dimension, rows));
+  make_scale(row_scale.front(), layout::rank_row_dimension);
   describe_variable(row_scale.front(), "row of the ranks table", "1");
 
   auto column = [&](auto field) {

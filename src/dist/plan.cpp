@@ -60,6 +60,30 @@ double estimate_cell_seconds(const Network& network, const CellSpec& cell, const
   return std::min(seconds, measure.cell_time_limit_s + kPreparationSeconds);
 }
 
+Assignment assign_longest_first(const std::vector<double>& costs, const std::vector<std::string>& conflict_classes,
+                                const std::vector<int>& ranks, std::vector<double>& rank_load) {
+  Assignment assignment;
+  assignment.order.resize(costs.size());
+  std::iota(assignment.order.begin(), assignment.order.end(), 0);
+  std::stable_sort(assignment.order.begin(), assignment.order.end(),
+                   [&](std::size_t a, std::size_t b) { return costs[a] > costs[b]; });
+  assignment.rank_of_item.assign(costs.size(), -1);
+  std::map<std::string, std::vector<int>> ranks_holding;
+  for (const std::size_t item : assignment.order) {
+    auto& taken = ranks_holding[conflict_classes[item]];
+    int best = -1;
+    for (const int rank : ranks) {
+      if (std::find(taken.begin(), taken.end(), rank) != taken.end()) continue;
+      if (best < 0 || rank_load[static_cast<std::size_t>(rank)] < rank_load[static_cast<std::size_t>(best)]) best = rank;
+    }
+    assignment.rank_of_item[item] = best;
+    if (best < 0) continue;
+    taken.push_back(best);
+    rank_load[static_cast<std::size_t>(best)] += costs[item];
+  }
+  return assignment;
+}
+
 Plan make_plan(const Options& options, const std::vector<Device>& rank_devices) {
   Plan plan;
   for (int rank = 0; rank < static_cast<int>(rank_devices.size()); ++rank) {
@@ -92,25 +116,18 @@ Plan make_plan(const Options& options, const std::vector<Device>& rank_devices) 
                 planned.estimated_s = estimate_cell_seconds(networks.at(network), planned.cell, group.device, options.measure);
                 cells.push_back(planned);
               }
-    // Longest processing time first; stable, so equal costs keep the matrix order.
-    std::vector<std::size_t> order(cells.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return cells[a].estimated_s > cells[b].estimated_s; });
-    std::map<std::string, std::vector<int>> ranks_holding;  // replicas of one cell on distinct ranks
-    for (const std::size_t index : order) {
-      PlannedCell& planned = cells[index];
+    std::vector<double> costs;
+    std::vector<std::string> classes;
+    for (const auto& planned : cells) {
       CellSpec base = planned.cell;
       base.replica = 0;
-      auto& taken = ranks_holding[describe(base)];
-      int best = -1;
-      for (const int rank : group.ranks) {
-        if (std::find(taken.begin(), taken.end(), rank) != taken.end()) continue;
-        if (best < 0 || plan.rank_load_s[static_cast<std::size_t>(rank)] < plan.rank_load_s[static_cast<std::size_t>(best)])
-          best = rank;
-      }
-      planned.rank = best;
-      taken.push_back(best);
-      plan.rank_load_s[static_cast<std::size_t>(best)] += planned.estimated_s;
+      costs.push_back(planned.estimated_s);
+      classes.push_back(describe(base));
+    }
+    const Assignment assignment = assign_longest_first(costs, classes, group.ranks, plan.rank_load_s);
+    for (const std::size_t index : assignment.order) {
+      PlannedCell& planned = cells[index];
+      planned.rank = assignment.rank_of_item[index];
       plan.total_s += planned.estimated_s;
       plan.cells.push_back(planned);
     }

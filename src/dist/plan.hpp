@@ -42,6 +42,18 @@ std::vector<std::string> resolve_engines(const std::vector<std::string>& engines
 double estimate_cell_seconds(const Network& network, const CellSpec& cell, const Device& device,
                              const MeasureOptions& measure);
 
+// Longest processing time first: items in decreasing cost (stable: ties keep
+// their order) each go to the least-loaded rank (lowest rank on a tie) that
+// holds no other item of the same conflict class (the replicas of one cell).
+// `rank_load` [s] is indexed by rank and updated. Returns the item indices in
+// assignment order and each item's rank (-1 when no rank is free of its class).
+struct Assignment {
+  std::vector<std::size_t> order;
+  std::vector<int> rank_of_item;
+};
+Assignment assign_longest_first(const std::vector<double>& costs, const std::vector<std::string>& conflict_classes,
+                                const std::vector<int>& ranks, std::vector<double>& rank_load);
+
 // Groups ranks by device key and splits each group's cells over its ranks,
 // longest-processing-time first; ties break on the cell order, so the plan is
 // the same on every rank. The R replicas of a cell go to R distinct ranks;

@@ -128,26 +128,33 @@ std::size_t MemoryPool::plan(bool reuse) {
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return buffers_[a].bytes > buffers_[b].bytes; });
 
+  // Large buffers start on a page; every buffer on a cache line.
+  auto alignment = [](std::size_t bytes) { return bytes >= 16 * kPage ? kPage : kAlignment; };
+  std::vector<std::size_t> reserved(buffers_.size());
+  for (std::size_t i = 0; i < buffers_.size(); ++i)
+    reserved[i] = round_up(std::max<std::size_t>(buffers_[i].bytes, 1), alignment(buffers_[i].bytes));
+
   std::vector<std::size_t> placed;
-  std::vector<std::pair<std::size_t, std::size_t>> busy;  // (offset, end) of live placed buffers
+  std::vector<std::pair<std::size_t, std::size_t>> busy;  // [offset, end) of placed buffers alive at the same time
   arena_bytes_ = 0;
   for (std::size_t index : order) {
     auto& b = buffers_[index];
-    const std::size_t bytes = round_up(std::max<std::size_t>(b.bytes, 1), b.bytes >= 16 * kPage ? kPage : kAlignment);
+    const std::size_t bytes = reserved[index], align = alignment(b.bytes);
     busy.clear();
     for (std::size_t other : placed)
       if (life[other].first <= life[index].last && life[index].first <= life[other].last)
-        busy.emplace_back(buffers_[other].offset, buffers_[other].offset + round_up(buffers_[other].bytes, kAlignment));
+        busy.emplace_back(buffers_[other].offset, buffers_[other].offset + reserved[other]);
     std::sort(busy.begin(), busy.end());
     std::size_t best = SIZE_MAX, best_gap = SIZE_MAX, cursor = 0;
     for (const auto& [begin, end] : busy) {
-      if (begin > cursor && begin - cursor >= bytes && begin - cursor < best_gap) {
-        best = cursor;
-        best_gap = begin - cursor;
+      const std::size_t candidate = round_up(cursor, align);
+      if (begin >= candidate + bytes && begin - candidate < best_gap) {  // best fit among the gaps
+        best = candidate;
+        best_gap = begin - candidate;
       }
       cursor = std::max(cursor, end);
     }
-    if (best == SIZE_MAX) best = round_up(cursor, bytes >= 16 * kPage ? kPage : kAlignment);
+    if (best == SIZE_MAX) best = round_up(cursor, align);
     b.offset = best;
     placed.push_back(index);
     arena_bytes_ = std::max(arena_bytes_, best + bytes);

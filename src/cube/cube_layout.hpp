@@ -12,7 +12,7 @@
 #include "crossbench/result.hpp"
 #include "cube/hdf5_handle.hpp"
 
-namespace crossbench::cube_schema {
+namespace crossbench::cube_layout {
 
 inline constexpr std::size_t cell_rank = 7;  // dimensions of a per-cell variable
 inline constexpr std::array<const char*, cell_rank> cell_dimensions{
@@ -62,4 +62,4 @@ class SampleBlocks {
 
 inline constexpr std::size_t sample_block_bytes = std::size_t{64} << 20;  // 64 MiB per transfer
 
-}  // namespace crossbench::cube_schema
+}  // namespace crossbench::cube_layout

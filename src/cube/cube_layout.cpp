@@ -1,11 +1,11 @@
-#include "cube/cube_schema.hpp"
+#include "cube/cube_layout.hpp"
 
 #include <cstdint>
 
 #include "crossbench/cell.hpp"
 #include "crossbench/error.hpp"
 
-namespace crossbench::cube_schema {
+namespace crossbench::cube_layout {
 
 std::span<const FloatVariable> float_variables() {
   // The order is the order of the variables in the file (netCDF lists them so).
@@ -98,4 +98,4 @@ void SampleBlocks::hyperslab(std::size_t block, std::array<hsize_t, cell_rank + 
   count[cell_rank] = steps_;
 }
 
-}  // namespace crossbench::cube_schema
+}  // namespace crossbench::cube_layout

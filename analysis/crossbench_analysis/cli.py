@@ -1,0 +1,155 @@
+"""Command line: python3 -m crossbench_analysis <command> ... (see --help)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .cube import CELL_DIMS, CubeError, FLOAT_VARS, load
+
+EXIT_ERROR = 2
+
+
+def _report(a) -> int:
+    from .peaks import PeakTable
+    from .report import write_report
+    cube = load(a.cube)
+    peaks = PeakTable.read(a.peaks) if a.peaks else None
+    md, html, figs = write_report(cube, a.output, baseline=a.baseline, batch=a.batch, peaks=peaks,
+                                  baseline_engine=a.baseline_engine)
+    print(f"wrote {md}, {html} and {len(figs)} figure(s) in {Path(a.output) / 'figures'}")
+    return 0
+
+
+def _procurement(a) -> int:
+    from . import procurement as p
+    cube = load(a.cube)
+    prices = p.read_prices(a.prices, cube.devices)
+    t, workload = p.procurement(cube, prices, network=a.network, phase=a.phase, precision=a.precision,
+                                batch=a.batch, engine=a.engine)
+    print(p.render(t, workload, a.currency))
+    files = p.write(t, workload, a.currency, a.output)
+    print(f"\nwrote {', '.join(map(str, files))}")
+    return 0
+
+
+def _compare(a) -> int:
+    from . import compare as c
+    try:
+        threshold = c.parse_threshold(a.fail_above)
+    except ValueError as e:
+        raise CubeError(str(e)) from None
+    old, new = load(a.old), load(a.new)
+    table = c.compare(old, new, threshold)
+    text = c.render(table, threshold)
+    print(text)
+    if a.csv:
+        table.to_csv(a.csv, index=False)
+    if a.markdown:
+        Path(a.markdown).write_text(text + "\n")
+    regressions = int(table["regression"].sum())
+    if regressions:
+        print(f"\nFAIL: {regressions} regression(s) beyond {threshold:g}%", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _export(a) -> int:
+    cube = load(a.cube)
+    df = cube.cells
+    if a.drop_not_run:
+        df = df[df["status"] != "not_run"]
+    df.to_csv(a.csv, index=False, float_format="%.9g")
+    print(f"wrote {len(df)} cell rows to {a.csv}")
+    if a.samples:
+        s = cube.ds["samples_ms"].to_dataframe().reset_index() if "samples_ms" in cube.ds else None
+        if s is None:
+            raise CubeError(f"{a.cube}: the cube has no samples_ms")
+        s = s.dropna(subset=["samples_ms"])
+        s.to_csv(a.samples, index=False, float_format="%.9g")
+        print(f"wrote {len(s)} step rows to {a.samples}")
+    return 0
+
+
+def _info(a) -> int:
+    cube = load(a.cube)
+    print(f"{cube.path}: schema {cube.schema}")
+    for d in CELL_DIMS:
+        print(f"  {d:10s} {len(cube.ds[d]):4d}: {', '.join(map(str, cube.axis(d)))}")
+    print("  status counts: " + ", ".join(f"{k} {v}" for k, v in cube.cells["status"].value_counts().items()))
+    return 0
+
+
+def _demo(a) -> int:
+    from .synthetic import demo_cube
+    demo_cube(a.output)
+    print(f"wrote {a.output} (made-up numbers, for trying the commands)")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="crossbench_analysis",
+                                description="Turn a crossbench results cube into figures, tables and answers.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    r = sub.add_parser("report", help="report.md + self-contained report.html with the study's figures")
+    r.add_argument("cube")
+    r.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to write into")
+    r.add_argument("--baseline", metavar="DEVICE", help="baseline device for speedups (key or unique substring; "
+                   "default: the device with the most ok cells)")
+    r.add_argument("--baseline-engine", metavar="ENGINE", help="baseline engine on each device (default: the native "
+                   "engine, cudnn or onednn)")
+    r.add_argument("--batch", type=int, help="batch of the bar figures (default 64 when run, else the batch "
+                   "with the most ok cells)")
+    r.add_argument("--peaks", metavar="FILE", help="peak TFLOP/s table (default: the package's peaks.csv)")
+    r.set_defaults(func=_report)
+
+    q = sub.add_parser("procurement", help="images/s per price and per watt, Pareto plot")
+    q.add_argument("cube")
+    q.add_argument("--prices", required=True, metavar="FILE", help="CSV 'device,price[,power_w]' (analysis/README.md)")
+    q.add_argument("--network", help="one network (default: geometric mean over the study's seven)")
+    q.add_argument("--phase", default="training", help="inference or training (default training)")
+    q.add_argument("--precision", help="default fp32 when measured")
+    q.add_argument("--batch", type=int, help="default 64 when run, else the batch with the most ok cells")
+    q.add_argument("--engine", help="default: each device's fastest engine per network")
+    q.add_argument("--currency", default="USD", help="name of the price unit (default USD)")
+    q.add_argument("-o", "--output", default="procurement", metavar="DIR",
+                   help="directory for procurement.md, procurement.csv, pareto.png (default ./procurement)")
+    q.set_defaults(func=_procurement)
+
+    c = sub.add_parser("compare", help="cells that moved beyond their CIs; exit 1 on regressions")
+    c.add_argument("old")
+    c.add_argument("new")
+    c.add_argument("--fail-above", default="5%", metavar="PCT",
+                   help="fail (exit 1) on significant slowdowns larger than this (default 5%%)")
+    c.add_argument("--csv", metavar="FILE", help="also write every cell's comparison as CSV")
+    c.add_argument("--markdown", metavar="FILE", help="also write the table as Markdown")
+    c.set_defaults(func=_compare)
+
+    e = sub.add_parser("export", help="one tidy CSV row per cell")
+    e.add_argument("cube")
+    e.add_argument("--csv", required=True, metavar="FILE")
+    e.add_argument("--drop-not-run", action="store_true", help="leave out cells that were not attempted")
+    e.add_argument("--samples", metavar="FILE", help="also write every timed step (long format CSV)")
+    e.set_defaults(func=_export)
+
+    i = sub.add_parser("info", help="axes and status counts of a cube")
+    i.add_argument("cube")
+    i.set_defaults(func=_info)
+
+    m = sub.add_parser("demo-cube", help="write a cube of made-up numbers, to try the commands")
+    m.add_argument("output")
+    m.set_defaults(func=_demo)
+    return p
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except CubeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,140 @@
+"""`compare OLD NEW`: cells whose median moved beyond the combined confidence intervals.
+
+Cells are matched on every axis (device, engine, network, precision, batch,
+phase, replica).  For a cell ok in both cubes, with m the median and [lo, hi]
+its 95% CI, the change is significant when the medians differ by more than the
+two CIs combined in quadrature on the sides that face each other:
+
+    slower:  m_new - m_old > sqrt((hi_old - m_old)^2 + (m_new - lo_new)^2)
+    faster:  m_old - m_new > sqrt((m_old - lo_old)^2 + (hi_new - m_new)^2)
+
+A *regression* is a significant slowdown larger than the threshold
+(``--fail-above``, default 5%), or a cell that was ok in OLD and is OOM,
+unsupported, failed or timeout in NEW.  The exit status is 1 when there is at
+least one regression, else 0 (2 for an error).  Cells not run in one of the
+cubes, or absent from its axes, are listed but do not fail the comparison.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .analysis import label
+from .cube import CELL_DIMS, Cube
+
+COLS = ["status", "median_ms", "ci_low_ms", "ci_high_ms"]
+
+
+def parse_threshold(text: str) -> float:
+    """'5%', '5' or '2.5 %' -> 5.0 / 2.5 (percent)."""
+    t = str(text).strip().rstrip("%").strip()
+    try:
+        v = float(t)
+    except ValueError:
+        raise ValueError(f"--fail-above expects a percentage such as 5% (got {text!r})") from None
+    if not math.isfinite(v) or v < 0:
+        raise ValueError(f"--fail-above must be a non-negative percentage (got {text!r})")
+    return v
+
+
+def compare(old: Cube, new: Cube, threshold_pct: float = 5.0) -> pd.DataFrame:
+    """One row per cell of either cube, with verdict, change_pct and regression (bool)."""
+    a = old.cells[list(CELL_DIMS) + COLS]
+    b = new.cells[list(CELL_DIMS) + COLS]
+    m = a.merge(b, on=list(CELL_DIMS), how="outer", suffixes=("_old", "_new"), indicator="which")
+    verdicts, changes, regress, sig = [], [], [], []
+    for r in m.itertuples(index=False):
+        so, sn = r.status_old, r.status_new
+        change = np.nan
+        verdict, reg, significant = "unchanged", False, False
+        if r.which == "left_only":
+            verdict = "only in OLD (not on NEW's axes)"
+        elif r.which == "right_only":
+            verdict = "only in NEW (not on OLD's axes)"
+        elif so == "ok" and sn == "ok":
+            mo, lo_o, hi_o = r.median_ms_old, r.ci_low_ms_old, r.ci_high_ms_old
+            mn, lo_n, hi_n = r.median_ms_new, r.ci_low_ms_new, r.ci_high_ms_new
+            change = (mn / mo - 1) * 100
+            slow_bound = math.hypot(_nz(hi_o - mo), _nz(mn - lo_n))
+            fast_bound = math.hypot(_nz(mo - lo_o), _nz(hi_n - mn))
+            if mn - mo > slow_bound:
+                significant = True
+                verdict = "slower"
+                reg = change > threshold_pct
+            elif mo - mn > fast_bound:
+                significant = True
+                verdict = "faster"
+            else:
+                verdict = "unchanged (within CI)"
+        elif so == sn:
+            verdict = "unchanged" if so != "not_run" else "not run in either"
+        elif so == "ok" and sn == "not_run":
+            verdict = "not run in NEW"
+        elif so == "ok":
+            verdict = f"ok → {label(sn)}"
+            reg = True
+        elif sn == "ok":
+            verdict = f"{label(so)} → ok"
+        else:
+            verdict = f"{label(so)} → {label(sn)}"
+        verdicts.append(verdict)
+        changes.append(change)
+        regress.append(reg)
+        sig.append(significant)
+    out = m.drop(columns=["which"]).copy()
+    out["change_pct"] = changes
+    out["significant"] = sig
+    out["verdict"] = verdicts
+    out["regression"] = regress
+    return out
+
+
+def _nz(v: float) -> float:
+    return 0.0 if not math.isfinite(v) else max(0.0, v)
+
+
+def changed(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows worth showing: significant moves and status changes."""
+    keep = ~table["verdict"].isin(["unchanged", "unchanged (within CI)", "not run in either"])
+    return table[keep].reset_index(drop=True)
+
+
+def render(table: pd.DataFrame, threshold_pct: float) -> str:
+    show = changed(table)
+    n_ok = int(((table["status_old"] == "ok") & (table["status_new"] == "ok")).sum())
+    n_reg = int(table["regression"].sum())
+    lines = [f"compared {len(table)} cells ({n_ok} ok in both); "
+             f"{int((table['verdict'] == 'slower').sum())} significantly slower, "
+             f"{int((table['verdict'] == 'faster').sum())} significantly faster, "
+             f"{int(table['verdict'].str.contains('→').sum())} changed status; "
+             f"regressions (slower by more than {threshold_pct:g}% beyond the CIs, or ok → not ok): {n_reg}"]
+    if show.empty:
+        lines.append("no cell moved beyond its confidence intervals.")
+        return "\n".join(lines)
+    rows = []
+    for r in show.itertuples():
+        rows.append([
+            "REGRESSION" if r.regression else "", r.verdict, r.device, r.engine, r.network, r.precision,
+            str(r.batch), r.phase, str(r.replica),
+            _ms(r.status_old, r.median_ms_old, r.ci_low_ms_old, r.ci_high_ms_old),
+            _ms(r.status_new, r.median_ms_new, r.ci_low_ms_new, r.ci_high_ms_new),
+            f"{r.change_pct:+.1f}%" if np.isfinite(r.change_pct) else ""])
+    head = ["", "verdict", "device", "engine", "network", "precision", "batch", "phase", "replica",
+            "OLD median [95% CI] ms", "NEW median [95% CI] ms", "change"]
+    lines.append("")
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "|".join("---" for _ in head) + "|")
+    for row in rows:
+        lines.append("| " + " | ".join(x.replace("|", "\\|") for x in row) + " |")
+    return "\n".join(lines)
+
+
+def _ms(status, m, lo, hi) -> str:
+    if not isinstance(status, str):
+        return "absent"
+    if status != "ok":
+        return label(status)
+    return f"{m:.4g} [{lo:.4g}–{hi:.4g}]"

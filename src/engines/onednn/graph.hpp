@@ -1,0 +1,213 @@
+// The compiled form of a network for one cell: tensors placed in a MemoryPool,
+// and a flat list of ops (oneDNN primitives or host loops) that one step runs
+// in order. Built once by build_graph() in prepare(); step() only executes.
+#pragma once
+
+#include <any>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "crossbench/cell.hpp"
+#include "crossbench/engine.hpp"
+#include "crossbench/network.hpp"
+#include "crossbench/synthetic.hpp"
+#include "engines/onednn/dnnl_util.hpp"
+#include "engines/onednn/memory_pool.hpp"
+
+namespace crossbench::onednn {
+
+// A tensor: its oneDNN layout and where its bytes are (a buffer of the pool,
+// at an offset for views). Several tensors may share a buffer (in-place ops,
+// views, reuse of dead buffers).
+struct Tensor {
+  md desc;
+  int buffer = -1;
+  std::size_t offset = 0;
+  bool valid() const { return buffer >= 0; }
+};
+
+// One thing a step does: a primitive with its arguments, or a host loop
+// (dropout, loss, SGD) for what oneDNN has no primitive.
+struct Op {
+  std::string label;  // "conv1 forward", for error messages
+  dnnl::primitive primitive;
+  std::vector<std::pair<int, Tensor>> args;
+  std::unordered_map<int, dnnl::memory> bound;  // args as memory objects, made once after allocation
+  std::function<void()> host;
+};
+
+// A trainable tensor: its value and gradient in the layouts the primitives
+// chose, and its canonical layout (synthetic.hpp) for initialisation and checks.
+struct Parameter {
+  int layer = 0;
+  synthetic::Slot slot = synthetic::Slot::weight;
+  Tensor value;
+  Tensor gradient;
+  md canonical;  // f32, oihw / oi / x
+};
+
+// What host ops read at run time and what they report back.
+struct RunState {
+  std::uint64_t dropout_step = 0;
+  bool update_running_stats = true;  // batch-norm running statistics (not during check())
+  double loss = std::numeric_limits<double>::quiet_NaN();
+};
+
+// Options of a session that only tests change.
+struct GraphOptions {
+  bool reuse_memory = true;  // share buffers of tensors with disjoint lifetimes
+  bool in_place = true;      // ReLU and residual add write over their input when that is safe
+};
+
+struct Graph {
+  dnnl::engine engine;
+  dnnl::stream stream;
+  MemoryPool pool;
+  std::vector<Op> ops;
+  // ops[0, forward_end) forward, [forward_end, loss_end) the loss (and its
+  // gradient in training), [loss_end, backward_end) backward, then the update.
+  std::size_t forward_end = 0, loss_end = 0, backward_end = 0;
+  std::vector<Parameter> parameters;  // layer order; weight, bias, gamma, beta
+  Tensor logits;                      // plain (N, classes), valid after the forward ops
+  std::vector<std::int32_t> labels;
+  std::unique_ptr<RunState> state = std::make_unique<RunState>();
+  // Per layer: its output and (training) the gradient of the loss with respect to it.
+  std::vector<Tensor> outputs, gradients;
+  bool training = false;
+  dt data_type = dt::f32;
+};
+
+// Builds, plans, allocates and initialises the graph of a cell. Throws
+// OutOfMemory (before allocating) when the plan does not fit in free memory.
+std::unique_ptr<Graph> build_graph(const Network& network, const CellSpec& cell, const EngineConfig& config,
+                                   const GraphOptions& options);
+
+// ---- What the per-layer builders (layer_*.cpp) share --------------------------
+
+// Bookkeeping of one layer's output while building.
+struct LayerState {
+  Tensor out;
+  std::optional<Tensor> diff;  // gradient of `out`, created by its first contribution
+  bool needs_grad = false;     // some weight upstream of or at this layer needs a gradient through it
+  int consumers = 0;
+  int contributions = 0;       // gradient contributions received so far (backward order)
+  bool exclusive = true;       // `out`'s buffer holds no other live value
+  bool value_needed = false;   // a backward op reads `out`'s buffer as this value (in-place ReLU)
+  std::any forward_pd;         // the layer's forward primitive descriptor: the hint of its backward
+  std::vector<Tensor> saved;   // tensors the backward needs (src as used, workspace, mean, variance, mask)
+  std::vector<int> parameters; // indices into Graph::parameters
+  bool in_place = false;
+};
+
+// A place where a backward primitive writes the gradient for one of its inputs:
+// straight into that input's gradient when it is the first contribution and the
+// layouts agree, else a temporary that end_gradient() adds in.
+struct GradientSink {
+  int tensor = -1;
+  Tensor target;
+  bool direct = false;
+};
+
+class BuildContext {
+ public:
+  BuildContext(Graph& graph, const Network& network, const CellSpec& cell, const EngineConfig& config,
+               const GraphOptions& options);
+
+  Graph& graph;
+  const Network& network;
+  const CellSpec& cell;
+  const EngineConfig& config;
+  const GraphOptions& options;
+  dnnl::primitive_attr attr;  // scratchpad_mode::user: scratchpads come from the pool
+  dt data_type;
+  bool training;
+  std::int64_t batch;
+  std::vector<LayerState> layers;
+
+  const Layer& layer(int index) const { return network.layers()[static_cast<std::size_t>(index)]; }
+  LayerState& state(int index) { return layers[static_cast<std::size_t>(index)]; }
+  LayerState& input_state(int index, int which = 0) { return state(layer(index).inputs[static_cast<std::size_t>(which)]); }
+  int input_of(int index, int which = 0) const { return layer(index).inputs[static_cast<std::size_t>(which)]; }
+  std::string label(int index, const char* what) const;
+
+  // (N, C, H, W) of a layer's output for this batch.
+  dims shape_of(int index) const;
+
+  Tensor new_tensor(const md& desc, const std::string& label, bool persistent = false);
+  Tensor view(const Tensor& t, const md& desc) const { return Tensor{desc, t.buffer, t.offset}; }
+
+  // Appends a primitive (adds its scratchpad argument) / a host op to the step.
+  void push_primitive(const std::string& label, const dnnl::primitive_desc& pd,
+                      std::vector<std::pair<int, Tensor>> args);
+  void push_host(const std::string& label, const std::vector<Tensor>& touches, std::function<void()> run);
+  void push_reorder(const std::string& label, const Tensor& from, const Tensor& to);
+  void push_accumulate(const std::string& label, const Tensor& into, const Tensor& add);  // into += add
+  // `t` itself when its layout is `desc`, else a reordered copy made by a new op.
+  Tensor ensure(const Tensor& t, const md& desc, const std::string& label);
+  // A plain (row-major) version of `t`.
+  Tensor ensure_plain(const Tensor& t, const std::string& label) { return ensure(t, plain_like(t.desc), label); }
+
+  // Gradient plumbing (see GradientSink). `in_place` offers a buffer to alias
+  // as the input's gradient (ReLU writes its input gradient over its output's).
+  GradientSink begin_gradient(int tensor, const md& produced, const std::string& label,
+                              const Tensor* in_place = nullptr);
+  void end_gradient(const GradientSink& sink, const std::string& label);
+  // A finished gradient `g` for tensor `tensor`; `may_alias` lets the tensor's
+  // gradient be `g`'s buffer itself when it is the first contribution.
+  void contribute(int tensor, const Tensor& g, bool may_alias, const std::string& label);
+  // The complete gradient of a layer's output (all its consumers have contributed).
+  const Tensor& gradient(int index);
+
+  // A trainable tensor of `layer` in layout `desc`, initialised from synthetic
+  // data after allocation; its gradient gets `gradient_desc`.
+  int add_parameter(int layer, synthetic::Slot slot, const md& desc, const md& canonical);
+  void set_parameter_gradient(int parameter, const md& desc);
+  // Runs after allocation: initialisation of persistent buffers.
+  void after_allocation(std::function<void()> run) { initialisers.push_back(std::move(run)); }
+
+  // Whether a layer may write its output over input `input` (see layer_relu.cpp).
+  bool can_overwrite(int input) ;
+
+  std::vector<std::function<void()>> initialisers;
+  int scratchpad = -1;  // one buffer for every primitive's scratchpad: steps run one primitive at a time
+};
+
+// Per-layer builders (one file per layer family). forward_* appends the forward
+// ops and sets state(index).out; backward_* appends the ops that turn the
+// gradient of the output into gradients of the inputs and parameters.
+void forward_input(BuildContext& ctx, int index);
+void forward_convolution(BuildContext& ctx, int index);
+void backward_convolution(BuildContext& ctx, int index);
+void forward_inner_product(BuildContext& ctx, int index);
+void backward_inner_product(BuildContext& ctx, int index);
+void forward_pooling(BuildContext& ctx, int index);
+void backward_pooling(BuildContext& ctx, int index);
+void forward_lrn(BuildContext& ctx, int index);
+void backward_lrn(BuildContext& ctx, int index);
+void forward_relu(BuildContext& ctx, int index);
+void backward_relu(BuildContext& ctx, int index);
+void forward_batch_norm(BuildContext& ctx, int index);
+void backward_batch_norm(BuildContext& ctx, int index);
+void forward_dropout(BuildContext& ctx, int index);
+void backward_dropout(BuildContext& ctx, int index);
+void forward_concat(BuildContext& ctx, int index);
+void backward_concat(BuildContext& ctx, int index);
+void forward_add(BuildContext& ctx, int index);
+void backward_add(BuildContext& ctx, int index);
+void forward_flatten(BuildContext& ctx, int index);
+void backward_flatten(BuildContext& ctx, int index);
+// The loss op computes the mean cross-entropy and, in training, its gradient.
+void build_loss(BuildContext& ctx, int index);
+void build_sgd(BuildContext& ctx);
+
+}  // namespace crossbench::onednn

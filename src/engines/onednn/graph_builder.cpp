@@ -1,0 +1,304 @@
+// build_graph(): the driver that walks the network forward (and backward in
+// training), and the BuildContext helpers the per-layer builders share.
+#include <algorithm>
+#include <sstream>
+
+#include "crossbench/error.hpp"
+#include "engines/onednn/graph.hpp"
+
+namespace crossbench::onednn {
+
+// ---- BuildContext -------------------------------------------------------------
+
+BuildContext::BuildContext(Graph& graph_, const Network& network_, const CellSpec& cell_, const EngineConfig& config_,
+                           const GraphOptions& options_)
+    : graph(graph_), network(network_), cell(cell_), config(config_), options(options_),
+      data_type(data_type_of(cell_.precision)), training(cell_.phase == Phase::training), batch(cell_.batch),
+      layers(network_.layers().size()) {
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+}
+
+std::string BuildContext::label(int index, const char* what) const {
+  return "layer '" + layer(index).name + "' (" + std::string(to_string(layer(index).kind)) + ") " + what;
+}
+
+dims BuildContext::shape_of(int index) const {
+  const TensorShape& s = layer(index).output;
+  return {batch, s.channels, s.height, s.width};
+}
+
+Tensor BuildContext::new_tensor(const md& desc, const std::string& what, bool persistent) {
+  return Tensor{desc, graph.pool.request(desc.get_size(), persistent, what), 0};
+}
+
+void BuildContext::push_primitive(const std::string& what, const dnnl::primitive_desc& pd,
+                                  std::vector<std::pair<int, Tensor>> args) {
+  Op op;
+  op.label = what;
+  op.primitive = CB_CHECK_DNNL(dnnl::primitive(pd));
+  const md scratch = pd.scratchpad_desc();
+  if (scratch.get_size() > 0) {
+    if (scratchpad < 0) scratchpad = graph.pool.request(0, true, "scratchpad");
+    graph.pool.grow(scratchpad, scratch.get_size());
+    args.emplace_back(DNNL_ARG_SCRATCHPAD, Tensor{scratch, scratchpad, 0});
+  }
+  const std::size_t index = graph.ops.size();
+  for (const auto& [arg, tensor] : args) graph.pool.use(tensor.buffer, index);
+  op.args = std::move(args);
+  graph.ops.push_back(std::move(op));
+}
+
+void BuildContext::push_host(const std::string& what, const std::vector<Tensor>& touches, std::function<void()> run) {
+  Op op;
+  op.label = what;
+  op.host = std::move(run);
+  const std::size_t index = graph.ops.size();
+  for (const Tensor& t : touches) graph.pool.use(t.buffer, index);
+  graph.ops.push_back(std::move(op));
+}
+
+void BuildContext::push_reorder(const std::string& what, const Tensor& from, const Tensor& to) {
+  const auto pd = CB_CHECK_DNNL(dnnl::reorder::primitive_desc(graph.engine, from.desc, graph.engine, to.desc, attr));
+  push_primitive(what + " (reorder)", pd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+}
+
+void BuildContext::push_accumulate(const std::string& what, const Tensor& into, const Tensor& add) {
+  const Tensor addend = ensure(add, into.desc, what);
+  const dnnl::binary::desc desc(dnnl::algorithm::binary_add, into.desc, addend.desc, into.desc);
+  const auto pd = CB_CHECK_DNNL(dnnl::binary::primitive_desc(desc, attr, graph.engine));
+  push_primitive(what + " (accumulate)", pd, {{DNNL_ARG_SRC_0, into}, {DNNL_ARG_SRC_1, addend}, {DNNL_ARG_DST, into}});
+}
+
+Tensor BuildContext::ensure(const Tensor& t, const md& desc, const std::string& what) {
+  if (t.desc == desc) return t;
+  Tensor copy = new_tensor(desc, what + " (reordered copy)");
+  push_reorder(what, t, copy);
+  return copy;
+}
+
+GradientSink BuildContext::begin_gradient(int tensor, const md& produced, const std::string& what,
+                                          const Tensor* in_place) {
+  LayerState& s = state(tensor);
+  if (s.contributions == 0 && produced == s.out.desc) {
+    s.diff = in_place ? view(*in_place, s.out.desc) : new_tensor(s.out.desc, label(tensor, "output gradient"));
+    ++s.contributions;
+    return {tensor, *s.diff, true};
+  }
+  return {tensor, new_tensor(produced, what + " partial gradient"), false};
+}
+
+void BuildContext::end_gradient(const GradientSink& sink, const std::string& what) {
+  if (!sink.direct) contribute(sink.tensor, sink.target, true, what);
+}
+
+void BuildContext::contribute(int tensor, const Tensor& g, bool may_alias, const std::string& what) {
+  LayerState& s = state(tensor);
+  if (!s.needs_grad) return;
+  if (s.contributions == 0) {
+    // The first contribution (in backward order) writes the gradient; later ones add to it.
+    if (may_alias && g.desc == s.out.desc) {
+      s.diff = g;
+    } else {
+      s.diff = new_tensor(s.out.desc, label(tensor, "output gradient"));
+      push_reorder(what, g, *s.diff);
+    }
+  } else {
+    push_accumulate(what, *s.diff, g);
+  }
+  ++s.contributions;
+}
+
+const Tensor& BuildContext::gradient(int index) {
+  LayerState& s = state(index);
+  if (!s.diff)
+    throw Error("oneDNN engine: " + label(index, "output") + " receives no gradient: it does not reach the loss");
+  return *s.diff;
+}
+
+int BuildContext::add_parameter(int index, synthetic::Slot slot, const md& desc, const md& canonical) {
+  Parameter p;
+  p.layer = index;
+  p.slot = slot;
+  p.canonical = canonical;
+  static const char* slot_names[] = {"weight", "bias", "gamma", "beta", "mask"};
+  p.value = new_tensor(desc, label(index, slot_names[static_cast<int>(slot)]), true);
+  graph.parameters.push_back(p);
+  const int id = static_cast<int>(graph.parameters.size() - 1);
+  state(index).parameters.push_back(id);
+  after_allocation([this, id] {
+    const Parameter& q = graph.parameters[static_cast<std::size_t>(id)];
+    std::vector<float> values = synthetic::parameter(network, q.layer, q.slot, config.seed);
+    dnnl::memory from(q.canonical, graph.engine, values.data());
+    dnnl::memory to(q.value.desc, graph.engine, graph.pool.address(q.value.buffer, q.value.offset));
+    dnnl::reorder(from, to).execute(graph.stream, from, to);
+    graph.stream.wait();
+  });
+  return id;
+}
+
+void BuildContext::set_parameter_gradient(int parameter, const md& desc) {
+  Parameter& p = graph.parameters[static_cast<std::size_t>(parameter)];
+  p.gradient = new_tensor(desc, label(p.layer, "parameter gradient"), true);
+}
+
+// Writing a layer's output over its input (PyTorch's inplace=True ReLU and
+// `out += identity`) is safe when nothing else will read the input: it is not
+// the network input (reused every step), this layer is its only consumer, its
+// buffer holds no other live tensor, and no backward op reads it as a value.
+bool BuildContext::can_overwrite(int input) {
+  if (!options.in_place || input == 0) return false;
+  const LayerState& s = state(input);
+  return s.consumers == 1 && s.exclusive && !s.value_needed;
+}
+
+// ---- build_graph --------------------------------------------------------------
+namespace {
+
+void forward_layer(BuildContext& ctx, int index) {
+  switch (ctx.layer(index).kind) {
+    case LayerKind::input: forward_input(ctx, index); break;
+    case LayerKind::convolution: forward_convolution(ctx, index); break;
+    case LayerKind::max_pool:
+    case LayerKind::avg_pool: forward_pooling(ctx, index); break;
+    case LayerKind::lrn: forward_lrn(ctx, index); break;
+    case LayerKind::relu: forward_relu(ctx, index); break;
+    case LayerKind::batch_norm: forward_batch_norm(ctx, index); break;
+    case LayerKind::dropout: forward_dropout(ctx, index); break;
+    case LayerKind::concat: forward_concat(ctx, index); break;
+    case LayerKind::add: forward_add(ctx, index); break;
+    case LayerKind::fully_connected: forward_inner_product(ctx, index); break;
+    case LayerKind::flatten: forward_flatten(ctx, index); break;
+    case LayerKind::softmax_cross_entropy: break;  // build_loss
+  }
+}
+
+void backward_layer(BuildContext& ctx, int index) {
+  switch (ctx.layer(index).kind) {
+    case LayerKind::convolution: backward_convolution(ctx, index); break;
+    case LayerKind::max_pool:
+    case LayerKind::avg_pool: backward_pooling(ctx, index); break;
+    case LayerKind::lrn: backward_lrn(ctx, index); break;
+    case LayerKind::relu: backward_relu(ctx, index); break;
+    case LayerKind::batch_norm: backward_batch_norm(ctx, index); break;
+    case LayerKind::dropout: backward_dropout(ctx, index); break;
+    case LayerKind::concat: backward_concat(ctx, index); break;
+    case LayerKind::add: backward_add(ctx, index); break;
+    case LayerKind::fully_connected: backward_inner_product(ctx, index); break;
+    case LayerKind::flatten: backward_flatten(ctx, index); break;
+    case LayerKind::input:
+    case LayerKind::softmax_cross_entropy: break;
+  }
+}
+
+bool has_parameters(LayerKind kind) {
+  return kind == LayerKind::convolution || kind == LayerKind::fully_connected || kind == LayerKind::batch_norm;
+}
+
+// Runs one layer's builder; failures name the layer (OutOfMemory stays OutOfMemory).
+template <typename Build>
+void with_layer_context(BuildContext& ctx, int index, const char* what, Build&& build) {
+  try {
+    build();
+  } catch (const OutOfMemory& e) {
+    throw OutOfMemory(ctx.label(index, what) + ": " + e.what());
+  } catch (const Error& e) {
+    throw Error(ctx.label(index, what) + ": " + e.what());
+  } catch (const dnnl::error& e) {
+    throw_library_error("oneDNN", ctx.label(index, what), __FILE__, __LINE__, e.what(),
+                        e.status == dnnl_out_of_memory);
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemory(ctx.label(index, what) + ": host allocation failed");
+  }
+}
+
+std::string cell_text(const Network& network, const CellSpec& cell) {
+  return "oneDNN " + network.name() + " " + std::string(to_string(cell.phase)) + " " +
+         std::string(to_string(cell.precision)) + " batch " + std::to_string(cell.batch);
+}
+
+// A lower bound of what the cell needs, checked before building anything, so
+// an absurd batch is refused at once (and never reaches oneDNN with dims that
+// could overflow its kernels' index arithmetic).
+void check_lower_bound(const Network& network, const CellSpec& cell, std::size_t available) {
+  const double element = static_cast<double>(size_of(data_type_of(cell.precision)));
+  const bool training = cell.phase == Phase::training;
+  double largest_activation = 0;
+  for (const Layer& layer : network.layers())
+    largest_activation = std::max(largest_activation, static_cast<double>(layer.output.elements()));
+  const double needed = static_cast<double>(network.parameters()) * element * (training ? 2 : 1) +
+                        static_cast<double>(cell.batch) * largest_activation * element * (training ? 2 : 1);
+  if (needed > static_cast<double>(available)) {
+    std::ostringstream text;
+    text << cell_text(network, cell) << " needs at least " << format_bytes(needed) << " (" << static_cast<double>(needed)
+         << " bytes: weights" << (training ? ", their gradients" : "")
+         << " and the largest activation), but only " << format_bytes(static_cast<double>(available))
+         << " is available (MemAvailable / cgroup limit); nothing was allocated";
+    throw OutOfMemory(text.str());
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Graph> build_graph(const Network& network, const CellSpec& cell, const EngineConfig& config,
+                                   const GraphOptions& options) {
+  if (cell.batch <= 0) throw Error("oneDNN engine: batch must be positive, got " + std::to_string(cell.batch));
+  check_lower_bound(network, cell, available_memory_bytes());
+
+  auto graph = std::make_unique<Graph>();
+  graph->engine = CB_CHECK_DNNL(dnnl::engine(dnnl::engine::kind::cpu, 0));
+  graph->stream = CB_CHECK_DNNL(dnnl::stream(graph->engine));
+  graph->training = cell.phase == Phase::training;
+  graph->data_type = data_type_of(cell.precision);
+  graph->labels = synthetic::labels(network, cell.batch, config.seed);
+  const int count = static_cast<int>(network.layers().size());
+  graph->outputs.resize(static_cast<std::size_t>(count));
+  graph->gradients.resize(static_cast<std::size_t>(count));
+
+  BuildContext ctx(*graph, network, cell, config, options);
+  for (int index = 0; index < count; ++index)
+    for (int from : ctx.layer(index).inputs) ++ctx.state(from).consumers;
+  if (ctx.training)
+    for (int index = 1; index < count; ++index) {
+      const Layer& layer = ctx.layer(index);
+      bool needs = has_parameters(layer.kind);
+      for (int from : layer.inputs) needs = needs || ctx.state(from).needs_grad;
+      ctx.state(index).needs_grad = needs && layer.kind != LayerKind::softmax_cross_entropy;
+    }
+
+  const int loss = count - 1;
+  for (int index = 0; index < loss; ++index) {
+    with_layer_context(ctx, index, "forward", [&] { forward_layer(ctx, index); });
+    graph->outputs[static_cast<std::size_t>(index)] = ctx.state(index).out;
+  }
+  with_layer_context(ctx, loss, "", [&] { build_loss(ctx, loss); });  // sets forward_end and loss_end
+  if (ctx.training)
+    for (int index = loss - 1; index > 0; --index)
+      if (ctx.state(index).needs_grad)
+        with_layer_context(ctx, index, "backward", [&] { backward_layer(ctx, index); });
+  graph->backward_end = graph->ops.size();
+  if (ctx.training && config.update == Update::sgd) build_sgd(ctx);
+  for (int index = 0; index < count; ++index)
+    if (ctx.state(index).diff) graph->gradients[static_cast<std::size_t>(index)] = *ctx.state(index).diff;
+
+  // Plan, check against free memory, allocate, bind, initialise.
+  graph->pool.plan(options.reuse_memory);
+  std::size_t transient = 0;  // the largest canonical fp32 parameter, generated during initialisation
+  for (const Parameter& p : graph->parameters) transient = std::max(transient, p.canonical.get_size());
+  std::size_t available = available_memory_bytes();
+  available = available > transient ? available - transient : 0;
+  graph->pool.allocate(available, cell_text(network, cell));
+  try {
+    for (Op& op : graph->ops)
+      for (const auto& [arg, tensor] : op.args)
+        op.bound.emplace(arg, dnnl::memory(tensor.desc, graph->engine, graph->pool.address(tensor.buffer, tensor.offset)));
+    for (auto& initialise : ctx.initialisers) initialise();
+  } catch (const dnnl::error& e) {
+    throw_library_error("oneDNN", "binding and initialising tensors", __FILE__, __LINE__, e.what(),
+                        e.status == dnnl_out_of_memory);
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemory(cell_text(network, cell) + ": host allocation failed while initialising the weights");
+  }
+  return graph;
+}
+
+}  // namespace crossbench::onednn

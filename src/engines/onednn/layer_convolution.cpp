@@ -1,0 +1,114 @@
+// Convolution (+ bias): oneDNN picks every layout (format_tag::any); the input
+// is reordered only when the producer's layout differs from the chosen one.
+// Backward: data gradient (when the input needs one) and weight/bias gradients
+// in fp32, each primitive hinted by the forward one.
+#include <algorithm>
+
+#include "crossbench/error.hpp"
+#include "engines/onednn/graph.hpp"
+
+namespace crossbench::onednn {
+namespace {
+
+struct Geometry {
+  dims src, weights, bias, dst, strides, padding_l, padding_r;
+};
+
+// Right padding: oneDNN wants out = (in - k + pl + pr) / s + 1 exactly. With
+// the network's floor rounding, pr = pl reproduces it.
+Geometry geometry(const BuildContext& ctx, int index) {
+  const Layer& layer = ctx.layer(index);
+  const auto& p = layer.params;
+  Geometry g;
+  g.src = ctx.shape_of(layer.inputs.front());
+  g.dst = ctx.shape_of(index);
+  g.weights = {p.out_channels, g.src[1], p.kernel, p.kernel};
+  g.bias = {p.out_channels};
+  g.strides = {p.stride, p.stride};
+  g.padding_l = {p.padding, p.padding};
+  g.padding_r = {std::max(p.padding, (g.dst[2] - 1) * p.stride + p.kernel - g.src[2] - p.padding),
+                 std::max(p.padding, (g.dst[3] - 1) * p.stride + p.kernel - g.src[3] - p.padding)};
+  return g;
+}
+
+}  // namespace
+
+void forward_convolution(BuildContext& ctx, int index) {
+  const Layer& layer = ctx.layer(index);
+  const bool bias = layer.params.bias;
+  const Geometry g = geometry(ctx, index);
+  const dt type = ctx.data_type;
+  const auto prop = ctx.training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
+  const md src_any(g.src, type, tag::any), weights_any(g.weights, type, tag::any), dst_any(g.dst, type, tag::any);
+  const md bias_any(g.bias, dt::f32, tag::any);  // fp32 bias also in bf16: oneDNN adds it in fp32
+  const auto desc = bias ? dnnl::convolution_forward::desc(prop, dnnl::algorithm::convolution_direct, src_any,
+                                                           weights_any, bias_any, dst_any, g.strides, g.padding_l,
+                                                           g.padding_r)
+                         : dnnl::convolution_forward::desc(prop, dnnl::algorithm::convolution_direct, src_any,
+                                                           weights_any, dst_any, g.strides, g.padding_l, g.padding_r);
+  const auto pd = CB_CHECK_DNNL(dnnl::convolution_forward::primitive_desc(desc, ctx.attr, ctx.graph.engine));
+
+  LayerState& s = ctx.state(index);
+  const Tensor in = ctx.ensure(ctx.input_state(index).out, pd.src_desc(), ctx.label(index, "input"));
+  const int weights = ctx.add_parameter(index, synthetic::Slot::weight, pd.weights_desc(), plain_md(g.weights, dt::f32));
+  s.out = ctx.new_tensor(pd.dst_desc(), ctx.label(index, "output"));
+  std::vector<std::pair<int, Tensor>> args{{DNNL_ARG_SRC, in},
+                                           {DNNL_ARG_WEIGHTS, ctx.graph.parameters[static_cast<std::size_t>(weights)].value},
+                                           {DNNL_ARG_DST, s.out}};
+  if (bias) {
+    const int b = ctx.add_parameter(index, synthetic::Slot::bias, pd.bias_desc(), plain_md(g.bias, dt::f32));
+    args.emplace_back(DNNL_ARG_BIAS, ctx.graph.parameters[static_cast<std::size_t>(b)].value);
+  }
+  ctx.push_primitive(ctx.label(index, "forward"), pd, std::move(args));
+  s.forward_pd = pd;
+  s.saved = {in};
+}
+
+void backward_convolution(BuildContext& ctx, int index) {
+  const Layer& layer = ctx.layer(index);
+  const bool bias = layer.params.bias;
+  const Geometry g = geometry(ctx, index);
+  const dt type = ctx.data_type;
+  LayerState& s = ctx.state(index);
+  const auto fwd = std::any_cast<dnnl::convolution_forward::primitive_desc>(s.forward_pd);
+  const Tensor& dy = ctx.gradient(index);
+  const Parameter weights = ctx.graph.parameters[static_cast<std::size_t>(s.parameters[0])];
+  const md src_any(g.src, type, tag::any), weights_any(g.weights, type, tag::any), dst_any(g.dst, type, tag::any);
+
+  // Weight and bias gradients, in fp32 whatever the tensors' precision.
+  const md dweights_any(g.weights, dt::f32, tag::any), dbias_any(g.bias, dt::f32, tag::any);
+  const auto wdesc =
+      bias ? dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, src_any, dweights_any,
+                                                      dbias_any, dst_any, g.strides, g.padding_l, g.padding_r)
+           : dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, src_any, dweights_any,
+                                                      dst_any, g.strides, g.padding_l, g.padding_r);
+  const auto wpd =
+      CB_CHECK_DNNL(dnnl::convolution_backward_weights::primitive_desc(wdesc, ctx.attr, ctx.graph.engine, fwd));
+  const Tensor x = ctx.ensure(s.saved[0], wpd.src_desc(), ctx.label(index, "input for weight gradient"));
+  const Tensor dyw = ctx.ensure(dy, wpd.diff_dst_desc(), ctx.label(index, "output gradient for weight gradient"));
+  ctx.set_parameter_gradient(s.parameters[0], wpd.diff_weights_desc());
+  std::vector<std::pair<int, Tensor>> wargs{
+      {DNNL_ARG_SRC, x},
+      {DNNL_ARG_DIFF_DST, dyw},
+      {DNNL_ARG_DIFF_WEIGHTS, ctx.graph.parameters[static_cast<std::size_t>(s.parameters[0])].gradient}};
+  if (bias) {
+    ctx.set_parameter_gradient(s.parameters[1], wpd.diff_bias_desc());
+    wargs.emplace_back(DNNL_ARG_DIFF_BIAS, ctx.graph.parameters[static_cast<std::size_t>(s.parameters[1])].gradient);
+  }
+  ctx.push_primitive(ctx.label(index, "backward weights"), wpd, std::move(wargs));
+
+  // Data gradient, unless the input needs none (the network input).
+  const int from = layer.inputs.front();
+  if (!ctx.state(from).needs_grad) return;
+  const dnnl::convolution_backward_data::desc ddesc(dnnl::algorithm::convolution_direct, src_any, weights_any, dst_any,
+                                                    g.strides, g.padding_l, g.padding_r);
+  const auto dpd = CB_CHECK_DNNL(dnnl::convolution_backward_data::primitive_desc(ddesc, ctx.attr, ctx.graph.engine, fwd));
+  const Tensor w = ctx.ensure(weights.value, dpd.weights_desc(), ctx.label(index, "weights for data gradient"));
+  const Tensor dyd = dpd.diff_dst_desc() == dyw.desc ? dyw : ctx.ensure(dy, dpd.diff_dst_desc(), ctx.label(index, "output gradient"));
+  const GradientSink sink = ctx.begin_gradient(from, dpd.diff_src_desc(), ctx.label(index, "backward data"));
+  ctx.push_primitive(ctx.label(index, "backward data"), dpd,
+                     {{DNNL_ARG_DIFF_DST, dyd}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DIFF_SRC, sink.target}});
+  ctx.end_gradient(sink, ctx.label(index, "backward data"));
+}
+
+}  // namespace crossbench::onednn

@@ -1,0 +1,202 @@
+// The Runner's measurement rules, driven by a scripted session whose step
+// times are known, so that every stopping decision can be checked exactly.
+#include "crossbench/runner.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <thread>
+
+#include "crossbench/error.hpp"
+#include "crossbench/network.hpp"
+
+namespace crossbench {
+namespace {
+
+// A timer that reports the step time the script gives for each call.
+class ScriptedTimer final : public StepTimer {
+ public:
+  explicit ScriptedTimer(std::function<double(int)> script) : script_(std::move(script)) {}
+  void start() override {}
+  void stop() override {}
+  double elapsed_ms() override { return script_(calls_++); }
+  int calls() const { return calls_; }
+
+ private:
+  std::function<double(int)> script_;
+  int calls_ = 0;
+};
+
+class ScriptedSession final : public Session {
+ public:
+  explicit ScriptedSession(std::function<double(int)> script, std::chrono::milliseconds sleep = {}, bool finite = true)
+      : timer_(std::move(script)), sleep_(sleep), finite_(finite) {}
+  void step() override {
+    ++steps_;
+    if (sleep_.count()) std::this_thread::sleep_for(sleep_);
+  }
+  StepTimer& timer() override { return timer_; }
+  MemoryUse memory() const override { return {1234}; }
+  OutputCheck check() override { return {finite_, finite_ ? 6.9 : NAN, 1.0, NAN, {}}; }
+  int steps() const { return steps_; }
+
+ private:
+  ScriptedTimer timer_;
+  std::chrono::milliseconds sleep_;
+  bool finite_;
+  int steps_ = 0;
+};
+
+TEST(Measure, WarmupIsNotRecordedAndConstantTimesStopAtMinSteps) {
+  // Warm-up steps report 100 ms, timed ones 2 ms: no 100 may appear in the samples.
+  const int warmup = 3;
+  ScriptedSession session([&](int call) { return call < warmup ? 100.0 : 2.0; });
+  MeasureOptions options;
+  options.warmup_steps = warmup;
+  options.min_steps = 20;
+  const Measurement m = measure(session, options);
+  EXPECT_EQ(session.steps(), warmup + 20);
+  ASSERT_EQ(m.samples_ms.size(), 20u);
+  for (double sample : m.samples_ms) EXPECT_EQ(sample, 2.0);
+  EXPECT_EQ(m.stop_reason, "ci_target");
+  EXPECT_TRUE(m.reached_min_steps);
+}
+
+TEST(Measure, NoisyTimesRunToMaxSteps) {
+  // Alternating 1 ms and 3 ms: the median's CI stays [1, 3], far above 1%.
+  ScriptedSession session([](int call) { return call % 2 ? 1.0 : 3.0; });
+  MeasureOptions options;
+  options.warmup_steps = 0;
+  options.min_steps = 10;
+  options.max_steps = 57;
+  const Measurement m = measure(session, options);
+  EXPECT_EQ(m.samples_ms.size(), 57u);
+  EXPECT_EQ(m.stop_reason, "max_steps");
+}
+
+TEST(Measure, StopsWhenTheIntervalNarrowsBelowTheTarget) {
+  // 10% noise on the first 200 steps, then constant: the CI shrinks below 5% later.
+  ScriptedSession session([](int call) { return call < 30 ? 1.0 + 0.1 * (call % 7) : 1.3; });
+  MeasureOptions options;
+  options.warmup_steps = 0;
+  options.min_steps = 30;
+  options.target_ci = 0.01;
+  const Measurement m = measure(session, options);
+  EXPECT_EQ(m.stop_reason, "ci_target");
+  EXPECT_GT(m.samples_ms.size(), 30u);
+  EXPECT_LE(relative_ci_half_width(summarize(m.samples_ms)), 0.01);
+}
+
+TEST(Measure, TimeLimitStopsTheCell) {
+  ScriptedSession session([](int call) { return call % 2 ? 1.0 : 9.0; }, std::chrono::milliseconds(20));
+  MeasureOptions options;
+  options.warmup_steps = 0;
+  options.min_steps = 1000;
+  options.cell_time_limit_s = 0.2;
+  const Measurement m = measure(session, options);
+  EXPECT_EQ(m.stop_reason, "time_limit");
+  EXPECT_FALSE(m.reached_min_steps);
+  EXPECT_LT(m.samples_ms.size(), 20u);
+}
+
+TEST(Measure, PreparationCountsAgainstTheTimeLimit) {
+  ScriptedSession session([](int) { return 1.0; });
+  MeasureOptions options;
+  options.cell_time_limit_s = 5;
+  const Measurement m = measure(session, options, /*seconds_already_spent=*/5.0);
+  EXPECT_TRUE(m.samples_ms.empty());
+  EXPECT_EQ(m.stop_reason, "time_limit");
+}
+
+// An engine whose prepare() does what the test says: the Runner must turn each outcome into a status.
+class ScriptedEngine final : public Engine {
+ public:
+  explicit ScriptedEngine(std::function<std::unique_ptr<Session>()> prepare, DeviceKind kind = DeviceKind::cpu,
+                          Support support = Support::yes())
+      : prepare_(std::move(prepare)), kind_(kind), support_(std::move(support)) {}
+  std::string_view name() const override { return "scripted"; }
+  DeviceKind device_kind() const override { return kind_; }
+  Support supports(const Device&, const CellSpec&) const override { return support_; }
+  std::unique_ptr<Session> prepare(const Network&, const CellSpec&) override { return prepare_(); }
+
+ private:
+  std::function<std::unique_ptr<Session>()> prepare_;
+  DeviceKind kind_;
+  Support support_;
+};
+
+class RunCell : public ::testing::Test {
+ protected:
+  Network network_ = make_network("alexnet");
+  CellSpec cell_{"scripted", "alexnet", Precision::fp32, 4, Phase::training, 0};
+  Device device_ = probe_cpu(1, "");
+  MeasureOptions options_ = [] {
+    MeasureOptions o;
+    o.warmup_steps = 1;
+    o.min_steps = 10;
+    return o;
+  }();
+  CellResult run(Engine* engine) { return run_cell(engine, "scripted", network_, cell_, device_, options_, 3); }
+};
+
+TEST_F(RunCell, OkCellHasStatisticsThroughputAndFlops) {
+  ScriptedEngine engine([] { return std::make_unique<ScriptedSession>([](int) { return 8.0; }); });
+  const CellResult r = run(&engine);
+  ASSERT_EQ(r.status, Status::ok) << r.message;
+  EXPECT_EQ(r.steps, 10);
+  EXPECT_EQ(r.rank, 3);
+  EXPECT_DOUBLE_EQ(r.statistics.median_ms, 8.0);
+  EXPECT_DOUBLE_EQ(r.images_per_s, 4 / 0.008);
+  EXPECT_NEAR(r.tflops, network_.training_flops_per_image() * 4 / 0.008 / 1e12, 1e-9);
+  EXPECT_DOUBLE_EQ(r.peak_memory_bytes, 1234);
+  EXPECT_NE(r.message.find("ci_target"), std::string::npos) << r.message;
+  EXPECT_EQ(r.device_key, device_.key());
+}
+
+TEST_F(RunCell, OutOfMemoryBecomesOom) {
+  ScriptedEngine engine([]() -> std::unique_ptr<Session> { throw OutOfMemory("cudaMalloc of 80 GiB failed"); });
+  const CellResult r = run(&engine);
+  EXPECT_EQ(r.status, Status::oom);
+  EXPECT_NE(r.message.find("80 GiB"), std::string::npos);
+  EXPECT_TRUE(std::isnan(r.statistics.median_ms));
+}
+
+TEST_F(RunCell, OtherErrorsBecomeFailedWithTheMessage) {
+  ScriptedEngine engine([]() -> std::unique_ptr<Session> { throw Error("cudnnConvolutionForward failed"); });
+  const CellResult r = run(&engine);
+  EXPECT_EQ(r.status, Status::failed);
+  EXPECT_NE(r.message.find("cudnnConvolutionForward"), std::string::npos);
+}
+
+TEST_F(RunCell, NonFiniteOutputIsFailed) {
+  ScriptedEngine engine([] { return std::make_unique<ScriptedSession>([](int) { return 1.0; }, std::chrono::milliseconds(0), false); });
+  EXPECT_EQ(run(&engine).status, Status::failed);
+}
+
+TEST_F(RunCell, TooFewStepsInTheLimitIsTimeout) {
+  options_.cell_time_limit_s = 0.1;
+  options_.min_steps = 1000;
+  ScriptedEngine engine([] { return std::make_unique<ScriptedSession>([](int) { return 30.0; }, std::chrono::milliseconds(30)); });
+  const CellResult r = run(&engine);
+  EXPECT_EQ(r.status, Status::timeout);
+  EXPECT_NE(r.message.find("time limit"), std::string::npos) << r.message;
+}
+
+TEST_F(RunCell, UnsupportedReasonsAreKept) {
+  ScriptedEngine wrong_device([] { return nullptr; }, DeviceKind::gpu);
+  const CellResult on_cpu = run(&wrong_device);
+  EXPECT_EQ(on_cpu.status, Status::unsupported);
+  EXPECT_NE(on_cpu.message.find("GPUs"), std::string::npos);
+
+  ScriptedEngine refuses([] { return nullptr; }, DeviceKind::cpu, Support::no("bf16 needs avx512_core_bf16"));
+  EXPECT_EQ(run(&refuses).message, "bf16 needs avx512_core_bf16");
+
+  const CellResult not_built = run(nullptr);
+  EXPECT_EQ(not_built.status, Status::unsupported);
+  EXPECT_NE(not_built.message.find("not built"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace crossbench

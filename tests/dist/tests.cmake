@@ -1,0 +1,1 @@
+crossbench_test(plan_test LABEL cpu LINKS crossbench_dist crossbench_engines SOURCES ${CMAKE_CURRENT_LIST_DIR}/plan_test.cpp)

@@ -1,0 +1,184 @@
+"""The crossbench command line: bad input gets exit 2, a message that names the
+problem, and no cube; the info commands print the facts; a real run writes a
+cube through the same path on one rank and on two."""
+import pathlib
+
+import h5py
+import numpy as np
+import pytest
+import xarray
+
+TINY_JOB = """
+[matrix]
+networks = alexnet
+engines = auto
+precisions = fp32
+batches = 1
+phases = inference, training
+
+[measure]
+warmup = 1
+min_steps = 3
+max_steps = 5
+target_ci = 0.5
+cell_time_limit_s = 60
+"""
+
+
+def write_job(directory, text):
+    path = pathlib.Path(directory) / "job.ini"
+    path.write_text(text)
+    return path
+
+
+def with_matrix_line(key, value):
+    lines = [f"{key} = {value}" if line.startswith(key + " ") else line for line in TINY_JOB.splitlines()]
+    return "\n".join(lines) + "\n"
+
+
+BAD_JOBS = {
+    "unknown section": (TINY_JOB + "\n[colour]\nhue = red\n", ["unknown section [colour]", "valid sections"]),
+    "unknown key": (TINY_JOB.replace("warmup = 1", "warmpu = 1"), ["unknown key 'warmpu'", "[measure]", "valid keys", "warmup"]),
+    "unknown network": (with_matrix_line("networks", "alexnet, lenet"), ["'lenet'", "alexnet", "resnet152"]),
+    "unknown engine": (with_matrix_line("engines", "tensorflow"), ["'tensorflow'", "onednn", "auto"]),
+    "unknown precision": (with_matrix_line("precisions", "fp64"), ["'fp64'", "fp32", "bf16"]),
+    "unknown phase": (with_matrix_line("phases", "inference, backprop"), ["'backprop'", "inference", "training"]),
+    "zero batch": (with_matrix_line("batches", "0"), ["batch 0", "1 to 1048576"]),
+    "negative batch": (with_matrix_line("batches", "-4"), ["batch -4", "1 to 1048576"]),
+    "non-integer batch": (with_matrix_line("batches", "1.5"), ["'1.5'", "integer"]),
+    "absurd batch": (with_matrix_line("batches", "2000000"), ["2000000", "1 to 1048576"]),
+    "empty matrix": (with_matrix_line("networks", ""), ["matrix is empty", "networks"]),
+    "missing matrix key": ("\n".join(l for l in TINY_JOB.splitlines() if not l.startswith("phases")), ["matrix is empty", "phases"]),
+    "duplicate values": (with_matrix_line("batches", "1, 2, 1"), ["'1' twice"]),
+    "duplicate key": (TINY_JOB.replace("min_steps = 3", "min_steps = 3\nmin_steps = 4"), ["min_steps", "twice"]),
+    "zero steps": (TINY_JOB.replace("min_steps = 3", "min_steps = 0"), ["min_steps", "out of range", "1 to"]),
+    "max below min": (TINY_JOB.replace("max_steps = 5", "max_steps = 2"), ["max_steps", "below min_steps"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_JOBS))
+def test_bad_job_file_exits_2_and_writes_nothing(case, tmp_path, run_crossbench):
+    text, expected = BAD_JOBS[case]
+    job = write_job(tmp_path, text)
+    output = tmp_path / "out.h5"
+    result = run_crossbench("run", "--job", job, "--output", output, "--quiet")
+    assert result.returncode == 2, result.stderr
+    assert "job.ini" in result.stderr or "--set" in result.stderr
+    for fragment in expected:
+        assert fragment in result.stderr, f"{case}: {fragment!r} not in {result.stderr!r}"
+    assert not output.exists()
+    assert list(tmp_path.iterdir()) == [job]
+
+
+def test_set_override_is_validated_like_the_job_file(tmp_path, run_crossbench):
+    job = write_job(tmp_path, TINY_JOB)
+    result = run_crossbench("run", "--job", job, "--set", "matrix.networks=alexnet,nope", "--output", tmp_path / "o.h5")
+    assert result.returncode == 2
+    assert "'nope'" in result.stderr and "--set" in result.stderr
+    result = run_crossbench("run", "--job", job, "--set", "matrix.colour=red", "--output", tmp_path / "o.h5")
+    assert result.returncode == 2 and "unknown key 'colour'" in result.stderr
+    assert not (tmp_path / "o.h5").exists()
+
+
+def test_missing_job_file(tmp_path, run_crossbench):
+    result = run_crossbench("run", "--job", tmp_path / "absent.ini", "--output", tmp_path / "o.h5")
+    assert result.returncode == 2
+    assert "absent.ini" in result.stderr and "No such file" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unreadable_job_file(tmp_path, run_crossbench):
+    result = run_crossbench("run", "--job", tmp_path, "--output", tmp_path / "o.h5")  # a directory
+    assert result.returncode == 2 and "cannot read job file" in result.stderr
+
+
+def test_output_in_missing_directory(tmp_path, run_crossbench):
+    job = write_job(tmp_path, TINY_JOB)
+    result = run_crossbench("run", "--job", job, "--output", tmp_path / "nowhere" / "o.h5")
+    assert result.returncode == 2
+    assert "nowhere" in result.stderr and "does not exist" in result.stderr
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_unknown_command_and_list(run_crossbench):
+    assert run_crossbench("frobnicate").returncode == 2
+    result = run_crossbench("list", "colours")
+    assert result.returncode == 2 and "networks, engines, devices" in result.stderr
+
+
+def test_describe_resnet50_reports_reference_cost(run_crossbench):
+    result = run_crossbench("describe", "resnet50")
+    assert result.returncode == 0, result.stderr
+    total = [line for line in result.stdout.splitlines() if line.startswith("total")][0]
+    assert "8.2" in total and "GFLOP/image forward" in total
+    assert "25.6 M parameters" in total
+    assert "layer4.2.conv3" in result.stdout
+    bad = run_crossbench("describe", "resnet51")
+    assert bad.returncode == 2 and "resnet50" in bad.stderr
+
+
+def test_list_commands(run_crossbench):
+    networks = run_crossbench("list", "networks")
+    assert networks.returncode == 0
+    for name in ["alexnet", "overfeat", "vgg11", "vgg16", "vgg19", "googlenet", "resnet50", "resnet101", "resnet152"]:
+        assert name in networks.stdout
+    engines = run_crossbench("list", "engines")
+    assert "onednn" in engines.stdout and "cudnn" in engines.stdout
+    devices = run_crossbench("list", "devices")
+    assert devices.returncode == 0 and "cpu:" in devices.stdout
+
+
+def test_export_network_is_complete_json(tmp_path, run_crossbench):
+    import json
+    result = run_crossbench("export-network", "googlenet", "--output", tmp_path / "g.json")
+    assert result.returncode == 0, result.stderr
+    graph = json.loads((tmp_path / "g.json").read_text())
+    assert graph["name"] == "googlenet" and graph["classes"] == 1000
+    kinds = {layer["kind"] for layer in graph["layers"]}
+    assert {"convolution", "lrn", "concat", "max_pool", "avg_pool", "dropout", "fully_connected"} <= kinds
+
+
+def test_plan_lists_every_cell_with_cost(tmp_path, run_crossbench):
+    job = write_job(tmp_path, TINY_JOB)
+    result = run_crossbench("plan", "--job", job, "--ranks", "2")
+    assert result.returncode == 0, result.stderr
+    assert "onednn/alexnet/fp32/b1/inference/r0" in result.stdout
+    assert "onednn/alexnet/fp32/b1/training/r0" in result.stdout
+    assert "rank 0" in result.stdout and "rank 1" in result.stdout and "predicted makespan" in result.stdout
+
+
+def check_cube(path, ranks_expected):
+    dataset = xarray.open_dataset(path)
+    for dim in ["device", "engine", "network", "precision", "batch", "phase", "replica", "step"]:
+        assert dim in dataset.dims
+    assert list(dataset["engine"].values) == ["onednn"]
+    assert dataset.sizes["phase"] == 2
+    with h5py.File(path, "r") as cube:
+        assert cube.attrs["schema"] in (b"crossbench-cube/1", "crossbench-cube/1")
+        names = {value: name for name, value in h5py.check_enum_dtype(cube["status"].dtype).items()}
+        statuses = [names[v] for v in cube["status"][...].ravel()]
+        assert statuses == ["ok", "ok"], statuses
+        ranks = sorted(set(cube["rank"][...].ravel().tolist()))
+        assert ranks == ranks_expected
+        assert len(cube["ranks/rank"]) == len(ranks_expected)
+    medians = dataset["median_ms"].values.ravel()
+    assert np.all(np.isfinite(medians)) and np.all(medians > 0)
+
+
+def test_single_rank_run_writes_the_cube(tmp_path, run_crossbench):
+    job = write_job(tmp_path, TINY_JOB)
+    output = tmp_path / "one.h5"
+    result = run_crossbench("run", "--job", job, "--output", output)
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert "[2/2]" in result.stdout and "ETA" in result.stdout
+    assert "wrote" in result.stdout
+    check_cube(output, [0])
+
+
+def test_two_rank_run_splits_the_cells(tmp_path, run_crossbench):
+    job = write_job(tmp_path, TINY_JOB)
+    output = tmp_path / "two.h5"
+    result = run_crossbench("run", "--job", job, "--output", output, "--quiet", mpi_ranks=2)
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert "[1/2]" not in result.stdout  # --quiet
+    check_cube(output, [0, 1])
