@@ -340,8 +340,12 @@ def batch_curve(series: pd.DataFrame) -> dict:
         else:
             if stop is None:
                 facts["bend"] = "down"
-                words.append(f"still falling at the largest batch run ({int(b[last])}): larger batches "
-                             f"may gain more")
+                if facts["first_oom"] is not None:
+                    words.append(f"still falling at the largest batch that fit ({int(b[last])}): memory, not "
+                                 f"efficiency, limits the batch")
+                else:
+                    words.append(f"still falling at the largest batch run ({int(b[last])}): larger batches "
+                                 f"may gain more")
             else:
                 facts["bend"] = "flat"
         words = ["; ".join(words) + "."]

@@ -255,7 +255,7 @@ def load(path: str | os.PathLike) -> Cube:
     try:
         f = h5py.File(path, "r")
     except OSError as e:
-        raise CubeError(f"{path}: cannot open as HDF5: {e}") from None
+        raise CubeError(f"{path}: not a readable HDF5 file, so not a crossbench cube ({e})") from None
     with f:
         if "schema" not in f.attrs:
             raise CubeError(f"{path}: an HDF5 file but not a crossbench cube (it has no 'schema' "

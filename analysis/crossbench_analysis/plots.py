@@ -52,7 +52,7 @@ def _status_patch(ax, x, width, status, text=None, frac=None):
     trans = blended_transform_factory(ax.transData, ax.transAxes)
     ax.add_patch(matplotlib.patches.Rectangle((x - width / 2, 0), width, 1, transform=trans,
                                               facecolor="none", edgecolor=color, hatch=hatch, lw=0.8,
-                                              alpha=0.45, zorder=1))
+                                              alpha=0.45, zorder=1, gid=f"cell-{status}"))
     ax.text(x, 0.5, text or label(status), transform=trans, rotation=90, ha="center", va="center",
             fontsize=8.5, fontweight="bold", color=color, zorder=3,
             bbox=dict(facecolor="white", edgecolor="none", pad=1.0, alpha=0.9))
@@ -121,7 +121,7 @@ def fig_time_per_batch(d: pd.DataFrame, device: str, precision: str, batch: int,
                 if status == "ok":
                     r = r.iloc[0]
                     err = [[r.median_ms - r.ci_low_ms], [r.ci_high_ms - r.median_ms]]
-                    ax.bar(x, r.median_ms, width * 0.92, color=colors[e], zorder=2)
+                    ax.bar(x, r.median_ms, width * 0.92, color=colors[e], zorder=2, gid="cell-ok")
                     ax.errorbar(x, r.median_ms, yerr=err, fmt="none", ecolor="black", capsize=2, lw=1,
                                 zorder=3)
                 else:
@@ -277,7 +277,7 @@ def fig_speedup(t: pd.DataFrame, title: str, series_col: str, colors: dict, ylab
                 if np.isfinite(r.speedup):
                     # From 1x (the baseline) up (faster) or down (slower).
                     ax.bar(x, r.speedup - 1.0, width * 0.92, color=colors.get(sname, "#1f77b4"), zorder=2,
-                           bottom=1.0)
+                           bottom=1.0, gid="cell-ok")
                     ax.errorbar(x, r.speedup, yerr=[[r.speedup - r.speedup_low], [r.speedup_high - r.speedup]],
                                 fmt="none", ecolor="black", capsize=2, lw=1, zorder=3)
                     above = r.speedup >= 1
@@ -331,7 +331,7 @@ def fig_efficiency(d: pd.DataFrame, device: str, precision: str, batch: int, eng
                 st = r["status"].iloc[0] if len(r) else "not_run"
                 if st == "ok" and np.isfinite(r["tflops"].iloc[0]):
                     v = r["tflops"].iloc[0]
-                    ax.bar(x, v, width * 0.92, color=colors[e], zorder=2)
+                    ax.bar(x, v, width * 0.92, color=colors[e], zorder=2, gid="cell-ok")
                     if peak:
                         ax.text(x, v, f"{100 * v / peak:.0f}%", ha="center", va="bottom", fontsize=7)
                 elif st == "ok":

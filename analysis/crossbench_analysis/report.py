@@ -129,12 +129,13 @@ class Report:
         doc.table(counts, "cells per device and status")
         bad = cells[~cells["status"].isin(["ok", "not_run"])]
         if len(bad):
-            g = (bad.groupby(["device", "engine", "precision", "phase", "status", "message"], sort=False)
-                 .agg(networks=("network", lambda s: ", ".join(ordered(s.unique(), NETWORK_ORDER))),
-                      batches=("batch", lambda s: ", ".join(str(b) for b in sorted(s.unique()))),
-                      cells=("network", "size")).reset_index())
+            g = (bad.groupby(["status", "device", "engine", "precision", "phase", "network"], sort=False)
+                 .agg(batches=("batch", lambda s: ", ".join(str(b) for b in sorted(s.unique()))),
+                      cells=("batch", "size"),
+                      message=("message", lambda s: " / ".join(list(dict.fromkeys(m for m in s if m))[:2])))
+                 .reset_index())
             g["status"] = g["status"].map(label)
-            g = g[["status", "device", "engine", "precision", "phase", "networks", "batches", "cells", "message"]]
+            g = g[["status", "device", "engine", "precision", "phase", "network", "batches", "cells", "message"]]
             doc.table(g, "cells without a measurement (other than not run), with the reason", collapsed=len(g) > 15)
 
     # 1 -------------------------------------------------------------------------

@@ -70,16 +70,29 @@ class Session {
   virtual StepTimer& timer() = 0;
   virtual MemoryUse memory() const = 0;
   virtual OutputCheck check() = 0;
+  // The engine's decisions worth recording with the cell, one line: e.g. the
+  // algorithm of every convolution (forward, backward-data, backward-filter),
+  // the layout, whether the step is a CUDA graph. Stored in the cube's `decisions`.
+  virtual std::string decisions() const { return {}; }
 };
 
 enum class Update : std::uint8_t { none, sgd };
 
 // Settings shared by all cells of a run, fixed when the engine is created.
+enum class AlgorithmPolicy : std::uint8_t { heuristic, exhaustive };
+enum class Layout : std::uint8_t { automatic, nchw, nhwc };
+
 struct EngineConfig {
   std::uint64_t seed = 42;        // synthetic weights, inputs, labels, dropout
   Update update = Update::none;   // training: apply the weight update in each step
   double learning_rate = 0.01;    // sgd
   int threads = 1;                // CPU engines: threads of the rank's binding
+  // GPU engines:
+  AlgorithmPolicy algorithm = AlgorithmPolicy::heuristic;  // convolution algorithm choice
+  std::int64_t workspace_limit_bytes = 1LL << 30;          // per convolution [bytes]
+  Layout layout = Layout::automatic;  // automatic: NCHW for fp32/tf32, NHWC for fp16/bf16
+  bool cuda_graphs = false;           // capture the step as a CUDA graph and replay it
+  int gpu_ordinal = 0;                // the GPU the rank is bound to
 };
 
 class Engine {

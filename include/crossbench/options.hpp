@@ -33,6 +33,9 @@ struct Options {
   std::string device_tag;           // --device-tag, else CROSSBENCH_DEVICE_TAG
   int replicas = 1;                 // --replicas
   bool quiet = false;
+  bool resume = false;              // --resume: skip the cells the journal holds
+  bool overwrite = false;           // --overwrite: replace an existing cube and journal
+  double checkpoint_s = 60;         // --checkpoint-s: rank 0 rewrites the cube this often [s]
   std::string command_line;         // as typed, recorded in the cube
 };
 

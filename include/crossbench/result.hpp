@@ -26,6 +26,7 @@ struct CellResult {
   std::int32_t steps = 0;                  // timed steps measured
   std::int32_t rank = -1;                  // MPI rank that ran the cell
   std::string message;                     // why the cell is not ok; for ok cells, the stopping decision
+  std::string decisions;                   // the engine's recorded decisions (Session::decisions())
   std::vector<double> samples_ms;          // every timed step [ms]
 };
 

@@ -37,6 +37,10 @@ const std::vector<std::tuple<std::string, std::string, std::string>>& key_table(
       {"measure", "seed", "seed of the synthetic weights, inputs and labels (default 42)"},
       {"measure", "update", "training weight update: none or sgd (default none)"},
       {"measure", "learning_rate", "learning rate of --update sgd (default 0.01)"},
+      {"engine", "algo", "GPU convolution algorithms: heuristic (the library's first choice) or exhaustive (measured search, untimed) (default heuristic)"},
+      {"engine", "workspace_limit_mb", "GPU convolution workspace limit per convolution [MiB] (default 1024)"},
+      {"engine", "layout", "auto (NCHW for fp32/tf32, NHWC for fp16/bf16), nchw or nhwc (default auto)"},
+      {"engine", "cuda_graphs", "true: capture each step as a CUDA graph and replay it (default false)"},
       {"output", "path", "the results cube (default results/<job name>.h5)"},
   };
   return table;
@@ -46,6 +50,13 @@ std::string join(const std::vector<std::string>& values, const char* separator =
   std::string text;
   for (const auto& value : values) text += (text.empty() ? "" : separator) + value;
   return text;
+}
+
+std::string section_list() {
+  std::vector<std::string> sections;
+  for (const auto& [section, key, help] : key_table())
+    if (std::find(sections.begin(), sections.end(), "[" + section + "]") == sections.end()) sections.push_back("[" + section + "]");
+  return join(sections);
 }
 
 std::vector<std::string> keys_of(const std::string& section) {
@@ -66,11 +77,11 @@ po::options_description job_description() {
 [[noreturn]] void throw_unknown_key(const std::string& origin, const std::string& dotted) {
   const auto dot = dotted.find('.');
   if (dot == std::string::npos)
-    throw UsageError(origin + ": key '" + dotted + "' is outside any section; valid sections: [matrix], [measure], [output]");
+    throw UsageError(origin + ": key '" + dotted + "' is outside any section; valid sections: " + section_list());
   const std::string section = dotted.substr(0, dot), key = dotted.substr(dot + 1);
   const auto keys = keys_of(section);
   if (keys.empty())
-    throw UsageError(origin + ": unknown section [" + section + "]; valid sections: [matrix], [measure], [output]");
+    throw UsageError(origin + ": unknown section [" + section + "]; valid sections: " + section_list());
   throw UsageError(origin + ": unknown key '" + key + "' in section [" + section + "]; valid keys: " + join(keys));
 }
 
@@ -211,7 +222,13 @@ Options parse_run_options(const std::vector<std::string>& arguments, const std::
       "output", po::value<std::string>(), "the results cube")(
       "device-tag", po::value<std::string>(), "extends the device key")(
       "replicas", po::value<int>(), "measure each cell on R devices of a key")(
-      "quiet", po::bool_switch(), "no per-cell lines");
+      "quiet", po::bool_switch(), "no per-cell lines")(
+      "resume", po::bool_switch(), "continue the journal of an interrupted run")(
+      "overwrite", po::bool_switch(), "replace an existing cube and journal")(
+      "checkpoint-s", po::value<double>(), "rewrite the cube this often [s]")(
+      "algo", po::value<std::string>(), "= --set engine.algo=...")(
+      "layout", po::value<std::string>(), "= --set engine.layout=...")(
+      "cuda-graphs", po::bool_switch(), "= --set engine.cuda_graphs=true");
   po::variables_map given;
   try {
     po::store(po::command_line_parser(arguments).options(command).run(), given);
@@ -222,6 +239,14 @@ Options parse_run_options(const std::vector<std::string>& arguments, const std::
   Options options;
   options.command_line = command_line;
   options.quiet = given["quiet"].as<bool>();
+  options.resume = given["resume"].as<bool>();
+  options.overwrite = given["overwrite"].as<bool>();
+  if (options.resume && options.overwrite) throw UsageError("--resume and --overwrite exclude each other");
+  if (given.count("checkpoint-s")) {
+    options.checkpoint_s = given["checkpoint-s"].as<double>();
+    if (!(options.checkpoint_s > 0))
+      throw UsageError("--checkpoint-s " + std::to_string(options.checkpoint_s) + " must be a positive number of seconds");
+  }
   options.job_file = given.count("job") ? std::filesystem::path(given["job"].as<std::string>()) : default_job;
   options.job_text = read_text_file(options.job_file);
   options.job_file = std::filesystem::absolute(options.job_file);
@@ -229,6 +254,10 @@ Options parse_run_options(const std::vector<std::string>& arguments, const std::
   Settings settings = read_job_file(options.job_file, options.job_text);
   if (given.count("set"))
     for (const auto& assignment : given["set"].as<std::vector<std::string>>()) apply_override(settings, assignment);
+  // Flags that are shorthands for job-file keys, validated the same way.
+  if (given.count("algo")) apply_override(settings, "engine.algo=" + given["algo"].as<std::string>());
+  if (given.count("layout")) apply_override(settings, "engine.layout=" + given["layout"].as<std::string>());
+  if (given["cuda-graphs"].as<bool>()) apply_override(settings, "engine.cuda_graphs=true");
 
   const auto value = [&](const std::string& dotted) -> const std::pair<std::string, std::string>* {
     const auto found = settings.find(dotted);
@@ -319,6 +348,25 @@ Options parse_run_options(const std::vector<std::string>& arguments, const std::
     else throw UsageError(update->second + ": unknown [measure] update '" + update->first + "'; valid: none, sgd");
   }
 
+  // [engine]
+  if (const auto* algo = value("engine.algo")) {
+    if (algo->first == "heuristic") options.engine.algorithm = AlgorithmPolicy::heuristic;
+    else if (algo->first == "exhaustive") options.engine.algorithm = AlgorithmPolicy::exhaustive;
+    else throw UsageError(algo->second + ": unknown [engine] algo '" + algo->first + "'; valid: heuristic, exhaustive");
+  }
+  options.engine.workspace_limit_bytes = integer_setting("engine.workspace_limit_mb", 1024, 0, 1 << 24) << 20;
+  if (const auto* layout = value("engine.layout")) {
+    if (layout->first == "auto") options.engine.layout = Layout::automatic;
+    else if (layout->first == "nchw") options.engine.layout = Layout::nchw;
+    else if (layout->first == "nhwc") options.engine.layout = Layout::nhwc;
+    else throw UsageError(layout->second + ": unknown [engine] layout '" + layout->first + "'; valid: auto, nchw, nhwc");
+  }
+  if (const auto* graphs = value("engine.cuda_graphs")) {
+    if (graphs->first == "true") options.engine.cuda_graphs = true;
+    else if (graphs->first == "false") options.engine.cuda_graphs = false;
+    else throw UsageError(graphs->second + ": [engine] cuda_graphs must be true or false, not '" + graphs->first + "'");
+  }
+
   // [output] and the command line.
   const bool output_given = given.count("output") || value("output.path");
   options.output = given.count("output") ? std::filesystem::path(given["output"].as<std::string>())
@@ -332,6 +380,17 @@ Options parse_run_options(const std::vector<std::string>& arguments, const std::
   if (std::filesystem::is_directory(options.output, error))
     throw UsageError("--output '" + options.output.string() + "' is a directory; give a file path such as " +
                      (options.output / (options.job_name + ".h5")).string());
+
+  // No data is lost: an earlier run's cube or journal is continued or replaced only when asked.
+  const std::filesystem::path journal(options.output.string() + ".journal");
+  if (options.resume && !std::filesystem::exists(journal, error))
+    throw UsageError("--resume: nothing to resume: there is no journal '" + journal.string() + "'");
+  if (!options.resume && !options.overwrite) {
+    for (const auto& existing : {options.output, journal})
+      if (std::filesystem::exists(existing, error))
+        throw UsageError("'" + existing.string() + "' exists from an earlier run; continue it with --resume, " +
+                         "replace it with --overwrite, or choose another --output");
+  }
 
   if (given.count("device-tag")) options.device_tag = given["device-tag"].as<std::string>();
   else if (const char* tag = std::getenv("CROSSBENCH_DEVICE_TAG")) options.device_tag = tag;

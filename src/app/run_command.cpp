@@ -1,10 +1,11 @@
 // `crossbench run`: every rank binds its device, runs its share of the plan
-// and streams each result to rank 0, which writes the cube.
+// and streams each result to rank 0, which journals it and writes the cube.
 #include <chrono>
 #include <ctime>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "app/commands.hpp"
 #include "app/console.hpp"
@@ -14,10 +15,12 @@
 #include "crossbench/options.hpp"
 #include "crossbench/runner.hpp"
 #include "dist/binding.hpp"
-#include "dist/cube_assembly.hpp"
+#include "dist/collector.hpp"
+#include "dist/journal.hpp"
 #include "dist/mpi_session.hpp"
 #include "dist/plan.hpp"
 #include "dist/result_channel.hpp"
+#include "dist/stop_request.hpp"
 
 namespace crossbench {
 namespace {
@@ -58,88 +61,152 @@ std::map<std::string, std::string> run_attributes(const Options& options, const 
       {"update", options.engine.update == Update::sgd ? "sgd" : "none"},
       {"learning_rate", std::to_string(options.engine.learning_rate)},
       {"replicas", std::to_string(options.replicas)},
+      {"engine_algorithm_policy", options.engine.algorithm == AlgorithmPolicy::exhaustive ? "exhaustive" : "heuristic"},
+      {"engine_workspace_limit_bytes", std::to_string(options.engine.workspace_limit_bytes)},
+      {"engine_layout", options.engine.layout == Layout::nchw ? "nchw" : options.engine.layout == Layout::nhwc ? "nhwc" : "auto"},
+      {"engine_cuda_graphs", options.engine.cuda_graphs ? "true" : "false"},
       {"statistics", "median of per-step times; 95% CI of the median from order statistics; "
                      "percentiles by linear interpolation"},
+      {"resumed", options.resume ? "true" : "false"},
   };
   for (const auto& [name, version] : engine_library_versions()) attributes[name] = version;
   return attributes;
 }
 
-// Rank 0's bookkeeping of the results as they arrive.
-class Collector {
- public:
-  Collector(const Plan& plan, bool quiet)
-      : expected_(plan.cells.size()), progress_(std::cout, plan.cells.size(), plan.total_s, quiet) {
-    for (const auto& planned : plan.cells) estimates_[planned.device_key + "|" + describe(planned.cell)] = planned.estimated_s;
-  }
-  void add(CellResult result) {
-    const auto estimate = estimates_.find(result.device_key + "|" + describe(result.cell));
-    if (estimate == estimates_.end())
-      throw Error("rank 0 received a result for a cell that is not in the plan: " + describe(result.cell) + " on " +
-                  result.device_key + " from rank " + std::to_string(result.rank));
-    progress_.finished(result, estimate->second);
-    results_.push_back(std::move(result));
-  }
-  bool complete() const { return results_.size() >= expected_; }
-  const std::vector<CellResult>& results() const { return results_; }
-
- private:
-  std::size_t expected_;
-  Progress progress_;
-  std::map<std::string, double> estimates_;
-  std::vector<CellResult> results_;
+// Rank 0 reads the journal of a resumed run and tells every rank which cells
+// are done, or why the journal does not fit this run (then every rank stops
+// with the same UsageError).
+struct ResumeState {
+  std::vector<CellResult> earlier;
+  std::set<std::string> done;
 };
 
-int run_on_ranks(const Options& options, const MpiSession& mpi) {
+ResumeState agree_on_resume(const Options& options, const MpiSession& mpi) {
+  ResumeState state;
+  if (!options.resume) return state;
+  nlohmann::json verdict;
+  if (mpi.rank() == 0) {
+    try {
+      JournalContents journal = read_journal(journal_path(options.output));
+      for (const auto& warning : journal.warnings) std::cerr << "crossbench: warning: " << warning << "\n";
+      const std::string mismatch = JournalHeader::for_run(options).mismatch(journal.header);
+      if (!mismatch.empty()) {
+        verdict = {{"error", "--resume refused: journal '" + journal_path(options.output).string() + "' does not belong to this run: " + mismatch}};
+      } else {
+        verdict = {{"done", nlohmann::json::array()}};
+        for (const auto& result : journal.results) verdict["done"].push_back(cell_key(result.device_key, result.cell));
+        state.earlier = std::move(journal.results);
+      }
+    } catch (const Error& error) {
+      verdict = {{"error", std::string("--resume refused: ") + error.what()}};
+    }
+  }
+  const nlohmann::json agreed = nlohmann::json::parse(mpi.broadcast_from_root(verdict.dump()));
+  if (agreed.contains("error")) throw UsageError(agreed["error"].get<std::string>());
+  for (const auto& key : agreed["done"]) state.done.insert(key.get<std::string>());
+  return state;
+}
+
+int run_on_ranks(const Options& options, const MpiSession& mpi, const StopRequest& stop) {
   const Device device = bind_device(mpi, options.device_tag);
   const std::vector<Device> devices = gather_devices(mpi, device);
-  const Plan plan = make_plan(options, devices);
+  ResumeState resume = agree_on_resume(options, mpi);
+  const Plan plan = make_plan(options, devices, resume.done);
 
   EngineConfig engine_config = options.engine;
   engine_config.threads = device.kind == DeviceKind::cpu ? device.compute_units : 1;
+  engine_config.gpu_ordinal = device.kind == DeviceKind::gpu ? device.index : -1;
   std::map<std::string, std::unique_ptr<Engine>> engines;
   std::map<std::string, Network> networks;
   ResultChannel channel(mpi);
+
+  std::unique_ptr<Progress> progress;
   std::unique_ptr<Collector> collector;
   if (mpi.rank() == 0) {
-    collector = std::make_unique<Collector>(plan, options.quiet);
-    if (!options.quiet)
-      std::cout << "crossbench: " << plan.cells.size() << " cells on " << mpi.size() << " rank(s), "
-                << plan.groups.size() << " device group(s); predicted makespan "
-                << format_duration(plan.makespan_s) << "\n";
+    if (!options.quiet) {
+      std::cout << "crossbench: " << plan.cells.size() << " cells to run on " << mpi.size() << " rank(s), "
+                << plan.groups.size() << " device group(s); predicted makespan " << format_duration(plan.makespan_s);
+      if (options.resume) std::cout << "; resuming: " << resume.earlier.size() << " cells already in the journal";
+      std::cout << "\n";
+    }
+    progress = std::make_unique<Progress>(std::cout, plan.cells.size(), plan.total_s, options.quiet);
+    const auto journal = journal_path(options.output);
+    if (options.output.has_parent_path()) std::filesystem::create_directories(options.output.parent_path());
+    JournalWriter writer = options.resume ? JournalWriter::append_to(journal)
+                                          : JournalWriter::create(journal, JournalHeader::for_run(options));
+    collector = std::make_unique<Collector>(options, plan, devices, run_attributes(options, mpi, plan),
+                                            std::move(resume.earlier), std::move(writer),
+                                            [&](const CellResult& result, double estimated_s) {
+                                              progress->finished(result, estimated_s);
+                                            });
   }
 
+  // Every rank: its cells, stopping between cells when a signal asks.
+  int results_sent = 0;
+  bool interrupted = false;
   for (const auto& planned : plan.cells_of(mpi.rank())) {
+    if (stop.requested()) {
+      interrupted = true;
+      break;
+    }
     const std::string& engine_name = planned.cell.engine;
     if (!engines.count(engine_name)) engines[engine_name] = make_engine(engine_name, device, engine_config);
     if (!networks.count(planned.cell.network)) networks.emplace(planned.cell.network, make_network(planned.cell.network));
     CellResult result = run_cell(engines[engine_name].get(), engine_name, networks.at(planned.cell.network),
                                  planned.cell, device, options.measure, mpi.rank());
-    if (mpi.rank() == 0) {
-      collector->add(std::move(result));
-      for (auto& arrived : channel.poll()) collector->add(std::move(arrived));
-    } else {
-      channel.send_to_root(result);
+    if (mpi.rank() != 0) {
+      channel.send_result(result);
+      ++results_sent;
+      continue;
+    }
+    collector->add(std::move(result));
+    while (auto message = channel.poll()) {
+      if (message->kind == ChannelMessage::Kind::result) collector->add(std::move(message->result));
+      else throw Error("rank " + std::to_string(message->source) + " finished while rank 0 was still running cells; "
+                       "this is handled below and should not arrive here");
     }
   }
-
   if (mpi.rank() != 0) {
-    channel.complete_sends();
-    return 0;
+    channel.send_finished(results_sent, interrupted || stop.requested());
+    return interrupted ? kExitIncomplete : 0;
   }
-  while (!collector->complete()) collector->add(channel.receive());
-  const CubeContents cube = assemble_cube(options, plan, devices, collector->results(), run_attributes(options, mpi, plan));
-  if (options.output.has_parent_path()) std::filesystem::create_directories(options.output.parent_path());
-  write_cube(options.output, cube);
+  interrupted = interrupted || stop.requested();
+
+  // Rank 0: everything the other ranks send, until each says it has finished.
+  int ranks_finished = 1;
+  while (ranks_finished < mpi.size()) {
+    auto message = channel.poll();
+    if (!message) {
+      collector->checkpoint_if_due();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    if (message->kind == ChannelMessage::Kind::result) {
+      collector->add(std::move(message->result));
+    } else {
+      ++ranks_finished;
+      interrupted = interrupted || message->interrupted;
+    }
+  }
+  const std::size_t missing = plan.cells.size() - collector->new_results();
+  interrupted = interrupted || stop.requested() || missing > 0;
+  collector->write_cube(interrupted ? "incomplete: stopped by signal " + std::to_string(stop.signal_number()) +
+                                          " with " + std::to_string(missing) + " cells not run; resume with --resume"
+                                    : "complete");
 
   std::map<Status, int> counts;
   for (const auto& result : collector->results()) ++counts[result.status];
-  std::cout << "\n";
-  print_table(std::cout, collector->results());
+  if (!options.quiet) {
+    std::cout << "\n";
+    print_table(std::cout, collector->results());
+  }
   std::cout << "\ncrossbench: wrote " << options.output.string() << " (" << collector->results().size() << " cells:";
   for (const auto& [status, count] : counts) std::cout << " " << count << " " << to_string(status);
-  std::cout << ")\n" << std::flush;
-  return 0;
+  std::cout << ")\n";
+  if (interrupted)
+    std::cout << "crossbench: incomplete: " << missing << " cells not run; continue with the same command and --resume\n";
+  std::cout << std::flush;
+  return interrupted ? kExitIncomplete : 0;
 }
 
 }  // namespace
@@ -147,9 +214,10 @@ int run_on_ranks(const Options& options, const MpiSession& mpi) {
 int run_command(const CommandContext& context) {
   // Parsed before MPI starts: bad input never reaches the device or the output.
   const Options options = parse_run_options(context.arguments, context.default_job, context.command_line);
+  StopRequest stop;
   MpiSession mpi;
   try {
-    return run_on_ranks(options, mpi);
+    return run_on_ranks(options, mpi, stop);
   } catch (const UsageError&) {
     throw;  // every rank sees the same bad input and stops the same way
   } catch (const std::exception& error) {

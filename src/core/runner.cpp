@@ -116,6 +116,7 @@ CellResult run_cell(Engine* engine, const std::string& engine_name, const Networ
     result.samples_ms = measurement.samples_ms;
     result.steps = static_cast<std::int32_t>(measurement.samples_ms.size());
     result.peak_memory_bytes = static_cast<double>(session->memory().peak_bytes);
+    result.decisions = session->decisions();
 
     if (!check.finite) {
       result.status = Status::failed;

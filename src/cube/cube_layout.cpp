@@ -65,14 +65,14 @@ hdf5::Datatype status_enum_type() {
   return type;
 }
 
-SampleBlocks::SampleBlocks(const CellIndex& cell_dims, hsize_t steps, std::size_t max_block_bytes)
-    : cell_dims_(cell_dims), steps_(steps) {
-  // Fix as few leading dimensions as keep one block under max_block_bytes.
+SampleBlocks::SampleBlocks(const CellIndex& cell_dims, hsize_t steps) : cell_dims_(cell_dims), steps_(steps) {
+  // Fix as few leading dimensions as keep one block within both limits; a
+  // single cell longer than max_block_bytes is still one block.
   const std::size_t bytes_per_cell = static_cast<std::size_t>(steps) * sizeof(double);
   for (fixed_dimensions_ = 0; fixed_dimensions_ < cell_rank; ++fixed_dimensions_) {
     std::size_t cells = 1;
     for (std::size_t d = fixed_dimensions_; d < cell_rank; ++d) cells *= cell_dims_[d];
-    if (cells * bytes_per_cell <= max_block_bytes) break;
+    if (cells <= max_block_cells && cells * bytes_per_cell <= max_block_bytes) break;
   }
   cells_per_block_ = 1;
   for (std::size_t d = fixed_dimensions_; d < cell_rank; ++d) cells_per_block_ *= cell_dims_[d];

@@ -40,12 +40,17 @@ hdf5::Datatype status_enum_type();
 using CellIndex = std::array<hsize_t, cell_rank>;
 
 // samples_ms is read and written in blocks of whole cells that are contiguous
-// in the row-major cell order: the leading `fixed_dimensions` indices are fixed
-// and the rest span their axes, so memory stays bounded (about
-// `max_block_bytes`) however large the cube is.
+// in the row-major cell order: the leading dimensions are fixed and the rest
+// span their axes. A block holds at most `max_block_cells` cells and, where
+// possible, at most `max_block_bytes` of samples, so memory stays bounded
+// however large the cube is: HDF5 keeps several KiB of bookkeeping per chunk
+// (= per cell) of one H5Dwrite, besides the buffer itself.
 class SampleBlocks {
  public:
-  SampleBlocks(const CellIndex& cell_dims, hsize_t steps, std::size_t max_block_bytes);
+  static constexpr std::size_t max_block_bytes = std::size_t{16} << 20;  // 16 MiB of samples
+  static constexpr std::size_t max_block_cells = 4096;
+
+  SampleBlocks(const CellIndex& cell_dims, hsize_t steps);
   std::size_t count() const { return block_count_; }
   std::size_t cells_per_block() const { return cells_per_block_; }
   // Start and count of block `block` in the 8-D samples dataset.
@@ -59,7 +64,5 @@ class SampleBlocks {
   std::size_t block_count_ = 1;
   std::size_t cells_per_block_ = 1;
 };
-
-inline constexpr std::size_t sample_block_bytes = std::size_t{64} << 20;  // 64 MiB per transfer
 
 }  // namespace crossbench::cube_layout

@@ -160,7 +160,7 @@ class CubeReader {
 
   void read_samples(const std::vector<std::size_t>& present, std::vector<CellResult>& cells) const {
     const hdf5::Dataset variable = open_cell_variable(layout::samples_variable, true);
-    const layout::SampleBlocks blocks(cell_dims_, steps_, layout::sample_block_bytes);
+    const layout::SampleBlocks blocks(cell_dims_, steps_);
     std::vector<double> buffer;
     std::size_t next = 0;  // the first entry of `present` not yet given its samples
     for (std::size_t block = 0; block < blocks.count() && next < present.size(); ++block) {
@@ -238,7 +238,8 @@ CubeContents read_cube(const fs::path& path) {
   const htri_t is_hdf5 = CB_CHECK_HDF5(H5Fis_hdf5(path.c_str()));
 #endif
   if (is_hdf5 == 0) throw Error(path.string() + " is not a crossbench cube (not an HDF5 file)");
-  const hdf5::File file(CB_CHECK_HDF5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)));
+  const hdf5::PropertyList access = hdf5::file_access_properties();
+  const hdf5::File file(CB_CHECK_HDF5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access)));
   return CubeReader(path, file).read();
 }
 

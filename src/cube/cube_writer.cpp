@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono> // TIMING
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -177,6 +178,11 @@ hdf5::Dataset create_cell_variable(hid_t file, const char* name, hid_t file_type
   const hdf5::Dataspace space = hdf5::simple_dataspace(grid.dims);
   const hdf5::PropertyList properties = hdf5::dataset_creation_properties();
   CB_CHECK_HDF5(H5Pset_fill_value(properties, fill_type, fill_value));
+  // Every element is written at once below: writing the fill value first would
+  // only cost time. Readers still see the fill value in the dataset's properties.
+  // (HDF5 refuses NEVER for variable-length types.)
+  if (CB_CHECK_HDF5(H5Tis_variable_str(file_type)) == 0)
+    CB_CHECK_HDF5(H5Pset_fill_time(properties, H5D_FILL_TIME_NEVER));
   hdf5::Dataset variable(
       CB_CHECK_HDF5(H5Dcreate2(file, name, file_type, space, H5P_DEFAULT, properties, H5P_DEFAULT)));
   attach_scales(variable, cell_scales);
@@ -280,7 +286,7 @@ void write_samples(hid_t file, const CellGrid& grid, std::span<const hdf5::Datas
                                                         H5P_DEFAULT, properties, H5P_DEFAULT)));
   attach_scales(variable, scales);
 
-  const layout::SampleBlocks blocks(grid.dims, grid.steps, layout::sample_block_bytes);
+  const layout::SampleBlocks blocks(grid.dims, grid.steps);
   std::vector<double> buffer;
   for (std::size_t block = 0; block < blocks.count(); ++block) {
     const std::size_t first_cell = block * blocks.cells_per_block();
@@ -362,20 +368,28 @@ void write_contents(hid_t file, const CubeContents& contents, const CellGrid& gr
   hdf5::write_string_attribute(file, "schema", cube_schema);
   for (const auto& [name, value] : attributes) hdf5::write_string_attribute(file, name, value);
 
+  auto t = std::chrono::steady_clock::now();
+  auto lap = [&](const char* what) { auto n = std::chrono::steady_clock::now(); fprintf(stderr, "TIMING %s %.3f\n", what, std::chrono::duration<double>(n - t).count()); t = n; };
   const std::vector<hdf5::Dataset> scales = write_coordinates(file, contents.axes, grid.steps);
   const std::span<const hdf5::Dataset> cell_scales(scales.data(), cell_rank);
+  lap("coords");
   write_status(file, grid, cell_scales);
+  lap("status");
   write_cell_numbers(file, grid, cell_scales);
+  lap("numbers");
   write_messages(file, grid, cell_scales);
+  lap("messages");
   write_samples(file, grid, scales);
+  lap("samples");
   write_ranks(file, contents.ranks);
+  lap("ranks");
 }
 
 void write_file(const fs::path& path, const CubeContents& contents, const CellGrid& grid,
                 const std::map<std::string, std::string>& attributes) {
   const hdf5::PropertyList creation(CB_CHECK_HDF5(H5Pcreate(H5P_FILE_CREATE)));
   track_creation_order(creation);
-  const hdf5::PropertyList access(CB_CHECK_HDF5(H5Pcreate(H5P_FILE_ACCESS)));
+  const hdf5::PropertyList access = hdf5::file_access_properties();
   // H5Fclose fails if an object is still open, instead of leaving the file
   // open behind our back: the close below then really flushes and closes.
   CB_CHECK_HDF5(H5Pset_fclose_degree(access, H5F_CLOSE_SEMI));

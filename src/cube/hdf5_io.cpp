@@ -31,7 +31,7 @@ class VariableLengthBuffer {
   VariableLengthBuffer(const VariableLengthBuffer&) = delete;
   VariableLengthBuffer& operator=(const VariableLengthBuffer&) = delete;
   ~VariableLengthBuffer() {
-#if H5_VERSION_GE(1, 10, 7)
+#if H5_VERSION_GE(1, 12, 0)  // H5Treclaim: declared by 1.10.8 headers, exported from 1.12
     H5Treclaim(memory_type_, memory_space_, H5P_DEFAULT, buffer_);
 #else
     H5Dvlen_reclaim(memory_type_, memory_space_, H5P_DEFAULT, buffer_);
@@ -55,6 +55,14 @@ herr_t collect_attribute_name(hid_t, const char* name, const H5A_info_t*, void* 
 }
 
 }  // namespace
+
+PropertyList file_access_properties() {
+  PropertyList properties(CB_CHECK_HDF5(H5Pcreate(H5P_FILE_ACCESS)));
+#if H5_VERSION_GE(1, 12, 1) || (H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 10 && H5_VERS_RELEASE >= 7)
+  CB_CHECK_HDF5(H5Pset_file_locking(properties, /*use_file_locking=*/true, /*ignore_when_disabled=*/true));
+#endif
+  return properties;
+}
 
 Datatype variable_string_type() {
   Datatype type(CB_CHECK_HDF5(H5Tcopy(H5T_C_S1)));

@@ -45,6 +45,11 @@ struct NumberType<std::int64_t> {
   static hid_t file() { return H5T_STD_I64LE; }
 };
 
+// File access properties of the cube: HDF5's file locking where the file
+// system supports it, and no failure where it does not (Lustre and NFS mounts
+// often refuse flock; HDF5 >= 1.10.7 would otherwise fail to open the file).
+PropertyList file_access_properties();
+
 // Variable-length UTF-8 strings: what netCDF-4 calls `string` (xarray: str).
 Datatype variable_string_type();
 

@@ -15,6 +15,13 @@ CubeContents assemble_cube(const Options& options, const Plan& plan, const std::
       if (std::find(cube.axes.engines.begin(), cube.axes.engines.end(), engine) == cube.axes.engines.end())
         cube.axes.engines.push_back(engine);
   }
+  // A resumed run may hold results of devices (or engines) that no rank of this run has.
+  for (const auto& result : results) {
+    if (std::find(cube.axes.devices.begin(), cube.axes.devices.end(), result.device_key) == cube.axes.devices.end())
+      cube.axes.devices.push_back(result.device_key);
+    if (std::find(cube.axes.engines.begin(), cube.axes.engines.end(), result.cell.engine) == cube.axes.engines.end())
+      cube.axes.engines.push_back(result.cell.engine);
+  }
   cube.axes.networks = options.matrix.networks;
   for (const auto precision : options.matrix.precisions) cube.axes.precisions.emplace_back(to_string(precision));
   cube.axes.batches = options.matrix.batches;

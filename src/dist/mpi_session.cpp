@@ -41,6 +41,14 @@ std::vector<std::string> MpiSession::allgather(const std::string& mine) const {
   return gathered;
 }
 
+std::string MpiSession::broadcast_from_root(const std::string& text) const {
+  long long length = static_cast<long long>(text.size());
+  CB_CHECK_MPI(MPI_Bcast(&length, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD));
+  std::string received = rank_ == 0 ? text : std::string(static_cast<std::size_t>(length), '\0');
+  CB_CHECK_MPI(MPI_Bcast(received.data(), static_cast<int>(length), MPI_CHAR, 0, MPI_COMM_WORLD));
+  return received;
+}
+
 void MpiSession::barrier() const { CB_CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD)); }
 
 void MpiSession::abort(const std::string& message, int code) const {

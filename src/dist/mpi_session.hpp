@@ -23,6 +23,8 @@ class MpiSession {
 
   // Every rank's `mine`, in rank order, on every rank.
   std::vector<std::string> allgather(const std::string& mine) const;
+  // Rank 0's `text` on every rank.
+  std::string broadcast_from_root(const std::string& text) const;
   void barrier() const;
   // Ends the whole job with a message on stderr: for errors that leave the
   // world unable to finish (never a hang).

@@ -6,6 +6,7 @@
 
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
+#include "dist/journal.hpp"
 
 namespace crossbench {
 namespace {
@@ -84,7 +85,7 @@ Assignment assign_longest_first(const std::vector<double>& costs, const std::vec
   return assignment;
 }
 
-Plan make_plan(const Options& options, const std::vector<Device>& rank_devices) {
+Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, const std::set<std::string>& done) {
   Plan plan;
   for (int rank = 0; rank < static_cast<int>(rank_devices.size()); ++rank) {
     const std::string key = rank_devices[static_cast<std::size_t>(rank)].key();
@@ -113,6 +114,7 @@ Plan make_plan(const Options& options, const std::vector<Device>& rank_devices) 
             for (const auto phase : options.matrix.phases)
               for (int replica = 0; replica < options.replicas; ++replica) {
                 PlannedCell planned{group.key, {engine, network, precision, batch, phase, replica}, -1, 0};
+                if (done.count(cell_key(group.key, planned.cell))) continue;
                 planned.estimated_s = estimate_cell_seconds(networks.at(network), planned.cell, group.device, options.measure);
                 cells.push_back(planned);
               }

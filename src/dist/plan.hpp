@@ -2,6 +2,7 @@
 // matrix over the ranks, grouped by device key (DESIGN.md "Distribution").
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,7 @@ Assignment assign_longest_first(const std::vector<double>& costs, const std::vec
 // longest-processing-time first; ties break on the cell order, so the plan is
 // the same on every rank. The R replicas of a cell go to R distinct ranks;
 // a group with fewer than R ranks is a UsageError.
-Plan make_plan(const Options& options, const std::vector<Device>& rank_devices);
+// Cells whose key (cell_key(device key, cell)) is in `done` are left out: a resumed run.
+Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, const std::set<std::string>& done = {});
 
 }  // namespace crossbench

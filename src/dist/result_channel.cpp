@@ -7,7 +7,8 @@
 namespace crossbench {
 namespace {
 constexpr int kResultTag = 17;
-}
+constexpr int kFinishedTag = 18;
+}  // namespace
 
 ResultChannel::~ResultChannel() {
   try {
@@ -17,11 +18,11 @@ ResultChannel::~ResultChannel() {
   }
 }
 
-void ResultChannel::send_to_root(const CellResult& result) {
-  pending_.push_back({to_json(result).dump(), MPI_REQUEST_NULL});
+void ResultChannel::send(std::string payload, int tag) {
+  pending_.push_back({std::move(payload), MPI_REQUEST_NULL});
   Pending& sent = pending_.back();
-  CB_CHECK_MPI(MPI_Isend(sent.payload.data(), static_cast<int>(sent.payload.size()), MPI_CHAR, 0, kResultTag,
-                         mpi_.world(), &sent.request));
+  CB_CHECK_MPI(MPI_Isend(sent.payload.data(), static_cast<int>(sent.payload.size()), MPI_CHAR, 0, tag, mpi_.world(),
+                         &sent.request));
   // Drop the sends that have completed, oldest first.
   while (!pending_.empty()) {
     int done = 0;
@@ -31,35 +32,49 @@ void ResultChannel::send_to_root(const CellResult& result) {
   }
 }
 
-CellResult ResultChannel::receive_probed(MPI_Message& message, const MPI_Status& status) {
+void ResultChannel::send_result(const CellResult& result) { send(to_json(result).dump(), kResultTag); }
+
+void ResultChannel::send_finished(int results_sent, bool interrupted) {
+  send(nlohmann::json{{"results_sent", results_sent}, {"interrupted", interrupted}}.dump(), kFinishedTag);
+  complete_sends();
+}
+
+ChannelMessage ResultChannel::receive_probed(MPI_Message& message, const MPI_Status& status) {
   int length = 0;
   CB_CHECK_MPI(MPI_Get_count(&status, MPI_CHAR, &length));
   std::string payload(static_cast<std::size_t>(length), '\0');
   CB_CHECK_MPI(MPI_Mrecv(payload.data(), length, MPI_CHAR, &message, MPI_STATUS_IGNORE));
+  ChannelMessage received;
+  received.source = status.MPI_SOURCE;
   try {
-    return cell_result_from_json(nlohmann::json::parse(payload));
-  } catch (const nlohmann::json::exception& error) {
-    throw Error("rank 0 received a malformed result from rank " + std::to_string(status.MPI_SOURCE) + ": " +
+    const auto json = nlohmann::json::parse(payload);
+    if (status.MPI_TAG == kFinishedTag) {
+      received.kind = ChannelMessage::Kind::finished;
+      received.results_sent = json.at("results_sent").get<int>();
+      received.interrupted = json.at("interrupted").get<bool>();
+    } else {
+      received.result = cell_result_from_json(json);
+    }
+  } catch (const std::exception& error) {
+    throw Error("rank 0 received a malformed message from rank " + std::to_string(status.MPI_SOURCE) + ": " +
                 error.what());
   }
+  return received;
 }
 
-std::vector<CellResult> ResultChannel::poll() {
-  std::vector<CellResult> arrived;
-  while (true) {
-    int flag = 0;
-    MPI_Message message;
-    MPI_Status status;
-    CB_CHECK_MPI(MPI_Improbe(MPI_ANY_SOURCE, kResultTag, mpi_.world(), &flag, &message, &status));
-    if (!flag) return arrived;
-    arrived.push_back(receive_probed(message, status));
-  }
-}
-
-CellResult ResultChannel::receive() {
+std::optional<ChannelMessage> ResultChannel::poll() {
+  int flag = 0;
   MPI_Message message;
   MPI_Status status;
-  CB_CHECK_MPI(MPI_Mprobe(MPI_ANY_SOURCE, kResultTag, mpi_.world(), &message, &status));
+  CB_CHECK_MPI(MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, mpi_.world(), &flag, &message, &status));
+  if (!flag) return std::nullopt;
+  return receive_probed(message, status);
+}
+
+ChannelMessage ResultChannel::receive() {
+  MPI_Message message;
+  MPI_Status status;
+  CB_CHECK_MPI(MPI_Mprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, mpi_.world(), &message, &status));
   return receive_probed(message, status);
 }
 

@@ -1,18 +1,28 @@
 // Cell results travelling to rank 0, each as soon as its cell ends.
 //
-// A result is its JSON record (the journal's line format) sent with MPI_Isend,
-// so a rank never waits for rank 0 to be between cells; rank 0 polls between
-// its own cells and blocks only once its own cells are done.
+// A result is its JSON record (the journal's format) sent with MPI_Isend, so
+// a rank never waits for rank 0 to be between cells; rank 0 polls between its
+// own cells and blocks only once its own cells are done. When a rank has no
+// more cells (or was asked to stop) it sends one `finished` message saying how
+// many results it sent, so rank 0 knows when everything has arrived.
 #pragma once
 
 #include <deque>
+#include <optional>
 #include <string>
-#include <vector>
 
 #include "crossbench/result.hpp"
 #include "dist/mpi_session.hpp"
 
 namespace crossbench {
+
+struct ChannelMessage {
+  enum class Kind { result, finished } kind = Kind::result;
+  int source = 0;
+  CellResult result;        // kind == result
+  int results_sent = 0;     // kind == finished
+  bool interrupted = false; // kind == finished: stopped early on a signal
+};
 
 class ResultChannel {
  public:
@@ -21,17 +31,19 @@ class ResultChannel {
   ResultChannel(const ResultChannel&) = delete;
   ResultChannel& operator=(const ResultChannel&) = delete;
 
-  void send_to_root(const CellResult& result);    // any rank but 0
-  std::vector<CellResult> poll();                 // rank 0: every result that has arrived
-  CellResult receive();                           // rank 0: blocks for the next result
-  void complete_sends();                          // waits until rank 0 has every sent result
+  void send_result(const CellResult& result);                 // any rank but 0
+  void send_finished(int results_sent, bool interrupted);     // any rank but 0; then completes all sends
+  std::optional<ChannelMessage> poll();                       // rank 0: a message if one has arrived
+  ChannelMessage receive();                                   // rank 0: blocks for the next message
 
  private:
   struct Pending {
     std::string payload;
     MPI_Request request = MPI_REQUEST_NULL;
   };
-  CellResult receive_probed(MPI_Message& message, const MPI_Status& status);
+  void send(std::string payload, int tag);
+  ChannelMessage receive_probed(MPI_Message& message, const MPI_Status& status);
+  void complete_sends();
 
   const MpiSession& mpi_;
   std::deque<Pending> pending_;  // deque: payload addresses stay valid while MPI reads them

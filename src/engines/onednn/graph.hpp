@@ -147,7 +147,7 @@ class BuildContext {
   Tensor view(const Tensor& t, const md& desc) const { return Tensor{desc, t.buffer, t.offset}; }
 
   // Appends a primitive (adds its scratchpad argument) / a host op to the step.
-  void push_primitive(const std::string& label, const dnnl::primitive_desc& pd,
+  void push_primitive(const std::string& label, const dnnl::primitive_desc_base& pd,
                       std::vector<std::pair<int, Tensor>> args);
   void push_host(const std::string& label, const std::vector<Tensor>& touches, std::function<void()> run);
   void push_reorder(const std::string& label, const Tensor& from, const Tensor& to);

@@ -31,11 +31,11 @@ Tensor BuildContext::new_tensor(const md& desc, const std::string& what, bool pe
   return Tensor{desc, graph.pool.request(desc.get_size(), persistent, what), 0};
 }
 
-void BuildContext::push_primitive(const std::string& what, const dnnl::primitive_desc& pd,
+void BuildContext::push_primitive(const std::string& what, const dnnl::primitive_desc_base& pd,
                                   std::vector<std::pair<int, Tensor>> args) {
   Op op;
   op.label = what;
-  op.primitive = CB_CHECK_DNNL(dnnl::primitive(pd));
+  op.primitive = CB_CHECK_DNNL(dnnl::primitive(pd.get()));
   const md scratch = pd.scratchpad_desc();
   if (scratch.get_size() > 0) {
     if (scratchpad < 0) scratchpad = graph.pool.request(0, true, "scratchpad");

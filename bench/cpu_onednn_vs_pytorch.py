@@ -1,0 +1,246 @@
+#!/usr/bin/python3
+"""CPU: crossbench's native oneDNN engine against PyTorch on the identical networks.
+
+Times alexnet and resnet50 at batch 1 and 16, inference and training, fp32, with
+the same number of threads on both sides, and prints one table: both medians
+[ms], the ratio PyTorch / crossbench per cell (> 1: crossbench is faster) and the
+geometric mean of the ratios. See bench/README.md.
+
+crossbench side: `crossbench run --job <temporary job> --output <tmp>.h5 --quiet`
+with OMP_NUM_THREADS=N, engines = onednn; median_ms read from the cube with h5py.
+PyTorch side: src/workers/pytorch/model.py (the same graph from
+`crossbench export-network`, the same synthetic weights and data), with
+torch.set_num_threads(N); training step = forward + loss + backward (gradients
+zeroed with set_to_none, no optimizer step, like crossbench's default
+update = none); inference = eval() under torch.no_grad(). Both sides: warm-up
+steps, then at least min_steps timed steps, stopping when the 95% CI of the
+median is within target_ci of it (crossbench's rule), or at max_steps or the
+cell time limit.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src" / "workers"))
+
+CELL_DIMS = ("device", "engine", "network", "precision", "batch", "phase", "replica")
+
+
+def parse_arguments(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                        help="threads for both sides (OMP_NUM_THREADS / torch.set_num_threads)")
+    parser.add_argument("--networks", default="alexnet,resnet50", help="comma-separated")
+    parser.add_argument("--batches", default="1,16", help="comma-separated")
+    parser.add_argument("--phases", default="inference,training", help="comma-separated")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed steps per cell")
+    parser.add_argument("--min-steps", type=int, default=20, help="timed steps before the stopping rule")
+    parser.add_argument("--max-steps", type=int, default=200, help="timed steps at most")
+    parser.add_argument("--target-ci", type=float, default=0.02,
+                        help="stop when the 95%% CI half-width of the median, relative to it, is below this")
+    parser.add_argument("--cell-time-limit", type=float, default=600, help="seconds per cell at most")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--channels-last", action="store_true", help="PyTorch in NHWC memory format")
+    parser.add_argument("--build-dir", default=os.environ.get("CROSSBENCH_BUILD_DIR", str(REPO / "build")),
+                        help="where the crossbench binary is (env CROSSBENCH_BUILD_DIR)")
+    parser.add_argument("--keep", metavar="DIR", help="keep the job file, cube and graphs in DIR")
+    return parser.parse_args(argv)
+
+
+# ---- crossbench ----------------------------------------------------------------------------
+
+def write_job(path: pathlib.Path, args, networks, batches, phases, cube: pathlib.Path) -> None:
+    path.write_text(f"""# bench/cpu_onednn_vs_pytorch.py: the oneDNN engine's side of the comparison with PyTorch.
+[matrix]
+networks = {', '.join(networks)}
+engines = onednn
+precisions = fp32
+batches = {', '.join(map(str, batches))}
+phases = {', '.join(phases)}
+
+[measure]
+warmup = {args.warmup}
+min_steps = {args.min_steps}
+max_steps = {args.max_steps}
+target_ci = {args.target_ci}
+cell_time_limit_s = {int(math.ceil(args.cell_time_limit))}
+seed = {args.seed}
+
+[output]
+path = {cube}
+""")
+
+
+def read_medians(cube: pathlib.Path):
+    """{(network, batch, phase): (status, median_ms, steps)} of the onednn cells of a cube."""
+    import h5py
+    import numpy as np
+
+    def strings(dset):
+        return [v.decode() if isinstance(v, bytes) else str(v) for v in dset[()]]
+
+    with h5py.File(cube, "r") as f:
+        axes = {d: (strings(f[d]) if f[d].dtype.kind in "SOU" else [int(v) for v in f[d][()]]) for d in CELL_DIMS}
+        median = np.asarray(f["median_ms"][()])
+        steps = np.asarray(f["steps"][()]) if "steps" in f else None
+        status_codes = np.asarray(f["status"][()])
+        enum = h5py.check_enum_dtype(f["status"].dtype)
+        names = {int(v): k for k, v in enum.items()} if enum else {}
+        messages = f["message"].asstr()[()] if "message" in f else None
+    engine = axes["engine"].index("onednn")
+    result = {}
+    for d in range(len(axes["device"])):
+        for n, network in enumerate(axes["network"]):
+            for p, precision in enumerate(axes["precision"]):
+                for b, batch in enumerate(axes["batch"]):
+                    for h, phase in enumerate(axes["phase"]):
+                        cell = (d, engine, n, p, b, h, 0)
+                        status = names.get(int(status_codes[cell]), str(status_codes[cell]))
+                        message = str(messages[cell]) if messages is not None else ""
+                        result[(network, batch, phase)] = (status, float(median[cell]),
+                                                           int(steps[cell]) if steps is not None else -1, message)
+    return result
+
+
+def run_crossbench(binary: pathlib.Path, args, networks, batches, phases, workdir: pathlib.Path):
+    job, cube = workdir / "onednn_vs_pytorch.ini", workdir / "onednn_vs_pytorch.h5"
+    write_job(job, args, networks, batches, phases, cube)
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    command = [str(binary), "run", "--job", str(job), "--output", str(cube), "--quiet"]
+    print(f"crossbench: {' '.join(command)}  (OMP_NUM_THREADS={args.threads})", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    if done.returncode != 0 or not cube.exists():
+        raise SystemExit(f"crossbench run failed (exit status {done.returncode}):\n{done.stdout}\n{done.stderr}")
+    print(f"crossbench: done in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+    return read_medians(cube)
+
+
+def export_network(binary: pathlib.Path, name: str, workdir: pathlib.Path) -> pathlib.Path:
+    path = workdir / f"{name}.json"
+    done = subprocess.run([str(binary), "export-network", name, "--output", str(path)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"crossbench export-network {name} failed: {done.stderr.strip()}")
+    return path
+
+
+# ---- PyTorch ---------------------------------------------------------------------------------
+
+def median_ci(samples):
+    """The distribution-free 95% CI of the median (order statistics n/2 -+ 1.96 sqrt(n)/2),
+    as crossbench's statistics compute it."""
+    ordered = sorted(samples)
+    n = len(ordered)
+    half = 1.96 * math.sqrt(n) / 2
+    low = max(0, int(math.floor(n / 2 - half)))
+    high = min(n - 1, int(math.ceil(n / 2 + half)) - 1)
+    return ordered[low], ordered[high]
+
+
+def converged(samples, target_ci: float) -> bool:
+    median = statistics.median(samples)
+    low, high = median_ci(samples)
+    return median > 0 and (high - low) / 2 / median < target_ci
+
+
+def time_pytorch(torch, model, batch: int, phase: str, args):
+    """(median ms, steps) of one cell: warm-up, then crossbench's stopping rule."""
+    x, labels = model.synthetic_input(batch), model.synthetic_labels(batch)
+    if phase == "training":
+        model.train()
+        step = lambda: model.training_step(x, labels)  # noqa: E731
+    else:
+        model.eval()
+        step = lambda: model.inference_step(x)  # noqa: E731
+    started = time.perf_counter()
+    for _ in range(args.warmup):
+        step()
+    samples = []
+    next_check = args.min_steps
+    while len(samples) < args.max_steps:
+        t0 = time.perf_counter()
+        step()
+        samples.append((time.perf_counter() - t0) * 1e3)
+        if len(samples) >= next_check:
+            if converged(samples, args.target_ci):
+                break
+            next_check = max(next_check + 1, int(math.ceil(next_check * 1.1)))
+        if time.perf_counter() - started > args.cell_time_limit and len(samples) >= args.min_steps:
+            break
+    return statistics.median(samples), len(samples)
+
+
+# ---- Main ------------------------------------------------------------------------------------
+
+def main(argv=None) -> int:
+    args = parse_arguments(argv)
+    networks = [n.strip() for n in args.networks.split(",") if n.strip()]
+    batches = [int(b) for b in args.batches.split(",") if b.strip()]
+    phases = [p.strip() for p in args.phases.split(",") if p.strip()]
+    binary = pathlib.Path(args.build_dir) / "crossbench"
+    if not binary.exists():
+        raise SystemExit(f"crossbench binary not found at {binary} (build it, or set --build-dir / "
+                         "CROSSBENCH_BUILD_DIR)")
+
+    with tempfile.TemporaryDirectory(prefix="cb-onednn-vs-pytorch-") as temporary:
+        workdir = pathlib.Path(args.keep) if args.keep else pathlib.Path(temporary)
+        workdir.mkdir(parents=True, exist_ok=True)
+        graphs = {name: export_network(binary, name, workdir) for name in networks}
+        native = run_crossbench(binary, args, networks, batches, phases, workdir)
+
+        import torch
+        from pytorch.model import CrossbenchModel
+        torch.set_num_threads(args.threads)
+        theirs = {}
+        for name in networks:
+            model = CrossbenchModel(str(graphs[name]), seed=args.seed, channels_last=args.channels_last)
+            for batch in batches:
+                for phase in phases:
+                    theirs[(name, batch, phase)] = time_pytorch(torch, model, batch, phase, args)
+                    ms, steps = theirs[(name, batch, phase)]
+                    print(f"pytorch: {name} batch {batch} {phase}: {ms:.2f} ms ({steps} steps)",
+                          file=sys.stderr, flush=True)
+            del model
+
+    print(f"\nCPU, fp32, {args.threads} thread(s); PyTorch {torch.__version__}"
+          f"{' channels_last' if args.channels_last else ''}; medians [ms]; "
+          f"ratio = PyTorch / crossbench (> 1: crossbench faster)\n")
+    header = f"{'network':<10} {'batch':>5} {'phase':<10} {'crossbench':>11} {'pytorch':>10} {'ratio':>7}  steps (cb/pt)"
+    print(header)
+    print("-" * len(header))
+    ratios = []
+    for name in networks:
+        for batch in batches:
+            for phase in phases:
+                status, cb_ms, cb_steps, message = native.get((name, batch, phase), ("missing", math.nan, -1, ""))
+                pt_ms, pt_steps = theirs[(name, batch, phase)]
+                if status == "ok" and cb_ms > 0:
+                    ratio = pt_ms / cb_ms
+                    ratios.append(ratio)
+                    cb_text, ratio_text = f"{cb_ms:11.2f}", f"{ratio:7.2f}"
+                else:
+                    cb_text, ratio_text = f"{status:>11}", f"{'-':>7}"
+                print(f"{name:<10} {batch:>5} {phase:<10} {cb_text} {pt_ms:10.2f} {ratio_text}  "
+                      f"{cb_steps}/{pt_steps}" + (f"  ({message})" if status != "ok" and message else ""))
+    if ratios:
+        geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        print("-" * len(header))
+        print(f"{'geometric mean of the ratios':<39} {geomean:7.2f}  ({len(ratios)} cells)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+#include "dist/collector.hpp"
+
+#include "crossbench/cube.hpp"
+#include "crossbench/error.hpp"
+#include "dist/cube_assembly.hpp"
+
+namespace crossbench {
+
+Collector::Collector(const Options& options, const Plan& plan, std::vector<Device> rank_devices,
+                     std::map<std::string, std::string> attributes, std::vector<CellResult> earlier,
+                     JournalWriter journal, OnResult on_result)
+    : options_(options),
+      plan_(plan),
+      rank_devices_(std::move(rank_devices)),
+      attributes_(std::move(attributes)),
+      results_(std::move(earlier)),
+      earlier_count_(results_.size()),
+      journal_(std::move(journal)),
+      on_result_(std::move(on_result)) {
+  for (const auto& planned : plan.cells) estimates_[cell_key(planned.device_key, planned.cell)] = planned.estimated_s;
+}
+
+void Collector::add(CellResult result) {
+  const auto estimate = estimates_.find(cell_key(result.device_key, result.cell));
+  if (estimate == estimates_.end())
+    throw Error("rank 0 received a result for a cell that is not in the plan: " + describe(result.cell) + " on " +
+                result.device_key + " from rank " + std::to_string(result.rank));
+  const double estimated_s = estimate->second;
+  estimates_.erase(estimate);  // a second result for the same cell is an error too
+  journal_.append(result);     // durable before anything else happens with it
+  if (on_result_) on_result_(result, estimated_s);
+  results_.push_back(std::move(result));
+  checkpoint_if_due();
+}
+
+void Collector::checkpoint_if_due() {
+  const double since = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint_).count();
+  if (since >= options_.checkpoint_s) write_cube("incomplete: checkpoint while running");
+}
+
+void Collector::write_cube(const std::string& run_state) {
+  auto attributes = attributes_;
+  attributes["run_state"] = run_state;
+  if (options_.output.has_parent_path()) std::filesystem::create_directories(options_.output.parent_path());
+  crossbench::write_cube(options_.output, assemble_cube(options_, plan_, rank_devices_, results_, attributes));
+  last_checkpoint_ = std::chrono::steady_clock::now();
+}
+
+}  // namespace crossbench

@@ -1,0 +1,116 @@
+// Batch normalisation with scale (gamma) and shift (beta), statistics in fp32.
+// Training: batch statistics (forward_training), backward with scale and
+// shift gradients, and PyTorch's running-statistics update (momentum, unbiased
+// variance) as a small host loop. Inference: use_global_stats with the running
+// statistics of a fresh model (mean 0, variance 1).
+#include "crossbench/error.hpp"
+#include "engines/onednn/graph.hpp"
+
+namespace crossbench::onednn {
+namespace {
+
+const auto kScaleShift = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+
+void fill(BuildContext& ctx, const Tensor& t, float value) {
+  MemoryPool* pool = &ctx.graph.pool;
+  ctx.after_allocation([pool, t, value] {
+    auto* data = static_cast<float*>(pool->address(t.buffer, t.offset));
+    for (std::int64_t i = 0; i < elements_of(t.desc); ++i) data[i] = value;
+  });
+}
+
+}  // namespace
+
+void forward_batch_norm(BuildContext& ctx, int index) {
+  const Layer& layer = ctx.layer(index);
+  const Tensor& src = ctx.input_state(index).out;
+  const std::int64_t channels = layer.output.channels;
+  const auto flags = ctx.training ? kScaleShift : kScaleShift | dnnl::normalization_flags::use_global_stats;
+  const auto prop = ctx.training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
+  const dnnl::batch_normalization_forward::desc desc(prop, src.desc, static_cast<float>(layer.params.bn_epsilon), flags);
+  const auto pd = CB_CHECK_DNNL(dnnl::batch_normalization_forward::primitive_desc(desc, ctx.attr, ctx.graph.engine));
+
+  LayerState& s = ctx.state(index);
+  const md per_channel({channels}, dt::f32, tag::a);
+  const int gamma = ctx.add_parameter(index, synthetic::Slot::bn_gamma, per_channel, per_channel);
+  const int beta = ctx.add_parameter(index, synthetic::Slot::bn_beta, per_channel, per_channel);
+  s.out = ctx.new_tensor(pd.dst_desc(), ctx.label(index, "output"));
+  Tensor mean, variance;
+  if (ctx.training) {
+    mean = ctx.new_tensor(pd.mean_desc(), ctx.label(index, "batch mean"));
+    variance = ctx.new_tensor(pd.variance_desc(), ctx.label(index, "batch variance"));
+  } else {
+    mean = ctx.new_tensor(pd.mean_desc(), ctx.label(index, "running mean"), true);
+    variance = ctx.new_tensor(pd.variance_desc(), ctx.label(index, "running variance"), true);
+    fill(ctx, mean, 0.f);
+    fill(ctx, variance, 1.f);
+  }
+  ctx.push_primitive(ctx.label(index, "forward"), pd,
+                     {{DNNL_ARG_SRC, src},
+                      {DNNL_ARG_DST, s.out},
+                      {DNNL_ARG_SCALE, ctx.graph.parameters[static_cast<std::size_t>(gamma)].value},
+                      {DNNL_ARG_SHIFT, ctx.graph.parameters[static_cast<std::size_t>(beta)].value},
+                      {DNNL_ARG_MEAN, mean},
+                      {DNNL_ARG_VARIANCE, variance}});
+  s.forward_pd = pd;
+  s.saved = {src, mean, variance};
+
+  if (ctx.training) {
+    // running = (1 - momentum) * running + momentum * batch statistic (unbiased variance), as PyTorch.
+    const Tensor running_mean = ctx.new_tensor(per_channel, ctx.label(index, "running mean"), true);
+    const Tensor running_variance = ctx.new_tensor(per_channel, ctx.label(index, "running variance"), true);
+    fill(ctx, running_mean, 0.f);
+    fill(ctx, running_variance, 1.f);
+    const dims shape = ctx.shape_of(index);
+    const double count = static_cast<double>(shape[0] * shape[2] * shape[3]);
+    const float momentum = static_cast<float>(layer.params.bn_momentum);
+    const float unbias = count > 1 ? static_cast<float>(count / (count - 1)) : 1.f;
+    MemoryPool* pool = &ctx.graph.pool;
+    RunState* state = ctx.graph.state.get();
+    ctx.push_host(ctx.label(index, "running statistics"), {mean, variance, running_mean, running_variance},
+                  [=] {
+                    if (!state->update_running_stats) return;
+                    const auto* m = static_cast<const float*>(pool->address(mean.buffer, mean.offset));
+                    const auto* v = static_cast<const float*>(pool->address(variance.buffer, variance.offset));
+                    auto* rm = static_cast<float*>(pool->address(running_mean.buffer, running_mean.offset));
+                    auto* rv = static_cast<float*>(pool->address(running_variance.buffer, running_variance.offset));
+                    for (std::int64_t c = 0; c < channels; ++c) {
+                      rm[c] = (1 - momentum) * rm[c] + momentum * m[c];
+                      rv[c] = (1 - momentum) * rv[c] + momentum * v[c] * unbias;
+                    }
+                  });
+  }
+}
+
+void backward_batch_norm(BuildContext& ctx, int index) {
+  const Layer& layer = ctx.layer(index);
+  const int from = ctx.input_of(index);
+  LayerState& s = ctx.state(index);
+  const auto fwd = std::any_cast<dnnl::batch_normalization_forward::primitive_desc>(s.forward_pd);
+  const Tensor &src = s.saved[0], &mean = s.saved[1], &variance = s.saved[2];
+  const dnnl::batch_normalization_backward::desc desc(dnnl::prop_kind::backward, s.out.desc, src.desc,
+                                                      static_cast<float>(layer.params.bn_epsilon), kScaleShift);
+  const auto pd =
+      CB_CHECK_DNNL(dnnl::batch_normalization_backward::primitive_desc(desc, ctx.attr, ctx.graph.engine, fwd));
+  const Tensor dy = ctx.ensure(ctx.gradient(index), pd.diff_dst_desc(), ctx.label(index, "output gradient"));
+  const md per_channel({layer.output.channels}, dt::f32, tag::a);
+  ctx.set_parameter_gradient(s.parameters[0], per_channel);
+  ctx.set_parameter_gradient(s.parameters[1], per_channel);
+  // oneDNN always computes the data gradient; without a consumer it goes to a scratch tensor.
+  const bool wanted = ctx.state(from).needs_grad;
+  const GradientSink sink = wanted ? ctx.begin_gradient(from, pd.diff_src_desc(), ctx.label(index, "backward"))
+                                   : GradientSink{from, ctx.new_tensor(pd.diff_src_desc(), ctx.label(index, "unused input gradient")), true};
+  const auto& params = ctx.graph.parameters;
+  ctx.push_primitive(ctx.label(index, "backward"), pd,
+                     {{DNNL_ARG_SRC, src},
+                      {DNNL_ARG_MEAN, mean},
+                      {DNNL_ARG_VARIANCE, variance},
+                      {DNNL_ARG_DIFF_DST, dy},
+                      {DNNL_ARG_SCALE, params[static_cast<std::size_t>(s.parameters[0])].value},
+                      {DNNL_ARG_DIFF_SRC, sink.target},
+                      {DNNL_ARG_DIFF_SCALE, params[static_cast<std::size_t>(s.parameters[0])].gradient},
+                      {DNNL_ARG_DIFF_SHIFT, params[static_cast<std::size_t>(s.parameters[1])].gradient}});
+  if (wanted) ctx.end_gradient(sink, ctx.label(index, "backward"));
+}
+
+}  // namespace crossbench::onednn

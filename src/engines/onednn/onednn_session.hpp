@@ -1,0 +1,48 @@
+// OnednnSession: one prepared (network, batch, precision, phase) on the CPU.
+// Exposed in this header (not in the public Engine interface) so that the
+// engine's tests can read parameters, activations and gradients.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "crossbench/engine.hpp"
+#include "crossbench/synthetic.hpp"
+#include "engines/onednn/graph.hpp"
+
+namespace crossbench::onednn {
+
+class OnednnSession final : public Session {
+ public:
+  OnednnSession(const Network& network, const CellSpec& cell, const EngineConfig& config,
+                const GraphOptions& options = {});
+
+  void step() override;
+  StepTimer& timer() override { return timer_; }
+  MemoryUse memory() const override { return {static_cast<std::int64_t>(graph_->pool.planned_bytes())}; }
+  OutputCheck check() override;
+
+  // ---- For tests: values in canonical layouts (synthetic.hpp), as fp32 ----
+  // A parameter's value and gradient (after check() or step() in training).
+  std::vector<float> parameter(int layer, synthetic::Slot slot);
+  std::vector<float> parameter_gradient(int layer, synthetic::Slot slot);
+  // A layer's output, NCHW (or (N, features)), and the gradient of the loss
+  // with respect to it. Meaningful only with GraphOptions{reuse_memory = false,
+  // in_place = false}: otherwise the buffer may hold a later tensor.
+  std::vector<float> output(int layer);
+  std::vector<float> output_gradient(int layer);
+  std::vector<float> logits();
+  std::size_t unshared_bytes() const { return graph_->pool.unshared_bytes(); }
+
+ private:
+  void run(std::size_t begin, std::size_t end);
+  std::vector<float> to_canonical(const Tensor& tensor, const md& canonical);
+  const Parameter& find(int layer, synthetic::Slot slot) const;
+
+  std::unique_ptr<Graph> graph_;
+  EngineConfig config_;
+  SteadyClockTimer timer_;
+  std::uint64_t steps_ = 0;
+};
+
+}  // namespace crossbench::onednn

@@ -1,0 +1,1 @@
+"""Code that every crossbench framework worker shares (no framework imports here)."""

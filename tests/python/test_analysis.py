@@ -1,0 +1,631 @@
+"""Tests of analysis/ (crossbench_analysis): every command on three kinds of cube.
+
+* "h5py": a cube written here with h5py following DESIGN.md's schema (committed
+  enum, dimension scales), with every status and two device keys;
+* "writer": a cube written by the project's own C++ writer
+  ($CROSSBENCH_BUILD_DIR/.../write_sample_cube OUT.h5: mixed statuses, two keys);
+* "crossbench": a cube produced by a real `crossbench run` on the CPU, in this
+  test session.
+
+The last two are skipped, with the reason, when the binaries are not built.
+CROSSBENCH_BUILD_DIR defaults to build/ in the repository.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "analysis"))
+
+from crossbench_analysis import cube as cubemod  # noqa: E402
+from crossbench_analysis import plots  # noqa: E402
+from crossbench_analysis.analysis import collapse_replicas, focus_batch  # noqa: E402
+from crossbench_analysis.report import SECTIONS  # noqa: E402
+from crossbench_analysis.synthetic import ok_cell, write_cube  # noqa: E402
+
+REPORT = REPO / "scripts" / "report"
+BUILD = Path(os.environ.get("CROSSBENCH_BUILD_DIR", REPO / "build"))
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+TIME_VARS = ("median_ms", "mean_ms", "min_ms", "max_ms", "p05_ms", "p95_ms", "ci_low_ms", "ci_high_ms")
+
+
+def cli(*args, timeout=900):
+    """Run scripts/report (the wrapper users run) and return the CompletedProcess."""
+    return subprocess.run([str(REPORT), *map(str, args)], capture_output=True, text=True, timeout=timeout,
+                          cwd=REPO)
+
+
+# ---------------------------------------------------------------------------
+# cube sources
+
+GPU_KEY = "NVIDIA H100 80GB HBM3 | 80 GiB | 132 SM | sm_90"
+CPU_KEY = "Intel(R) Xeon(R) CPU | 2 threads | avx2"
+
+
+def write_h5py_cube(path: Path) -> None:
+    """Two device keys, two engines, three networks, fp32 + bf16, batches 16/32/64,
+    both phases, two replicas; OOM, unsupported, failed, timeout and not_run cells."""
+    rng = np.random.default_rng(2017)
+    axes = {"device": [GPU_KEY, CPU_KEY], "engine": ["cudnn", "onednn"],
+            "network": ["alexnet", "vgg11", "resnet50"], "precision": ["fp32", "bf16"],
+            "batch": [16, 32, 64], "phase": ["inference", "training"], "replica": [0, 1]}
+    gflop = {"alexnet": 1.43, "vgg11": 15.2, "resnet50": 8.18}
+    cells = []
+    for dev, eng, speed in ((GPU_KEY, "cudnn", 20.0), (CPU_KEY, "onednn", 0.5)):
+        for n in axes["network"]:
+            for p in axes["precision"]:
+                for b in axes["batch"]:
+                    for ph in axes["phase"]:
+                        for rep in axes["replica"]:
+                            co = dict(device=dev, engine=eng, network=n, precision=p, batch=b, phase=ph,
+                                      replica=rep)
+                            if dev == CPU_KEY and p == "bf16":
+                                cells.append(dict(co, status="unsupported", message="no native bf16 on this CPU"))
+                            elif n == "vgg11" and ph == "training" and b == 64:
+                                cells.append(dict(co, status="oom", message="out of memory: 3.1 GiB requested"))
+                            elif n == "resnet50" and ph == "training" and b == 32 and dev == GPU_KEY:
+                                cells.append(dict(co, status="failed", message="CUDNN_STATUS_INTERNAL_ERROR"))
+                            elif n == "alexnet" and ph == "training" and b == 64 and dev == CPU_KEY and rep == 1:
+                                cells.append(dict(co, status="timeout", message="cell time limit 60 s"))
+                            else:
+                                mult = 3 if ph == "training" else 1
+                                t = gflop[n] * mult * b / speed * (1 + 0.1 * (b == 64)) * (1 + 0.02 * rep)
+                                s = t * np.exp(rng.normal(0, 0.005, 40))
+                                c = ok_cell(co, s, b, steps=40, rank=rep)
+                                c["tflops"] = gflop[n] * mult * b / c["median_ms"]
+                                c["peak_memory_bytes"] = 1e8 * b
+                                if dev == GPU_KEY:
+                                    c["energy_j_per_image"] = 0.1 * gflop[n]
+                                    c["mean_sm_clock_mhz"] = 1755.0
+                                    c["throttled"] = 1 if (n == "resnet50" and b == 16) else 0
+                                cells.append(c)
+    ranks = [dict(rank=0, host="gpu01", device_key=GPU_KEY, device_index=0, uuid="GPU-1", pci_bus_id="0000:1b:00.0",
+                  memory_bytes=80 * 2**30, sm_clock_mhz=1980, memory_clock_mhz=2619, power_limit_w=700,
+                  driver="550.54.15"),
+             dict(rank=1, host="cpu01", device_key=CPU_KEY, device_index=-1, memory_bytes=64 * 2**30,
+                  sm_clock_mhz=2400, driver="6.1.0", threads=2)]
+    write_cube(path, axes, cells, ranks,
+               attrs={"created": "2026-11-29T12:00:00Z", "command_line": "crossbench run --job t.ini",
+                      "job_file": "[matrix]\nnetworks = alexnet vgg11 resnet50\n", "crossbench_version": "0.1.0",
+                      "git_revision": "abc123", "hdf5_version": "1.10.8"})
+
+
+def find_binary(name: str) -> Path | None:
+    if not BUILD.is_dir():
+        return None
+    direct = BUILD / name
+    if direct.is_file() and os.access(direct, os.X_OK):
+        return direct
+    hits = sorted(p for p in glob.glob(str(BUILD / "**" / name), recursive=True)
+                  if os.path.isfile(p) and os.access(p, os.X_OK))
+    return Path(hits[0]) if hits else None
+
+
+CPU_JOB = """\
+# analysis tests: a tiny CPU matrix (fp32 runs; bf16 is unsupported on CPUs without native bf16)
+[matrix]
+networks = alexnet, googlenet
+engines = auto
+precisions = fp32
+batches = 1, 2
+phases = inference, training
+
+[measure]
+warmup = 2
+min_steps = 20
+max_steps = 40
+"""
+
+
+def run_crossbench(out: Path, job_text: str, *extra: str) -> Path:
+    exe = find_binary("crossbench")
+    if exe is None:
+        pytest.skip(f"crossbench is not built in {BUILD} (set CROSSBENCH_BUILD_DIR)")
+    job = out.with_suffix(".ini")
+    job.write_text(job_text)
+    env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "2"))
+    r = subprocess.run([str(exe), "run", "--job", str(job), "--output", str(out), "--quiet", *extra],
+                       capture_output=True, text=True, timeout=900, cwd=REPO, env=env)
+    assert r.returncode == 0, f"crossbench run failed ({r.returncode}):\n{r.stdout}\n{r.stderr}"
+    assert out.is_file(), f"crossbench run wrote no cube at {out}"
+    return out
+
+
+@pytest.fixture(scope="session", params=["h5py", "writer", "crossbench"])
+def cube_file(request, tmp_path_factory) -> Path:
+    kind = request.param
+    d = tmp_path_factory.mktemp(f"cube-{kind}")
+    out = d / f"{kind}.h5"
+    if kind == "h5py":
+        write_h5py_cube(out)
+    elif kind == "writer":
+        exe = find_binary("write_sample_cube")
+        if exe is None:
+            pytest.skip(f"write_sample_cube (the C++ writer's sample program) is not built under {BUILD}")
+        r = subprocess.run([str(exe), str(out)], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, f"write_sample_cube failed:\n{r.stdout}\n{r.stderr}"
+    else:
+        run_crossbench(out, CPU_JOB)
+    return out
+
+
+@pytest.fixture(scope="session")
+def loaded(cube_file):
+    return cubemod.load(cube_file)
+
+
+@pytest.fixture(scope="session")
+def report_dir(cube_file, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("report")
+    r = cli("report", cube_file, "-o", out)
+    assert r.returncode == 0, f"report failed:\n{r.stdout}\n{r.stderr}"
+    return out
+
+
+# ---------------------------------------------------------------------------
+# loading
+
+def test_load_has_schema_axes_and_statuses(loaded, cube_file):
+    assert loaded.schema == "crossbench-cube/1"
+    for d in cubemod.CELL_DIMS:
+        assert d in loaded.ds.dims
+    cells = loaded.cells
+    n = int(np.prod([len(loaded.ds[d]) for d in cubemod.CELL_DIMS]))
+    assert len(cells) == n
+    assert set(cells["status"]) <= set(cubemod.STATUS_NAMES)
+    assert (cells["status"] == "ok").any()
+    ok = cells[cells["status"] == "ok"]
+    assert (ok["median_ms"] > 0).all()
+    assert (ok["ci_low_ms"] <= ok["median_ms"]).all() and (ok["median_ms"] <= ok["ci_high_ms"]).all()
+    # Numbers are NaN unless ok: never a zero standing in for a missing measurement.
+    assert cells.loc[cells["status"] != "ok", "median_ms"].isna().all()
+    assert cells["batch"].dtype.kind == "i"
+
+
+def test_load_matches_xarray_open_dataset(loaded, cube_file):
+    """Our h5py reader and netCDF (xarray.open_dataset) agree on axes and values."""
+    import xarray as xr
+    try:
+        ds = xr.open_dataset(cube_file)
+    except Exception as e:  # pragma: no cover - depends on the netCDF backends installed
+        pytest.skip(f"xarray.open_dataset cannot open the cube here: {e}")
+    with ds:
+        for d in cubemod.CELL_DIMS:
+            assert [str(v) for v in ds[d].values] == [str(v) for v in loaded.ds[d].values]
+        ours = loaded.ds["median_ms"].transpose(*ds["median_ms"].dims).values
+        theirs = ds["median_ms"].values
+        ok = loaded.ds["status"].transpose(*ds["median_ms"].dims).values == "ok"
+        np.testing.assert_allclose(ours[ok], theirs[ok])
+
+
+def test_status_decoded_by_enum_name(tmp_path):
+    """The enum is read by name: a cube whose enum numbers differ still decodes right."""
+    p = tmp_path / "c.h5"
+    write_h5py_cube(p)
+    with h5py.File(p, "r+") as f:
+        names = ["timeout", "failed", "unsupported", "oom", "ok", "not_run"]   # reversed numbering
+        old = cubemod._read_status(f["status"])
+        dt = h5py.enum_dtype({n: i for i, n in enumerate(names)}, basetype="u1")
+        codes = np.vectorize(lambda s: names.index(s))(old).astype(np.uint8)
+        dims = [f["status"].dims[i][0] for i in range(7)]
+        del f["status"]
+        ds = f.create_dataset("status", data=codes, dtype=dt)
+        for i, s in enumerate(dims):
+            ds.dims[i].attach_scale(s)
+    c = cubemod.load(p)
+    assert (c.ds["status"].values == old).all()
+
+
+# ---------------------------------------------------------------------------
+# refusing what is not a cube
+
+def test_refuses_foreign_hdf5(tmp_path):
+    p = tmp_path / "foreign.h5"
+    with h5py.File(p, "w") as f:
+        f["temperature"] = np.arange(10.0)
+        f.attrs["title"] = "weather"
+    r = cli("report", p, "-o", tmp_path / "out")
+    assert r.returncode == 2
+    assert "error:" in r.stderr and "not a crossbench cube" in r.stderr and "schema" in r.stderr
+    assert not (tmp_path / "out" / "report.md").exists()
+    for cmd in (["export", p, "--csv", tmp_path / "x.csv"], ["compare", p, p]):
+        r = cli(*cmd)
+        assert r.returncode == 2 and "not a crossbench cube" in r.stderr
+    assert not (tmp_path / "x.csv").exists()
+
+
+def test_refuses_unknown_schema(tmp_path):
+    p = tmp_path / "future.h5"
+    write_h5py_cube(p)
+    with h5py.File(p, "r+") as f:
+        f.attrs["schema"] = "crossbench-cube/99"
+    r = cli("export", p, "--csv", tmp_path / "x.csv")
+    assert r.returncode == 2
+    assert "crossbench-cube/99" in r.stderr and "not known" in r.stderr
+
+
+@pytest.mark.parametrize("content", [b"", b"device,engine\nA100,cudnn\n", b"\x89HDF\r\n\x1a\n garbage"])
+def test_refuses_non_hdf5(tmp_path, content):
+    p = tmp_path / "notacube.h5"
+    p.write_bytes(content)
+    r = cli("report", p, "-o", tmp_path / "out")
+    assert r.returncode == 2
+    assert r.stderr.startswith("error:") and "HDF5 file" in r.stderr and "not a crossbench cube" in r.stderr
+    r = cli("report", tmp_path / "missing.h5", "-o", tmp_path / "out")
+    assert r.returncode == 2 and "no such file" in r.stderr
+
+
+def test_cubeerror_from_python(tmp_path):
+    p = tmp_path / "foreign.h5"
+    with h5py.File(p, "w") as f:
+        f["x"] = 1
+    with pytest.raises(cubemod.CubeError, match="no 'schema'"):
+        cubemod.load(p)
+
+
+# ---------------------------------------------------------------------------
+# report
+
+def _is_png(path: Path) -> bool:
+    import matplotlib.image as mpimg
+    data = path.read_bytes()
+    if not data.startswith(PNG_MAGIC):
+        return False
+    img = mpimg.imread(path)
+    return img.ndim == 3 and img.shape[0] > 100 and img.shape[1] > 100
+
+
+def test_report_has_every_section(report_dir):
+    md = (report_dir / "report.md").read_text()
+    html = (report_dir / "report.html").read_text()
+    for title in SECTIONS:
+        assert f"## {title}" in md, title
+        assert title.replace("'", "&#x27;") in html, title
+    assert "## Summary" in md
+
+
+def test_report_figures_are_valid_pngs(report_dir):
+    figs = sorted((report_dir / "figures").glob("*.png"))
+    assert figs, "the report wrote no figure"
+    assert {p.name.split("-")[0] for p in figs} >= {"fig1", "fig4"}
+    for p in figs:
+        assert _is_png(p), p
+    md = (report_dir / "report.md").read_text()
+    for p in figs:
+        assert f"figures/{p.name}" in md
+
+
+def test_report_html_is_self_contained(report_dir):
+    html = (report_dir / "report.html").read_text()
+    srcs = re.findall(r'<img[^>]*src="([^"]+)"', html)
+    assert len(srcs) == len(list((report_dir / "figures").glob("*.png")))
+    for s in srcs:
+        assert s.startswith("data:image/png;base64,")
+        assert base64.b64decode(s.split(",", 1)[1]).startswith(PNG_MAGIC)
+    assert "<link" not in html and "<script" not in html
+
+
+def _section1_tables(md: str) -> dict:
+    """{(heading, row network, column): text} for the tables of section 1."""
+    sec = md.split(f"## {SECTIONS[0]}")[1].split(f"## {SECTIONS[1]}")[0]
+    out, heading, header = {}, None, None
+    for line in sec.splitlines():
+        if line.startswith("### "):
+            heading, header = line[4:], None
+        elif line.startswith("| network |"):
+            header = [c.strip() for c in line.strip("|").split(" | ")]
+        elif line.startswith("|---"):
+            continue
+        elif line.startswith("| ") and header:
+            vals = [c.strip() for c in re.split(r"(?<!\\) \| ", line.strip().strip("|").strip())]
+            for col, v in zip(header[1:], vals[1:]):
+                out[(heading, vals[0], col)] = v
+        else:
+            header = header if line.startswith("|") else None
+    return out
+
+
+def test_report_shows_every_non_ok_cell_as_its_status(loaded, report_dir):
+    """Every cell of section 1's tables that is not ok reads as its status (OOM as OOM)."""
+    cells = collapse_replicas(loaded.cells)
+    b = focus_batch(cells)
+    tables = _section1_tables((report_dir / "report.md").read_text())
+    assert tables
+    at_b = cells[(cells["batch"] == b) & (cells["status"] != "not_run")]
+    checked = 0
+    for r in at_b.itertuples():
+        key = (f"{r.device} — {r.precision}, batch {b}", r.network, f"{r.phase} · {r.engine}")
+        assert key in tables, key
+        text = tables[key]
+        want = cubemod.STATUS_LABELS[r.status]
+        if r.status == "ok":
+            assert re.match(r"^[0-9.]+(e[+-]?\d+)? ms \[", text), text
+        else:
+            assert text.startswith(want), (key, text)
+        checked += 1
+    assert checked == len(at_b)
+    oom = (loaded.cells["status"] == "oom").sum()
+    if oom:
+        assert "OOM" in (report_dir / "report.md").read_text()
+
+
+def test_figures_mark_oom_and_never_plot_zero(loaded):
+    """The bar figure draws an OOM placeholder labelled OOM for each OOM cell, a bar for
+    each ok cell, and nothing of height zero."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    cells = collapse_replicas(loaded.cells)
+    checked_oom = 0
+    for dev in loaded.devices:
+        engines = sorted(set(cells[(cells["device"] == dev) & (cells["status"] != "not_run")]["engine"]))
+        if not engines:
+            continue
+        for b in sorted(cells["batch"].unique()):
+            for prec in sorted(cells["precision"].unique()):
+                d = cells[(cells["device"] == dev) & (cells["batch"] == b) & (cells["precision"] == prec)
+                          & cells["engine"].isin(engines)]
+                if not (d["status"] == "ok").any():
+                    continue
+                fig = plots.fig_time_per_batch(d, dev, prec, b, engines, plots.engine_colors(engines))
+                texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+                n_oom = int((d["status"] == "oom").sum())
+                assert texts.count("OOM") == n_oom
+                checked_oom += n_oom
+                n_bad = int((~d["status"].isin(["ok"])).sum())
+                assert len(texts) == n_bad
+                patches = [p for ax in fig.axes for p in ax.patches if isinstance(p, Rectangle)]
+                bars = [p for p in patches if p.get_gid() == "cell-ok"]
+                assert len(bars) == int((d["status"] == "ok").sum())
+                assert all(p.get_height() > 0 for p in bars)
+                holders = [p.get_gid() for p in patches if (p.get_gid() or "").startswith("cell-")
+                           and p.get_gid() != "cell-ok"]
+                assert sorted(holders) == sorted(f"cell-{s}" for s in d["status"] if s != "ok")
+                plt.close(fig)
+    if (cells["status"] == "oom").any():
+        assert checked_oom > 0
+
+
+def test_batch_figure_marks_first_oom(loaded):
+    import matplotlib.pyplot as plt
+    cells = collapse_replicas(loaded.cells)
+    if cells["batch"].nunique() < 2:
+        pytest.skip("single batch size: no batch curve")
+    for dev in loaded.devices:
+        for prec in sorted(cells["precision"].unique()):
+            d = cells[(cells["device"] == dev) & (cells["precision"] == prec) & (cells["status"] != "not_run")]
+            if d.empty or not (d["status"] == "ok").any():
+                continue
+            engines = sorted(d["engine"].unique())
+            fig = plots.fig_batch_efficiency(d, dev, prec, engines, plots.engine_colors(engines))
+            texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+            nets_with_oom = d[d["status"] == "oom"]["network"].nunique()
+            assert sum(t == "OOM" for t in texts) >= nets_with_oom
+            plt.close(fig)
+
+
+def test_report_batch_words(report_dir, loaded):
+    md = (report_dir / "report.md").read_text()
+    sec2 = md.split(f"## {SECTIONS[1]}")[1].split(f"## {SECTIONS[2]}")[0]
+    if loaded.cells["batch"].nunique() < 2:
+        assert "single batch size" in sec2
+    else:
+        assert "Best throughput at batch" in sec2
+        if (loaded.cells["status"] == "oom").any():
+            assert "OOM from batch" in sec2
+
+
+def test_report_provenance(report_dir, loaded):
+    md = (report_dir / "report.md").read_text()
+    sec5 = md.split(f"## {SECTIONS[4]}")[1]
+    for key in ("schema", "command_line"):
+        if key in loaded.attrs:
+            assert key in sec5
+    if "host" in loaded.ranks.columns:
+        for h in set(loaded.ranks["host"]):
+            assert str(h) in sec5
+    thr = loaded.cells[(loaded.cells["status"] == "ok") & (loaded.cells["throttled"] == 1)]
+    if len(thr):
+        assert f"{len(thr)} cell(s) ran while the device throttled" in sec5
+
+
+# ---------------------------------------------------------------------------
+# export
+
+def test_export_one_row_per_cell(loaded, cube_file, tmp_path):
+    out = tmp_path / "cells.csv"
+    r = cli("export", cube_file, "--csv", out, "--samples", tmp_path / "steps.csv")
+    assert r.returncode == 0, r.stderr
+    with out.open() as f:
+        rows = list(csv.DictReader(f))
+    n = int(np.prod([len(loaded.ds[d]) for d in cubemod.CELL_DIMS]))
+    assert len(rows) == n
+    cols = set(rows[0])
+    assert set(cubemod.CELL_DIMS) <= cols
+    assert set(cubemod.CELL_VARS) <= cols
+    keys = {tuple(r[d] for d in cubemod.CELL_DIMS) for r in rows}
+    assert len(keys) == n, "a cell appears twice"
+    want = loaded.cells["status"].value_counts().to_dict()
+    got = {}
+    for r in rows:
+        got[r["status"]] = got.get(r["status"], 0) + 1
+    assert got == want
+    for r in rows:
+        if r["status"] == "ok":
+            assert float(r["median_ms"]) > 0
+        else:
+            assert r["median_ms"] == ""
+    ok_steps = int(loaded.cells.loc[loaded.cells["status"] == "ok", "steps"].sum())
+    with (tmp_path / "steps.csv").open() as f:
+        assert sum(1 for _ in f) - 1 == ok_steps
+
+
+# ---------------------------------------------------------------------------
+# compare
+
+def _rewrite_times(src: Path, dst: Path, factor_of) -> None:
+    """Copy `src` to `dst`, multiplying every time of each ok cell by factor_of(median, lo, hi)."""
+    shutil.copy(src, dst)
+    with h5py.File(dst, "r+") as f:
+        status = cubemod._read_status(f["status"])
+        ok = status == "ok"
+        med, lo, hi = f["median_ms"][()], f["ci_low_ms"][()], f["ci_high_ms"][()]
+        factor = np.ones_like(med)
+        factor[ok] = factor_of(med[ok], lo[ok], hi[ok])
+        for v in TIME_VARS + ("std_ms",):
+            if v in f:
+                a = f[v][()]
+                f[v][...] = np.where(ok, a * factor, a)
+        for v in ("images_per_s", "tflops"):
+            if v in f:
+                a = f[v][()]
+                f[v][...] = np.where(ok, a / factor, a)
+        if "samples_ms" in f:
+            s = f["samples_ms"][()]
+            f["samples_ms"][...] = s * factor[..., None]
+
+
+def test_compare_same_cube_passes(cube_file):
+    r = cli("compare", cube_file, cube_file)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "no cell moved" in r.stdout
+
+
+def test_compare_detects_planted_slowdown(cube_file, loaded, tmp_path):
+    slow = tmp_path / "slow.h5"
+    _rewrite_times(cube_file, slow, lambda m, lo, hi: np.full_like(m, 1.2))
+    r = cli("compare", cube_file, slow, "--fail-above", "5%", "--csv", tmp_path / "cmp.csv")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "REGRESSION" in r.stdout and "+20.0%" in r.stdout
+    import pandas as pd
+    t = pd.read_csv(tmp_path / "cmp.csv")
+    ok = loaded.cells[loaded.cells["status"] == "ok"]
+    # Every cell whose CI is narrow enough for a 20% move to stand out is flagged.
+    narrow = ok[(ok["ci_high_ms"] - ok["ci_low_ms"]) / ok["median_ms"] < 0.15]
+    assert len(narrow) > 0
+    flagged = t[t["regression"]]
+    assert len(flagged) >= len(narrow)
+    assert ((flagged["change_pct"] - 20).abs() < 1e-6).all()
+    # A threshold above the slowdown does not fail.
+    r = cli("compare", cube_file, slow, "--fail-above", "25%")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "slower" in r.stdout
+
+
+def test_compare_ignores_noise_within_ci(cube_file, tmp_path):
+    noisy = tmp_path / "noisy.h5"
+    rng = np.random.default_rng(5)
+
+    def within(m, lo, hi):
+        # Move each median by up to 30% of its CI half-width, either way.
+        u = rng.uniform(-0.3, 0.3, m.shape)
+        half = np.where(u > 0, hi - m, m - lo)
+        return 1 + u * half / m
+    _rewrite_times(cube_file, noisy, within)
+    r = cli("compare", cube_file, noisy, "--fail-above", "5%")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "REGRESSION" not in r.stdout
+
+
+def test_compare_fails_on_ok_to_oom(cube_file, loaded, tmp_path):
+    broken = tmp_path / "broken.h5"
+    shutil.copy(cube_file, broken)
+    with h5py.File(broken, "r+") as f:
+        st = f["status"][()]
+        enum = h5py.check_enum_dtype(f["status"].dtype)
+        ok_code, oom_code = enum["ok"], enum["oom"]
+        idx = tuple(np.argwhere(st == ok_code)[0])
+        st[idx] = oom_code
+        f["status"][...] = st
+    r = cli("compare", cube_file, broken)
+    assert r.returncode == 1
+    assert "ok → OOM" in r.stdout
+
+
+def test_compare_bad_threshold(cube_file):
+    r = cli("compare", cube_file, cube_file, "--fail-above", "lots")
+    assert r.returncode == 2 and "error:" in r.stderr
+
+
+# ---------------------------------------------------------------------------
+# procurement
+
+def test_procurement(loaded, cube_file, tmp_path):
+    devices = loaded.devices
+    prices = tmp_path / "prices.csv"
+    lines = ["# test prices", "device,price,power_w"]
+    for i, d in enumerate(devices):
+        lines.append(f"{d},{1000 * (i + 1)}" + (",300" if i == 0 else ""))
+    prices.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "proc"
+    r = cli("procurement", cube_file, "--prices", prices, "-o", out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "images/s per 1000 USD" in r.stdout
+    for d in devices:
+        assert d.replace("|", "\\|") in r.stdout
+    assert _is_png(out / "pareto.png")
+    assert (out / "procurement.md").is_file() and (out / "procurement.csv").is_file()
+    # A single network and phase, by substring device names.
+    net = loaded.cells.loc[loaded.cells["status"] == "ok", "network"].iloc[0]
+    r = cli("procurement", cube_file, "--prices", prices, "-o", out, "--network", net, "--phase", "inference")
+    assert r.returncode == 0, r.stderr
+
+
+def test_procurement_prices_errors(loaded, cube_file, tmp_path):
+    p = tmp_path / "prices.csv"
+    p.write_text("no-such-device-xyz,100\n")
+    r = cli("procurement", cube_file, "--prices", p, "-o", tmp_path / "o")
+    assert r.returncode == 2 and "no device matches" in r.stderr
+    p.write_text(f"{loaded.devices[0]},cheap\n")
+    r = cli("procurement", cube_file, "--prices", p, "-o", tmp_path / "o")
+    assert r.returncode == 2 and "not a number" in r.stderr
+
+
+def test_procurement_ambiguous_substring(tmp_path):
+    c = tmp_path / "c.h5"
+    write_h5py_cube(c)
+    p = tmp_path / "prices.csv"
+    p.write_text("|,100\n")   # matches both keys
+    r = cli("procurement", c, "--prices", p, "-o", tmp_path / "o")
+    assert r.returncode == 2 and "ambiguous" in r.stderr
+
+
+# ---------------------------------------------------------------------------
+# the h5py cube's known facts (its numbers are known, so check them exactly)
+
+def test_h5py_cube_facts(tmp_path):
+    p = tmp_path / "c.h5"
+    write_h5py_cube(p)
+    c = cubemod.load(p)
+    cells = collapse_replicas(c.cells)
+    # timeout in replica 1 only: the cell is ok through replica 0.
+    r = cells[(cells["device"] == CPU_KEY) & (cells["engine"] == "onednn") & (cells["network"] == "alexnet")
+              & (cells["batch"] == 64)
+              & (cells["phase"] == "training") & (cells["precision"] == "fp32")].iloc[0]
+    assert r.status == "ok" and r.n_ok == 1 and "timeout" in r.message
+    from crossbench_analysis.analysis import batch_curve
+    s = cells[(cells["device"] == GPU_KEY) & (cells["engine"] == "cudnn") & (cells["network"] == "vgg11")
+              & (cells["phase"] == "training")
+              & (cells["precision"] == "fp32")]
+    f = batch_curve(s)
+    assert f["first_oom"] == 64 and f["largest_fit"] == 32
+    from crossbench_analysis.peaks import PeakTable
+    pk = PeakTable.read().peak(GPU_KEY, "bf16")
+    assert pk.tflops == pytest.approx(989.4)
+    assert PeakTable.read().peak(CPU_KEY, "fp32").tflops is None
+    assert PeakTable.read().peak("NVIDIA A10 | 24 GiB", "fp32").tflops == pytest.approx(31.2)
+    assert PeakTable.read().peak("NVIDIA A100-SXM4-80GB", "fp32").tflops == pytest.approx(19.5)
+    assert PeakTable.read().peak("NVIDIA H100 PCIe", "fp16").tflops == pytest.approx(756)
+    assert PeakTable.read().peak("Tesla K40c", "fp32").tflops == pytest.approx(4.29)
