@@ -23,6 +23,7 @@ import argparse
 import math
 import os
 import pathlib
+import re
 import statistics
 import subprocess
 import sys
@@ -140,25 +141,32 @@ def export_network(binary: pathlib.Path, name: str, workdir: pathlib.Path) -> pa
 # ---- PyTorch ---------------------------------------------------------------------------------
 
 def median_ci(samples):
-    """The distribution-free 95% CI of the median (order statistics n/2 -+ 1.96 sqrt(n)/2),
-    as crossbench's statistics compute it."""
+    """The distribution-free 95% CI of the median, exactly as src/core/statistics.cpp: 1-based
+    order statistics floor(n/2 - 1.96 sqrt(n)/2) and ceil(n/2 + 1.96 sqrt(n)/2) + 1, clamped."""
     ordered = sorted(samples)
     n = len(ordered)
-    half = 1.96 * math.sqrt(n) / 2
-    low = max(0, int(math.floor(n / 2 - half)))
-    high = min(n - 1, int(math.ceil(n / 2 + half)) - 1)
-    return ordered[low], ordered[high]
+    if n < 2:
+        return math.nan, math.nan
+    half_band = 1.959963984540054 * math.sqrt(n) / 2.0
+    low_rank = math.floor(n / 2.0 - half_band)
+    high_rank = math.ceil(n / 2.0 + half_band) + 1.0
+    index = lambda rank: int(min(max(rank, 1.0), float(n)) - 1.0)  # noqa: E731
+    return ordered[index(low_rank)], ordered[index(high_rank)]
 
 
 def converged(samples, target_ci: float) -> bool:
+    """crossbench's stopping rule: the CI half-width relative to the median is at most target_ci."""
     median = statistics.median(samples)
     low, high = median_ci(samples)
-    return median > 0 and (high - low) / 2 / median < target_ci
+    half_width = (high - low) / 2.0
+    return math.isfinite(half_width) and median > 0 and half_width / median <= target_ci
 
 
 def time_pytorch(torch, model, batch: int, phase: str, args):
-    """(median ms, steps) of one cell: warm-up, then crossbench's stopping rule."""
+    """(median ms, steps, check loss) of one cell: warm-up, then crossbench's stopping rule."""
     x, labels = model.synthetic_input(batch), model.synthetic_labels(batch)
+    model.reset_state()  # a fresh session, as crossbench prepares one per cell
+    check = model.check(x, labels, training=phase == "training")  # dropout step 0, like Session::check
     if phase == "training":
         model.train()
         step = lambda: model.training_step(x, labels)  # noqa: E731
@@ -177,10 +185,10 @@ def time_pytorch(torch, model, batch: int, phase: str, args):
         if len(samples) >= next_check:
             if converged(samples, args.target_ci):
                 break
-            next_check = max(next_check + 1, int(math.ceil(next_check * 1.1)))
+            next_check = len(samples) + max(10, len(samples) // 10)  # as src/core/runner.cpp
         if time.perf_counter() - started > args.cell_time_limit and len(samples) >= args.min_steps:
             break
-    return statistics.median(samples), len(samples)
+    return statistics.median(samples), len(samples), check["loss"]
 
 
 # ---- Main ------------------------------------------------------------------------------------
@@ -210,15 +218,18 @@ def main(argv=None) -> int:
             for batch in batches:
                 for phase in phases:
                     theirs[(name, batch, phase)] = time_pytorch(torch, model, batch, phase, args)
-                    ms, steps = theirs[(name, batch, phase)]
-                    print(f"pytorch: {name} batch {batch} {phase}: {ms:.2f} ms ({steps} steps)",
+                    ms, steps, loss = theirs[(name, batch, phase)]
+                    print(f"pytorch: {name} batch {batch} {phase}: {ms:.2f} ms ({steps} steps, loss {loss:.6g})",
                           file=sys.stderr, flush=True)
             del model
 
     print(f"\nCPU, fp32, {args.threads} thread(s); PyTorch {torch.__version__}"
           f"{' channels_last' if args.channels_last else ''}; medians [ms]; "
-          f"ratio = PyTorch / crossbench (> 1: crossbench faster)\n")
-    header = f"{'network':<10} {'batch':>5} {'phase':<10} {'crossbench':>11} {'pytorch':>10} {'ratio':>7}  steps (cb/pt)"
+          f"ratio = PyTorch / crossbench (> 1: crossbench faster)")
+    print("loss: each side's output check (forward, dropout step 0) on the same synthetic batch; "
+          "crossbench's from the cube's message (6 digits)\n")
+    header = (f"{'network':<9} {'batch':>5} {'phase':<9} {'crossbench':>10} {'pytorch':>9} {'ratio':>6}"
+              f"  {'steps cb/pt':>11}  {'loss cb':>9} {'loss pt':>9}")
     print(header)
     print("-" * len(header))
     ratios = []
@@ -226,19 +237,22 @@ def main(argv=None) -> int:
         for batch in batches:
             for phase in phases:
                 status, cb_ms, cb_steps, message = native.get((name, batch, phase), ("missing", math.nan, -1, ""))
-                pt_ms, pt_steps = theirs[(name, batch, phase)]
+                pt_ms, pt_steps, pt_loss = theirs[(name, batch, phase)]
+                found = re.search(r"loss ([-+0-9.eEnaif]+)", message or "")
+                cb_loss = found.group(1) if found else "?"
                 if status == "ok" and cb_ms > 0:
                     ratio = pt_ms / cb_ms
                     ratios.append(ratio)
-                    cb_text, ratio_text = f"{cb_ms:11.2f}", f"{ratio:7.2f}"
+                    cb_text, ratio_text = f"{cb_ms:10.2f}", f"{ratio:6.2f}"
                 else:
-                    cb_text, ratio_text = f"{status:>11}", f"{'-':>7}"
-                print(f"{name:<10} {batch:>5} {phase:<10} {cb_text} {pt_ms:10.2f} {ratio_text}  "
-                      f"{cb_steps}/{pt_steps}" + (f"  ({message})" if status != "ok" and message else ""))
+                    cb_text, ratio_text, cb_loss = f"{status:>10}", f"{'-':>6}", "-"
+                print(f"{name:<9} {batch:>5} {phase:<9} {cb_text} {pt_ms:9.2f} {ratio_text}"
+                      f"  {f'{cb_steps}/{pt_steps}':>11}  {cb_loss:>9} {pt_loss:9.6g}"
+                      + (f"  ({message})" if status != "ok" and message else ""))
     if ratios:
         geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
         print("-" * len(header))
-        print(f"{'geometric mean of the ratios':<39} {geomean:7.2f}  ({len(ratios)} cells)")
+        print(f"{'geometric mean of the ratios':<36} {geomean:6.2f}  ({len(ratios)} cells)")
     return 0
 
 

@@ -68,10 +68,21 @@ def _status_legend(statuses) -> list:
     return out
 
 
+def _times(v, _=None) -> str:
+    """A speedup tick: 4×, 1×, 1/8× (log₂ axes)."""
+    if v <= 0:
+        return ""
+    if v >= 1:
+        return f"{v:g}×"
+    return f"1/{1 / v:.3g}×"
+
+
 def _header(fig, title: str, handles: list, ncol: int, legend_title: str | None = None) -> float:
     """Title (top left) and a legend under it, above the axes; returns the top of the
     area left for the axes (a figure fraction, for tight_layout's rect)."""
     H = fig.get_figheight()
+    width_chars = int(fig.get_figwidth() * 10.5)
+    title = "\n".join(wrap(part, width_chars) for part in title.split("\n"))
     lines = title.count("\n") + 1
     fig.text(0.01, 1 - 0.1 / H, title, ha="left", va="top", fontsize=12)
     used = 0.1 + 0.24 * lines + 0.08
@@ -143,8 +154,7 @@ def fig_time_per_batch(d: pd.DataFrame, device: str, precision: str, batch: int,
             ax.text(0.5, 0.6, "no ok cell at this batch", transform=ax.transAxes, ha="center")
     axes[0].set_ylabel(f"time per batch of {batch} images [ms]\n(median, log scale; whiskers: 95% CI)")
     handles = [Patch(color=colors[e], label=f"engine {e}") for e in engines] + _status_legend(seen_status)
-    top = _header(fig, wrap(f"Time per batch on {device} — {precision}, batch {batch} (lower is better)", 110),
-                  handles, 6)
+    top = _header(fig, f"Time per batch on {device} — {precision}, batch {batch} (lower is better)", handles, 6)
     fig.tight_layout(rect=(0, 0, 1, top))
     return fig
 
@@ -178,35 +188,39 @@ def fig_batch_efficiency(d: pd.DataFrame, device: str, precision: str, engines: 
                 color, ls = colors[e], PHASE_STYLE.get(ph, ":")
                 facts = batch_curve(s)
                 if len(ok):
-                    per_image = ok["median_ms"] / ok["batch"]
-                    lo = ok["ci_low_ms"] / ok["batch"]
-                    hi = ok["ci_high_ms"] / ok["batch"]
-                    ax.plot(ok["batch"], per_image, ls, color=color, marker="o", ms=3, lw=1.5)
-                    ax.fill_between(ok["batch"], lo, hi, color=color, alpha=0.15, lw=0)
+                    # NaN at batches without a measurement, so the line breaks there.
+                    att = s[s["status"] != "not_run"]
+                    okm = att["status"] == "ok"
+                    per_image = (att["median_ms"] / att["batch"]).where(okm)
+                    lo = (att["ci_low_ms"] / att["batch"]).where(okm)
+                    hi = (att["ci_high_ms"] / att["batch"]).where(okm)
+                    ax.plot(att["batch"], per_image, ls, color=color, marker="o", ms=3, lw=1.5)
+                    ax.fill_between(att["batch"], lo, hi, color=color, alpha=0.15, lw=0)
                     bb = facts["best_batch"]
-                    ax.plot([bb], [per_image[ok["batch"] == bb].iloc[0]], marker="*", ms=13, color=color,
+                    ax.plot([bb], [per_image[att["batch"] == bb].iloc[0]], marker="*", ms=13, color=color,
                             markeredgecolor="black", markeredgewidth=0.7, ls="none", zorder=5)
                     any_best = True
                 trans = blended_transform_factory(ax.transData, ax.transAxes)
+                marks = []
                 if facts["first_oom"] is not None:
                     any_oom = True
                     seen_status.add("oom")
-                    level = oom_at.setdefault(facts["first_oom"], [])
-                    y = 0.95 - 0.07 * len(level)
-                    level.append(e)
-                    ax.plot([facts["first_oom"]], [y], marker="X", ms=9, color=color, transform=trans,
-                            markeredgecolor="#d62728", ls="none", clip_on=False, zorder=5)
-                    if len(level) == 1:
-                        ax.text(facts["first_oom"] / 1.25, y, "OOM", transform=trans, ha="right", va="center",
-                                fontsize=7.5, color="#d62728", fontweight="bold")
+                    marks.append((facts["first_oom"], "oom", "X"))
                     if facts["largest_fit"] is not None:
                         ax.axvline(facts["largest_fit"], color=color, ls=ls, lw=0.8, alpha=0.6)
                 bad = s[~s["status"].isin(["ok", "oom", "not_run"])]
-                for st, g in bad.groupby("status"):
-                    seen_status.add(st)
-                    hatch, scol = STATUS_STYLE.get(st, ("", "black"))
-                    ax.plot(g["batch"], [0.04] * len(g), marker="v", ms=7, color=scol, transform=trans,
+                for r in bad.itertuples():
+                    seen_status.add(r.status)
+                    marks.append((r.batch, r.status, "v"))
+                for bx, st, marker in marks:
+                    level = oom_at.setdefault(bx, [])
+                    y = 0.95 - 0.08 * len(level)
+                    level.append(st)
+                    ax.plot([bx], [y], marker=marker, ms=9 if marker == "X" else 8, color=color, transform=trans,
+                            markeredgecolor=STATUS_STYLE.get(st, ("", "k"))[1], markeredgewidth=1.5,
                             ls="none", clip_on=False, zorder=5)
+                    ax.text(bx / 1.2, y, label(st), transform=trans, ha="right", va="center",
+                            fontsize=7.5, color=STATUS_STYLE.get(st, ("", "k"))[1], fontweight="bold")
                 if ok.empty:
                     st = ", ".join(sorted({label(x) for x in s["status"] if x != "not_run"}))
                     notes.append(f"{e} {ph}: {st}")
@@ -221,9 +235,16 @@ def fig_batch_efficiency(d: pd.DataFrame, device: str, precision: str, engines: 
         if len(batches) > 8:
             for lab in ax.get_xticklabels():
                 lab.set_rotation(45)
-        if d[(d["network"] == n) & (d["status"] == "ok")].shape[0]:
+        okn = d[(d["network"] == n) & (d["status"] == "ok")]
+        if len(okn):
             ax.set_yscale("log")
+            lo = (okn["ci_low_ms"] / okn["batch"]).min()
+            hi = (okn["ci_high_ms"] / okn["batch"]).max()
+            ax.set_ylim(lo / 1.6, hi * 2.2)   # headroom for the status marks at the top
             _log_axis_ticks(ax, None)
+        else:
+            ax.set_yticks([])
+            ax.set_ylim(0, 1)
         ax.set_title(n)
         if k % ncols == 0:
             ax.set_ylabel("time per image [ms]\n(median, log scale)")
@@ -242,10 +263,11 @@ def fig_batch_efficiency(d: pd.DataFrame, device: str, precision: str, engines: 
                               ls="none", label="first batch that ran out of memory (OOM)"))
         handles.append(Line2D([], [], color="#888888", lw=0.8, label="largest batch that fit"))
     for st in sorted(seen_status - {"oom"}):
-        handles.append(Line2D([], [], marker="v", ms=7, color=STATUS_STYLE.get(st, ("", "k"))[1], ls="none",
-                              label=f"{label(st)} at this batch"))
-    top = _header(fig, wrap(f"Batch-size efficiency on {device} — {precision}: time per image against batch "
-                            f"size (lower is better)", 110), handles, 5 if ncols >= 3 else 3)
+        handles.append(Line2D([], [], marker="v", ms=8, color="#888888", markeredgewidth=1.5,
+                              markeredgecolor=STATUS_STYLE.get(st, ("", "k"))[1], ls="none",
+                              label=f"{label(st)} at this batch (no measurement)"))
+    top = _header(fig, f"Batch-size efficiency on {device} — {precision}: time per image against batch "
+                       f"size (lower is better)", handles, 5 if ncols >= 3 else 3)
     fig.tight_layout(rect=(0, 0, 1, top))
     return fig
 
@@ -298,13 +320,13 @@ def fig_speedup(t: pd.DataFrame, title: str, series_col: str, colors: dict, ylab
         axes[0].set_yscale("log", base=2)
         lo, hi = min(vals + [1.0]), max(vals + [1.0])
         axes[0].set_ylim(lo / 1.8, hi * 1.8)
-        axes[0].yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
+        axes[0].yaxis.set_major_formatter(FuncFormatter(_times))
     axes[0].set_ylabel(ylabel)
     handles = [Patch(color=colors.get(s, "#1f77b4"), label=f"{series_col} {s}") for s in series]
     handles.append(Line2D([], [], color="black", ls="--", label="1× = as fast as the baseline"))
     handles += _status_legend(seen)
-    top = _header(fig, wrap(title + " (higher is better)", 110) +
-                  "\nwhiskers: the interval from the two cells' 95% confidence intervals", handles, 5)
+    top = _header(fig, title + " (higher is better)\n"
+                  "whiskers: the interval from the two cells' 95% confidence intervals", handles, 5)
     fig.tight_layout(rect=(0, 0, 1, top))
     return fig
 
@@ -354,8 +376,8 @@ def fig_efficiency(d: pd.DataFrame, device: str, precision: str, batch: int, eng
     else:
         sub = f"{precision} peak of this device unknown (add it to peaks.csv): no % of peak"
     handles = [Patch(color=colors[e], label=f"engine {e}") for e in engines] + _status_legend(seen)
-    top = _header(fig, wrap(f"Achieved TFLOP/s on {device} — {precision}, batch {batch} (higher is better)", 110)
-                  + "\n" + sub, handles, 5)
+    top = _header(fig, f"Achieved TFLOP/s on {device} — {precision}, batch {batch} (higher is better)\n" + sub,
+                  handles, 5)
     fig.tight_layout(rect=(0, 0, 1, top))
     return fig
 
@@ -402,11 +424,13 @@ def fig_pareto(t: pd.DataFrame, workload: str, currency: str = "price") -> plt.F
     return fig
 
 
-def short_device(device: str, width: int = 40) -> str:
-    """The model part of a device key (before its first ' | ' or '['), shortened."""
+def short_device(device: str, width: int = 48) -> str:
+    """The model part of a device key, with its tag: "NVIDIA H200 (132 SMs, sm_9.0,
+    140.0 GiB) [power=500W]" -> "NVIDIA H200 [power=500W]"."""
+    import re
+    m = re.match(r"^(.*?) \((.*)\)(?: \[(.*)\])?$", device)
     head = device
-    for sep in (" | ", " [", "|", ";"):
-        if sep in head:
-            head = head.split(sep)[0]
+    if m:
+        head = m.group(1) + (f" [{m.group(3)}]" if m.group(3) else "")
     head = head.strip() or device
     return head if len(head) <= width else head[: width - 1] + "…"

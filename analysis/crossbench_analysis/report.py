@@ -83,8 +83,8 @@ class Report:
 
     def _dev_id(self, device):
         """A short file-name part: d<index>-<first words of the key>."""
-        words = "-".join(device.replace("|", " ").split()[:3])
-        return f"d{self.devices.index(device)}-{words[:28]}"
+        words = "-".join(plots.short_device(device, 60).split()[:4])
+        return f"d{self.devices.index(device)}-{words[:32]}"
 
     def _no_ok(self, dp, what):
         """True (after saying so) when `dp` has no ok cell: its table says why, no figure."""
@@ -92,7 +92,7 @@ class Report:
             return False
         st = ", ".join(f"{label(k)} ×{v}" for k, v in dp["status"].value_counts().items())
         reasons = sorted({m for m in dp["message"] if m})[:3]
-        self.doc.text(f"No figure for {what}: no cell ran ({st})" +
+        self.doc.text(f"No figure for {what}: no cell was measured ({st})" +
                       (f"; reason: {'; '.join(reasons)}" if reasons else "") + ".")
         return True
 

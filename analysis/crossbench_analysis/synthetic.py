@@ -140,8 +140,8 @@ def demo_cube(path, seed: int = 7, batches=(1, 2, 4, 8, 16, 32, 64, 128, 256, 51
     """A made-up cube: a GPU (two engines) and a CPU, fp32 and fp16, a batch sweep,
     with OOM, unsupported, failed and not_run cells."""
     rng = np.random.default_rng(seed)
-    gpu = "NVIDIA A100-SXM4-40GB | 40 GiB | 108 SM | sm_80"
-    cpu = "Intel(R) Xeon(R) Gold 6248 | 2 threads | avx512_core"
+    gpu = "NVIDIA A100-SXM4-40GB (108 SMs, sm_8.0, 39.4 GiB)"
+    cpu = "CPU Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz (2 threads, avx512_core, 15.5 GiB)"
     axes = {"device": [gpu, cpu], "engine": ["cudnn", "onednn", "pytorch"],
             "network": list(networks), "precision": ["fp32", "fp16"], "batch": list(batches),
             "phase": ["inference", "training"], "replica": [0]}

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -63,6 +64,26 @@ struct OutputCheck {
   std::vector<double> gradient_norms;  // per trainable tensor, in layer order (weight, bias, gamma, beta)
 };
 
+// Device telemetry over the timed steps of a cell (GPU engines: NVML). NaN
+// (or -1) where the device or the engine cannot tell.
+struct Telemetry {
+  double energy_j = std::numeric_limits<double>::quiet_NaN();               // energy counter difference [J]
+  double mean_sm_clock_mhz = std::numeric_limits<double>::quiet_NaN();      // [MHz]
+  double mean_memory_clock_mhz = std::numeric_limits<double>::quiet_NaN();  // [MHz]
+  double mean_power_w = std::numeric_limits<double>::quiet_NaN();           // [W]
+  double max_temperature_c = std::numeric_limits<double>::quiet_NaN();      // [°C]
+  std::int8_t throttled = -1;  // 1: a power/thermal/slowdown throttle reason fired; 0: none; -1: unknown
+  int samples = 0;             // clock/power samples taken
+};
+
+// One layer's share of a step, from a separate profiling pass (--layer-times).
+struct LayerTime {
+  std::string layer;          // the network's layer name
+  std::string kind;           // its LayerKind
+  double forward_ms = 0;      // median over the profiling repetitions [ms]
+  double backward_ms = 0;     // [ms]; 0 in inference
+};
+
 class Session {
  public:
   virtual ~Session() = default;
@@ -74,6 +95,15 @@ class Session {
   // algorithm of every convolution (forward, backward-data, backward-filter),
   // the layout, whether the step is a CUDA graph. Stored in the cube's `decisions`.
   virtual std::string decisions() const { return {}; }
+  // Telemetry: the Runner calls begin_timed_steps() right before the first
+  // timed step and end_timed_steps() after the last one has finished; an
+  // engine that reads device sensors returns what it measured in between.
+  virtual void begin_timed_steps() {}
+  virtual Telemetry end_timed_steps() { return {}; }
+  // An extra profiling pass, outside the timed steps: each layer's forward and
+  // backward time (device events around its ops), median of `repetitions`
+  // steps, in layer order. Empty when the engine cannot profile.
+  virtual std::vector<LayerTime> layer_times(int repetitions) { return {}; }
 };
 
 enum class Update : std::uint8_t { none, sgd };

@@ -1,6 +1,8 @@
 // `crossbench run`: every rank binds its device, runs its share of the plan
 // and streams each result to rank 0, which journals it and writes the cube.
+#include <algorithm>
 #include <chrono>
+#include <tuple>
 #include <ctime>
 #include <iostream>
 #include <map>
@@ -144,6 +146,15 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
   // Every rank: its cells, stopping between cells when a signal asks.
   int results_sent = 0;
   bool interrupted = false;
+  int ranks_finished = 1;  // rank 0: itself, once its own cells are done, plus each `finished` message
+  const auto handle = [&](ChannelMessage message) {
+    if (message.kind == ChannelMessage::Kind::result) {
+      collector->add(std::move(message.result));
+    } else {
+      ++ranks_finished;
+      interrupted = interrupted || message.interrupted;
+    }
+  };
   for (const auto& planned : plan.cells_of(mpi.rank())) {
     if (stop.requested()) {
       interrupted = true;
@@ -160,11 +171,7 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
       continue;
     }
     collector->add(std::move(result));
-    while (auto message = channel.poll()) {
-      if (message->kind == ChannelMessage::Kind::result) collector->add(std::move(message->result));
-      else throw Error("rank " + std::to_string(message->source) + " finished while rank 0 was still running cells; "
-                       "this is handled below and should not arrive here");
-    }
+    while (auto message = channel.poll()) handle(std::move(*message));
   }
   if (mpi.rank() != 0) {
     channel.send_finished(results_sent, interrupted || stop.requested());
@@ -173,19 +180,12 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
   interrupted = interrupted || stop.requested();
 
   // Rank 0: everything the other ranks send, until each says it has finished.
-  int ranks_finished = 1;
   while (ranks_finished < mpi.size()) {
-    auto message = channel.poll();
-    if (!message) {
-      collector->checkpoint_if_due();
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      continue;
-    }
-    if (message->kind == ChannelMessage::Kind::result) {
-      collector->add(std::move(message->result));
+    if (auto message = channel.poll()) {
+      handle(std::move(*message));
     } else {
-      ++ranks_finished;
-      interrupted = interrupted || message->interrupted;
+      collector->checkpoint_if_due();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // between polls: rank 0 has no cells left
     }
   }
   const std::size_t missing = plan.cells.size() - collector->new_results();
@@ -197,8 +197,21 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
   std::map<Status, int> counts;
   for (const auto& result : collector->results()) ++counts[result.status];
   if (!options.quiet) {
+    // The table in matrix order, whatever order the cells finished in.
+    std::vector<CellResult> ordered = collector->results();
+    const auto position = [](const auto& list, const auto& value) {
+      return std::find(list.begin(), list.end(), value) - list.begin();
+    };
+    std::stable_sort(ordered.begin(), ordered.end(), [&](const CellResult& a, const CellResult& b) {
+      const auto rank_of = [&](const CellResult& r) {
+        return std::make_tuple(r.device_key, r.cell.engine, position(options.matrix.networks, r.cell.network),
+                               position(options.matrix.precisions, r.cell.precision), r.cell.batch,
+                               position(options.matrix.phases, r.cell.phase), r.cell.replica);
+      };
+      return rank_of(a) < rank_of(b);
+    });
     std::cout << "\n";
-    print_table(std::cout, collector->results());
+    print_table(std::cout, ordered);
   }
   std::cout << "\ncrossbench: wrote " << options.output.string() << " (" << collector->results().size() << " cells:";
   for (const auto& [status, count] : counts) std::cout << " " << count << " " << to_string(status);

@@ -114,6 +114,7 @@ nlohmann::json to_json(const CellResult& result) {
       {"steps", result.steps},
       {"rank", result.rank},
       {"message", result.message},
+      {"decisions", result.decisions},
       {"samples_ms", std::move(samples)},
   };
 }
@@ -151,6 +152,7 @@ CellResult cell_result_from_json(const nlohmann::json& record) {
   result.steps = static_cast<std::int32_t>(read_integer(record, "steps", 0, int32_highest));
   result.rank = static_cast<std::int32_t>(read_integer(record, "rank", -1, int32_highest));
   result.message = read_string(record, "message");
+  result.decisions = read_string(record, "decisions");
 
   const json& samples = field_of(record, "samples_ms");
   if (!samples.is_array()) malformed("samples_ms", "must be an array, not a " + type_of(samples));

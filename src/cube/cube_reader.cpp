@@ -52,7 +52,7 @@ class CubeReader {
   std::map<std::string, std::string> read_attributes() const {
     std::map<std::string, std::string> attributes;
     for (const std::string& name : hdf5::attribute_names(file_))
-      if (name != "schema" && hdf5::is_string_attribute(file_, name))
+      if (name != "schema" && hdf5::is_text_attribute(file_, name))
         attributes[name] = *hdf5::read_string_attribute(file_, name);
     return attributes;
   }
@@ -148,11 +148,13 @@ class CubeReader {
     const auto steps = read_cell_numbers<std::int32_t>("steps");
     const auto rank = read_cell_numbers<std::int32_t>("rank");
     const auto messages = hdf5::read_strings(open_cell_variable("message"));
+    const auto decisions = hdf5::read_strings(open_cell_variable("decisions"));
     for (std::size_t k = 0; k < present.size(); ++k) {
       cells[k].throttled = throttled[present[k]];
       cells[k].steps = steps[present[k]];
       cells[k].rank = rank[present[k]];
       cells[k].message = messages[present[k]];
+      cells[k].decisions = decisions[present[k]];
     }
     read_samples(present, cells);
     return cells;

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <chrono> // TIMING
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -253,15 +252,25 @@ void write_cell_numbers(hid_t file, const CellGrid& grid, std::span<const hdf5::
                                            cell_scales, [](const CellResult& cell) { return cell.rank; });
 }
 
-void write_messages(hid_t file, const CellGrid& grid, std::span<const hdf5::Dataset> cell_scales) {
+void write_string_cell_variable(hid_t file, const char* name, const char* long_name, const CellGrid& grid,
+                                std::span<const hdf5::Dataset> cell_scales,
+                                const std::string& (*text_of)(const CellResult&)) {
   const hdf5::Datatype type = hdf5::variable_string_type();
   const char* empty = "";
-  const hdf5::Dataset variable = create_cell_variable(file, "message", type, type, &empty, grid, cell_scales);
-  std::vector<const char*> messages(grid.cells.size(), empty);
+  const hdf5::Dataset variable = create_cell_variable(file, name, type, type, &empty, grid, cell_scales);
+  std::vector<const char*> texts(grid.cells.size(), empty);
   for (std::size_t i = 0; i < grid.cells.size(); ++i)
-    if (grid.cells[i] != nullptr) messages[i] = grid.cells[i]->message.c_str();
-  hdf5::write_strings(variable, std::span<const char* const>(messages));
-  describe_variable(variable, "why the cell is not ok; for ok cells, the stopping decision", nullptr);
+    if (grid.cells[i] != nullptr) texts[i] = text_of(*grid.cells[i]).c_str();
+  hdf5::write_strings(variable, std::span<const char* const>(texts));
+  describe_variable(variable, long_name, nullptr);
+}
+
+void write_cell_texts(hid_t file, const CellGrid& grid, std::span<const hdf5::Dataset> cell_scales) {
+  write_string_cell_variable(file, "message", "why the cell is not ok; for ok cells, the stopping decision", grid,
+                             cell_scales, [](const CellResult& cell) -> const std::string& { return cell.message; });
+  write_string_cell_variable(
+      file, "decisions", "the engine's decisions: convolution algorithms, layout, CUDA graph, ...", grid,
+      cell_scales, [](const CellResult& cell) -> const std::string& { return cell.decisions; });
 }
 
 void write_samples(hid_t file, const CellGrid& grid, std::span<const hdf5::Dataset> scales) {
@@ -272,9 +281,10 @@ void write_samples(hid_t file, const CellGrid& grid, std::span<const hdf5::Datas
   const hdf5::PropertyList properties = hdf5::dataset_creation_properties();
   CB_CHECK_HDF5(H5Pset_fill_value(properties, H5T_NATIVE_DOUBLE, &not_a_number));
   if (!grid.cells.empty()) {
-    // One chunk = one cell's steps, so a cell reads alone and a cell nobody
-    // wrote costs no space (an unwritten chunk reads as the fill value, NaN).
-    // Shuffle groups the bytes of the doubles, which deflate then packs better.
+    // One chunk = one cell's steps, so a cell reads alone; blocks of cells
+    // that never ran are not written and cost no space (an unwritten chunk
+    // reads as the fill value, NaN). Shuffle groups the bytes of the doubles
+    // by significance, which deflate then packs better.
     std::array<hsize_t, cell_rank + 1> chunk{};
     chunk.fill(1);
     chunk[cell_rank] = grid.steps;
@@ -368,21 +378,13 @@ void write_contents(hid_t file, const CubeContents& contents, const CellGrid& gr
   hdf5::write_string_attribute(file, "schema", cube_schema);
   for (const auto& [name, value] : attributes) hdf5::write_string_attribute(file, name, value);
 
-  auto t = std::chrono::steady_clock::now();
-  auto lap = [&](const char* what) { auto n = std::chrono::steady_clock::now(); fprintf(stderr, "TIMING %s %.3f\n", what, std::chrono::duration<double>(n - t).count()); t = n; };
   const std::vector<hdf5::Dataset> scales = write_coordinates(file, contents.axes, grid.steps);
   const std::span<const hdf5::Dataset> cell_scales(scales.data(), cell_rank);
-  lap("coords");
   write_status(file, grid, cell_scales);
-  lap("status");
   write_cell_numbers(file, grid, cell_scales);
-  lap("numbers");
-  write_messages(file, grid, cell_scales);
-  lap("messages");
+  write_cell_texts(file, grid, cell_scales);
   write_samples(file, grid, scales);
-  lap("samples");
   write_ranks(file, contents.ranks);
-  lap("ranks");
 }
 
 void write_file(const fs::path& path, const CubeContents& contents, const CellGrid& grid,
@@ -433,6 +435,10 @@ void write_cube(const fs::path& path, const CubeContents& contents) {
       throw_system_error("rename", temporary.string() + " -> " + path.string(), __FILE__, __LINE__);
     const fs::path directory = path.has_parent_path() ? path.parent_path() : fs::path(".");
     sync_to_disk(directory, O_RDONLY | O_DIRECTORY);  // makes the rename itself durable
+  } catch (const Error& error) {
+    std::error_code ignored;
+    fs::remove(temporary, ignored);
+    throw Error("writing cube " + path.string() + ": " + error.what());
   } catch (...) {
     std::error_code ignored;
     fs::remove(temporary, ignored);

@@ -27,7 +27,11 @@ herr_t append_error_entry(unsigned depth, const H5E_error2_t* entry, void* clien
     if (!message.empty()) message += "; ";
     message += entry->func_name ? entry->func_name : "?";
     message += "(): ";
-    message += entry->desc && *entry->desc ? entry->desc : "no description";
+    // Some descriptions carry a ctime() stamp with its newline: keep the message on one line.
+    std::string description = entry->desc && *entry->desc ? entry->desc : "no description";
+    for (char& c : description)
+      if (c == '\n') c = ' ';
+    message += description;
     const std::string major = error_message_text(entry->maj_num);
     const std::string minor = error_message_text(entry->min_num);
     if (!major.empty() || !minor.empty()) message += " [" + major + ": " + minor + "]";

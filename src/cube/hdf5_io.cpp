@@ -120,10 +120,11 @@ void write_number_array_attribute(hid_t object, const std::string& name, std::sp
 template void write_number_array_attribute<std::uint8_t>(hid_t, const std::string&,
                                                          std::span<const std::uint8_t>);
 
-bool is_string_attribute(hid_t object, const std::string& name) {
+bool is_text_attribute(hid_t object, const std::string& name) {
   const Attribute attribute(CB_CHECK_HDF5(H5Aopen(object, name.c_str(), H5P_DEFAULT)));
   const Datatype type(CB_CHECK_HDF5(H5Aget_type(attribute)));
-  return CB_CHECK_HDF5(H5Tget_class(type)) == H5T_STRING;
+  const Dataspace space(CB_CHECK_HDF5(H5Aget_space(attribute)));
+  return CB_CHECK_HDF5(H5Tget_class(type)) == H5T_STRING && CB_CHECK_HDF5(H5Sget_simple_extent_npoints(space)) <= 1;
 }
 
 std::optional<std::string> read_string_attribute(hid_t object, const std::string& name) {
@@ -133,8 +134,9 @@ std::optional<std::string> read_string_attribute(hid_t object, const std::string
   if (CB_CHECK_HDF5(H5Tget_class(type)) != H5T_STRING)
     throw Error("attribute `" + name + "` is not a string");
   const Dataspace space(CB_CHECK_HDF5(H5Aget_space(attribute)));
-  if (CB_CHECK_HDF5(H5Sget_simple_extent_npoints(space)) != 1)
-    throw Error("attribute `" + name + "` is not a single string");
+  const hssize_t points = CB_CHECK_HDF5(H5Sget_simple_extent_npoints(space));
+  if (points == 0) return std::string();  // netCDF-4 writes "" with an empty (null) dataspace
+  if (points != 1) throw Error("attribute `" + name + "` is not a single string");
 
   if (CB_CHECK_HDF5(H5Tis_variable_str(type)) > 0) {
     const Datatype memory_type = variable_string_type();

@@ -70,7 +70,8 @@ void write_number_array_attribute(hid_t object, const std::string& name, std::sp
 std::optional<std::string> read_string_attribute(hid_t object, const std::string& name);
 // Names of the attributes of `object`, in creation order when it is tracked.
 std::vector<std::string> attribute_names(hid_t object);
-bool is_string_attribute(hid_t object, const std::string& name);
+// A string attribute that holds one text (or none): what read_string_attribute reads.
+bool is_text_attribute(hid_t object, const std::string& name);
 
 // Datasets.
 bool link_exists(hid_t location, const std::string& name);

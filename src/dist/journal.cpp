@@ -57,14 +57,17 @@ JournalHeader JournalHeader::for_run(const Options& options) {
 }
 
 std::string JournalHeader::mismatch(const JournalHeader& other) const {
-  if (schema != other.schema) return "it has journal schema '" + other.schema + "', this crossbench writes '" + schema + "'";
+  std::vector<std::string> differences;
+  if (schema != other.schema) differences.push_back("it has journal schema '" + other.schema + "', this crossbench writes '" + schema + "'");
   if (cube_schema != other.cube_schema)
-    return "it was written for cube schema '" + other.cube_schema + "', this crossbench writes '" + cube_schema + "'";
-  if (job_name != other.job_name) return "it was written by job '" + other.job_name + "', this run is job '" + job_name + "'";
-  if (matrix != other.matrix) return "its matrix " + other.matrix.dump() + " differs from this run's " + matrix.dump();
+    differences.push_back("it was written for cube schema '" + other.cube_schema + "', this crossbench writes '" + cube_schema + "'");
+  if (job_name != other.job_name) differences.push_back("it was written by job '" + other.job_name + "', this run is job '" + job_name + "'");
+  if (matrix != other.matrix) differences.push_back("its matrix " + other.matrix.dump() + " differs from this run's " + matrix.dump());
   if (measure != other.measure)
-    return "its measurement settings " + other.measure.dump() + " differ from this run's " + measure.dump();
-  return {};
+    differences.push_back("its measurement settings " + other.measure.dump() + " differ from this run's " + measure.dump());
+  std::string text;
+  for (const auto& difference : differences) text += (text.empty() ? "" : "; ") + difference;
+  return text;
 }
 
 JournalContents read_journal(const std::filesystem::path& path) {

@@ -9,6 +9,9 @@
 
 #include "engines/onednn/onednn_engine.hpp"
 #endif
+#if CROSSBENCH_HAVE_CUDA
+#include "engines/cudnn/cudnn_engine.hpp"
+#endif
 
 namespace crossbench {
 
@@ -21,8 +24,13 @@ const std::vector<EngineInfo>& engine_catalog() {
        false, "not built: configured without oneDNN (CROSSBENCH_ENABLE_ONEDNN=OFF)"
 #endif
       },
-      {"cudnn", DeviceKind::gpu, false,
-       "not built: the native cuDNN engine is not part of this build yet"},
+      {"cudnn", DeviceKind::gpu,
+#if CROSSBENCH_HAVE_CUDA
+       true, "native GPU engine: cuDNN + cuBLAS, no framework"
+#else
+       false, "not built: configured without CUDA/cuDNN (CROSSBENCH_ENABLE_CUDA=OFF)"
+#endif
+      },
   };
   return catalog;
 }
@@ -40,6 +48,9 @@ std::unique_ptr<Engine> make_engine(std::string_view name, const Device& device,
 #if CROSSBENCH_HAVE_ONEDNN
   if (name == "onednn") return make_onednn_engine(device, config);
 #endif
+#if CROSSBENCH_HAVE_CUDA
+  if (name == "cudnn") return make_cudnn_engine(device, config);
+#endif
   return nullptr;
 }
 
@@ -49,6 +60,9 @@ std::vector<std::pair<std::string, std::string>> engine_library_versions() {
   const dnnl_version_t* version = dnnl_version();
   versions.emplace_back("onednn_version", std::to_string(version->major) + "." + std::to_string(version->minor) + "." +
                                               std::to_string(version->patch) + " (" + version->hash + ")");
+#endif
+#if CROSSBENCH_HAVE_CUDA
+  for (auto& entry : cudnn::library_versions()) versions.push_back(std::move(entry));
 #endif
   return versions;
 }

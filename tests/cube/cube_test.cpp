@@ -52,6 +52,7 @@ void expect_same_cell(const CellResult& expected, const CellResult& actual) {
   EXPECT_EQ(expected.steps, actual.steps) << what;
   EXPECT_EQ(expected.rank, actual.rank) << what;
   EXPECT_EQ(expected.message, actual.message) << what;
+  EXPECT_EQ(expected.decisions, actual.decisions) << what;
   expect_same_numbers(expected.samples_ms, actual.samples_ms, what + " samples_ms");
 }
 
@@ -71,6 +72,9 @@ CellResult as_stored(CellResult cell) {
   }
   return cell;
 }
+
+// HDF5 identifiers still open in this process: RAII must leave none behind.
+ssize_t open_hdf5_objects() { return H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL); }
 
 std::vector<std::string> directory_entries(const fs::path& directory) {
   std::vector<std::string> names;
@@ -106,6 +110,7 @@ TEST_F(CubeTest, RoundTripKeepsEveryCellRankAndAttribute) {
   write_cube(path, written);
 
   const CubeContents read = read_cube(path);
+  EXPECT_EQ(open_hdf5_objects(), 0);
   EXPECT_EQ(read.axes.devices, written.axes.devices);
   EXPECT_EQ(read.axes.engines, written.axes.engines);
   EXPECT_EQ(read.axes.networks, written.axes.networks);
@@ -298,7 +303,18 @@ TEST_F(CubeTest, AtomicWriteLeavesOnlyTheCube) {
   EXPECT_EQ(read_cube(path).cells.size(), bigger.cells.size());
 }
 
-TEST_F(CubeTest, FailedWriteRemovesTheTemporaryFileAndKeepsTheOldCube) {
+TEST_F(CubeTest, RefusedWriteKeepsTheOldCube) {
+  const fs::path path = directory_ / "cube.h5";
+  write_cube(path, sample_cube());
+  CubeContents stray = sample_cube();
+  stray.cells.front().cell.network = "vgg19";  // not on the network axis
+  stray.cells.pop_back();
+  EXPECT_THROW(write_cube(path, stray), Error);
+  EXPECT_EQ(directory_entries(directory_), std::vector<std::string>{"cube.h5"});
+  EXPECT_EQ(read_cube(path).cells.size(), sample_cube().cells.size());
+}
+
+TEST_F(CubeTest, FailedWriteRemovesTheTemporaryFile) {
   // The rename fails (the destination is a non-empty directory) after the
   // temporary file was written completely.
   const fs::path blocked = directory_ / "blocked.h5";
@@ -313,6 +329,7 @@ TEST_F(CubeTest, FailedWriteRemovesTheTemporaryFileAndKeepsTheOldCube) {
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("H5Fcreate"), std::string::npos) << error.what();
   }
+  EXPECT_EQ(open_hdf5_objects(), 0);
 }
 
 TEST_F(CubeTest, EmptyCubeRoundTrips) {

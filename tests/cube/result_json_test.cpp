@@ -34,6 +34,7 @@ void expect_identical(const CellResult& a, const CellResult& b) {
   EXPECT_EQ(a.steps, b.steps);
   EXPECT_EQ(a.rank, b.rank);
   EXPECT_EQ(a.message, b.message);
+  EXPECT_EQ(a.decisions, b.decisions);
   ASSERT_EQ(a.samples_ms.size(), b.samples_ms.size());
   for (std::size_t i = 0; i < a.samples_ms.size(); ++i) EXPECT_TRUE(same_bits(a.samples_ms[i], b.samples_ms[i]));
 }
@@ -60,6 +61,7 @@ TEST(ResultJson, AwkwardDoublesAndNaNRoundTrip) {
   result.throttled = 1;
   result.samples_ms.push_back(not_a_number);
   result.message = "multi\nline\tmessage";
+  result.decisions = "conv1 fwd=WINOGRAD; layout=NCHW";
   const nlohmann::json json = to_json(result);
   EXPECT_TRUE(json.at("std_ms").is_null());
   EXPECT_EQ(json.at("status"), "ok");
@@ -85,7 +87,7 @@ void expect_rejected(const nlohmann::json& record, const std::string& field) {
 TEST(ResultJson, MalformedRecordsAreRejectedNamingTheField) {
   const nlohmann::json good = to_json(testing::sample_cube().cells.front());
   for (const char* field : {"device_key", "engine", "precision", "batch", "status", "median_ms", "throttled",
-                            "steps", "rank", "message", "samples_ms"}) {
+                            "steps", "rank", "message", "decisions", "samples_ms"}) {
     nlohmann::json missing = good;
     missing.erase(field);
     expect_rejected(missing, field);

@@ -38,6 +38,7 @@ inline CellResult sample_ok_cell(const std::string& device_key, const std::strin
   result.steps = static_cast<std::int32_t>(samples.size());
   result.rank = rank;
   result.message = "relative CI half-width 0.4% < 1% after " + std::to_string(samples.size()) + " steps";
+  result.decisions = "conv1 fwd=IMPLICIT_PRECOMP_GEMM; layout=NHWC; cuda_graph=1";
   result.samples_ms = std::move(samples);
   return result;
 }

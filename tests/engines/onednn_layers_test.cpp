@@ -1,1 +1,481 @@
+// The oneDNN engine against a plain double-precision reference
+// (reference_network.cpp): every layer kind, forward and backward, on tiny
+// networks; a small residual/inception graph that learns with SGD; refusal of
+// cells that do not fit in memory; every real network at batch 1.
 #include <gtest/gtest.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
+
+#include "crossbench/engine.hpp"
+#include "crossbench/error.hpp"
+#include "engines/onednn/memory_pool.hpp"
+#include "engines/onednn/onednn_engine.hpp"
+#include "engines/onednn/onednn_session.hpp"
+#include "reference_network.hpp"
+
+namespace crossbench {
+namespace {
+
+constexpr std::uint64_t kSeed = 7;
+using Vec = std::vector<double>;
+
+EngineConfig test_config(Update update = Update::none, double learning_rate = 0.01) {
+  EngineConfig config;
+  config.seed = kSeed;
+  config.threads = 2;
+  config.update = update;
+  config.learning_rate = learning_rate;
+  return config;
+}
+
+CellSpec cell_of(const Network& network, std::int64_t batch, Phase phase, Precision precision = Precision::fp32) {
+  CellSpec cell;
+  cell.engine = "onednn";
+  cell.network = network.name();
+  cell.batch = batch;
+  cell.phase = phase;
+  cell.precision = precision;
+  return cell;
+}
+
+// max |got - want| <= tolerance * max(max |want|, floor): errors relative to the tensor's scale.
+void expect_close(const std::vector<float>& got, const Vec& want, double tolerance, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double scale = 1e-2, worst = 0;  // the floor: exact zeros (a bias before batch-norm) come out as rounding noise
+  std::size_t at = 0;
+  for (double v : want) scale = std::max(scale, std::abs(v));
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double error = std::abs(static_cast<double>(got[i]) - want[i]);
+    if (!(error <= worst)) {
+      worst = error;
+      at = i;
+    }
+  }
+  EXPECT_LE(worst, tolerance * scale) << what << ": worst element " << at << " is " << got[at] << ", reference "
+                                      << want[at] << " (scale " << scale << ")";
+}
+
+double norm(const Vec& v) {
+  double sum = 0;
+  for (double x : v) sum += x * x;
+  return std::sqrt(sum);
+}
+
+std::string slot_name(synthetic::Slot slot) {
+  switch (slot) {
+    case synthetic::Slot::weight: return "weight";
+    case synthetic::Slot::bias: return "bias";
+    case synthetic::Slot::bn_gamma: return "gamma";
+    case synthetic::Slot::bn_beta: return "beta";
+    default: return "?";
+  }
+}
+
+// Runs check() on the network and compares it with the reference: every
+// layer's output and output gradient and every parameter gradient (session
+// that keeps every tensor), then the loss and gradient norms of the default
+// session (buffer reuse and in-place ops on), before and after a step.
+void compare_with_reference(const Network& network, std::int64_t batch, Phase phase, double tolerance = 2e-4,
+                            Precision precision = Precision::fp32) {
+  SCOPED_TRACE(network.name() + " " + std::string(to_string(phase)) + " " + std::string(to_string(precision)));
+  const bool training = phase == Phase::training;
+  const CellSpec cell = cell_of(network, batch, phase, precision);
+  const EngineConfig config = test_config();
+  const testing::ReferenceResult ref = testing::run_reference(network, batch, kSeed, training);
+  const int loss = static_cast<int>(network.layers().size()) - 1;
+
+  onednn::OnednnSession exact(network, cell, config, onednn::GraphOptions{false, false});
+  const OutputCheck result = exact.check();
+  EXPECT_TRUE(result.finite);
+  EXPECT_NEAR(result.loss, ref.loss, tolerance * std::max(1.0, std::abs(ref.loss)));
+  EXPECT_NEAR(result.logits_checksum, ref.logits_checksum, tolerance * std::max(1.0, norm(ref.outputs[static_cast<std::size_t>(network.logits_layer())]) * std::sqrt(double(batch))));
+  for (int l = 0; l < loss; ++l)
+    expect_close(exact.output(l), ref.outputs[static_cast<std::size_t>(l)], tolerance,
+                 "output of " + network.layers()[static_cast<std::size_t>(l)].name);
+  if (training) {
+    for (int l = 1; l < loss; ++l) {
+      ASSERT_TRUE(exact.has_output_gradient(l)) << network.layers()[static_cast<std::size_t>(l)].name;
+      expect_close(exact.output_gradient(l), ref.gradients[static_cast<std::size_t>(l)], tolerance,
+                   "gradient of " + network.layers()[static_cast<std::size_t>(l)].name);
+    }
+    ASSERT_EQ(result.gradient_norms.size(), ref.parameters.size());
+    for (std::size_t i = 0; i < ref.parameters.size(); ++i) {
+      const auto& p = ref.parameters[i];
+      const std::string what = network.layers()[static_cast<std::size_t>(p.layer)].name + " " + slot_name(p.slot);
+      expect_close(exact.parameter_gradient(p.layer, p.slot), p.gradient, tolerance, what + " gradient");
+      EXPECT_NEAR(result.gradient_norms[i], norm(p.gradient), tolerance * std::max(1e-2, norm(p.gradient))) << what;
+    }
+  } else {
+    EXPECT_TRUE(std::isnan(result.gradient_norm));
+  }
+
+  onednn::OnednnSession fast(network, cell, config);
+  EXPECT_LE(fast.memory().peak_bytes, exact.memory().peak_bytes);
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round == 0 ? "default session" : "default session after two steps");
+    const OutputCheck f = fast.check();
+    EXPECT_TRUE(f.finite);
+    EXPECT_NEAR(f.loss, result.loss, 1e-6 * std::max(1.0, std::abs(result.loss)));
+    EXPECT_NEAR(f.logits_checksum, result.logits_checksum, 1e-5 * std::max(1.0, std::abs(result.logits_checksum)));
+    ASSERT_EQ(f.gradient_norms.size(), result.gradient_norms.size());
+    for (std::size_t i = 0; i < f.gradient_norms.size(); ++i)
+      EXPECT_NEAR(f.gradient_norms[i], result.gradient_norms[i], 1e-5 * std::max(1e-3, result.gradient_norms[i])) << i;
+    fast.step();  // no update: the next check() must see the same model and input
+    fast.step();
+  }
+}
+
+void both_phases(const Network& network, std::int64_t batch = 2, double tolerance = 2e-4) {
+  compare_with_reference(network, batch, Phase::inference, tolerance);
+  compare_with_reference(network, batch, Phase::training, tolerance);
+}
+
+// input → conv → <layer under test> → flatten → fc(6) → loss. The first
+// convolution gives the tested layer's data gradient a weight to land on.
+Network tiny(const std::string& name, TensorShape input, const std::function<int(NetworkBuilder&, int)>& under_test,
+             std::int64_t channels = 5) {
+  NetworkBuilder b(name, input);
+  int x = b.convolution(b.input(), channels, 3, 1, 1, true, "conv0");
+  x = under_test(b, x);
+  x = b.flatten(x, "flatten");
+  x = b.fully_connected(x, 6, true, "fc");
+  return b.finish_with_loss(x);
+}
+
+// ---- Layer kinds --------------------------------------------------------------
+
+TEST(OnednnLayers, Convolution) {
+  both_phases(tiny("conv_3x3_bias", {3, 7, 7}, [](NetworkBuilder& b, int x) { return b.convolution(x, 4, 3, 1, 1, true); }));
+  both_phases(tiny("conv_3x3_s2_nobias", {3, 9, 9}, [](NetworkBuilder& b, int x) { return b.convolution(x, 8, 3, 2, 0, false); }));
+  both_phases(tiny("conv_5x5_s2_p2", {4, 9, 9}, [](NetworkBuilder& b, int x) { return b.convolution(x, 6, 5, 2, 2, true); }, 8));
+  both_phases(tiny("conv_1x1", {3, 6, 6}, [](NetworkBuilder& b, int x) { return b.convolution(x, 16, 1, 1, 0, false); }, 16));
+  both_phases(tiny("conv_7x7_s2_p3", {3, 9, 9}, [](NetworkBuilder& b, int x) { return b.convolution(x, 3, 7, 2, 3, true); }));
+}
+
+TEST(OnednnLayers, MaxPooling) {
+  both_phases(tiny("max_3_2", {3, 8, 8}, [](NetworkBuilder& b, int x) { return b.max_pool(x, 3, 2, 0); }));
+  both_phases(tiny("max_3_2_p1", {3, 8, 8}, [](NetworkBuilder& b, int x) { return b.max_pool(x, 3, 2, 1); }));
+  both_phases(tiny("max_3_2_ceil", {3, 8, 8}, [](NetworkBuilder& b, int x) { return b.max_pool(x, 3, 2, 0, true); }, 8));
+  both_phases(tiny("max_3_1_p1", {3, 6, 6}, [](NetworkBuilder& b, int x) { return b.max_pool(x, 3, 1, 1); }));
+}
+
+TEST(OnednnLayers, AveragePooling) {
+  both_phases(tiny("avg_3_2_p1", {3, 8, 8}, [](NetworkBuilder& b, int x) { return b.avg_pool(x, 3, 2, 1); }));
+  both_phases(tiny("avg_3_2_ceil", {3, 8, 8}, [](NetworkBuilder& b, int x) { return b.avg_pool(x, 3, 2, 0, true); }));
+  both_phases(tiny("avg_global", {3, 7, 7}, [](NetworkBuilder& b, int x) { return b.avg_pool(x, 7, 1, 0); }, 8));
+}
+
+TEST(OnednnLayers, LocalResponseNormalisation) {
+  both_phases(tiny("lrn_googlenet", {3, 6, 6}, [](NetworkBuilder& b, int x) { return b.lrn(x, 5, 1e-4, 0.75, 1.0); }, 8));
+  // A strong normalisation, an odd channel count (padded blocked layouts).
+  both_phases(tiny("lrn_strong", {3, 5, 5}, [](NetworkBuilder& b, int x) { return b.lrn(x, 3, 0.9, 0.75, 2.0); }, 6));
+}
+
+TEST(OnednnLayers, Relu) {
+  both_phases(tiny("relu", {3, 6, 6}, [](NetworkBuilder& b, int x) {
+    x = b.relu(x);
+    x = b.convolution(x, 7, 3, 1, 1, true);
+    return b.relu(x);
+  }));
+}
+
+TEST(OnednnLayers, BatchNorm) {
+  both_phases(tiny("batch_norm", {3, 6, 6}, [](NetworkBuilder& b, int x) {
+    x = b.batch_norm(x);
+    x = b.relu(x);
+    x = b.convolution(x, 8, 3, 2, 1, false);
+    return b.batch_norm(x);
+  }), 4);
+}
+
+TEST(OnednnLayers, Dropout) {
+  // AlexNet's head: dropout on a flattened and on a fully-connected tensor.
+  NetworkBuilder b("dropout_head", {3, 6, 6});
+  int x = b.convolution(b.input(), 5, 3, 1, 1, true);
+  x = b.relu(x);
+  x = b.flatten(x);
+  x = b.dropout(x, 0.5);
+  x = b.fully_connected(x, 16);
+  x = b.relu(x);
+  x = b.dropout(x, 0.3);
+  x = b.fully_connected(x, 6);
+  both_phases(b.finish_with_loss(x));
+  // Dropout on a 4D tensor in a blocked layout.
+  both_phases(tiny("dropout_4d", {3, 5, 5}, [](NetworkBuilder& b2, int y) {
+    y = b2.dropout(y, 0.4);
+    return b2.convolution(y, 4, 3, 1, 1, true);
+  }));
+}
+
+TEST(OnednnLayers, ConcatWithFanOut) {
+  // An inception-like fan-out: the conv0 output feeds three branches, whose
+  // channel counts (3, 5, 5) do not align with oneDNN's channel blocks.
+  both_phases(tiny("concat", {3, 6, 6}, [](NetworkBuilder& b, int x) {
+    const int a = b.convolution(x, 3, 1, 1, 0, true);
+    const int c = b.convolution(x, 5, 3, 1, 1, true);
+    const int p = b.max_pool(x, 3, 1, 1);
+    x = b.concat({a, c, p});
+    return b.convolution(x, 4, 3, 1, 1, true);
+  }));
+  // Aligned channels (8 + 16): the sub-memory path without a plain copy.
+  both_phases(tiny("concat_aligned", {3, 5, 5}, [](NetworkBuilder& b, int x) {
+    const int a = b.convolution(x, 8, 1, 1, 0, true);
+    const int c = b.convolution(x, 16, 3, 1, 1, true);
+    return b.concat({a, c});
+  }, 8));
+}
+
+TEST(OnednnLayers, ResidualAdd) {
+  both_phases(tiny("residual", {3, 6, 6}, [](NetworkBuilder& b, int x) {
+    x = b.relu(x);
+    int branch = b.convolution(x, 5, 3, 1, 1, false);
+    branch = b.batch_norm(branch);
+    x = b.add(branch, x);
+    x = b.relu(x);
+    // A projection shortcut and a second residual on the same input.
+    int other = b.convolution(x, 5, 1, 1, 0, false);
+    x = b.add(x, other);
+    return b.add(x, x);  // both inputs the same tensor: gradient 2 dy
+  }), 3);
+}
+
+TEST(OnednnLayers, FullyConnected) {
+  // fc straight on a 4D tensor (no flatten), then a 2D chain.
+  NetworkBuilder b("fc_chain", {3, 5, 5});
+  int x = b.convolution(b.input(), 6, 3, 1, 0, true);
+  x = b.fully_connected(x, 12, true);
+  x = b.relu(x);
+  x = b.fully_connected(x, 9, false);
+  x = b.fully_connected(x, 7, true);
+  both_phases(b.finish_with_loss(x), 3);
+}
+
+// ---- A small residual + inception network ------------------------------------
+
+Network mini_resnet() {
+  NetworkBuilder b("mini_resnet", {3, 16, 16});
+  int x = b.convolution(b.input(), 8, 3, 1, 1, false, "stem");
+  x = b.batch_norm(x, "stem_bn");
+  x = b.relu(x, "stem_relu");
+  x = b.max_pool(x, 3, 2, 1, false, "stem_pool");  // 8x8x8
+  int y = b.convolution(x, 4, 1, 1, 0, false, "b1");
+  y = b.batch_norm(y, "b1_bn");
+  y = b.relu(y, "b1_relu");
+  y = b.convolution(y, 4, 3, 1, 1, false, "b2");
+  y = b.batch_norm(y, "b2_bn");
+  y = b.relu(y, "b2_relu");
+  y = b.convolution(y, 16, 1, 1, 0, false, "b3");
+  y = b.batch_norm(y, "b3_bn");
+  int s = b.convolution(x, 16, 1, 1, 0, false, "proj");
+  s = b.batch_norm(s, "proj_bn");
+  x = b.add(y, s, "add");
+  x = b.relu(x, "add_relu");  // 16x8x8
+  const int i1 = b.relu(b.convolution(x, 8, 1, 1, 0, true, "i1"), "i1_relu");
+  int i3 = b.relu(b.convolution(x, 6, 1, 1, 0, true, "i3_reduce"), "i3_reduce_relu");
+  i3 = b.relu(b.convolution(i3, 8, 3, 1, 1, true, "i3"), "i3_relu");
+  int ip = b.max_pool(x, 3, 1, 1, false, "ip_pool");
+  ip = b.relu(b.convolution(ip, 8, 1, 1, 0, true, "ip"), "ip_relu");
+  x = b.concat({i1, i3, ip}, "concat");  // 24x8x8
+  x = b.avg_pool(x, 8, 1, 0, false, "avgpool");
+  x = b.flatten(x, "flatten");
+  x = b.dropout(x, 0.2, "dropout");
+  x = b.fully_connected(x, 10, true, "fc");
+  return b.finish_with_loss(x);
+}
+
+TEST(OnednnNetwork, MiniResnetMatchesReference) { both_phases(mini_resnet(), 4); }
+
+TEST(OnednnNetwork, MiniResnetLearnsWithSgd) {
+  const Network network = mini_resnet();
+  onednn::OnednnSession session(network, cell_of(network, 8, Phase::training), test_config(Update::sgd, 0.05));
+  const double before = session.check().loss;
+  for (int step = 0; step < 8; ++step) session.step();
+  const OutputCheck after = session.check();
+  EXPECT_TRUE(after.finite);
+  EXPECT_LT(after.loss, before - 0.05) << "loss " << before << " -> " << after.loss;
+}
+
+TEST(OnednnNetwork, SgdUpdateIsWeightMinusRateTimesGradient) {
+  NetworkBuilder b("sgd", {3, 6, 6});
+  int x = b.convolution(b.input(), 5, 3, 1, 1, false, "conv");
+  x = b.batch_norm(x, "bn");
+  x = b.relu(x, "relu");
+  x = b.flatten(x);
+  x = b.fully_connected(x, 6, true, "fc");
+  const Network network = b.finish_with_loss(x);
+  const double rate = 0.1;
+  onednn::OnednnSession session(network, cell_of(network, 3, Phase::training), test_config(Update::sgd, rate));
+  session.check();
+  for (int layer : {1, 2, 5})
+    for (auto slot : {synthetic::Slot::weight, synthetic::Slot::bias, synthetic::Slot::bn_gamma, synthetic::Slot::bn_beta}) {
+      if (synthetic::parameter_elements(network, layer, slot) == 0) continue;
+      SCOPED_TRACE(network.layers()[static_cast<std::size_t>(layer)].name + " " + slot_name(slot));
+      const std::vector<float> w = session.parameter(layer, slot), g = session.parameter_gradient(layer, slot);
+      Vec expected(w.size());
+      for (std::size_t i = 0; i < w.size(); ++i) expected[i] = w[i] - rate * g[i];
+      onednn::OnednnSession probe(network, cell_of(network, 3, Phase::training), test_config(Update::sgd, rate));
+      probe.step();  // the same forward/backward as check() (no dropout), then the update
+      expect_close(probe.parameter(layer, slot), expected, 1e-6, "updated value");
+    }
+}
+
+// ---- Memory -------------------------------------------------------------------
+
+TEST(OnednnMemory, AbsurdBatchIsRefusedBeforeAllocating) {
+  auto engine = make_onednn_engine(Device{}, test_config());
+  const Network network = make_network("vgg16");
+  try {
+    engine->prepare(network, cell_of(network, std::int64_t{1} << 20, Phase::training));
+    FAIL() << "prepare() did not throw";
+  } catch (const OutOfMemory& e) {
+    EXPECT_NE(std::string(e.what()).find("available"), std::string::npos) << e.what();
+  }
+}
+
+TEST(OnednnMemory, PoolSharesOnlyBuffersWithDisjointLifetimes) {
+  onednn::MemoryPool pool;
+  const int a = pool.request(1000, false, "a"), b = pool.request(1000, false, "b"), c = pool.request(3000, false, "c");
+  const int w = pool.request(500, true, "w");
+  pool.use(a, 0); pool.use(a, 1);
+  pool.use(b, 1); pool.use(b, 2);
+  pool.use(c, 3); pool.use(c, 4);
+  pool.use(w, 2);
+  const std::size_t shared = pool.plan(true);
+  EXPECT_LT(shared, pool.unshared_bytes());
+  pool.allocate(shared, "test");
+  auto range = [&](int id) {
+    const auto begin = reinterpret_cast<std::uintptr_t>(pool.address(id));
+    return std::pair{begin, begin + pool.size(id)};
+  };
+  auto overlap = [&](int x, int y) { return range(x).first < range(y).second && range(y).first < range(x).second; };
+  EXPECT_FALSE(overlap(a, b));  // alive together at op 1
+  EXPECT_FALSE(overlap(w, a));
+  EXPECT_FALSE(overlap(w, b));
+  EXPECT_FALSE(overlap(w, c));
+  EXPECT_TRUE(overlap(c, a) || overlap(c, b));  // c comes after both: it reuses their space
+
+  onednn::MemoryPool small;
+  small.request(1 << 20, true, "big");
+  small.plan(true);
+  EXPECT_THROW(small.allocate(1000, "test"), OutOfMemory);
+}
+
+TEST(OnednnMemory, ReuseAndInPlaceLowerThePeak) {
+  const Network network = make_network("resnet50");
+  onednn::OnednnSession session(network, cell_of(network, 2, Phase::training), test_config());
+  const auto peak = static_cast<double>(session.memory().peak_bytes);
+  EXPECT_LT(peak, 0.8 * static_cast<double>(session.unshared_bytes()));
+  EXPECT_GT(peak, static_cast<double>(network.parameters()) * 4 * 2);  // weights and their gradients at least
+}
+
+// ---- Engine -------------------------------------------------------------------
+
+TEST(OnednnEngine, Supports) {
+  auto engine = make_onednn_engine(Device{}, test_config());
+  EXPECT_EQ(engine->name(), "onednn");
+  EXPECT_EQ(engine->device_kind(), DeviceKind::cpu);
+  Device cpu;
+  const Network network = make_network("alexnet");
+  EXPECT_TRUE(engine->supports(cpu, cell_of(network, 1, Phase::training)).supported);
+  const Support tf32 = engine->supports(cpu, cell_of(network, 1, Phase::training, Precision::tf32));
+  EXPECT_FALSE(tf32.supported);
+  EXPECT_NE(tf32.reason.find("GPU"), std::string::npos);
+  EXPECT_FALSE(engine->supports(cpu, cell_of(network, 1, Phase::training, Precision::fp16)).supported);
+  const Support bf16 = engine->supports(cpu, cell_of(network, 1, Phase::training, Precision::bf16));
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const bool native = (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+  EXPECT_EQ(bf16.supported, native) << bf16.reason;
+  if (!native) EXPECT_NE(bf16.reason.find("best ISA is"), std::string::npos) << bf16.reason;
+  Device gpu;
+  gpu.kind = DeviceKind::gpu;
+  EXPECT_FALSE(engine->supports(gpu, cell_of(network, 1, Phase::training)).supported);
+}
+
+// bf16 only where the CPU has it: the same comparison with bf16 tolerances.
+TEST(OnednnEngine, Bf16MatchesReferenceWhereSupported) {
+  auto engine = make_onednn_engine(Device{}, test_config());
+  const Network network = mini_resnet();
+  if (!engine->supports(Device{}, cell_of(network, 4, Phase::training, Precision::bf16)).supported)
+    GTEST_SKIP() << "no native bf16 on this CPU";
+  for (Phase phase : {Phase::inference, Phase::training}) {
+    const testing::ReferenceResult ref = testing::run_reference(network, 4, kSeed, phase == Phase::training);
+    onednn::OnednnSession session(network, cell_of(network, 4, phase, Precision::bf16), test_config());
+    const OutputCheck result = session.check();
+    EXPECT_TRUE(result.finite);
+    EXPECT_NEAR(result.loss, ref.loss, 0.05 * std::max(1.0, ref.loss));
+    for (std::size_t i = 0; i < result.gradient_norms.size(); ++i) {
+      const double want = norm(ref.parameters[i].gradient);
+      EXPECT_NEAR(result.gradient_norms[i], want, 0.1 * want + 1e-3) << i;
+    }
+  }
+}
+
+// ---- Every real network -------------------------------------------------------
+
+// A whole real network against the reference: AlexNet training at batch 1,
+// with the default session (buffer reuse, in-place ReLU).
+TEST(OnednnNetwork, AlexnetTrainingMatchesReference) {
+  const Network network = make_network("alexnet");
+  const testing::ReferenceResult ref = testing::run_reference(network, 1, kSeed, true);
+  onednn::OnednnSession session(network, cell_of(network, 1, Phase::training), test_config());
+  const OutputCheck result = session.check();
+  EXPECT_TRUE(result.finite);
+  EXPECT_NEAR(result.loss, ref.loss, 1e-4 * std::max(1.0, ref.loss));
+  EXPECT_NEAR(result.logits_checksum, ref.logits_checksum, 1e-3);
+  ASSERT_EQ(result.gradient_norms.size(), ref.parameters.size());
+  for (std::size_t i = 0; i < ref.parameters.size(); ++i) {
+    const double want = norm(ref.parameters[i].gradient);
+    EXPECT_NEAR(result.gradient_norms[i], want, 1e-4 * std::max(1e-2, want)) << i;
+  }
+}
+
+// The synthetic models are untrained: their losses may be far from log(1000)
+// (deep ReLU stacks without normalisation saturate the softmax), so this
+// checks that everything runs, is finite, is repeatable, and reports what it should.
+class OnednnRealNetwork : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OnednnRealNetwork, InferenceAndTrainingStepAtBatchOne) {
+  const Network network = make_network(GetParam());
+  auto engine = make_onednn_engine(Device{}, test_config());
+  std::size_t trainable = 0;
+  for (int l = 0; l < static_cast<int>(network.layers().size()); ++l)
+    for (auto slot : {synthetic::Slot::weight, synthetic::Slot::bias, synthetic::Slot::bn_gamma, synthetic::Slot::bn_beta})
+      trainable += synthetic::parameter_elements(network, l, slot) > 0;
+  for (Phase phase : {Phase::inference, Phase::training}) {
+    SCOPED_TRACE(std::string(to_string(phase)));
+    const auto begin = std::chrono::steady_clock::now();
+    auto session = engine->prepare(network, cell_of(network, 1, phase));
+    const auto prepared = std::chrono::steady_clock::now();
+    const OutputCheck first = session->check();
+    auto& timer = session->timer();
+    timer.start();
+    session->step();
+    timer.stop();
+    const OutputCheck again = session->check();  // no update: the same results
+    EXPECT_TRUE(first.finite);
+    EXPECT_EQ(first.loss, again.loss);
+    EXPECT_EQ(first.logits_checksum, again.logits_checksum);
+    EXPECT_GT(session->memory().peak_bytes, network.parameters() * 4);
+    if (phase == Phase::training) {
+      EXPECT_EQ(first.gradient_norms.size(), trainable);
+      EXPECT_EQ(first.gradient_norms, again.gradient_norms);
+    } else {
+      EXPECT_TRUE(first.gradient_norms.empty());
+    }
+    std::printf("[ onednn   ] %-10s %-9s batch 1: prepare %.2f s, step %.1f ms, peak %s, loss %.4g\n",
+                GetParam().c_str(), std::string(to_string(phase)).c_str(),
+                std::chrono::duration<double>(prepared - begin).count(), timer.elapsed_ms(),
+                onednn::format_bytes(static_cast<double>(session->memory().peak_bytes)).c_str(), first.loss);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllNetworks, OnednnRealNetwork, ::testing::ValuesIn(network_names()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace crossbench

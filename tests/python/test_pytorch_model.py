@@ -225,6 +225,28 @@ def test_every_layer_kind_follows_the_json_conventions(training, channels_last):
     assert loss.item() == pytest.approx(-log_softmax[np.arange(batch), labels.numpy()].mean(), rel=1e-6)
 
 
+def test_check_is_step_0_and_leaves_the_model_as_it_found_it():
+    graph, batch = small_graph(), 4
+    net = pt_model.CrossbenchModel(graph, 5)
+    x, labels = net.synthetic_input(batch), net.synthetic_labels(batch)
+    net.training_step(x, labels)
+    net.training_step(x, labels)
+    bn = net.layers["4"]
+    stats = (bn.running_mean.clone(), bn.running_var.clone())
+    result = net.check(x, labels, training=True)
+    assert net.step == 2 and net.training
+    assert torch.equal(bn.running_mean, stats[0]) and torch.equal(bn.running_var, stats[1])
+    assert result["finite"] and result["gradient_norm"] > 0 and len(result["gradient_norms"]) == 7
+    fresh = pt_model.CrossbenchModel(graph, 5)
+    fresh.train()
+    assert result["loss"] == pytest.approx(fresh.loss(fresh(x), labels).item(), rel=1e-6)  # step 0
+    net.reset_state()
+    assert net.step == 0 and torch.equal(bn.running_var, torch.ones(6))
+    inference = net.check(x, labels, training=False)
+    assert math.isnan(inference["gradient_norm"]) and net.training
+    assert inference["logits_checksum"] == pytest.approx(net.inference_step(x).double().sum().item(), rel=1e-6)
+
+
 def test_model_weights_are_the_synthetic_ones_and_the_format_is_checked():
     graph = small_graph()
     net = pt_model.build_model(graph, seed=3)
@@ -276,10 +298,13 @@ def test_network_builds_and_infers_at_batch_1(exported, name):
     assert logits.abs().max() > 0
 
 
-@pytest.mark.parametrize("name,channels_last", [("alexnet", False), ("googlenet", True), ("resnet50", False)])
-def test_training_step_gives_finite_gradients(exported, name, channels_last):
+@pytest.mark.parametrize("name,channels_last,batch", [("alexnet", False, 2), ("googlenet", True, 1),
+                                                      ("resnet50", False, 1)])
+def test_training_step_gives_finite_gradients(exported, name, channels_last, batch):
+    """alexnet: dropout on a flattened tensor; googlenet: LRN, concat, dropout, NHWC; resnet50:
+    batch-norm and residual adds."""
     net = pt_model.CrossbenchModel(exported[name], seed=42, channels_last=channels_last)
-    x, labels = net.synthetic_input(2), net.synthetic_labels(2)
+    x, labels = net.synthetic_input(batch), net.synthetic_labels(batch)
     loss = net.training_step(x, labels)
     assert net.step == 1
     assert math.isfinite(loss.item()) and loss.item() > 0
@@ -287,5 +312,51 @@ def test_training_step_gives_finite_gradients(exported, name, channels_last):
         assert parameter.grad is not None, parameter_name
         assert torch.isfinite(parameter.grad).all(), parameter_name
     assert any(p.grad.abs().max() > 0 for p in net.parameters())
-    net.training_step(x, labels)  # again, with set_to_none gradients and the next dropout step
-    assert net.step == 2
+    if name == "alexnet":  # again: gradients set to None first, the next step's dropout masks
+        first = [p.grad.clone() for p in net.parameters()]
+        net.training_step(x, labels)
+        assert net.step == 2
+        assert all(torch.isfinite(p.grad).all() for p in net.parameters())
+        assert any(not torch.equal(a, p.grad) for a, p in zip(first, net.parameters()))
+
+
+# ---- Agreement with the native oneDNN engine --------------------------------------------------
+
+def test_losses_agree_with_the_onednn_engine(exported, tmp_path):
+    """The same network on the same data: the loss of crossbench's output check (one forward, and
+    backward in training, dropout step 0; 6 digits in the cube's message) equals the PyTorch model's.
+    googlenet has every layer kind but batch-norm and add: conv, ReLU, ceil-mode max-pools, LRN,
+    concat, avg-pool, flatten, dropout (training), fc. (One network at batch 1 keeps this quick.)"""
+    h5py = pytest.importorskip("h5py")
+    binary = BUILD / "crossbench"
+    engines = subprocess.run([str(binary), "list", "engines"], capture_output=True, text=True, timeout=60).stdout
+    if not any(line.split()[:3] == ["onednn", "cpu", "yes"] for line in engines.splitlines()):
+        pytest.skip(f"{binary} is built without the oneDNN engine")
+    networks, batch = ["googlenet"], 1
+    job, cube = tmp_path / "agree.ini", tmp_path / "agree.h5"
+    job.write_text("# the PyTorch model's agreement with the oneDNN engine\n[matrix]\n"
+                   f"networks = {', '.join(networks)}\nengines = onednn\nprecisions = fp32\nbatches = {batch}\n"
+                   "phases = inference, training\n[measure]\nwarmup = 0\nmin_steps = 1\nmax_steps = 1\n"
+                   f"target_ci = 0.5\nseed = 42\n[output]\npath = {cube}\n")
+    env = dict(os.environ, OMP_NUM_THREADS=str(os.cpu_count() or 1), OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    done = subprocess.run([str(binary), "run", "--job", str(job), "--output", str(cube), "--quiet"],
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    with h5py.File(cube, "r") as f:
+        axis = {d: [v.decode() for v in f[d][()]] for d in ("network", "phase")}
+        messages = f["message"].asstr()[()]
+        engine = [v.decode() for v in f["engine"][()]].index("onednn")
+        enum = {int(v): k for k, v in h5py.check_enum_dtype(f["status"].dtype).items()}
+        status = np.asarray(f["status"][()])
+    for name in networks:
+        net = pt_model.CrossbenchModel(exported[name], seed=42)
+        x, labels = net.synthetic_input(batch), net.synthetic_labels(batch)
+        for phase in ("inference", "training"):
+            cell = (0, engine, axis["network"].index(name), 0, 0, axis["phase"].index(phase), 0)
+            message = str(messages[cell])
+            assert enum[int(status[cell])] == "ok", message
+            native = float(message.rsplit("loss ", 1)[1].split()[0])
+            ours = net.check(x, labels, training=phase == "training")
+            assert ours["finite"]
+            assert ours["loss"] == pytest.approx(native, rel=2e-5), (name, phase)

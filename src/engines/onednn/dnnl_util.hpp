@@ -46,8 +46,8 @@ inline md plain_like(const md& m, dt type) { return plain_md(m.dims(), type); }
 inline bool is_plain(const md& m) { return m == plain_like(m); }
 
 inline std::int64_t elements_of(const md& m) {
-  std::int64_t n = 1;
-  for (auto d : m.dims()) n *= d;
+  std::int64_t n = 1;  // from the C descriptor: no temporary vector
+  for (int i = 0; i < m.data.ndims; ++i) n *= m.data.dims[i];
   return n;
 }
 

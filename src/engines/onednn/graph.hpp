@@ -66,7 +66,7 @@ struct RunState {
 // Options of a session that only tests change.
 struct GraphOptions {
   bool reuse_memory = true;  // share buffers of tensors with disjoint lifetimes
-  bool in_place = true;      // ReLU and residual add write over their input when that is safe
+  bool in_place = true;      // ReLU and residual add write over their input, gradients alias, when that is safe
 };
 
 struct Graph {

@@ -80,7 +80,8 @@ GradientSink BuildContext::begin_gradient(int tensor, const md& produced, const 
                                           const Tensor* in_place) {
   LayerState& s = state(tensor);
   if (s.contributions == 0 && produced == s.out.desc) {
-    s.diff = in_place ? view(*in_place, s.out.desc) : new_tensor(s.out.desc, label(tensor, "output gradient"));
+    s.diff = in_place && options.in_place ? view(*in_place, s.out.desc)
+                                          : new_tensor(s.out.desc, label(tensor, "output gradient"));
     ++s.contributions;
     return {tensor, *s.diff, true};
   }
@@ -96,7 +97,7 @@ void BuildContext::contribute(int tensor, const Tensor& g, bool may_alias, const
   if (!s.needs_grad) return;
   if (s.contributions == 0) {
     // The first contribution (in backward order) writes the gradient; later ones add to it.
-    if (may_alias && g.desc == s.out.desc) {
+    if (may_alias && options.in_place && g.desc == s.out.desc) {
       s.diff = g;
     } else {
       s.diff = new_tensor(s.out.desc, label(tensor, "output gradient"));

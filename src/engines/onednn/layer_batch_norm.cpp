@@ -107,6 +107,7 @@ void backward_batch_norm(BuildContext& ctx, int index) {
                       {DNNL_ARG_VARIANCE, variance},
                       {DNNL_ARG_DIFF_DST, dy},
                       {DNNL_ARG_SCALE, params[static_cast<std::size_t>(s.parameters[0])].value},
+                      {DNNL_ARG_SHIFT, params[static_cast<std::size_t>(s.parameters[1])].value},
                       {DNNL_ARG_DIFF_SRC, sink.target},
                       {DNNL_ARG_DIFF_SCALE, params[static_cast<std::size_t>(s.parameters[0])].gradient},
                       {DNNL_ARG_DIFF_SHIFT, params[static_cast<std::size_t>(s.parameters[1])].gradient}});

@@ -31,6 +31,7 @@ class OnednnSession final : public Session {
   // in_place = false}: otherwise the buffer may hold a later tensor.
   std::vector<float> output(int layer);
   std::vector<float> output_gradient(int layer);
+  bool has_output_gradient(int layer) const { return graph_->gradients.at(static_cast<std::size_t>(layer)).valid(); }
   std::vector<float> logits();
   std::size_t unshared_bytes() const { return graph_->pool.unshared_bytes(); }
 

@@ -52,7 +52,7 @@ import json
 import math
 import os
 import sys
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Union
 
 import numpy as np
 import torch
@@ -326,6 +326,58 @@ class CrossbenchModel(nn.Module):
                 self._load(module.bias, synthetic.parameter(self.network, i, synthetic.BN_BETA, self.seed))
                 module.reset_running_stats()
         self.step = 0
+
+    @torch.no_grad()
+    def reset_state(self) -> None:
+        """What a fresh native session starts from, without regenerating the weights: batch-norm
+        running statistics at mean 0 / variance 1, dropout step 0, no gradients."""
+        for module in self.modules():
+            if isinstance(module, nn.BatchNorm2d):
+                module.reset_running_stats()
+        self.step = 0
+        self.zero_grad(set_to_none=True)
+
+    def check(self, x: torch.Tensor, labels: torch.Tensor, training: bool) -> Dict[str, Any]:
+        """The native engines' Session::check(): one forward (and backward when `training`) on
+        (x, labels) with dropout step 0, leaving the model as it found it (running statistics,
+        step, mode; gradients are left set). Returns finite, loss, logits_checksum, gradient_norm
+        and gradient_norms (per trainable tensor in layer order: weight, bias, gamma, beta)."""
+        was_training, step = self.training, self.step
+        buffers = [(b, b.detach().clone()) for b in self.buffers()]
+        try:
+            self.train(training)
+            self.step = 0
+            if training:
+                self.zero_grad(set_to_none=True)
+                logits = self(x)
+                loss = self.loss(logits, labels)
+                loss.backward()
+            else:
+                with torch.no_grad():
+                    logits = self(x)
+                    loss = self.loss(logits, labels)
+            logits64 = logits.detach().double()
+            result = {"loss": float(loss.item()), "logits_checksum": float(logits64.sum().item())}
+            finite = bool(torch.isfinite(logits64).all().item()) and math.isfinite(result["loss"])
+            norms = []
+            if training:
+                for p in self.parameters():
+                    g = p.grad if p.grad is not None else torch.zeros_like(p)
+                    norms.append(float(g.detach().double().square().sum().item()))
+                finite = finite and all(math.isfinite(n) for n in norms)
+                result["gradient_norm"] = math.sqrt(sum(norms))
+                result["gradient_norms"] = [math.sqrt(n) for n in norms]
+            else:
+                result["gradient_norm"] = math.nan
+                result["gradient_norms"] = []
+            result["finite"] = finite
+            return result
+        finally:
+            with torch.no_grad():
+                for b, saved in buffers:
+                    b.copy_(saved)
+            self.step = step
+            self.train(was_training)
 
     @staticmethod
     def _load(target: torch.Tensor, values: np.ndarray) -> None:

@@ -1,0 +1,119 @@
+// The native cuDNN engine: what it supports, and prepare().
+#include "engines/cudnn/cudnn_engine.hpp"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <new>
+
+#include "crossbench/error.hpp"
+#include "engines/cudnn/cudnn_session.hpp"
+#include "engines/cudnn/telemetry.hpp"
+
+namespace crossbench {
+namespace cudnn {
+namespace {
+
+// Compute capability from Device::architecture: "90", "9.0", "120" or "12.0".
+bool parse_capability(const std::string& text, int& major, int& minor) {
+  const auto dot = text.find('.');
+  try {
+    if (dot != std::string::npos) {
+      major = std::stoi(text.substr(0, dot));
+      minor = std::stoi(text.substr(dot + 1));
+    } else {
+      if (text.size() < 2) return false;
+      major = std::stoi(text.substr(0, text.size() - 1));
+      minor = std::stoi(text.substr(text.size() - 1));
+    }
+  } catch (const std::exception&) {
+    return false;
+  }
+  return true;
+}
+
+std::string version_text(std::size_t v) {  // cuDNN 9: major * 10000 + minor * 100 + patch
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
+std::string cuda_version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
+class CudnnEngine final : public Engine {
+ public:
+  CudnnEngine(const Device& device, const EngineConfig& config) : device_(device), config_(config) {}
+
+  std::string_view name() const override { return "cudnn"; }
+  DeviceKind device_kind() const override { return DeviceKind::gpu; }
+  Support supports(const Device& device, const CellSpec& cell) const override { return cudnn::supports(device, cell); }
+
+  std::unique_ptr<Session> prepare(const Network& network, const CellSpec& cell) override {
+    try {
+      return std::make_unique<CudnnSession>(network, cell, config_, device_);
+    } catch (const std::bad_alloc&) {
+      (void)cudaGetLastError();
+      throw OutOfMemory("cuDNN " + describe(cell) + ": a host allocation failed while preparing the session");
+    } catch (...) {
+      (void)cudaGetLastError();  // a failed allocation must not leak into the next cell's first check
+      throw;
+    }
+  }
+
+ private:
+  Device device_;
+  EngineConfig config_;
+};
+
+}  // namespace
+
+Support supports(const Device& device, const CellSpec& cell) {
+  if (device.kind != DeviceKind::gpu) return Support::no("cudnn runs on GPUs; this device is a CPU");
+  int major = 0, minor = 0;
+  if (!parse_capability(device.architecture, major, minor))
+    return Support::no("unknown compute capability '" + device.architecture + "' of " + device.model);
+  const std::string cc = std::to_string(major) + "." + std::to_string(minor);
+  switch (cell.precision) {
+    case Precision::fp32:
+      return Support::yes();
+    case Precision::tf32:
+      if (major >= 8) return Support::yes();
+      return Support::no("tf32 needs tensor cores with TF32 (compute capability 8.0 or later); " + device.model +
+                         " is " + cc);
+    case Precision::bf16:
+      if (major >= 8) return Support::yes();
+      return Support::no("bf16 needs compute capability 8.0 or later; " + device.model + " is " + cc);
+    case Precision::fp16:
+      if (major >= 7) return Support::yes();
+      return Support::no("fp16 tensor-core convolutions need compute capability 7.0 or later; " + device.model +
+                         " is " + cc);
+  }
+  return Support::no("unknown precision");
+}
+
+std::vector<std::pair<std::string, std::string>> library_versions() {
+  std::vector<std::pair<std::string, std::string>> versions;
+  versions.emplace_back("cudnn_version", version_text(cudnnGetVersion()) + " (built with " +
+                                             std::to_string(CUDNN_MAJOR) + "." + std::to_string(CUDNN_MINOR) + "." +
+                                             std::to_string(CUDNN_PATCHLEVEL) + ")");
+  int major = 0, minor = 0, patch = 0;
+  if (cublasGetProperty(MAJOR_VERSION, &major) == CUBLAS_STATUS_SUCCESS &&
+      cublasGetProperty(MINOR_VERSION, &minor) == CUBLAS_STATUS_SUCCESS &&
+      cublasGetProperty(PATCH_LEVEL, &patch) == CUBLAS_STATUS_SUCCESS)
+    versions.emplace_back("cublas_version",
+                          std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch));
+  int runtime = 0, driver = 0;
+  if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) versions.emplace_back("cuda_runtime_version", cuda_version_text(runtime));
+  if (cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0)
+    versions.emplace_back("cuda_driver_version", cuda_version_text(driver));
+  (void)cudaGetLastError();
+  versions.emplace_back("nvml", nvml_version());
+  return versions;
+}
+
+}  // namespace cudnn
+
+std::unique_ptr<Engine> make_cudnn_engine(const Device& device, const EngineConfig& config) {
+  return std::make_unique<cudnn::CudnnEngine>(device, config);
+}
+
+}  // namespace crossbench

@@ -1,0 +1,22 @@
+// The native cuDNN GPU engine (created by src/engines/registry.cpp).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "crossbench/engine.hpp"
+
+namespace crossbench {
+
+std::unique_ptr<Engine> make_cudnn_engine(const Device& device, const EngineConfig& config);
+
+namespace cudnn {
+// What the engine supports on a device (no GPU needed: it reads the Device).
+Support supports(const Device& device, const CellSpec& cell);
+// cuDNN, cuBLAS, CUDA runtime and driver, NVML versions for the cube's attributes.
+std::vector<std::pair<std::string, std::string>> library_versions();
+}  // namespace cudnn
+
+}  // namespace crossbench

@@ -1,0 +1,318 @@
+// Preparing and running a session: the three build phases of graph.hpp, a
+// validation pass, optional CUDA graph capture; step() enqueues (or
+// replays); check() runs a deterministic forward (+ backward) and reads the
+// results back.
+#include "engines/cudnn/cudnn_session.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "crossbench/error.hpp"
+#include "engines/cudnn/kernels.hpp"
+
+namespace crossbench::cudnn {
+namespace {
+
+constexpr std::int64_t kCublasWorkspace = std::int64_t{32} << 20;  // [bytes] what cuBLAS asks for on Hopper
+
+std::string cell_text(const Network& network, const CellSpec& cell) {
+  return "cuDNN " + network.name() + " " + std::string(to_string(cell.phase)) + " " +
+         std::string(to_string(cell.precision)) + " batch " + std::to_string(cell.batch);
+}
+
+std::string policy_text(const EngineConfig& config) {
+  return config.algorithm == AlgorithmPolicy::exhaustive ? "exhaustive" : "heuristic";
+}
+
+}  // namespace
+
+CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const EngineConfig& config,
+                           const Device& device)
+    : cell_(cell), config_(config), training_(cell.phase == Phase::training) {
+  if (cell.batch <= 0) throw Error("cuDNN engine: batch must be positive, got " + std::to_string(cell.batch));
+  for (const Layer& layer : network.layers()) {
+    layer_names_.push_back(layer.name);
+    layer_kinds_.emplace_back(to_string(layer.kind));
+  }
+  CB_CHECK_CUDA(cudaSetDevice(std::max(config.gpu_ordinal, 0)));
+  stream_ = make_stream();
+  dnn_ = make_cudnn_handle();
+  CB_CHECK_CUDNN(cudnnSetStream(dnn_, stream_));
+  blas_ = make_cublas_handle();
+  CB_CHECK_CUBLAS(cublasSetStream(blas_, stream_));
+  // No TF32 unless a GEMM asks for it with CUBLAS_COMPUTE_32F_FAST_TF32 (fp32 is strict).
+  CB_CHECK_CUBLAS(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));
+
+  // Phase 1: tensors and ops.
+  Builder b(network, cell, config, pool_, ops_, parameters_, impls_);
+  build_graph(b);
+  forward_end_ = b.forward_end;
+  loss_end_ = b.loss_end;
+  backward_end_ = b.backward_end;
+  logits_ = b.logits;
+  row_loss_buffer_ = b.row_loss_buffer;
+  step_buffer_ = b.step_buffer;
+  workspace_buffer_ = pool_.request(0, true, "workspace");
+  cublas_workspace_buffer_ = pool_.request(kCublasWorkspace, true, "cuBLAS workspace");
+  norms_buffer_ = pool_.request(static_cast<std::int64_t>(parameters_.size() + 1) * 8, true, "gradient norms");
+
+  // The plan without workspaces is a lower bound: a cell that cannot fit is
+  // refused before cuDNN sees its dimensions (and before any allocation).
+  const std::int64_t lower_bound = pool_.plan();
+  std::size_t free_bytes = 0, total_bytes = 0;
+  CB_CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (lower_bound > static_cast<std::int64_t>(free_bytes))
+    throw OutOfMemory(cell_text(network, cell) + " needs at least " + format_bytes(static_cast<double>(lower_bound)) +
+                      " of device memory (tensors, weights, gradients; " +
+                      format_bytes(static_cast<double>(pool_.unshared_bytes())) + " without reuse) but " +
+                      format_bytes(static_cast<double>(free_bytes)) + " of " +
+                      format_bytes(static_cast<double>(total_bytes)) + " is free; nothing was allocated");
+
+  // Phase 2: descriptors, algorithms, workspaces.
+  {
+    SetupContext ctx(dnn_, stream_, config, cell.precision, config.workspace_limit_bytes);
+    for (auto& impl : impls_) impl->plan_search(ctx);
+    for (auto& impl : impls_) impl->setup(ctx);
+    arena_peak_bytes_ = ctx.arena_peak_bytes();
+    workspace_bytes_ = ctx.workspace_bytes();
+  }  // the search arena is freed here
+  pool_.grow(workspace_buffer_, static_cast<std::int64_t>(workspace_bytes_));
+
+  // Phase 3: one allocation, then the synthetic data.
+  pool_.plan();
+  pool_.allocate(cell_text(network, cell));
+  CB_CHECK_CUBLAS(cublasSetWorkspace(blas_, pool_.address(cublas_workspace_buffer_), kCublasWorkspace));
+  initialise(network, b);
+
+  // Validation pass: every op once, as check() runs them (no state change),
+  // letting fused variants fall back where this cuDNN refuses them; it also
+  // loads every kernel before timing (and before a graph capture).
+  run(0, training_ ? backward_end_ : loss_end_, true, true);
+  CB_CHECK_CUDA(cudaStreamSynchronize(stream_));
+
+  timer_ = std::make_unique<EventTimer>(stream_);
+  telemetry_ = std::make_unique<TelemetrySampler>(device.uuid, device.pci_bus_id);
+  if (config.cuda_graphs) capture_graph();
+
+  std::ostringstream text;
+  text << "layout=" << (b.nhwc ? "nhwc" : "nchw") << " graphs=" << (graph_exec_ ? "on" : "off")
+       << " algo=" << policy_text(config) << " workspace_limit=" << format_bytes(static_cast<double>(config.workspace_limit_bytes))
+       << " workspace=" << format_bytes(static_cast<double>(workspace_bytes_))
+       << " fc=cublas/" << (cell.precision == Precision::tf32 ? "32F_FAST_TF32" : "32F")
+       << " pool=" << format_bytes(static_cast<double>(pool_.planned_bytes()));
+  for (const auto& impl : impls_) {
+    const std::string d = impl->decisions();
+    if (!d.empty()) text << "; " << d;
+  }
+  decisions_ = text.str();
+}
+
+CudnnSession::~CudnnSession() {
+  // Nothing may still run on memory about to be freed; errors here are
+  // reported by the next checked call, never thrown from a destructor.
+  if (stream_) (void)cudaStreamSynchronize(stream_);
+  (void)cudaGetLastError();
+}
+
+void CudnnSession::initialise(const Network& network, const Builder& b) {
+  cudaStream_t s = stream_;
+  for (const Parameter& p : parameters_) {
+    void* value = pool_.address(p.value.buffer) + p.value.offset;
+    switch (p.init) {
+      case Parameter::Init::he_uniform:
+        kernels::fill_synthetic(value, p.value.type, p.canonical_dims, p.channels_last, config_.seed,
+                                synthetic::tensor_id(p.layer, p.slot), p.scale, s);
+        break;
+      case Parameter::Init::zeros: CB_CHECK_CUDA(cudaMemsetAsync(value, 0, static_cast<std::size_t>(p.value.bytes()), s)); break;
+      case Parameter::Init::ones: kernels::fill_constant(value, p.value.type, p.value.elements(), 1.0f, s); break;
+    }
+    if (p.gradient.valid())
+      CB_CHECK_CUDA(cudaMemsetAsync(pool_.address(p.gradient.buffer), 0, static_cast<std::size_t>(p.gradient.bytes()), s));
+  }
+  for (const auto& [tensor, value] : b.constants)
+    kernels::fill_constant(pool_.address(tensor.buffer) + tensor.offset, tensor.type, tensor.elements(), value, s);
+  kernels::fill_synthetic(pool_.address(b.input.buffer) + b.input.offset, b.input.type, b.input.dims,
+                          b.input.channels_last, config_.seed, synthetic::input_tensor_id, 1.0f, s);
+  const std::vector<std::int32_t> labels = synthetic::labels(network, cell_.batch, config_.seed);
+  CB_CHECK_CUDA(cudaMemcpyAsync(pool_.address(b.labels_buffer), labels.data(), labels.size() * sizeof(std::int32_t),
+                                cudaMemcpyHostToDevice, s));
+  set_dropout_step(0);
+  CB_CHECK_CUDA(cudaStreamSynchronize(s));  // `labels` is a host vector about to go away
+}
+
+void CudnnSession::set_dropout_step(std::uint64_t step) {
+  // A pageable copy is staged before returning, so `step` may go out of scope.
+  CB_CHECK_CUDA(cudaMemcpyAsync(pool_.address(step_buffer_), &step, sizeof step, cudaMemcpyHostToDevice, stream_));
+  CB_CHECK_CUDA(cudaStreamSynchronize(stream_));
+}
+
+void CudnnSession::run(std::size_t begin, std::size_t end, bool check, bool probing) {
+  Exec e;
+  e.dnn = dnn_;
+  e.blas = blas_;
+  e.stream = stream_;
+  e.pool = &pool_;
+  e.workspace = workspace_bytes_ > 0 ? pool_.address(workspace_buffer_) : nullptr;
+  e.workspace_bytes = workspace_bytes_;
+  e.check = check;
+  e.probing = probing;
+  for (std::size_t i = begin; i < end; ++i) {
+    try {
+      ops_[i].run(e);
+    } catch (const OutOfMemory& error) {
+      throw OutOfMemory(ops_[i].label + ": " + error.what());
+    } catch (const Error& error) {
+      throw Error(ops_[i].label + ": " + error.what());
+    }
+  }
+}
+
+void CudnnSession::capture_graph() {
+  // Relaxed: cuDNN and cuBLAS may query the device during capture; nothing
+  // else in this process captures, and the session's stream is its own.
+  CB_CHECK_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
+  cudaGraph_t captured = nullptr;
+  try {
+    run(0, step_end(), false);
+  } catch (...) {
+    (void)cudaStreamEndCapture(stream_, &captured);
+    if (captured != nullptr) (void)cudaGraphDestroy(captured);
+    (void)cudaGetLastError();
+    throw;
+  }
+  CB_CHECK_CUDA(cudaStreamEndCapture(stream_, &captured));
+  graph_ = Graph(captured);
+  cudaGraphExec_t exec = nullptr;
+  CB_CHECK_CUDA(cudaGraphInstantiate(&exec, graph_, 0));
+  graph_exec_ = GraphExec(exec);
+  CB_CHECK_CUDA(cudaGraphUpload(graph_exec_, stream_));
+  CB_CHECK_CUDA(cudaStreamSynchronize(stream_));
+}
+
+void CudnnSession::step() {
+  if (graph_exec_) CB_CHECK_CUDA(cudaGraphLaunch(graph_exec_, stream_));
+  else run(0, step_end(), false);
+  ++steps_;
+}
+
+MemoryUse CudnnSession::memory() const {
+  // The pool holds everything a step touches; the algorithm search arena
+  // existed only before it (never both at once).
+  return {std::max(pool_.planned_bytes(), arena_peak_bytes_)};
+}
+
+OutputCheck CudnnSession::check() {
+  CB_CHECK_CUDA(cudaStreamSynchronize(stream_));
+  set_dropout_step(0);
+  OutputCheck result;
+  run(0, loss_end_, true);
+  if (training_) run(loss_end_, backward_end_, true);
+
+  const std::int64_t rows = logits_.n(), classes = logits_.c();
+  std::vector<float> logits(static_cast<std::size_t>(rows * classes)), row_loss(static_cast<std::size_t>(rows));
+  CB_CHECK_CUDA(cudaMemcpyAsync(logits.data(), pool_.address(logits_.buffer) + logits_.offset,
+                                logits.size() * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+  CB_CHECK_CUDA(cudaMemcpyAsync(row_loss.data(), pool_.address(row_loss_buffer_), row_loss.size() * sizeof(float),
+                                cudaMemcpyDeviceToHost, stream_));
+  std::vector<double> norms(parameters_.size() + 1, 0.0);
+  if (training_) {
+    auto* sums = reinterpret_cast<double*>(pool_.address(norms_buffer_));
+    auto* non_finite = reinterpret_cast<unsigned long long*>(sums + parameters_.size());
+    CB_CHECK_CUDA(cudaMemsetAsync(sums, 0, norms.size() * sizeof(double), stream_));
+    for (std::size_t i = 0; i < parameters_.size(); ++i) {
+      const Tensor& g = parameters_[i].gradient;
+      kernels::sum_of_squares(pool_.address(g.buffer) + g.offset, g.type, g.elements(), sums + i, non_finite,
+                              stream_);
+    }
+    CB_CHECK_CUDA(cudaMemcpyAsync(norms.data(), sums, norms.size() * sizeof(double), cudaMemcpyDeviceToHost, stream_));
+  }
+  CB_CHECK_CUDA(cudaStreamSynchronize(stream_));
+  set_dropout_step(steps_);  // steps after check() continue the sequence
+
+  bool finite = true;
+  for (float v : logits) {
+    result.logits_checksum += v;
+    finite = finite && std::isfinite(v);
+  }
+  double loss = 0;
+  for (float v : row_loss) loss += v;
+  result.loss = loss / static_cast<double>(rows);
+  finite = finite && std::isfinite(result.loss);
+  if (training_) {
+    double total = 0;
+    for (std::size_t i = 0; i < parameters_.size(); ++i) {
+      result.gradient_norms.push_back(std::sqrt(norms[i]));
+      total += norms[i];
+    }
+    result.gradient_norm = std::sqrt(total);
+    unsigned long long non_finite = 0;
+    std::memcpy(&non_finite, &norms.back(), sizeof non_finite);
+    finite = finite && non_finite == 0 && std::isfinite(total);
+  } else {
+    result.gradient_norm = std::numeric_limits<double>::quiet_NaN();
+  }
+  result.finite = finite;
+  return result;
+}
+
+void CudnnSession::begin_timed_steps() {
+  if (telemetry_) telemetry_->begin();
+}
+
+Telemetry CudnnSession::end_timed_steps() {
+  if (!telemetry_) return {};
+  CB_CHECK_CUDA(cudaStreamSynchronize(stream_));
+  return telemetry_->end();
+}
+
+std::vector<LayerTime> CudnnSession::layer_times(int repetitions) {
+  const std::size_t end = step_end();
+  std::vector<Event> marks;
+  marks.reserve(end + 1);
+  for (std::size_t i = 0; i <= end; ++i) marks.push_back(make_event());
+  // Per layer, per repetition: forward and backward milliseconds.
+  std::vector<std::vector<double>> forward(layer_names_.size()), backward(layer_names_.size());
+  Exec e;
+  e.dnn = dnn_;
+  e.blas = blas_;
+  e.stream = stream_;
+  e.pool = &pool_;
+  e.workspace = workspace_bytes_ > 0 ? pool_.address(workspace_buffer_) : nullptr;
+  e.workspace_bytes = workspace_bytes_;
+  for (int r = 0; r < std::max(repetitions, 1); ++r) {
+    std::vector<double> f(layer_names_.size(), 0.0), bwd(layer_names_.size(), 0.0);
+    for (std::size_t i = 0; i < end; ++i) {
+      CB_CHECK_CUDA(cudaEventRecord(marks[i], stream_));
+      ops_[i].run(e);
+    }
+    CB_CHECK_CUDA(cudaEventRecord(marks[end], stream_));
+    CB_CHECK_CUDA(cudaEventSynchronize(marks[end]));
+    ++steps_;
+    for (std::size_t i = 0; i < end; ++i) {
+      float ms = 0;
+      CB_CHECK_CUDA(cudaEventElapsedTime(&ms, marks[i], marks[i + 1]));
+      const auto layer = static_cast<std::size_t>(ops_[i].layer);
+      const Stage stage = ops_[i].stage;
+      if (stage == Stage::forward || stage == Stage::loss) f[layer] += ms;
+      else bwd[layer] += ms;
+    }
+    for (std::size_t l = 0; l < layer_names_.size(); ++l) {
+      forward[l].push_back(f[l]);
+      backward[l].push_back(bwd[l]);
+    }
+  }
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  };
+  std::vector<LayerTime> times;
+  for (std::size_t l = 0; l < layer_names_.size(); ++l)
+    times.push_back({layer_names_[l], layer_kinds_[l], median(forward[l]), median(backward[l])});
+  return times;
+}
+
+}  // namespace crossbench::cudnn

@@ -1,0 +1,74 @@
+// CudnnSession: one prepared (network, batch, precision, phase) on one GPU.
+// Exposed in this header (not in the public Engine interface) so that the
+// engine's tests and benches can reach what only this engine has.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "crossbench/device.hpp"
+#include "crossbench/engine.hpp"
+#include "engines/cudnn/event_timer.hpp"
+#include "engines/cudnn/graph.hpp"
+#include "engines/cudnn/telemetry.hpp"
+
+namespace crossbench::cudnn {
+
+class CudnnSession final : public Session {
+ public:
+  // Builds, plans, allocates and initialises everything; throws OutOfMemory
+  // (having released all it took) when the cell does not fit.
+  CudnnSession(const Network& network, const CellSpec& cell, const EngineConfig& config, const Device& device);
+  ~CudnnSession() override;
+
+  void step() override;  // enqueues one step on the session's stream and returns
+  StepTimer& timer() override { return *timer_; }
+  MemoryUse memory() const override;
+  OutputCheck check() override;
+  std::string decisions() const override { return decisions_; }
+  void begin_timed_steps() override;
+  Telemetry end_timed_steps() override;
+  std::vector<LayerTime> layer_times(int repetitions) override;
+
+  // ---- For tests and benches ----
+  std::int64_t unshared_bytes() const { return pool_.unshared_bytes(); }
+  std::int64_t pool_bytes() const { return pool_.planned_bytes(); }
+  std::size_t op_count() const { return ops_.size(); }
+  bool uses_cuda_graph() const { return static_cast<bool>(graph_exec_); }
+
+ private:
+  void run(std::size_t begin, std::size_t end, bool check, bool probing = false);
+  void initialise(const Network& network, const Builder& b);
+  void capture_graph();
+  std::size_t step_end() const { return training_ ? ops_.size() : forward_end_; }
+  void set_dropout_step(std::uint64_t step);
+
+  CellSpec cell_;
+  EngineConfig config_;
+  bool training_ = false;
+  std::vector<std::string> layer_names_, layer_kinds_;
+  // Declaration order is release order reversed: the graph and the pool go
+  // before the handles, the handles before the stream.
+  Stream stream_;
+  CudnnHandle dnn_;
+  CublasHandle blas_;
+  DevicePool pool_;
+  std::vector<Op> ops_;
+  std::vector<Parameter> parameters_;
+  std::vector<std::unique_ptr<LayerImpl>> impls_;
+  std::size_t forward_end_ = 0, loss_end_ = 0, backward_end_ = 0;
+  Tensor logits_;
+  int row_loss_buffer_ = -1, step_buffer_ = -1, workspace_buffer_ = -1, cublas_workspace_buffer_ = -1,
+      norms_buffer_ = -1;
+  std::size_t workspace_bytes_ = 0;
+  std::int64_t arena_peak_bytes_ = 0;
+  Graph graph_;
+  GraphExec graph_exec_;
+  std::unique_ptr<EventTimer> timer_;
+  std::unique_ptr<TelemetrySampler> telemetry_;
+  std::uint64_t steps_ = 0;
+  std::string decisions_;
+};
+
+}  // namespace crossbench::cudnn

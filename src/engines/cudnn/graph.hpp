@@ -1,0 +1,284 @@
+// The compiled form of a network for one cell on the GPU: tensors placed in
+// a DevicePool, and a flat list of ops that one step enqueues, in order, on
+// the session's stream. Built once in prepare() in three phases:
+//
+//   1. build    the per-layer builders (layer_*.cpp) create tensors and ops,
+//               with no cuDNN call, so the memory plan (and an early OOM
+//               answer) costs nothing on the device;
+//   2. setup    each layer's descriptors, algorithm choice (heuristic or
+//               measured search) and workspace needs;
+//   3. allocate one cudaMalloc for the whole plan, then initialise weights,
+//               inputs and labels from the synthetic generator on the device.
+//
+// step() only enqueues ops (or replays them as one CUDA graph).
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crossbench/cell.hpp"
+#include "crossbench/engine.hpp"
+#include "crossbench/network.hpp"
+#include "crossbench/synthetic.hpp"
+#include "engines/cudnn/device_pool.hpp"
+#include "engines/cudnn/handles.hpp"
+#include "engines/cudnn/tensor.hpp"
+
+namespace crossbench::cudnn {
+
+// Where an op belongs in a step: check() runs forward, loss and backward;
+// step() runs forward (inference) or everything (training).
+enum class Stage : std::uint8_t { forward, loss, backward, update, bookkeeping };
+
+// What an op sees when it runs.
+struct Exec {
+  cudnnHandle_t dnn = nullptr;
+  cublasHandle_t blas = nullptr;
+  cudaStream_t stream = nullptr;
+  const DevicePool* pool = nullptr;
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
+  bool check = false;    // check(): leave the model as it is (no running-statistics update)
+  bool probing = false;  // prepare()'s validation pass: ops may fall back from a fused variant
+  void* ptr(const Tensor& t) const { return pool->address(t.buffer) + t.offset; }
+  template <typename T>
+  T* ptr_as(const Tensor& t) const { return reinterpret_cast<T*>(ptr(t)); }
+};
+
+struct Op {
+  std::string label;  // "conv1 forward": error messages and layer profiles
+  int layer = 0;
+  Stage stage = Stage::forward;
+  std::function<void(const Exec&)> run;
+};
+
+// A trainable tensor, initialised on the device from synthetic.hpp's generator.
+struct Parameter {
+  int layer = 0;
+  synthetic::Slot slot = synthetic::Slot::weight;
+  Tensor value;
+  Tensor gradient;                                // valid in training
+  std::array<std::int64_t, 4> canonical_dims{};  // synthetic.hpp's layout (OIHW, (out, C, H, W), (C))
+  bool channels_last = false;                     // stored in (d0, d2, d3, d1) order
+  enum class Init : std::uint8_t { he_uniform, zeros, ones } init = Init::zeros;
+  float scale = 0;                                // he_uniform: fp32(sqrt(6 / fan_in))
+};
+
+// What a layer's setup() sees: the handles, the choices of the run and, for
+// the measured algorithm search, scratch memory (see SetupContext::arena).
+class SetupContext {
+ public:
+  SetupContext(cudnnHandle_t dnn, cudaStream_t stream, const EngineConfig& config, Precision precision,
+               std::int64_t arena_limit_bytes)
+      : dnn(dnn), stream(stream), config(config), precision(precision), arena_limit_(arena_limit_bytes) {}
+  cudnnHandle_t dnn;
+  cudaStream_t stream;
+  const EngineConfig& config;
+  Precision precision;
+
+  void need_workspace(std::size_t bytes) { workspace_bytes_ = std::max(workspace_bytes_, bytes); }
+  std::size_t workspace_bytes() const { return workspace_bytes_; }
+
+  // Measured search (cudnnFind*Ex) runs on real memory: the arena is one
+  // allocation of the largest input, filter and output of any convolution plus
+  // a workspace of at most the configured limit, filled with synthetic data
+  // (never zeros: they run faster than real data). It is freed before the
+  // session's pool is allocated; memory().peak_bytes is the larger of the two.
+  struct Arena {
+    void* x = nullptr;
+    void* w = nullptr;
+    void* y = nullptr;
+    void* workspace = nullptr;
+    std::size_t workspace_bytes = 0;
+  };
+  void reserve_arena(std::int64_t x_bytes, std::int64_t w_bytes, std::int64_t y_bytes);
+  const Arena& arena();  // allocates on first use
+  void release_arena() { arena_memory_.reset(); }
+  std::int64_t arena_peak_bytes() const { return arena_peak_; }
+
+ private:
+  std::size_t workspace_bytes_ = 0;
+  std::int64_t arena_limit_;
+  std::int64_t arena_x_ = 0, arena_w_ = 0, arena_y_ = 0, arena_peak_ = 0;
+  DeviceBuffer arena_memory_;
+  Arena arena_;
+};
+
+// The state of one layer of the network while building (see Builder).
+class LayerImpl;
+struct LayerState {
+  Tensor out;                  // the layer's output (may be a view of another layer's bytes)
+  std::optional<Tensor> grad;  // the gradient of the loss with respect to `out` (training)
+  int consumers = 0;
+  int contributions = 0;       // gradient contributions received so far (backward order)
+  bool needs_grad = false;     // a weight at or before this layer needs a gradient through it
+  bool value_needed = false;   // a backward op reads `out`'s bytes as this value
+  bool exclusive = true;       // `out`'s bytes hold no other live value
+  bool in_place = false;       // relu/add: writes its output over its (first) input
+  std::optional<Tensor> placement;  // where the producer must write its output (a concat slice)
+  int fusable_relu = -1;       // convolution: the in-place relu after it, which it may fuse
+  LayerImpl* impl = nullptr;
+};
+
+// Per-layer state kept for setup() and backward (descriptors, saved tensors, algorithms).
+class LayerImpl {
+ public:
+  virtual ~LayerImpl() = default;
+  // Before any setup(): report what the measured algorithm search needs (SetupContext::reserve_arena).
+  virtual void plan_search(SetupContext& /*ctx*/) {}
+  // After the memory plan: descriptors, algorithms, workspace needs (ctx.need_workspace).
+  virtual void setup(SetupContext& /*ctx*/) {}
+  // The decisions worth recording (algorithms), or empty.
+  virtual std::string decisions() const { return {}; }
+  // Convolution: whether its forward op applies the relu that follows it
+  // (read by the relu's op at run time: the choice is final only after setup
+  // and prepare()'s validation pass).
+  virtual bool relu_fused() const { return false; }
+};
+
+// Build-time context shared by the per-layer builders.
+class Builder {
+ public:
+  Builder(const Network& network, const CellSpec& cell, const EngineConfig& config, DevicePool& pool,
+          std::vector<Op>& ops, std::vector<Parameter>& parameters,
+          std::vector<std::unique_ptr<LayerImpl>>& impls);
+
+  const Network& network;
+  const CellSpec& cell;
+  const EngineConfig& config;
+  DevicePool& pool;
+  std::vector<Op>& ops;
+  std::vector<Parameter>& parameters;
+  std::vector<std::unique_ptr<LayerImpl>>& impls;
+  std::vector<LayerState> states;
+  bool training;
+  DType type;     // tensor data type of the cell's precision
+  bool nhwc;      // layout of every activation
+  std::int64_t batch;
+
+  const Layer& layer(int index) const { return network.layers()[static_cast<std::size_t>(index)]; }
+  LayerState& state(int index) { return states[static_cast<std::size_t>(index)]; }
+  int input_of(int index, int which = 0) const { return layer(index).inputs[static_cast<std::size_t>(which)]; }
+  LayerState& input_state(int index, int which = 0) { return state(input_of(index, which)); }
+  std::string label(int index, const char* what) const { return layer(index).name + " " + what; }
+  std::array<std::int64_t, 4> dims_of(int index) const;  // (N, C, H, W) of a layer's output
+
+  // A new packed tensor in the session's layout; `persistent` ones live for the whole session.
+  Tensor new_tensor(std::array<std::int64_t, 4> dims, DType t, const std::string& what, bool persistent = false);
+  // A layer's output: its placement (concat slice) when it has one, else a new tensor.
+  Tensor new_output(int index, DType t);
+  // Appends an op that touches `tensors` (for the memory plan's lifetimes).
+  void push(int index, Stage stage, std::string what, const std::vector<Tensor>& tensors,
+            std::function<void(const Exec&)> run);
+  template <typename Impl>
+  Impl* make_impl(int index) {
+    auto impl = std::make_unique<Impl>();
+    Impl* raw = impl.get();
+    impls.push_back(std::move(impl));
+    state(index).impl = raw;
+    return raw;
+  }
+  template <typename Impl>
+  Impl* impl_of(int index) {
+    return static_cast<Impl*>(state(index).impl);
+  }
+
+  // A parameter of `index`: its value tensor (stored in `t`, canonical dims
+  // `dims`, channels-last storage when asked) and, in training, its gradient.
+  int add_parameter(int index, synthetic::Slot slot, DType t, std::array<std::int64_t, 4> canonical_dims,
+                    bool channels_last, Parameter::Init init, float scale = 0);
+  const Parameter& parameter(int id) const { return parameters[static_cast<std::size_t>(id)]; }
+
+  // Gradient plumbing. The first contribution to a tensor's gradient writes it
+  // (beta 0), later ones accumulate into it (beta 1): tensors read by several
+  // layers (residual adds, inception fan-out) get the sum of their consumers'
+  // gradients. `alias` lets the first contribution be that tensor itself
+  // (in-place backward: relu, dropout, flatten views, concat slices).
+  struct Sink {
+    Tensor target;
+    float beta = 0;
+  };
+  Sink gradient_sink(int tensor, const Tensor* alias = nullptr);
+  // The complete gradient of a layer's output (all consumers have contributed).
+  const Tensor& gradient(int index);
+  // Adds an existing gradient `g` (same dims) into tensor `tensor`'s gradient:
+  // by aliasing when allowed and first, by copy when first, else by cudnnAddTensor.
+  void contribute(int index, int tensor, const Tensor& g, bool may_alias, const std::string& what);
+
+  // Whether layer `input`'s output may be overwritten by its consumer (in-place relu / add).
+  bool can_overwrite(int input) const;
+
+  // Tensors the session fills with a constant after allocation (batch-norm running statistics).
+  void initialise(const Tensor& t, float value) { constants.emplace_back(t, value); }
+  std::vector<std::pair<Tensor, float>> constants;
+
+  // Persistent buffers of the session.
+  Tensor input;            // the synthetic batch
+  int labels_buffer = -1;  // int32 per image
+  int step_buffer = -1;    // uint64: the dropout step of the running step
+  Tensor logits;           // (N, classes, 1, 1), fp32 when the data type is 16-bit
+  int row_loss_buffer = -1;
+  std::size_t forward_end = 0, loss_end = 0, backward_end = 0, update_end = 0;
+};
+
+// Descriptors of a tensor as cuDNN sees it. Created only after the memory
+// plan (setup(), or on first use): a batch too large for the device is
+// answered `oom` before cuDNN ever sees its dimensions.
+TensorDesc describe_tensor(const Tensor& t);
+class LazyTensorDesc {
+ public:
+  explicit LazyTensorDesc(const Tensor& t) : tensor_(t) {}
+  cudnnTensorDescriptor_t get() {
+    if (!desc_) desc_ = describe_tensor(tensor_);
+    return desc_;
+  }
+
+ private:
+  Tensor tensor_;
+  TensorDesc desc_;
+};
+// The relu descriptor shared by every layer that needs one.
+cudnnActivationDescriptor_t relu_descriptor();
+
+// The cuDNN scalars alpha/beta: float for every data type this engine uses.
+inline const float kOne = 1.0f;
+inline const float kZero = 0.0f;
+
+// ---- Per-layer builders (one file per family) --------------------------------
+void forward_input(Builder& b, int index);
+void forward_convolution(Builder& b, int index);
+void backward_convolution(Builder& b, int index);
+void forward_pooling(Builder& b, int index);
+void backward_pooling(Builder& b, int index);
+void forward_lrn(Builder& b, int index);
+void backward_lrn(Builder& b, int index);
+void forward_relu(Builder& b, int index);
+void backward_relu(Builder& b, int index);
+void forward_dropout(Builder& b, int index);
+void backward_dropout(Builder& b, int index);
+void forward_batch_norm(Builder& b, int index);
+void backward_batch_norm(Builder& b, int index);
+void forward_concat(Builder& b, int index);
+void backward_concat(Builder& b, int index);
+void forward_add(Builder& b, int index);
+void backward_add(Builder& b, int index);
+void forward_flatten(Builder& b, int index);
+void backward_flatten(Builder& b, int index);
+void forward_fully_connected(Builder& b, int index);
+void backward_fully_connected(Builder& b, int index);
+void build_loss(Builder& b, int index);
+void build_sgd(Builder& b);
+
+// The whole build: phases 1 (ops and tensors) of the header comment.
+void build_graph(Builder& b);
+
+}  // namespace crossbench::cudnn

@@ -1,0 +1,128 @@
+// ReLU (cudnnActivationForward/Backward) and dropout.
+//
+// ReLU runs in place when nothing else reads its input (decided in the
+// builder's pre-pass), like torchvision's ReLU(inplace=True); after a
+// convolution it may be fused into the convolution's call, and its op then
+// does nothing. Its backward needs only the output: y > 0 exactly where
+// x > 0, so y is passed as cuDNN's x too, and the input gradient is written
+// over the output gradient when it is the first contribution.
+//
+// Dropout uses crossbench's deterministic mask (synthetic.hpp's
+// dropout_keep, ported to a CUDA kernel with the same hash) rather than
+// cudnnDropout, so that cudnn and onednn compute on identical masks; the mask
+// is regenerated every step from the step number held in device memory (the
+// bookkeeping op advances it), so a captured CUDA graph draws a fresh mask
+// each replay, as real frameworks do. check() uses step 0.
+#include "crossbench/error.hpp"
+#include "engines/cudnn/graph.hpp"
+#include "engines/cudnn/kernels.hpp"
+
+namespace crossbench::cudnn {
+namespace {
+
+class Relu final : public LayerImpl {
+ public:
+  Tensor x, y, dy, dx;
+  float dx_beta = 0;
+  LayerImpl* producer = nullptr;  // the convolution that may apply this relu itself
+  TensorDesc xd, yd, dyd, dxd;
+
+  void setup(SetupContext&) override {
+    xd = describe_tensor(x);
+    yd = describe_tensor(y);
+    if (dy.valid()) dyd = describe_tensor(dy);
+    if (dx.valid()) dxd = describe_tensor(dx);
+  }
+  void run_forward(const Exec& e) {
+    if (producer != nullptr && producer->relu_fused()) return;
+    CB_CHECK_CUDNN(cudnnActivationForward(e.dnn, relu_descriptor(), &kOne, xd, e.ptr(x), &kZero, yd, e.ptr(y)));
+  }
+  void run_backward(const Exec& e) {
+    CB_CHECK_CUDNN(cudnnActivationBackward(e.dnn, relu_descriptor(), &kOne, yd, e.ptr(y), dyd, e.ptr(dy), yd,
+                                           e.ptr(y), &dx_beta, dxd, e.ptr(dx)));
+  }
+};
+
+class Dropout final : public LayerImpl {
+ public:
+  Tensor x, y, mask, step, dy, dx;
+  double rate = 0.5;
+  float dx_beta = 0;
+  std::uint64_t seed = 0, mask_tensor = 0;
+};
+
+}  // namespace
+
+void forward_relu(Builder& b, int index) {
+  const int from = b.input_of(index);
+  LayerState& in = b.state(from);
+  LayerState& s = b.state(index);
+  auto* r = b.make_impl<Relu>(index);
+  r->x = in.out;
+  if (s.in_place) {
+    r->y = in.out;
+    s.exclusive = in.exclusive;
+    if (in.fusable_relu == index) r->producer = in.impl;
+  } else {
+    r->y = b.new_output(index, b.type);
+  }
+  s.out = r->y;
+  s.value_needed = b.training;  // the backward reads y
+  b.push(index, Stage::forward, b.label(index, "forward"), {r->x, r->y}, [r](const Exec& e) { r->run_forward(e); });
+}
+
+void backward_relu(Builder& b, int index) {
+  const int from = b.input_of(index);
+  if (!b.state(from).needs_grad) return;
+  auto* r = b.impl_of<Relu>(index);
+  r->dy = b.gradient(index);
+  const Builder::Sink sink = b.gradient_sink(from, &r->dy);
+  r->dx = sink.target;
+  r->dx_beta = sink.beta;
+  b.push(index, Stage::backward, b.label(index, "backward"), {r->y, r->dy, r->dx},
+         [r](const Exec& e) { r->run_backward(e); });
+}
+
+void forward_dropout(Builder& b, int index) {
+  const int from = b.input_of(index);
+  LayerState& in = b.state(from);
+  LayerState& s = b.state(index);
+  if (!b.training) {
+    s.out = in.out;  // a view: eval-mode dropout is the identity
+    s.exclusive = in.exclusive && in.consumers == 1;
+    s.value_needed = in.value_needed;
+    return;
+  }
+  if (!in.out.is_packed()) throw Error("dropout of a non-packed tensor " + shape_text(in.out));
+  auto* d = b.make_impl<Dropout>(index);
+  d->x = in.out;
+  d->y = b.new_output(index, b.type);
+  d->mask = b.new_tensor(d->x.dims, DType::u8, b.label(index, "mask"));
+  d->step = Tensor{{1, 1, 1, 1}, {1, 1, 1, 1}, DType::f64, false, b.step_buffer, 0};
+  d->rate = b.layer(index).params.dropout_rate;
+  d->seed = b.config.seed;
+  d->mask_tensor = synthetic::tensor_id(index, synthetic::Slot::dropout_mask);
+  s.out = d->y;
+  b.push(index, Stage::forward, b.label(index, "forward"), {d->x, d->y, d->mask, d->step}, [d](const Exec& e) {
+    kernels::dropout_forward(e.ptr(d->x), e.ptr(d->y), e.ptr_as<std::uint8_t>(d->mask), d->x.type, d->x.dims,
+                             d->x.channels_last, d->seed, d->mask_tensor, e.ptr_as<const std::uint64_t>(d->step),
+                             d->rate, e.stream);
+  });
+}
+
+void backward_dropout(Builder& b, int index) {
+  const int from = b.input_of(index);
+  if (!b.state(from).needs_grad) return;
+  auto* d = b.impl_of<Dropout>(index);
+  d->dy = b.gradient(index);
+  if (!d->dy.is_packed()) throw Error("dropout gradient is not packed: " + shape_text(d->dy));
+  const Builder::Sink sink = b.gradient_sink(from, &d->dy);
+  d->dx = sink.target;
+  d->dx_beta = sink.beta;
+  b.push(index, Stage::backward, b.label(index, "backward"), {d->dy, d->dx, d->mask}, [d](const Exec& e) {
+    kernels::dropout_backward(e.ptr(d->dy), e.ptr(d->dx), e.ptr_as<const std::uint8_t>(d->mask), d->dy.type,
+                              d->dy.elements(), d->rate, d->dx_beta, e.stream);
+  });
+}
+
+}  // namespace crossbench::cudnn

@@ -1,0 +1,222 @@
+// Convolution: forward, backward data, backward filter and bias gradient
+// through cuDNN's convolution API, one descriptor per direction (each keeps
+// the math type of its own chosen algorithm, as PyTorch does).
+//
+// A convolution followed by an in-place relu (and with a bias) may apply both
+// in one call, cudnnConvolutionBiasActivationForward, which cuDNN runs only
+// with IMPLICIT_PRECOMP_GEMM: heuristic takes it when that is cuDNN's first
+// choice; exhaustive when its measured time is within the estimated cost of
+// the two passes it saves (bias add and relu: read and write the output each)
+// of the fastest algorithm. prepare()'s validation pass falls back to the
+// unfused calls if this cuDNN refuses the fused one.
+#include <cmath>
+#include <sstream>
+
+#include "crossbench/error.hpp"
+#include "engines/cudnn/algorithms.hpp"
+#include "engines/cudnn/graph.hpp"
+
+namespace crossbench::cudnn {
+namespace {
+
+constexpr double kMemoryBandwidth = 3.0e12;  // [bytes/s] a conservative HBM figure for the fusion estimate
+
+class Convolution final : public LayerImpl {
+ public:
+  // Build time.
+  std::string name;
+  Precision precision = Precision::fp32;
+  bool nhwc = false;
+  std::int64_t kernel = 1, stride = 1, padding = 0;
+  Tensor x, y, w, bias;
+  bool has_bias = false;
+  bool fusion_candidate = false;
+  bool training = false;
+  // Backward (training).
+  Tensor dy, dw, db;
+  bool data_gradient = false;
+  Tensor dx;
+  float dx_beta = 0;
+
+  // Setup time.
+  TensorDesc xd, yd, bd, dyd, dxd;
+  FilterDesc wd;
+  ConvDesc forward_cd, data_cd, filter_cd;
+  AlgorithmChoice forward, data, filter;
+  bool fused = false;
+  std::string fallback;  // why a fused forward fell back, if it did
+
+  void plan_search(SetupContext& ctx) override {
+    if (ctx.config.algorithm != AlgorithmPolicy::exhaustive) return;
+    std::int64_t x_bytes = x.span_bytes(), y_bytes = y.span_bytes();
+    if (training) {
+      y_bytes = std::max(y_bytes, dy.span_bytes());
+      if (data_gradient) x_bytes = std::max(x_bytes, dx.span_bytes());
+    }
+    ctx.reserve_arena(x_bytes, w.bytes(), y_bytes);
+  }
+
+  ConvDesc make_conv(Precision p) const {
+    ConvDesc cd = make_conv_desc();
+    const int pad = static_cast<int>(padding), s = static_cast<int>(stride);
+    // fp32 accumulation in every precision (16-bit data: CUDNN_DATA_FLOAT compute, as PyTorch).
+    CB_CHECK_CUDNN(cudnnSetConvolution2dDescriptor(cd, pad, pad, s, s, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    CB_CHECK_CUDNN(cudnnSetConvolutionMathType(cd, initial_math_type(p)));
+    return cd;
+  }
+
+  void adopt(cudnnConvolutionDescriptor_t cd, const AlgorithmChoice& c) const {
+    if (adopt_math_type(precision)) CB_CHECK_CUDNN(cudnnSetConvolutionMathType(cd, c.math));
+  }
+
+  void setup(SetupContext& ctx) override {
+    xd = describe_tensor(x);
+    yd = describe_tensor(y);
+    wd = make_filter_desc();
+    CB_CHECK_CUDNN(cudnnSetFilter4dDescriptor(wd, cudnn_type(w.type), nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                                              static_cast<int>(w.dims[0]), static_cast<int>(w.dims[1]),
+                                              static_cast<int>(w.dims[2]), static_cast<int>(w.dims[3])));
+    if (has_bias) bd = describe_tensor(bias);
+    forward_cd = make_conv(precision);
+    const auto candidates = forward_candidates(ctx, {xd, wd, forward_cd, yd});
+    forward = candidates.front();
+    if (fusion_candidate && has_bias) {
+      const AlgorithmChoice* precomp = nullptr;
+      for (const AlgorithmChoice& c : candidates)
+        if (c.algorithm == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) {
+          precomp = &c;
+          break;
+        }
+      if (ctx.config.algorithm == AlgorithmPolicy::heuristic) {
+        fused = forward.algorithm == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+      } else if (precomp != nullptr) {
+        const double saved_ms = 4.0 * static_cast<double>(y.bytes()) / kMemoryBandwidth * 1e3;
+        if (precomp->time_ms <= forward.time_ms + saved_ms) {
+          forward = *precomp;
+          fused = true;
+        }
+      }
+    }
+    adopt(forward_cd, forward);
+    ctx.need_workspace(forward.workspace_bytes);
+    if (!training) return;
+    dyd = describe_tensor(dy);
+    filter_cd = make_conv(precision);
+    filter = backward_filter_candidates(ctx, {xd, wd, filter_cd, dyd}).front();
+    adopt(filter_cd, filter);
+    ctx.need_workspace(filter.workspace_bytes);
+    if (data_gradient) {
+      dxd = describe_tensor(dx);
+      data_cd = make_conv(precision);
+      data = backward_data_candidates(ctx, {dxd, wd, data_cd, dyd}).front();
+      adopt(data_cd, data);
+      ctx.need_workspace(data.workspace_bytes);
+    }
+  }
+
+  bool relu_fused() const override { return fused; }
+
+  const char* math(const AlgorithmChoice& c) const {
+    return math_type_name(adopt_math_type(precision) ? c.math : CUDNN_FMA_MATH);
+  }
+
+  std::string decisions() const override {
+    std::ostringstream text;
+    text << name << ":fwd=" << forward_algorithm_name(forward.algorithm) << "/" << math(forward);
+    if (fused) text << "+bias+relu";
+    if (!fallback.empty()) text << "(unfused: " << fallback << ")";
+    if (training) {
+      text << ",bwd_data=" << (data_gradient ? backward_data_algorithm_name(data.algorithm) : "-");
+      if (data_gradient) text << "/" << math(data);
+      text << ",bwd_filter=" << backward_filter_algorithm_name(filter.algorithm) << "/" << math(filter);
+    }
+    return text.str();
+  }
+
+  void run_forward(const Exec& e) {
+    if (fused) {
+      const cudnnStatus_t status = cudnnConvolutionBiasActivationForward(
+          e.dnn, &kOne, xd, e.ptr(x), wd, e.ptr(w), forward_cd,
+          static_cast<cudnnConvolutionFwdAlgo_t>(forward.algorithm), e.workspace, e.workspace_bytes, &kZero, yd,
+          e.ptr(y), bd, e.ptr(bias), relu_descriptor(), yd, e.ptr(y));
+      if (status == CUDNN_STATUS_SUCCESS) return;
+      const bool refused = status / 1000 == CUDNN_STATUS_NOT_SUPPORTED / 1000 ||
+                           status / 1000 == CUDNN_STATUS_BAD_PARAM / 1000;
+      if (!(e.probing && refused)) CB_CHECK_CUDNN(status);
+      fused = false;  // this cuDNN does not fuse it: the relu op after us runs on its own
+      fallback = cudnnGetErrorString(status);
+    }
+    CB_CHECK_CUDNN(cudnnConvolutionForward(e.dnn, &kOne, xd, e.ptr(x), wd, e.ptr(w), forward_cd,
+                                           static_cast<cudnnConvolutionFwdAlgo_t>(forward.algorithm), e.workspace,
+                                           e.workspace_bytes, &kZero, yd, e.ptr(y)));
+    if (has_bias) CB_CHECK_CUDNN(cudnnAddTensor(e.dnn, &kOne, bd, e.ptr(bias), &kOne, yd, e.ptr(y)));
+  }
+
+  void run_backward_filter(const Exec& e) {
+    CB_CHECK_CUDNN(cudnnConvolutionBackwardFilter(e.dnn, &kOne, xd, e.ptr(x), dyd, e.ptr(dy), filter_cd,
+                                                  static_cast<cudnnConvolutionBwdFilterAlgo_t>(filter.algorithm),
+                                                  e.workspace, e.workspace_bytes, &kZero, wd, e.ptr(dw)));
+    if (has_bias) CB_CHECK_CUDNN(cudnnConvolutionBackwardBias(e.dnn, &kOne, dyd, e.ptr(dy), &kZero, bd, e.ptr(db)));
+  }
+
+  void run_backward_data(const Exec& e) {
+    CB_CHECK_CUDNN(cudnnConvolutionBackwardData(e.dnn, &kOne, wd, e.ptr(w), dyd, e.ptr(dy), data_cd,
+                                                static_cast<cudnnConvolutionBwdDataAlgo_t>(data.algorithm),
+                                                e.workspace, e.workspace_bytes, &dx_beta, dxd, e.ptr(dx)));
+  }
+};
+
+}  // namespace
+
+void forward_convolution(Builder& b, int index) {
+  const Layer& layer = b.layer(index);
+  const int from = b.input_of(index);
+  auto* c = b.make_impl<Convolution>(index);
+  c->name = layer.name;
+  c->precision = b.cell.precision;
+  c->nhwc = b.nhwc;
+  c->kernel = layer.params.kernel;
+  c->stride = layer.params.stride;
+  c->padding = layer.params.padding;
+  c->has_bias = layer.params.bias;
+  c->training = b.training;
+  c->fusion_candidate = b.state(index).fusable_relu >= 0;
+  c->x = b.state(from).out;
+  const std::int64_t in_channels = b.layer(from).output.channels;
+  const std::array<std::int64_t, 4> filter{layer.params.out_channels, in_channels, c->kernel, c->kernel};
+  const auto fan_in = static_cast<double>(in_channels * c->kernel * c->kernel);
+  const int weight = b.add_parameter(index, synthetic::Slot::weight, b.type, filter, b.nhwc,
+                                     Parameter::Init::he_uniform, static_cast<float>(std::sqrt(6.0 / fan_in)));
+  c->w = b.parameter(weight).value;
+  if (c->has_bias) {
+    const int bias = b.add_parameter(index, synthetic::Slot::bias, b.type, {1, layer.params.out_channels, 1, 1},
+                                     b.nhwc, Parameter::Init::zeros);
+    c->bias = b.parameter(bias).value;
+  }
+  LayerState& s = b.state(index);
+  c->y = b.new_output(index, b.type);
+  s.out = c->y;
+  if (b.training) b.state(from).value_needed = true;  // backward filter reads x
+  b.push(index, Stage::forward, b.label(index, "forward"), {c->x, c->w, c->bias, c->y},
+         [c](const Exec& e) { c->run_forward(e); });
+}
+
+void backward_convolution(Builder& b, int index) {
+  auto* c = b.impl_of<Convolution>(index);
+  const int from = b.input_of(index);
+  c->dy = b.gradient(index);
+  for (const Parameter& p : b.parameters)
+    if (p.layer == index) (p.slot == synthetic::Slot::weight ? c->dw : c->db) = p.gradient;
+  b.push(index, Stage::backward, b.label(index, "backward filter"), {c->x, c->dy, c->dw, c->db},
+         [c](const Exec& e) { c->run_backward_filter(e); });
+  if (b.state(from).needs_grad) {
+    c->data_gradient = true;
+    const Builder::Sink sink = b.gradient_sink(from);
+    c->dx = sink.target;
+    c->dx_beta = sink.beta;
+    b.push(index, Stage::backward, b.label(index, "backward data"), {c->w, c->dy, c->dx},
+           [c](const Exec& e) { c->run_backward_data(e); });
+  }
+}
+
+}  // namespace crossbench::cudnn

@@ -1,0 +1,140 @@
+// Max and average pooling (cudnnPoolingForward/Backward) and local response
+// normalisation across channels (cudnnLRNCrossChannelForward/Backward).
+//
+// Pooling: the output descriptor carries the network's output size, so ceil
+// mode (Caffe's GoogLeNet) is cuDNN's "full" pooling with windows that run
+// past the input, as Caffe's and MXNet's cuDNN layers use it. Average
+// pooling counts padding like PyTorch's AvgPool2d (count_include_pad=True)
+// when there is padding; without padding the divisor is the pixels of the
+// window inside the input (PyTorch's rule for ceil-mode overflow).
+//
+// LRN: cuDNN's definition y = x / (k + alpha / n * sum of x^2 over n channels)^beta
+// is PyTorch's LocalResponseNorm and Caffe's LRN (alpha divided by the size).
+// Both backward passes read the forward's input and output.
+#include "crossbench/error.hpp"
+#include "engines/cudnn/graph.hpp"
+
+namespace crossbench::cudnn {
+namespace {
+
+class Pooling final : public LayerImpl {
+ public:
+  cudnnPoolingMode_t mode = CUDNN_POOLING_MAX;
+  int kernel = 1, stride = 1, padding = 0;
+  Tensor x, y, dy, dx;
+  float dx_beta = 0;
+  bool training = false;
+  TensorDesc xd, yd, dyd, dxd;
+  PoolDesc pd;
+
+  void setup(SetupContext&) override {
+    pd = make_pool_desc();
+    CB_CHECK_CUDNN(cudnnSetPooling2dDescriptor(pd, mode, CUDNN_NOT_PROPAGATE_NAN, kernel, kernel, padding, padding,
+                                               stride, stride));
+    xd = describe_tensor(x);
+    yd = describe_tensor(y);
+    if (dy.valid()) dyd = describe_tensor(dy);
+    if (dx.valid()) dxd = describe_tensor(dx);
+  }
+  void run_forward(const Exec& e) {
+    CB_CHECK_CUDNN(cudnnPoolingForward(e.dnn, pd, &kOne, xd, e.ptr(x), &kZero, yd, e.ptr(y)));
+  }
+  void run_backward(const Exec& e) {
+    CB_CHECK_CUDNN(cudnnPoolingBackward(e.dnn, pd, &kOne, yd, e.ptr(y), dyd, e.ptr(dy), xd, e.ptr(x), &dx_beta, dxd,
+                                        e.ptr(dx)));
+  }
+};
+
+class Lrn final : public LayerImpl {
+ public:
+  unsigned size = 5;
+  double alpha = 1e-4, beta = 0.75, k = 1.0;
+  Tensor x, y, dy, dx;
+  float dx_beta = 0;
+  TensorDesc xd, yd, dyd, dxd;
+  LrnDesc ld;
+
+  void setup(SetupContext&) override {
+    ld = make_lrn_desc();
+    CB_CHECK_CUDNN(cudnnSetLRNDescriptor(ld, size, alpha, beta, k));
+    xd = describe_tensor(x);
+    yd = describe_tensor(y);
+    if (dy.valid()) dyd = describe_tensor(dy);
+    if (dx.valid()) dxd = describe_tensor(dx);
+  }
+  void run_forward(const Exec& e) {
+    CB_CHECK_CUDNN(cudnnLRNCrossChannelForward(e.dnn, ld, CUDNN_LRN_CROSS_CHANNEL_DIM1, &kOne, xd, e.ptr(x), &kZero,
+                                               yd, e.ptr(y)));
+  }
+  void run_backward(const Exec& e) {
+    CB_CHECK_CUDNN(cudnnLRNCrossChannelBackward(e.dnn, ld, CUDNN_LRN_CROSS_CHANNEL_DIM1, &kOne, yd, e.ptr(y), dyd,
+                                                e.ptr(dy), xd, e.ptr(x), &dx_beta, dxd, e.ptr(dx)));
+  }
+};
+
+// Both families keep x and y for backward.
+template <typename Impl>
+Impl* forward_common(Builder& b, int index) {
+  const int from = b.input_of(index);
+  auto* impl = b.make_impl<Impl>(index);
+  impl->x = b.state(from).out;
+  impl->y = b.new_output(index, b.type);
+  LayerState& s = b.state(index);
+  s.out = impl->y;
+  if (b.training) {
+    b.state(from).value_needed = true;
+    s.value_needed = true;
+  }
+  return impl;
+}
+
+}  // namespace
+
+void forward_pooling(Builder& b, int index) {
+  const Layer& layer = b.layer(index);
+  auto* p = forward_common<Pooling>(b, index);
+  p->kernel = static_cast<int>(layer.params.kernel);
+  p->stride = static_cast<int>(layer.params.stride);
+  p->padding = static_cast<int>(layer.params.padding);
+  p->training = b.training;
+  if (layer.kind == LayerKind::max_pool) p->mode = CUDNN_POOLING_MAX;
+  else p->mode = layer.params.padding > 0 ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                          : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+  b.push(index, Stage::forward, b.label(index, "forward"), {p->x, p->y}, [p](const Exec& e) { p->run_forward(e); });
+}
+
+void backward_pooling(Builder& b, int index) {
+  auto* p = b.impl_of<Pooling>(index);
+  const int from = b.input_of(index);
+  if (!b.state(from).needs_grad) return;
+  p->dy = b.gradient(index);
+  const Builder::Sink sink = b.gradient_sink(from);
+  p->dx = sink.target;
+  p->dx_beta = sink.beta;
+  b.push(index, Stage::backward, b.label(index, "backward"), {p->x, p->y, p->dy, p->dx},
+         [p](const Exec& e) { p->run_backward(e); });
+}
+
+void forward_lrn(Builder& b, int index) {
+  const Layer& layer = b.layer(index);
+  auto* l = forward_common<Lrn>(b, index);
+  l->size = static_cast<unsigned>(layer.params.lrn_size);
+  l->alpha = layer.params.lrn_alpha;
+  l->beta = layer.params.lrn_beta;
+  l->k = layer.params.lrn_k;
+  b.push(index, Stage::forward, b.label(index, "forward"), {l->x, l->y}, [l](const Exec& e) { l->run_forward(e); });
+}
+
+void backward_lrn(Builder& b, int index) {
+  auto* l = b.impl_of<Lrn>(index);
+  const int from = b.input_of(index);
+  if (!b.state(from).needs_grad) return;
+  l->dy = b.gradient(index);
+  const Builder::Sink sink = b.gradient_sink(from);
+  l->dx = sink.target;
+  l->dx_beta = sink.beta;
+  b.push(index, Stage::backward, b.label(index, "backward"), {l->x, l->y, l->dy, l->dx},
+         [l](const Exec& e) { l->run_backward(e); });
+}
+
+}  // namespace crossbench::cudnn

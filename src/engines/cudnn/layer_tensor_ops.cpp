@@ -1,0 +1,124 @@
+// Element-wise add (residual connections) and channel concatenation
+// (inception modules): cuDNN tensor ops, or no op at all where the data
+// can stay where it is.
+//
+// Add: like torchvision's `out += identity`, a += b in place
+// (cudnnAddTensor) when nothing else reads a, else y = a + b
+// (cudnnOpTensor). Backward: both inputs receive the output gradient. The
+// first input takes it over as its own buffer; so does the second (a
+// residual block's input, whose gradient its first convolution later adds
+// to) when the first input is a batch-norm output whose backward only reads
+// that gradient and runs before any other contribution to the second's:
+// then no copy is made at all. Otherwise the second gets a copy.
+//
+// Concat: in NCHW the producers of the branches wrote straight into their
+// channel slice of the output (the builder's placement), and the backward
+// hands each branch its slice of the output gradient as a strided view; in
+// NHWC (where a channel slice is not a layout cuDNN's tensor-core kernels
+// take) each branch is copied in and out with cudnnTransformTensor, as
+// PyTorch's cat does.
+#include "crossbench/error.hpp"
+#include "engines/cudnn/graph.hpp"
+
+namespace crossbench::cudnn {
+namespace {
+
+class Add final : public LayerImpl {
+ public:
+  Tensor a, b, y;
+  bool in_place = false;
+  TensorDesc ad, bd, yd;
+  OpTensorDesc op;
+  void setup(SetupContext&) override {
+    ad = describe_tensor(a);
+    bd = describe_tensor(b);
+    yd = describe_tensor(y);
+    op = make_add_desc();
+  }
+  void run(const Exec& e) {
+    if (in_place) {
+      CB_CHECK_CUDNN(cudnnAddTensor(e.dnn, &kOne, bd, e.ptr(b), &kOne, ad, e.ptr(a)));
+    } else {
+      CB_CHECK_CUDNN(cudnnOpTensor(e.dnn, op, &kOne, ad, e.ptr(a), &kOne, bd, e.ptr(b), &kZero, yd, e.ptr(y)));
+    }
+  }
+};
+
+// Whether both inputs of an add may alias its output gradient (see the header comment).
+bool second_may_alias(Builder& b, int index) {
+  const int first = b.input_of(index, 0), second = b.input_of(index, 1);
+  if (first == second || b.layer(first).kind != LayerKind::batch_norm || b.state(first).consumers != 1) return false;
+  if (b.state(second).contributions != 0) return false;
+  // `second`'s own backward must not write over the gradient before `first`'s backward read it.
+  const LayerKind second_kind = b.layer(second).kind;
+  const bool second_only_reads = second_kind == LayerKind::batch_norm || second_kind == LayerKind::convolution ||
+                                 second_kind == LayerKind::fully_connected;
+  if (second > first && !second_only_reads) return false;
+  const int count = static_cast<int>(b.network.layers().size());
+  for (int consumer = 0; consumer < count; ++consumer) {
+    if (consumer == index) continue;
+    for (int from : b.layer(consumer).inputs)
+      if (from == second && consumer > first) return false;  // would add into the gradient before `first` read it
+  }
+  return true;
+}
+
+}  // namespace
+
+void forward_add(Builder& b, int index) {
+  const int first = b.input_of(index, 0), second = b.input_of(index, 1);
+  auto* add = b.make_impl<Add>(index);
+  add->a = b.state(first).out;
+  add->b = b.state(second).out;
+  LayerState& s = b.state(index);
+  add->in_place = first != second && b.can_overwrite(first);
+  s.in_place = add->in_place;
+  add->y = add->in_place ? add->a : b.new_output(index, b.type);
+  s.out = add->y;
+  s.exclusive = true;
+  b.push(index, Stage::forward, b.label(index, "forward"), {add->a, add->b, add->y},
+         [add](const Exec& e) { add->run(e); });
+}
+
+void backward_add(Builder& b, int index) {
+  const int first = b.input_of(index, 0), second = b.input_of(index, 1);
+  const Tensor dy = b.gradient(index);
+  b.contribute(index, second, dy, second_may_alias(b, index), b.label(index, "backward (second input)"));
+  b.contribute(index, first, dy, true, b.label(index, "backward (first input)"));
+}
+
+void forward_concat(Builder& b, int index) {
+  const Layer& layer = b.layer(index);
+  LayerState& s = b.state(index);
+  s.out = s.placement ? *s.placement : b.new_tensor(b.dims_of(index), b.type, b.label(index, "output"));
+  s.placement.reset();
+  s.exclusive = true;
+  std::int64_t first_channel = 0;
+  for (int from : layer.inputs) {
+    const Tensor in = b.state(from).out;
+    const Tensor slice = s.out.channel_slice(first_channel, in.c());
+    first_channel += in.c();
+    if (in.buffer == slice.buffer && in.offset == slice.offset) continue;  // written in place by its producer
+    auto from_desc = std::make_shared<LazyTensorDesc>(in);
+    auto to_desc = std::make_shared<LazyTensorDesc>(slice);
+    b.push(index, Stage::forward, b.label(index, "forward copy"), {in, slice}, [=](const Exec& e) {
+      CB_CHECK_CUDNN(cudnnTransformTensor(e.dnn, &kOne, from_desc->get(), e.ptr(in), &kZero, to_desc->get(),
+                                          e.ptr(slice)));
+    });
+  }
+}
+
+void backward_concat(Builder& b, int index) {
+  const Layer& layer = b.layer(index);
+  const Tensor dy = b.gradient(index);
+  std::int64_t first_channel = 0;
+  for (int from : layer.inputs) {
+    const std::int64_t channels = b.layer(from).output.channels;
+    const Tensor slice = dy.channel_slice(first_channel, channels);
+    first_channel += channels;
+    const bool alias = !b.nhwc && b.state(from).consumers == 1;
+    b.contribute(index, from, slice, alias, b.label(index, "backward slice"));
+  }
+}
+
+}  // namespace crossbench::cudnn

@@ -1,0 +1,369 @@
+// The native cuDNN engine on a GPU (label `gpu`; every test skips with a
+// reason when no GPU is visible).
+//
+// Correctness is checked against the oneDNN engine: the GPU machine has no
+// oneDNN, so tests/engines_cudnn/reference.json holds oneDNN's OutputCheck
+// (loss, gradient norms) of every tiny layer-kind network (batch 4) and of
+// every network (batch 2), computed on a CPU by cudnn_reference_generator.
+// Tolerances (relative): fp32 1e-4 for layer kinds and 1e-3 for whole
+// networks, tf32 1e-2, fp16 and bf16 5e-2.
+//
+// The reference is found through $CROSSBENCH_CUDNN_REFERENCE, else
+// tests/engines_cudnn/reference.json under the working directory (the GPU
+// machine runs from the repository root), else under the source directory.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "crossbench/device.hpp"
+#include "crossbench/engine.hpp"
+#include "crossbench/error.hpp"
+#include "crossbench/network.hpp"
+#include "crossbench/runner.hpp"
+#include "engines/cudnn/cudnn_session.hpp"
+#include "engines_cudnn/tiny_networks.hpp"
+
+namespace crossbench {
+namespace {
+
+using nlohmann::json;
+
+#define SKIP_WITHOUT_GPU()                                                                   \
+  do {                                                                                       \
+    if (visible_gpu_count() == 0) GTEST_SKIP() << "no GPU visible: the cuDNN engine cannot run here"; \
+  } while (false)
+
+const json& reference() {
+  static const json data = [] {
+    std::vector<std::filesystem::path> candidates;
+    if (const char* path = std::getenv("CROSSBENCH_CUDNN_REFERENCE")) candidates.emplace_back(path);
+    candidates.emplace_back("tests/engines_cudnn/reference.json");
+    candidates.emplace_back(std::filesystem::path(CROSSBENCH_SOURCE_DIR) / "tests/engines_cudnn/reference.json");
+    for (const auto& path : candidates) {
+      std::ifstream file(path);
+      if (file) return json::parse(file);
+    }
+    return json();
+  }();
+  return data;
+}
+
+struct Setting {
+  std::string name;
+  Precision precision;
+  Layout layout;
+  AlgorithmPolicy algorithm;
+  double tolerance;  // relative, for the layer-kind networks
+};
+
+std::vector<Setting> settings() {
+  return {
+      {"fp32_nchw", Precision::fp32, Layout::nchw, AlgorithmPolicy::heuristic, 1e-4},
+      {"fp32_nhwc", Precision::fp32, Layout::nhwc, AlgorithmPolicy::heuristic, 1e-4},
+      {"fp32_nchw_exhaustive", Precision::fp32, Layout::nchw, AlgorithmPolicy::exhaustive, 1e-4},
+      {"tf32_nchw", Precision::tf32, Layout::nchw, AlgorithmPolicy::heuristic, 1e-2},
+      {"fp16_nhwc", Precision::fp16, Layout::automatic, AlgorithmPolicy::heuristic, 5e-2},
+      {"bf16_nhwc", Precision::bf16, Layout::automatic, AlgorithmPolicy::heuristic, 5e-2},
+      {"fp16_nchw", Precision::fp16, Layout::nchw, AlgorithmPolicy::heuristic, 5e-2},
+  };
+}
+
+std::unique_ptr<Engine> engine_for(Precision, Layout layout, AlgorithmPolicy algorithm, bool graphs = false) {
+  EngineConfig config;
+  config.seed = 42;
+  config.layout = layout;
+  config.algorithm = algorithm;
+  config.cuda_graphs = graphs;
+  config.gpu_ordinal = 0;
+  return make_engine("cudnn", probe_gpu(0, ""), config);
+}
+
+double relative(double actual, double expected, double floor = 1e-12) {
+  return std::abs(actual - expected) / std::max(std::abs(expected), floor);
+}
+
+// Compares a check() with a reference entry; returns a description of the worst mismatch.
+void expect_matches(const OutputCheck& check, const json& expected, double tolerance, const std::string& what,
+                    bool training) {
+  ASSERT_TRUE(check.finite) << what << ": non-finite output (loss " << check.loss << ")";
+  EXPECT_LE(relative(check.loss, expected["loss"].get<double>()), tolerance)
+      << what << ": loss " << check.loss << " vs oneDNN " << expected["loss"].get<double>();
+  if (!training) return;
+  const auto& norms = expected["gradient_norms"];
+  ASSERT_EQ(check.gradient_norms.size(), norms.size()) << what << ": number of trainable tensors";
+  const double total = expected["gradient_norm"].get<double>();
+  EXPECT_LE(relative(check.gradient_norm, total), tolerance)
+      << what << ": gradient norm " << check.gradient_norm << " vs oneDNN " << total;
+  for (std::size_t i = 0; i < norms.size(); ++i) {
+    const double want = norms[i].get<double>();
+    // Tensors whose gradient is a vanishing share of the whole are compared against that share.
+    EXPECT_LE(relative(check.gradient_norms[i], want, 1e-3 * total), tolerance)
+        << what << ": gradient norm of trainable tensor " << i << ": " << check.gradient_norms[i] << " vs oneDNN "
+        << want;
+  }
+}
+
+// ---- Every layer kind, every precision and layout ------------------------------
+
+class LayerKinds : public ::testing::TestWithParam<std::tuple<std::string, std::size_t>> {};
+
+TEST_P(LayerKinds, AgreeWithOnednn) {
+  SKIP_WITHOUT_GPU();
+  const auto& [case_name, setting_index] = GetParam();
+  const Setting setting = settings()[setting_index];
+  ASSERT_FALSE(reference().is_null()) << "tests/engines_cudnn/reference.json not found";
+  tiny::Case found;
+  for (const tiny::Case& c : tiny::cases())
+    if (c.name == case_name) found = c;
+  const Network network = found.build();
+  auto engine = engine_for(setting.precision, setting.layout, setting.algorithm);
+  for (Phase phase : {Phase::training, Phase::inference}) {
+    const CellSpec cell{"cudnn", network.name(), setting.precision, tiny::kBatch, phase, 0};
+    const std::string what = case_name + " " + setting.name + " " + std::string(to_string(phase));
+    std::unique_ptr<Session> session;
+    ASSERT_NO_THROW(session = engine->prepare(network, cell)) << what;
+    const OutputCheck check = session->check();
+    expect_matches(check, reference()["tiny"][case_name][std::string(to_string(phase))], setting.tolerance, what,
+                   phase == Phase::training);
+    // A few steps (fresh dropout masks, running statistics) then check() again: the same answer.
+    for (int i = 0; i < 3; ++i) session->step();
+    const OutputCheck again = session->check();
+    EXPECT_NEAR(again.loss, check.loss, 1e-6 * std::abs(check.loss)) << what << ": check() after steps";
+    if (HasFailure()) std::cerr << what << " decisions: " << session->decisions() << "\n";
+  }
+}
+
+std::vector<std::tuple<std::string, std::size_t>> layer_kind_params() {
+  std::vector<std::tuple<std::string, std::size_t>> params;
+  for (const tiny::Case& c : tiny::cases())
+    for (std::size_t s = 0; s < settings().size(); ++s) params.emplace_back(c.name, s);
+  return params;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cudnn, LayerKinds, ::testing::ValuesIn(layer_kind_params()),
+                         [](const ::testing::TestParamInfo<LayerKinds::ParamType>& info) {
+                           return std::get<0>(info.param) + "_" + settings()[std::get<1>(info.param)].name;
+                         });
+
+// ---- Every network at batch 2, fp32: within 1e-3 of oneDNN ---------------------
+
+class Networks : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Networks, Fp32AgreesWithOnednnAtBatch2) {
+  SKIP_WITHOUT_GPU();
+  ASSERT_FALSE(reference().is_null()) << "tests/engines_cudnn/reference.json not found";
+  const std::string name = GetParam();
+  const Network network = make_network(name);
+  auto engine = engine_for(Precision::fp32, Layout::automatic, AlgorithmPolicy::heuristic);
+  for (Phase phase : {Phase::training, Phase::inference}) {
+    const CellSpec cell{"cudnn", name, Precision::fp32, 2, phase, 0};
+    auto session = engine->prepare(network, cell);
+    const std::string what = name + " " + std::string(to_string(phase));
+    expect_matches(session->check(), reference()["networks"][name][std::string(to_string(phase))], 1e-3, what,
+                   phase == Phase::training);
+    if (HasFailure()) std::cerr << what << " decisions: " << session->decisions() << "\n";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cudnn, Networks, ::testing::ValuesIn(network_names()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+// Every network in every 16-bit precision and tf32 at batch 8: prepares, steps and gives finite results.
+class NetworkPrecisions : public ::testing::TestWithParam<std::tuple<std::string, Precision>> {};
+
+TEST_P(NetworkPrecisions, StepsAndStaysFinite) {
+  SKIP_WITHOUT_GPU();
+  const auto& [name, precision] = GetParam();
+  const Network network = make_network(name);
+  auto engine = engine_for(precision, Layout::automatic, AlgorithmPolicy::heuristic);
+  const OutputCheck reference_fp32 = [&] {
+    auto fp32 = engine_for(Precision::fp32, Layout::automatic, AlgorithmPolicy::heuristic);
+    return fp32->prepare(network, {"cudnn", name, Precision::fp32, 8, Phase::training, 0})->check();
+  }();
+  auto session = engine->prepare(network, {"cudnn", name, precision, 8, Phase::training, 0});
+  for (int i = 0; i < 2; ++i) session->step();
+  const OutputCheck check = session->check();
+  EXPECT_TRUE(check.finite) << name << " " << to_string(precision);
+  // Whole deep networks in 16 bits drift further than one layer: a loose bound on the loss.
+  EXPECT_LE(relative(check.loss, reference_fp32.loss), 0.1) << name << " " << to_string(precision) << ": loss "
+                                                             << check.loss << " vs fp32 " << reference_fp32.loss;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cudnn, NetworkPrecisions,
+    ::testing::Combine(::testing::Values("alexnet", "googlenet", "resnet50", "vgg11", "overfeat"),
+                       ::testing::Values(Precision::tf32, Precision::fp16, Precision::bf16)),
+    [](const ::testing::TestParamInfo<NetworkPrecisions::ParamType>& info) {
+      return std::get<0>(info.param) + "_" + std::string(to_string(std::get<1>(info.param)));
+    });
+
+// ---- Session behaviour -----------------------------------------------------------
+
+TEST(CudnnSession, CudaGraphReplayGivesTheSameResults) {
+  SKIP_WITHOUT_GPU();
+  for (const std::string name : {"googlenet", "resnet50", "alexnet"}) {
+    const Network network = make_network(name);
+    const CellSpec cell{"cudnn", name, Precision::fp32, 4, Phase::training, 0};
+    auto eager = engine_for(Precision::fp32, Layout::automatic, AlgorithmPolicy::heuristic, false)->prepare(network, cell);
+    auto graphed = engine_for(Precision::fp32, Layout::automatic, AlgorithmPolicy::heuristic, true)->prepare(network, cell);
+    EXPECT_NE(graphed->decisions().find("graphs=on"), std::string::npos) << graphed->decisions();
+    for (int i = 0; i < 3; ++i) {
+      eager->step();
+      graphed->step();
+    }
+    const double eager_ms = [&] {
+      eager->timer().start();
+      eager->step();
+      eager->timer().stop();
+      return eager->timer().elapsed_ms();
+    }();
+    graphed->timer().start();
+    graphed->step();
+    graphed->timer().stop();
+    const double graphed_ms = graphed->timer().elapsed_ms();
+    EXPECT_GT(eager_ms, 0);
+    EXPECT_GT(graphed_ms, 0);
+    std::cerr << name << " batch 4 training step: eager " << eager_ms << " ms, CUDA graph " << graphed_ms << " ms\n";
+    const OutputCheck a = eager->check(), b = graphed->check();
+    EXPECT_TRUE(b.finite);
+    EXPECT_NEAR(a.loss, b.loss, 1e-5 * std::abs(a.loss)) << name;
+    EXPECT_NEAR(a.gradient_norm, b.gradient_norm, 1e-4 * a.gradient_norm) << name;
+  }
+}
+
+TEST(CudnnSession, RecordsItsDecisionsAndExactMemory) {
+  SKIP_WITHOUT_GPU();
+  const Network network = make_network("googlenet");
+  auto engine = engine_for(Precision::fp16, Layout::automatic, AlgorithmPolicy::exhaustive);
+  std::size_t free_before = 0, free_during = 0, free_after = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
+  {
+    auto session = engine->prepare(network, {"cudnn", "googlenet", Precision::fp16, 32, Phase::training, 0});
+    const std::string d = session->decisions();
+    std::cerr << "decisions: " << d << "\n";
+    EXPECT_NE(d.find("layout=nhwc"), std::string::npos) << d;
+    EXPECT_NE(d.find("algo=exhaustive"), std::string::npos) << d;
+    EXPECT_NE(d.find("conv1/7x7_s2:fwd="), std::string::npos) << d;
+    EXPECT_NE(d.find("bwd_filter="), std::string::npos) << d;
+    ASSERT_EQ(cudaMemGetInfo(&free_during, &total), cudaSuccess);
+    const auto* cudnn_session = dynamic_cast<cudnn::CudnnSession*>(session.get());
+    ASSERT_NE(cudnn_session, nullptr);
+    const double pool = static_cast<double>(cudnn_session->pool_bytes());
+    EXPECT_GE(static_cast<double>(session->memory().peak_bytes), pool);
+    // The pool is the session's device memory: what left the free memory, less the
+    // handles' small allocations (cuDNN, cuBLAS) and allocation granularity.
+    const double taken = static_cast<double>(free_before) - static_cast<double>(free_during);
+    EXPECT_GE(taken, pool);
+    EXPECT_LE(taken, pool + 512.0 * (1 << 20)) << "pool " << pool << " bytes, taken " << taken;
+    EXPECT_LT(pool, static_cast<double>(cudnn_session->unshared_bytes())) << "buffers are reused within a step";
+    std::cerr << "googlenet fp16 b32 training: pool " << pool / (1 << 20) << " MiB, without reuse "
+              << static_cast<double>(cudnn_session->unshared_bytes()) / (1 << 20) << " MiB\n";
+    const auto times = session->layer_times(3);
+    ASSERT_EQ(times.size(), network.layers().size());
+    double sum = 0;
+    for (const LayerTime& t : times) sum += t.forward_ms + t.backward_ms;
+    EXPECT_GT(sum, 0);
+  }
+  ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
+  EXPECT_LE(static_cast<double>(free_before) - static_cast<double>(free_after), 64.0 * (1 << 20))
+      << "a finished session gives its memory back";
+}
+
+TEST(CudnnSession, TelemetryOverTimedSteps) {
+  SKIP_WITHOUT_GPU();
+  const Network network = make_network("resnet50");
+  auto engine = engine_for(Precision::bf16, Layout::automatic, AlgorithmPolicy::heuristic);
+  auto session = engine->prepare(network, {"cudnn", "resnet50", Precision::bf16, 64, Phase::training, 0});
+  session->step();
+  session->timer().start();
+  session->step();
+  session->timer().stop();
+  session->timer().elapsed_ms();
+  session->begin_timed_steps();
+  for (int i = 0; i < 20; ++i) session->step();
+  const Telemetry t = session->end_timed_steps();
+  std::cerr << "telemetry: energy " << t.energy_j << " J, SM " << t.mean_sm_clock_mhz << " MHz, memory "
+            << t.mean_memory_clock_mhz << " MHz, power " << t.mean_power_w << " W, max " << t.max_temperature_c
+            << " C, throttled " << int(t.throttled) << ", " << t.samples << " samples\n";
+  if (std::isnan(t.mean_sm_clock_mhz)) GTEST_SKIP() << "NVML is not available on this machine";
+  EXPECT_GT(t.mean_sm_clock_mhz, 100);
+  EXPECT_GE(t.samples, 1);
+}
+
+TEST(CudnnSession, SgdUpdateChangesTheWeights) {
+  SKIP_WITHOUT_GPU();
+  const Network network = make_network("alexnet");
+  EngineConfig config;
+  config.update = Update::sgd;
+  config.learning_rate = 0.01;
+  auto engine = make_engine("cudnn", probe_gpu(0, ""), config);
+  auto session = engine->prepare(network, {"cudnn", "alexnet", Precision::fp32, 8, Phase::training, 0});
+  const OutputCheck before = session->check();
+  for (int i = 0; i < 5; ++i) session->step();
+  const OutputCheck after = session->check();
+  EXPECT_TRUE(after.finite);
+  EXPECT_NE(before.loss, after.loss) << "five SGD steps on one batch change the loss";
+  EXPECT_LT(after.loss, before.loss) << "and lower it";
+}
+
+// ---- Out of memory: a cell that cannot fit, then a small cell on the same process --
+
+TEST(CudnnEngine, OutOfMemoryThenTheNextCellRuns) {
+  SKIP_WITHOUT_GPU();
+  const Device device = probe_gpu(0, "");
+  auto engine = make_engine("cudnn", device, EngineConfig{});
+  MeasureOptions options;
+  options.warmup_steps = 2;
+  options.min_steps = 5;
+  options.max_steps = 5;
+  std::size_t free_before = 0, free_after = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
+
+  const Network vgg16 = make_network("vgg16");
+  const CellResult huge = run_cell(engine.get(), "cudnn", vgg16, {"cudnn", "vgg16", Precision::fp32, 8192,
+                                                                   Phase::training, 0},
+                                   device, options, 0);
+  EXPECT_EQ(huge.status, Status::oom) << huge.message;
+  std::cerr << "vgg16 b8192: " << to_string(huge.status) << ": " << huge.message << "\n";
+
+  // One that passes the first check (its tensors fit) but not with its workspace and reuse: still oom, never failed.
+  const CellResult large = run_cell(engine.get(), "cudnn", vgg16, {"cudnn", "vgg16", Precision::fp32, 2048,
+                                                                    Phase::training, 0},
+                                    device, options, 0);
+  EXPECT_TRUE(large.status == Status::oom || large.status == Status::ok) << large.message;
+  std::cerr << "vgg16 b2048: " << to_string(large.status) << ": " << large.message << "\n";
+
+  const Network alexnet = make_network("alexnet");
+  const CellResult small = run_cell(engine.get(), "cudnn", alexnet, {"cudnn", "alexnet", Precision::fp32, 16,
+                                                                      Phase::training, 0},
+                                    device, options, 0);
+  EXPECT_EQ(small.status, Status::ok) << small.message;
+  EXPECT_GT(small.peak_memory_bytes, 0);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
+  EXPECT_LE(static_cast<double>(free_before) - static_cast<double>(free_after), 64.0 * (1 << 20))
+      << "the failed cells released their memory";
+}
+
+TEST(CudnnEngine, SupportsFollowsTheComputeCapability) {
+  SKIP_WITHOUT_GPU();
+  const Device device = probe_gpu(0, "");
+  auto engine = make_engine("cudnn", device, EngineConfig{});
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16}) {
+    const Support s = engine->supports(device, {"cudnn", "alexnet", p, 1, Phase::inference, 0});
+    std::cerr << device.model << " (" << device.architecture << ") " << to_string(p) << ": "
+              << (s.supported ? "yes" : s.reason) << "\n";
+  }
+  EXPECT_TRUE(engine->supports(device, {"cudnn", "alexnet", Precision::fp32, 1, Phase::inference, 0}).supported);
+}
+
+}  // namespace
+}  // namespace crossbench

@@ -1,0 +1,65 @@
+// What the cuDNN engine supports, decided from the Device alone (label `cpu`:
+// no GPU needed), and its place in the registry.
+#include <gtest/gtest.h>
+
+#include "crossbench/engine.hpp"
+#include "engines/cudnn/cudnn_engine.hpp"
+
+namespace crossbench {
+namespace {
+
+Device gpu(const std::string& architecture, const std::string& model = "test GPU") {
+  Device d;
+  d.kind = DeviceKind::gpu;
+  d.model = model;
+  d.architecture = architecture;
+  return d;
+}
+
+CellSpec cell(Precision p) { return {"cudnn", "alexnet", p, 64, Phase::training, 0}; }
+
+TEST(CudnnSupport, FollowsTheComputeCapability) {
+  for (const std::string arch : {"90", "9.0", "80", "120", "12.0"})
+    for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16})
+      EXPECT_TRUE(cudnn::supports(gpu(arch), cell(p)).supported) << arch << " " << to_string(p);
+  // Volta: fp16 tensor cores, no tf32 or bf16.
+  EXPECT_TRUE(cudnn::supports(gpu("70"), cell(Precision::fp32)).supported);
+  EXPECT_TRUE(cudnn::supports(gpu("7.0"), cell(Precision::fp16)).supported);
+  const Support bf16 = cudnn::supports(gpu("70", "Tesla V100"), cell(Precision::bf16));
+  EXPECT_FALSE(bf16.supported);
+  EXPECT_NE(bf16.reason.find("Tesla V100"), std::string::npos) << bf16.reason;
+  EXPECT_NE(bf16.reason.find("7.0"), std::string::npos) << bf16.reason;
+  EXPECT_FALSE(cudnn::supports(gpu("75"), cell(Precision::tf32)).supported);
+  // Pascal: fp32 only.
+  EXPECT_FALSE(cudnn::supports(gpu("61"), cell(Precision::fp16)).supported);
+  EXPECT_TRUE(cudnn::supports(gpu("61"), cell(Precision::fp32)).supported);
+}
+
+TEST(CudnnSupport, RefusesCpusAndUnknownArchitectures) {
+  Device cpu;
+  cpu.kind = DeviceKind::cpu;
+  EXPECT_FALSE(cudnn::supports(cpu, cell(Precision::fp32)).supported);
+  EXPECT_FALSE(cudnn::supports(gpu(""), cell(Precision::fp32)).supported);
+}
+
+TEST(CudnnSupport, IsRegisteredAndBuilt) {
+  bool found = false;
+  for (const EngineInfo& info : engine_catalog())
+    if (info.name == "cudnn") {
+      found = true;
+      EXPECT_TRUE(info.built) << info.description;
+      EXPECT_EQ(info.device_kind, DeviceKind::gpu);
+    }
+  EXPECT_TRUE(found);
+  EXPECT_EQ(native_engine(DeviceKind::gpu), "cudnn");
+  auto engine = make_engine("cudnn", gpu("90"), EngineConfig{});
+  ASSERT_NE(engine, nullptr);
+  EXPECT_EQ(engine->name(), "cudnn");
+  EXPECT_EQ(engine->device_kind(), DeviceKind::gpu);
+  bool has_cudnn_version = false;
+  for (const auto& [name, version] : engine_library_versions()) has_cudnn_version |= name == "cudnn_version";
+  EXPECT_TRUE(has_cudnn_version);
+}
+
+}  // namespace
+}  // namespace crossbench

@@ -1,0 +1,15 @@
+# The native cuDNN engine's tests (src/engines/cudnn/). Built when the CUDA
+# toolkit and cuDNN are (CROSSBENCH_ENABLE_CUDA); the `gpu` tests skip with a
+# reason where no GPU is visible and run for real on a GPU machine.
+if(CROSSBENCH_ENABLE_CUDA)
+  crossbench_test(cudnn_engine_test LABEL gpu LINKS crossbench_engines
+                  SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_engine_test.cpp)
+  crossbench_test(cudnn_support_test LABEL cpu LINKS crossbench_engines
+                  SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_support_test.cpp)
+  if(CROSSBENCH_ENABLE_ONEDNN)
+    # Writes tests/engines_cudnn/reference.json from the oneDNN engine (see its header).
+    add_executable(cudnn_reference_generator ${CMAKE_CURRENT_LIST_DIR}/cudnn_reference_generator.cpp)
+    target_link_libraries(cudnn_reference_generator PRIVATE crossbench_engines)
+    target_include_directories(cudnn_reference_generator PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR})
+  endif()
+endif()
