@@ -292,6 +292,8 @@ def batch_curve(series: pd.DataFrame) -> dict:
 
     b = ok["batch"].to_numpy(dtype=float)
     t = (ok["median_ms"] / ok["batch"]).to_numpy()   # ms per image
+    t_lo = (ok["ci_low_ms"] / ok["batch"]).to_numpy()
+    t_hi = (ok["ci_high_ms"] / ok["batch"]).to_numpy()
     best = int(np.argmin(t))
     facts["best_batch"] = int(b[best])
     facts["best_images_per_s"] = float(1e3 / t[best])
@@ -315,8 +317,9 @@ def batch_curve(series: pd.DataFrame) -> dict:
                 stop = i
                 break
         if best > 0:
+            noise = "" if t_hi[best] < t_lo[0] else " (within the confidence intervals: not significant)"
             words.append(f"per-image time falls {t[0] / t[best]:.3g}× from batch {int(b[0])} "
-                         f"({t[0]:.3g} ms) to batch {int(b[best])} ({t[best]:.3g} ms)")
+                         f"({t[0]:.3g} ms) to batch {int(b[best])} ({t[best]:.3g} ms){noise}")
         else:
             words.append(f"per-image time is lowest at the smallest batch, {int(b[0])} ({t[0]:.3g} ms)")
         if stop is not None and stop < len(b) - 1:
@@ -330,10 +333,14 @@ def batch_curve(series: pd.DataFrame) -> dict:
         last = len(b) - 1
         if best < last:
             rise = t[last] / t[best] - 1
-            if rise > FLAT:
+            if rise > FLAT and t_lo[last] > t_hi[best]:
                 facts["bend"] = "up"
                 words.append(f"beyond it the curve bends up: per-image time is {rise:+.0%} at batch "
                              f"{int(b[last])}, so larger batches lose throughput")
+            elif rise > FLAT:
+                facts["bend"] = "flat"
+                words.append(f"beyond it per-image time is {rise:+.0%} at batch {int(b[last])}, but within "
+                             f"the confidence intervals (not a significant bend)")
             else:
                 facts["bend"] = "flat"
                 words.append(f"beyond it the curve is flat (within {FLAT:.0%} up to batch {int(b[last])})")
@@ -349,7 +356,10 @@ def batch_curve(series: pd.DataFrame) -> dict:
             else:
                 facts["bend"] = "flat"
         words = ["; ".join(words) + "."]
-    words.append(f"Best throughput at batch {facts['best_batch']} ({facts['best_images_per_s']:,.0f} images/s).")
+    ips = facts["best_images_per_s"]
+    words.append(f"Best throughput at batch {facts['best_batch']} "
+                 f"({ips:,.0f} images/s)." if ips >= 100 else
+                 f"Best throughput at batch {facts['best_batch']} ({ips:.3g} images/s).")
     if facts["first_oom"] is not None:
         if facts["largest_fit"] is not None:
             words.append(f"Largest batch that fit: {facts['largest_fit']} (OOM from batch {facts['first_oom']}).")

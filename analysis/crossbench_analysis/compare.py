@@ -99,7 +99,10 @@ def _nz(v: float) -> float:
 def changed(table: pd.DataFrame) -> pd.DataFrame:
     """The rows worth showing: significant moves and status changes."""
     keep = ~table["verdict"].isin(["unchanged", "unchanged (within CI)", "not run in either"])
-    return table[keep].reset_index(drop=True)
+    # A cell on one cube's axes only is worth a line when that cube attempted it.
+    only_old = (table["verdict"].str.startswith("only in OLD")) & (table["status_old"] == "not_run")
+    only_new = (table["verdict"].str.startswith("only in NEW")) & (table["status_new"] == "not_run")
+    return table[keep & ~only_old & ~only_new].reset_index(drop=True)
 
 
 def render(table: pd.DataFrame, threshold_pct: float) -> str:

@@ -78,6 +78,12 @@ class Document:
         return "\n".join(out)
 
     def html(self) -> str:
+        ids: dict[str, int] = {}
+
+        def anchor(text):
+            base = _slug(text)
+            ids[base] = ids.get(base, 0) + 1
+            return base if ids[base] == 1 else f"{base}-{ids[base]}"
         body = [f"<h1>{html.escape(self.title)}</h1>"]
         toc = [b for b in self.blocks if b[0] == "h" and b[1] == 2]
         if toc:
@@ -86,7 +92,7 @@ class Document:
         for b in self.blocks:
             kind = b[0]
             if kind == "h":
-                body.append(f'<h{b[1]} id="{_slug(b[2])}">{html.escape(b[2])}</h{b[1]}>')
+                body.append(f'<h{b[1]} id="{anchor(b[2])}">{html.escape(b[2])}</h{b[1]}>')
             elif kind == "p":
                 body.append(f"<p>{_inline(b[1])}</p>")
             elif kind == "ul":

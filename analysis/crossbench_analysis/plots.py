@@ -68,6 +68,13 @@ def _status_legend(statuses) -> list:
     return out
 
 
+def _short_number(v: float) -> str:
+    """3 significant digits without exponent: 0.0123, 1.23, 123, 1234."""
+    if v >= 100:
+        return f"{v:.0f}"
+    return f"{v:.3g}"
+
+
 def _times(v, _=None) -> str:
     """A speedup tick: 4×, 1×, 1/8× (log₂ axes)."""
     if v <= 0:
@@ -122,6 +129,7 @@ def fig_time_per_batch(d: pd.DataFrame, device: str, precision: str, batch: int,
     width = 0.8 / max(1, len(engines))
     seen_status = set()
     ok_vals = d.loc[d["status"] == "ok", "ci_high_ms"].dropna()
+    value_labels = len(networks) * len(engines) <= 20   # readable only when the bars are wide enough
     for ax, phase in zip(axes, phases):
         p = d[d["phase"] == phase]
         for j, e in enumerate(engines):
@@ -135,6 +143,10 @@ def fig_time_per_batch(d: pd.DataFrame, device: str, precision: str, batch: int,
                     ax.bar(x, r.median_ms, width * 0.92, color=colors[e], zorder=2, gid="cell-ok")
                     ax.errorbar(x, r.median_ms, yerr=err, fmt="none", ecolor="black", capsize=2, lw=1,
                                 zorder=3)
+                    if value_labels:
+                        ax.annotate(_short_number(r.median_ms), (x, r.ci_high_ms), textcoords="offset points",
+                                    xytext=(0, 2), ha="center", va="bottom", fontsize=7.5, zorder=4,
+                                    gid="value-label")
                 else:
                     seen_status.add(status)
                     _status_patch(ax, x, width * 0.92, status)
@@ -252,7 +264,7 @@ def fig_batch_efficiency(d: pd.DataFrame, device: str, precision: str, engines: 
             ax.set_xlabel("batch size [images] (log₂ scale)")
     for k in range(len(networks), nrows * ncols):
         axes[k // ncols][k % ncols].set_visible(False)
-    handles = [Line2D([], [], color=colors[e], lw=2, label=e) for e in engines]
+    handles = [Line2D([], [], color=colors[e], lw=2, label=f"engine {e}") for e in engines]
     handles += [Line2D([], [], color="black", ls=PHASE_STYLE[p], label=p) for p in phases if p in PHASE_STYLE]
     handles.append(Patch(facecolor="#888888", alpha=0.3, label="95% CI"))
     if any_best:
@@ -344,6 +356,8 @@ def fig_efficiency(d: pd.DataFrame, device: str, precision: str, batch: int, eng
     width = 0.8 / max(1, len(engines))
     seen = set()
     top = d.loc[d["status"] == "ok", "tflops"].max()
+    # GFLOP/s for slow devices (a CPU at small batch), so that the axis reads 40, not 0.04.
+    scale, unit = (1e3, "GFLOP/s") if np.isfinite(top) and top < 1 else (1.0, "TFLOP/s")
     for ax, ph in zip(axes, phases):
         p = d[d["phase"] == ph]
         for j, e in enumerate(engines):
@@ -353,9 +367,11 @@ def fig_efficiency(d: pd.DataFrame, device: str, precision: str, batch: int, eng
                 st = r["status"].iloc[0] if len(r) else "not_run"
                 if st == "ok" and np.isfinite(r["tflops"].iloc[0]):
                     v = r["tflops"].iloc[0]
-                    ax.bar(x, v, width * 0.92, color=colors[e], zorder=2, gid="cell-ok")
+                    ax.bar(x, v * scale, width * 0.92, color=colors[e], zorder=2, gid="cell-ok")
                     if peak:
-                        ax.text(x, v, f"{100 * v / peak:.0f}%", ha="center", va="bottom", fontsize=7)
+                        pct = 100 * v / peak
+                        ax.text(x, v * scale, f"{pct:.0f}%" if pct >= 1 else f"{pct:.2g}%", ha="center",
+                                va="bottom", fontsize=7)
                 elif st == "ok":
                     _status_patch(ax, x, width * 0.92, "not_run", text="TFLOP/s not recorded")
                 else:
@@ -367,16 +383,18 @@ def fig_efficiency(d: pd.DataFrame, device: str, precision: str, batch: int, eng
         ax.set_title(ph)
         ax.set_xlabel("network")
     if np.isfinite(top) and top > 0:
-        axes[0].set_ylim(0, top * 1.25)
-    axes[0].set_ylabel("achieved throughput [TFLOP/s]")
+        axes[0].set_ylim(0, top * scale * 1.25)
+    axes[0].set_ylabel(f"achieved throughput [{unit}]")
     if peak:
-        sec = axes[-1].secondary_yaxis("right", functions=(lambda v: 100 * v / peak, lambda q: q * peak / 100))
+        pk = peak * scale
+        sec = axes[-1].secondary_yaxis("right", functions=(lambda v: 100 * v / pk, lambda q: q * pk / 100))
         sec.set_ylabel(f"% of peak ({peak:g} TFLOP/s)")
         sub = f"bar labels: % of the {precision} peak, {peak:g} TFLOP/s ({peak_source})"
     else:
-        sub = f"{precision} peak of this device unknown (add it to peaks.csv): no % of peak"
+        sub = (f"{precision} peak of this device unknown, so no % of peak "
+               f"(add a row for it to crossbench_analysis/peaks.csv)")
     handles = [Patch(color=colors[e], label=f"engine {e}") for e in engines] + _status_legend(seen)
-    top = _header(fig, f"Achieved TFLOP/s on {device} — {precision}, batch {batch} (higher is better)\n" + sub,
+    top = _header(fig, f"Achieved {unit} on {device} — {precision}, batch {batch} (higher is better)\n" + sub,
                   handles, 5)
     fig.tight_layout(rect=(0, 0, 1, top))
     return fig

@@ -30,6 +30,11 @@ def fmt(v, digits=4) -> str:
         return ""
     if isinstance(v, (int, np.integer)):
         return f"{v:,}"
+    a = abs(v)
+    if 1e-3 <= a < 1e6:   # plain decimals (no 1.93e+03), `digits` significant
+        decimals = max(0, digits - 1 - math.floor(math.log10(a)))
+        text = f"{v:.{decimals}f}"
+        return text.rstrip("0").rstrip(".") if "." in text else text
     return f"{v:.{digits}g}"
 
 
@@ -218,8 +223,12 @@ class Report:
                                 continue
                             f = batch_curve(s)
                             items.append(f"**{n}, {e}, {ph}**: {f['words']}")
+                            if f["best_batch"] is None:
+                                st = "/".join(sorted({label(x) for x in s["status"] if x != "not_run"}))
+                                rows.append({"network": n, "engine": e, "phase": ph, "best batch": st})
+                                continue
                             rows.append({"network": n, "engine": e, "phase": ph,
-                                         "best batch": fmt(f["best_batch"]) if f["best_batch"] else "none ok",
+                                         "best batch": fmt(f["best_batch"]),
                                          "best images/s": fmt(f["best_images_per_s"]),
                                          "stops falling at": fmt(f["stops_falling_at"]) if f["stops_falling_at"] else "",
                                          "beyond best": f["bend"] or "",
@@ -337,7 +346,7 @@ class Report:
                     rows.append({
                         "device": self._short(dev), "engine": r.engine, "network": r.network, "precision": prec,
                         "phase": r.phase,
-                        "TFLOP/s": fmt(r.tflops) if ok else label(r.status),
+                        "TFLOP/s": fmt(r.tflops, 3) if ok else label(r.status),
                         "peak TFLOP/s": fmt(pk.tflops) if pk.tflops else "unknown",
                         "% of peak": (f"{100 * r.tflops / pk.tflops:.1f}%" if pk.tflops and ok and
                                       np.isfinite(r.tflops) else ("unknown" if ok else label(r.status))),

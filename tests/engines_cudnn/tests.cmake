@@ -6,6 +6,8 @@ if(CROSSBENCH_ENABLE_CUDA)
                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_engine_test.cpp)
   crossbench_test(cudnn_support_test LABEL cpu LINKS crossbench_engines
                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_support_test.cpp)
+  crossbench_test(cudnn_plan_test LABEL cpu LINKS crossbench_engines
+                  SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_plan_test.cpp)
   if(CROSSBENCH_ENABLE_ONEDNN)
     # Writes tests/engines_cudnn/reference.json from the oneDNN engine (see its header).
     add_executable(cudnn_reference_generator ${CMAKE_CURRENT_LIST_DIR}/cudnn_reference_generator.cpp)

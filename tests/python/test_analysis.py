@@ -115,18 +115,22 @@ def find_binary(name: str) -> Path | None:
 
 
 CPU_JOB = """\
-# analysis tests: a tiny CPU matrix (fp32 runs; bf16 is unsupported on CPUs without native bf16)
+# analysis tests: a tiny CPU matrix. fp32 runs; bf16 runs where the CPU has native
+# bf16 and is `unsupported` elsewhere. The CI target stops a cell early on a quiet
+# machine; the time limit bounds it on a busy one.
 [matrix]
-networks = alexnet, googlenet
+networks = alexnet
 engines = auto
-precisions = fp32
+precisions = fp32, bf16
 batches = 1, 2
 phases = inference, training
 
 [measure]
 warmup = 2
-min_steps = 20
-max_steps = 40
+min_steps = 5
+max_steps = 200
+target_ci = 0.02
+cell_time_limit_s = 10
 """
 
 
@@ -136,12 +140,18 @@ def run_crossbench(out: Path, job_text: str, *extra: str) -> Path:
         pytest.skip(f"crossbench is not built in {BUILD} (set CROSSBENCH_BUILD_DIR)")
     job = out.with_suffix(".ini")
     job.write_text(job_text)
-    env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "2"))
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     r = subprocess.run([str(exe), "run", "--job", str(job), "--output", str(out), "--quiet", *extra],
                        capture_output=True, text=True, timeout=900, cwd=REPO, env=env)
     assert r.returncode == 0, f"crossbench run failed ({r.returncode}):\n{r.stdout}\n{r.stderr}"
     assert out.is_file(), f"crossbench run wrote no cube at {out}"
     return out
+
+
+@pytest.fixture(scope="session")
+def real_cube(tmp_path_factory) -> Path:
+    """A cube from a real `crossbench run` on this machine's CPU (once per session)."""
+    return run_crossbench(tmp_path_factory.mktemp("cube-crossbench") / "crossbench.h5", CPU_JOB)
 
 
 @pytest.fixture(scope="session", params=["h5py", "writer", "crossbench"])
@@ -158,7 +168,7 @@ def cube_file(request, tmp_path_factory) -> Path:
         r = subprocess.run([str(exe), str(out)], capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, f"write_sample_cube failed:\n{r.stdout}\n{r.stderr}"
     else:
-        run_crossbench(out, CPU_JOB)
+        out = request.getfixturevalue("real_cube")
     return out
 
 
@@ -380,7 +390,7 @@ def test_figures_mark_oom_and_never_plot_zero(loaded):
                 if not (d["status"] == "ok").any():
                     continue
                 fig = plots.fig_time_per_batch(d, dev, prec, b, engines, plots.engine_colors(engines))
-                texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+                texts = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_gid() != "value-label"]
                 n_oom = int((d["status"] == "oom").sum())
                 assert texts.count("OOM") == n_oom
                 checked_oom += n_oom
@@ -519,17 +529,24 @@ def test_compare_detects_planted_slowdown(cube_file, loaded, tmp_path):
     slow = tmp_path / "slow.h5"
     _rewrite_times(cube_file, slow, lambda m, lo, hi: np.full_like(m, 1.2))
     r = cli("compare", cube_file, slow, "--fail-above", "5%", "--csv", tmp_path / "cmp.csv")
-    assert r.returncode == 1, r.stdout + r.stderr
-    assert "REGRESSION" in r.stdout and "+20.0%" in r.stdout
     import pandas as pd
     t = pd.read_csv(tmp_path / "cmp.csv")
-    ok = loaded.cells[loaded.cells["status"] == "ok"]
-    # Every cell whose CI is narrow enough for a 20% move to stand out is flagged.
-    narrow = ok[(ok["ci_high_ms"] - ok["ci_low_ms"]) / ok["median_ms"] < 0.15]
-    assert len(narrow) > 0
     flagged = t[t["regression"]]
-    assert len(flagged) >= len(narrow)
     assert ((flagged["change_pct"] - 20).abs() < 1e-6).all()
+    # Exactly the cells whose 95% CI is narrow enough for a 20% move to stand out:
+    # 0.2 m > hypot(hi - m, 1.2 (m - lo)).
+    ok = loaded.cells[loaded.cells["status"] == "ok"]
+    m, lo, hi = ok["median_ms"], ok["ci_low_ms"], ok["ci_high_ms"]
+    expected = ok[0.2 * m > np.hypot(hi - m, 1.2 * (m - lo))]
+    key = list(cubemod.CELL_DIMS)
+    as_set = lambda df: {tuple(str(v) for v in row) for row in df[key].itertuples(index=False)}  # noqa: E731
+    assert as_set(flagged) == as_set(expected)
+    if expected.empty:
+        assert r.returncode == 0
+        pytest.skip("this cube's confidence intervals are all wider than a 20% move (a busy machine?): "
+                    "compare rightly reports nothing; the h5py and writer cubes cover detection")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "REGRESSION" in r.stdout and "+20.0%" in r.stdout
     # A threshold above the slowdown does not fail.
     r = cli("compare", cube_file, slow, "--fail-above", "25%")
     assert r.returncode == 0, r.stdout + r.stderr
@@ -564,6 +581,19 @@ def test_compare_fails_on_ok_to_oom(cube_file, loaded, tmp_path):
     r = cli("compare", cube_file, broken)
     assert r.returncode == 1
     assert "ok → OOM" in r.stdout
+
+
+def test_compare_two_real_runs(real_cube, tmp_path):
+    """Two real runs of one job: compare classifies every cell; exit 0 or 1 (never an error)."""
+    a = real_cube
+    b = run_crossbench(tmp_path / "b.h5", CPU_JOB)
+    r = cli("compare", a, b, "--csv", tmp_path / "cmp.csv")
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    import pandas as pd
+    t = pd.read_csv(tmp_path / "cmp.csv")
+    n = int(np.prod([len(cubemod.load(a).ds[d]) for d in cubemod.CELL_DIMS]))
+    assert len(t) == n and t["verdict"].notna().all()
+    assert (r.returncode == 1) == bool(t["regression"].any())
 
 
 def test_compare_bad_threshold(cube_file):
@@ -648,3 +678,23 @@ def test_h5py_cube_facts(tmp_path):
     assert peaks.peak("Tesla K40c (15 SMs, sm_3.5, 11.2 GiB)", "fp32").tflops == pytest.approx(4.29)
     assert peaks.peak("NVIDIA GeForce RTX 4090 (128 SMs, sm_8.9, 23.6 GiB)", "bf16").tflops == pytest.approx(165.2)
     assert peaks.peak("NVIDIA H200 (132 SMs, sm_9.0, 140.0 GiB)", "fp32").source == "peaks.csv: H200"
+
+
+def test_cube_without_any_ok_cell(tmp_path):
+    """Nothing ran: every command still works and says why, nothing is plotted as zero."""
+    p = tmp_path / "none.h5"
+    axes = {"device": [CPU_KEY], "engine": ["onednn"], "network": ["alexnet", "vgg16"], "precision": ["bf16"],
+            "batch": [8], "phase": ["training"], "replica": [0]}
+    write_cube(p, axes, [dict(device=CPU_KEY, engine="onednn", network="alexnet", precision="bf16", batch=8,
+                              phase="training", replica=0, status="unsupported", message="no native bf16")])
+    r = cli("report", p, "-o", tmp_path / "rep")
+    assert r.returncode == 0, r.stderr
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "unsupported: no native bf16" in md and "not run" in md
+    assert "No figure for bf16 at batch 8: no cell was measured" in md
+    prices = tmp_path / "p.csv"
+    prices.write_text("CPU,1000\n")
+    r = cli("procurement", p, "--prices", prices, "-o", tmp_path / "proc")
+    assert r.returncode == 0, r.stderr
+    assert "not measured" in r.stdout and "alexnet: unsupported" in r.stdout
+    assert _is_png(tmp_path / "proc" / "pareto.png")

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include <climits>
 #include <new>
 
 #include "crossbench/error.hpp"
@@ -39,6 +40,8 @@ std::string version_text(std::size_t v) {  // cuDNN 9: major * 10000 + minor * 1
 
 std::string cuda_version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
 
+Support element_limit(const Device& device, const CellSpec& cell);
+
 class CudnnEngine final : public Engine {
  public:
   CudnnEngine(const Device& device, const EngineConfig& config) : device_(device), config_(config) {}
@@ -64,6 +67,33 @@ class CudnnEngine final : public Engine {
   EngineConfig config_;
 };
 
+// cuDNN's tensor descriptors take 32-bit sizes: a tensor of 2^31 elements or
+// more cannot be described (cudnnSetTensor4dDescriptorEx fails). PyTorch
+// splits such batches; this engine does not, and says so — unless the cell
+// could not fit in the device's memory anyway, which prepare() reports as `oom`.
+Support element_limit(const Device& device, const CellSpec& cell) {
+  Network network;
+  try {
+    network = make_network(cell.network);
+  } catch (const std::exception&) {
+    return Support::yes();  // not a registry network (tests build their own): prepare() checks
+  }
+  const std::int64_t limit = INT32_MAX;
+  const Layer* largest = &network.layers().front();
+  for (const Layer& layer : network.layers())
+    if (layer.output.elements() > largest->output.elements()) largest = &layer;
+  const double elements = static_cast<double>(largest->output.elements()) * static_cast<double>(cell.batch);
+  if (elements <= static_cast<double>(limit)) return Support::yes();
+  // A lower bound of the cell's memory: weights (and their gradients), the largest activation (and its gradient).
+  const double bytes = cell.precision == Precision::fp16 || cell.precision == Precision::bf16 ? 2 : 4;
+  const double copies = cell.phase == Phase::training ? 2 : 1;
+  const double lower_bound = copies * bytes * (static_cast<double>(network.parameters()) + elements);
+  if (lower_bound > static_cast<double>(device.memory_bytes)) return Support::yes();  // prepare(): oom
+  return Support::no("layer '" + largest->name + "' has " + std::to_string(static_cast<long long>(elements)) +
+                     " elements at batch " + std::to_string(cell.batch) +
+                     ", beyond the 2^31 - 1 that cuDNN's tensor descriptors hold (this engine does not split batches)");
+}
+
 }  // namespace
 
 Support supports(const Device& device, const CellSpec& cell) {
@@ -74,16 +104,16 @@ Support supports(const Device& device, const CellSpec& cell) {
   const std::string cc = std::to_string(major) + "." + std::to_string(minor);
   switch (cell.precision) {
     case Precision::fp32:
-      return Support::yes();
+      return element_limit(device, cell);
     case Precision::tf32:
-      if (major >= 8) return Support::yes();
+      if (major >= 8) return element_limit(device, cell);
       return Support::no("tf32 needs tensor cores with TF32 (compute capability 8.0 or later); " + device.model +
                          " is " + cc);
     case Precision::bf16:
-      if (major >= 8) return Support::yes();
+      if (major >= 8) return element_limit(device, cell);
       return Support::no("bf16 needs compute capability 8.0 or later; " + device.model + " is " + cc);
     case Precision::fp16:
-      if (major >= 7) return Support::yes();
+      if (major >= 7) return element_limit(device, cell);
       return Support::no("fp16 tensor-core convolutions need compute capability 7.0 or later; " + device.model +
                          " is " + cc);
   }

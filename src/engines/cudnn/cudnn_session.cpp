@@ -103,6 +103,8 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const E
        << " workspace=" << format_bytes(static_cast<double>(workspace_bytes_))
        << " fc=cublas/" << (cell.precision == Precision::tf32 ? "32F_FAST_TF32" : "32F")
        << " pool=" << format_bytes(static_cast<double>(pool_.planned_bytes()));
+  if (b.input.dims[1] != b.input_channels)
+    text << " input_channels=" << b.input_channels << "->" << b.input.dims[1] << "(zero-padded)";
   for (const auto& impl : impls_) {
     const std::string d = impl->decisions();
     if (!d.empty()) text << "; " << d;
@@ -124,7 +126,7 @@ void CudnnSession::initialise(const Network& network, const Builder& b) {
     switch (p.init) {
       case Parameter::Init::he_uniform:
         kernels::fill_synthetic(value, p.value.type, p.canonical_dims, p.channels_last, config_.seed,
-                                synthetic::tensor_id(p.layer, p.slot), p.scale, s);
+                                synthetic::tensor_id(p.layer, p.slot), p.scale, s, p.stored_channels);
         break;
       case Parameter::Init::zeros: CB_CHECK_CUDA(cudaMemsetAsync(value, 0, static_cast<std::size_t>(p.value.bytes()), s)); break;
       case Parameter::Init::ones: kernels::fill_constant(value, p.value.type, p.value.elements(), 1.0f, s); break;
@@ -134,8 +136,10 @@ void CudnnSession::initialise(const Network& network, const Builder& b) {
   }
   for (const auto& [tensor, value] : b.constants)
     kernels::fill_constant(pool_.address(tensor.buffer) + tensor.offset, tensor.type, tensor.elements(), value, s);
-  kernels::fill_synthetic(pool_.address(b.input.buffer) + b.input.offset, b.input.type, b.input.dims,
-                          b.input.channels_last, config_.seed, synthetic::input_tensor_id, 1.0f, s);
+  auto canonical_input = b.input.dims;
+  canonical_input[1] = b.input_channels;
+  kernels::fill_synthetic(pool_.address(b.input.buffer) + b.input.offset, b.input.type, canonical_input,
+                          b.input.channels_last, config_.seed, synthetic::input_tensor_id, 1.0f, s, b.input.dims[1]);
   const std::vector<std::int32_t> labels = synthetic::labels(network, cell_.batch, config_.seed);
   CB_CHECK_CUDA(cudaMemcpyAsync(pool_.address(b.labels_buffer), labels.data(), labels.size() * sizeof(std::int32_t),
                                 cudaMemcpyHostToDevice, s));

@@ -69,6 +69,7 @@ struct Parameter {
   Tensor gradient;                                // valid in training
   std::array<std::int64_t, 4> canonical_dims{};  // synthetic.hpp's layout (OIHW, (out, C, H, W), (C))
   bool channels_last = false;                     // stored in (d0, d2, d3, d1) order
+  std::int64_t stored_channels = 0;               // > canonical d1: zero-padded channels (see Builder::input_channels)
   enum class Init : std::uint8_t { he_uniform, zeros, ones } init = Init::zeros;
   float scale = 0;                                // he_uniform: fp32(sqrt(6 / fan_in))
 };
@@ -164,6 +165,12 @@ class Builder {
   DType type;     // tensor data type of the cell's precision
   bool nhwc;      // layout of every activation
   std::int64_t batch;
+  // Channels of the stored input batch: NHWC tensor-core convolutions want a
+  // multiple of 8, so a 3-channel image is stored with 5 zero channels (and
+  // the first convolutions' filters with 5 zero input channels) when only
+  // convolutions read it (16-bit NHWC). The arithmetic is unchanged: the
+  // padded products are zeros, and so are the padded filters' gradients.
+  std::int64_t input_channels = 0;
 
   const Layer& layer(int index) const { return network.layers()[static_cast<std::size_t>(index)]; }
   LayerState& state(int index) { return states[static_cast<std::size_t>(index)]; }
@@ -171,6 +178,11 @@ class Builder {
   LayerState& input_state(int index, int which = 0) { return state(input_of(index, which)); }
   std::string label(int index, const char* what) const { return layer(index).name + " " + what; }
   std::array<std::int64_t, 4> dims_of(int index) const;  // (N, C, H, W) of a layer's output
+  // The (N, C, H, W) whose canonical NCHW order indexes a layer's output: its
+  // own dims, except after a flatten (and dropouts after it), where it is the
+  // flattened map's. In NHWC the bytes of a flattened map are in (H, W, C)
+  // order, so fully-connected weights and dropout masks index through this.
+  std::array<std::int64_t, 4> logical_dims(int index) const;
 
   // A new packed tensor in the session's layout; `persistent` ones live for the whole session.
   Tensor new_tensor(std::array<std::int64_t, 4> dims, DType t, const std::string& what, bool persistent = false);
@@ -195,7 +207,7 @@ class Builder {
   // A parameter of `index`: its value tensor (stored in `t`, canonical dims
   // `dims`, channels-last storage when asked) and, in training, its gradient.
   int add_parameter(int index, synthetic::Slot slot, DType t, std::array<std::int64_t, 4> canonical_dims,
-                    bool channels_last, Parameter::Init init, float scale = 0);
+                    bool channels_last, Parameter::Init init, float scale = 0, std::int64_t stored_channels = 0);
   const Parameter& parameter(int id) const { return parameters[static_cast<std::size_t>(id)]; }
 
   // Gradient plumbing. The first contribution to a tensor's gradient writes it
@@ -246,6 +258,23 @@ class LazyTensorDesc {
   Tensor tensor_;
   TensorDesc desc_;
 };
+// y = x + beta * y (beta 0: a copy) through cudnnTransformTensor, for a copy
+// between layouts, a concat slice, or a gradient accumulation. If this cuDNN
+// refuses the data type (seen for 16-bit types in some versions), prepare()'s
+// validation pass switches it to a plain strided CUDA kernel for good.
+class TensorCopy {
+ public:
+  TensorCopy(const Tensor& x, const Tensor& y, float beta) : x_(x), y_(y), xd_(x), yd_(y), beta_(beta) {}
+  void run(const Exec& e);
+  bool uses_kernel() const { return kernel_; }
+
+ private:
+  Tensor x_, y_;
+  LazyTensorDesc xd_, yd_;
+  float beta_;
+  bool kernel_ = false;
+};
+
 // The relu descriptor shared by every layer that needs one.
 cudnnActivationDescriptor_t relu_descriptor();
 

@@ -84,6 +84,13 @@ std::array<std::int64_t, 4> Builder::dims_of(int index) const {
   return {batch, s.channels, s.height, s.width};
 }
 
+std::array<std::int64_t, 4> Builder::logical_dims(int index) const {
+  int at = index;
+  while (layer(at).kind == LayerKind::dropout) at = layer(at).inputs.front();
+  if (layer(at).kind == LayerKind::flatten) return logical_dims(layer(at).inputs.front());
+  return dims_of(at);
+}
+
 Tensor Builder::new_tensor(std::array<std::int64_t, 4> dims, DType t, const std::string& what, bool persistent) {
   Tensor tensor = Tensor::packed(dims, t, nhwc);
   tensor.buffer = pool.request(tensor.bytes(), persistent, what);
@@ -108,7 +115,7 @@ void Builder::push(int index, Stage stage, std::string what, const std::vector<T
 }
 
 int Builder::add_parameter(int index, synthetic::Slot slot, DType t, std::array<std::int64_t, 4> canonical_dims,
-                           bool channels_last, Parameter::Init init, float scale) {
+                           bool channels_last, Parameter::Init init, float scale, std::int64_t stored_channels) {
   static const char* slot_names[] = {"weight", "bias", "gamma", "beta", "mask"};
   const char* slot_name = slot_names[static_cast<int>(slot)];
   Parameter p;
@@ -118,10 +125,15 @@ int Builder::add_parameter(int index, synthetic::Slot slot, DType t, std::array<
   p.channels_last = channels_last;
   p.init = init;
   p.scale = scale;
-  p.value = Tensor::packed(canonical_dims, t, channels_last);
+  std::array<std::int64_t, 4> stored = canonical_dims;
+  if (channels_last && stored_channels > canonical_dims[1]) {
+    p.stored_channels = stored_channels;
+    stored[1] = stored_channels;
+  }
+  p.value = Tensor::packed(stored, t, channels_last);
   p.value.buffer = pool.request(p.value.bytes(), true, label(index, slot_name));
   if (training) {
-    p.gradient = Tensor::packed(canonical_dims, t, channels_last);
+    p.gradient = Tensor::packed(stored, t, channels_last);
     p.gradient.buffer = pool.request(p.gradient.bytes(), true, label(index, slot_name) + " gradient");
   }
   parameters.push_back(p);
@@ -157,14 +169,22 @@ void Builder::contribute(int index, int tensor, const Tensor& g, bool may_alias,
     return;
   }
   const Sink sink = gradient_sink(tensor);
-  auto from = std::make_shared<LazyTensorDesc>(g);
-  auto to = std::make_shared<LazyTensorDesc>(sink.target);
-  const Tensor target = sink.target;
-  const float beta = sink.beta;
-  // y = x + beta * y over any strides: a copy for the first contribution, an accumulation after.
-  push(index, Stage::backward, what, {g, target}, [=](const Exec& e) {
-    CB_CHECK_CUDNN(cudnnTransformTensor(e.dnn, &kOne, from->get(), e.ptr(g), &beta, to->get(), e.ptr(target)));
-  });
+  // A copy for the first contribution, an accumulation after.
+  auto copy = std::make_shared<TensorCopy>(g, sink.target, sink.beta);
+  push(index, Stage::backward, what, {g, sink.target}, [copy](const Exec& e) { copy->run(e); });
+}
+
+void TensorCopy::run(const Exec& e) {
+  if (!kernel_) {
+    const cudnnStatus_t status =
+        cudnnTransformTensor(e.dnn, &kOne, xd_.get(), e.ptr(x_), &beta_, yd_.get(), e.ptr(y_));
+    if (status == CUDNN_STATUS_SUCCESS) return;
+    const bool refused = status / 1000 == CUDNN_STATUS_NOT_SUPPORTED / 1000 ||
+                         status / 1000 == CUDNN_STATUS_BAD_PARAM / 1000;
+    if (!(e.probing && refused)) CB_CHECK_CUDNN(status);
+    kernel_ = true;
+  }
+  kernels::strided_add(e.ptr(x_), x_.strides, e.ptr(y_), y_.strides, x_.dims, x_.type, beta_, e.stream);
 }
 
 // Writing a layer's output over its input (torchvision's ReLU(inplace=True) and
@@ -351,7 +371,14 @@ void build_graph(Builder& b) {
 
 void forward_input(Builder& b, int index) {
   LayerState& s = b.state(index);
-  b.input = b.new_tensor(b.dims_of(index), b.type, "input batch", true);
+  auto dims = b.dims_of(index);
+  b.input_channels = dims[1];
+  bool only_convolutions = true;
+  for (const Layer& layer : b.network.layers())
+    for (int from : layer.inputs)
+      if (from == index) only_convolutions = only_convolutions && layer.kind == LayerKind::convolution;
+  if (b.nhwc && b.type != DType::f32 && only_convolutions && dims[1] % 8 != 0) dims[1] = (dims[1] + 7) / 8 * 8;
+  b.input = b.new_tensor(dims, b.type, "input batch", true);
   s.out = b.input;
   s.exclusive = false;  // reused by every step: never overwritten
 }

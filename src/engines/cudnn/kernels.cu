@@ -77,12 +77,21 @@ void check_launch(const char* what) {
 }
 
 __global__ void fill_synthetic_kernel(void* dst, DType type, Dims dims, bool channels_last, std::uint64_t state,
-                                      float scale, std::int64_t count) {
-  for (std::int64_t p = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; p < count;
-       p += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+                                      float scale, std::int64_t count, std::int64_t stored_d1) {
+  for (std::int64_t q = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; q < count;
+       q += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    std::int64_t p = q;
+    if (stored_d1 > dims.d1) {  // channels-last with padded channels: q = pixel * stored_d1 + c
+      const std::int64_t c = q % stored_d1;
+      if (c >= dims.d1) {
+        store(dst, type, q, 0.0f);
+        continue;
+      }
+      p = q / stored_d1 * dims.d1 + c;
+    }
     const std::int64_t i = canonical_index(p, dims, channels_last);
     const float centred = __fsub_rn(__fmul_rn(2.0f, unit(state, static_cast<std::uint64_t>(i))), 1.0f);
-    store(dst, type, p, __fmul_rn(scale, centred));
+    store(dst, type, q, __fmul_rn(scale, centred));
   }
 }
 
@@ -149,6 +158,197 @@ __global__ void bias_gradient_kernel(const void* dy, DType dy_type, void* db, DT
   store(db, db_type, j, sum);
 }
 
+struct Strides {
+  std::int64_t s0, s1, s2, s3;
+};
+
+__global__ void strided_add_kernel(const void* x, Strides xs, void* y, Strides ys, Dims d, DType type, float beta,
+                                   std::int64_t count) {
+  for (std::int64_t p = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; p < count;
+       p += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t i3 = p % d.d3, i2 = p / d.d3 % d.d2, i1 = p / (d.d3 * d.d2) % d.d1, i0 = p / (d.d3 * d.d2 * d.d1);
+    const std::int64_t xi = i0 * xs.s0 + i1 * xs.s1 + i2 * xs.s2 + i3 * xs.s3;
+    const std::int64_t yi = i0 * ys.s0 + i1 * ys.s1 + i2 * ys.s2 + i3 * ys.s3;
+    float v = load(x, type, xi);
+    if (beta != 0.0f) v += beta * load(y, type, yi);
+    store(y, type, yi, v);
+  }
+}
+
+// Column sums of a packed NHWC tensor seen as rows (N*H*W) x columns (C):
+// threads along x read consecutive channels (coalesced), along y rows.
+__global__ void channel_sum_nhwc_kernel(const void* x, DType type, std::int64_t rows, std::int64_t channels,
+                                        float* accumulator) {
+  __shared__ float partial[8][33];
+  const std::int64_t c = blockIdx.x * 32 + threadIdx.x;
+  float sum = 0;
+  if (c < channels)
+    for (std::int64_t r = blockIdx.y * 8 + threadIdx.y; r < rows; r += static_cast<std::int64_t>(gridDim.y) * 8)
+      sum += load(x, type, r * channels + c);
+  partial[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < channels) {
+    for (int i = 1; i < 8; ++i) sum += partial[i][threadIdx.x];
+    atomicAdd(accumulator + c, sum);
+  }
+}
+
+// Any strides: one block row per channel, blocks along the channel's elements.
+__global__ void channel_sum_strided_kernel(const void* x, DType type, Dims d, Strides s, float* accumulator) {
+  __shared__ float partial[kThreads];
+  const std::int64_t c = blockIdx.y;
+  const std::int64_t per_channel = d.d0 * d.d2 * d.d3;
+  float sum = 0;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < per_channel;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t w = i % d.d3, h = i / d.d3 % d.d2, n = i / (d.d3 * d.d2);
+    sum += load(x, type, n * s.s0 + c * s.s1 + h * s.s2 + w * s.s3);
+  }
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) atomicAdd(accumulator + c, partial[0]);
+}
+
+__global__ void store_floats_kernel(const float* from, void* to, DType type, std::int64_t count) {
+  const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  if (i < count) store(to, type, i, from[i]);
+}
+
+// ---- LRN: one warp per pixel; the pixel's channels in shared memory ----------------
+
+constexpr int kLrnWarps = 4;
+
+struct Pixel {
+  std::int64_t base;  // element offset of channel 0
+  std::int64_t step;  // elements between channels
+};
+
+__device__ __forceinline__ Pixel pixel_of(std::int64_t pixel, Dims d, Strides s) {
+  const std::int64_t w = pixel % d.d3, h = pixel / d.d3 % d.d2, n = pixel / (d.d3 * d.d2);
+  return {n * s.s0 + h * s.s2 + w * s.s3, s.s1};
+}
+
+__global__ void lrn_forward_kernel(const void* x, void* y, DType type, Dims d, Strides s, LrnParameters p) {
+  extern __shared__ float shared[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const std::int64_t channels = d.d1, pixels = d.d0 * d.d2 * d.d3;
+  float* sx = shared + warp * channels;
+  const int before = (p.size - 1) / 2;
+  const float scale_alpha = p.alpha / static_cast<float>(p.size);
+  for (std::int64_t pixel = blockIdx.x * static_cast<std::int64_t>(kLrnWarps) + warp; pixel < pixels;
+       pixel += static_cast<std::int64_t>(gridDim.x) * kLrnWarps) {
+    const Pixel px = pixel_of(pixel, d, s);
+    for (std::int64_t c = lane; c < channels; c += 32) sx[c] = load(x, type, px.base + c * px.step);
+    __syncwarp();
+    for (std::int64_t c = lane; c < channels; c += 32) {
+      float sum = 0;
+      const std::int64_t lo = c - before, hi = lo + p.size - 1;
+      for (std::int64_t j = lo < 0 ? 0 : lo; j <= hi && j < channels; ++j) sum += sx[j] * sx[j];
+      store(y, type, px.base + c * px.step, sx[c] * powf(p.k + scale_alpha * sum, -p.beta));
+    }
+    __syncwarp();
+  }
+}
+
+__global__ void lrn_backward_kernel(const void* x, const void* y, const void* dy, void* dx, DType type, Dims d,
+                                    Strides s, LrnParameters p, float beta_dx) {
+  extern __shared__ float shared[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const std::int64_t channels = d.d1, pixels = d.d0 * d.d2 * d.d3;
+  float* sx = shared + warp * 3 * channels;  // x, then scale, then dy * y / scale
+  float* ss = sx + channels;
+  float* st = ss + channels;
+  const int before = (p.size - 1) / 2, after = p.size - 1 - before;
+  const float scale_alpha = p.alpha / static_cast<float>(p.size);
+  const float factor = 2.0f * p.alpha * p.beta / static_cast<float>(p.size);
+  for (std::int64_t pixel = blockIdx.x * static_cast<std::int64_t>(kLrnWarps) + warp; pixel < pixels;
+       pixel += static_cast<std::int64_t>(gridDim.x) * kLrnWarps) {
+    const Pixel px = pixel_of(pixel, d, s);
+    for (std::int64_t c = lane; c < channels; c += 32) sx[c] = load(x, type, px.base + c * px.step);
+    __syncwarp();
+    for (std::int64_t c = lane; c < channels; c += 32) {
+      float sum = 0;
+      const std::int64_t lo = c - before, hi = c + after;
+      for (std::int64_t j = lo < 0 ? 0 : lo; j <= hi && j < channels; ++j) sum += sx[j] * sx[j];
+      const float scale = p.k + scale_alpha * sum;
+      ss[c] = scale;
+      const std::int64_t at = px.base + c * px.step;
+      st[c] = load(dy, type, at) * load(y, type, at) / scale;
+    }
+    __syncwarp();
+    for (std::int64_t c = lane; c < channels; c += 32) {
+      // Windows j containing c: j - before <= c <= j + after, i.e. j in [c - after, c + before].
+      float sum = 0;
+      const std::int64_t lo = c - after, hi = c + before;
+      for (std::int64_t j = lo < 0 ? 0 : lo; j <= hi && j < channels; ++j) sum += st[j];
+      const std::int64_t at = px.base + c * px.step;
+      float v = load(dy, type, at) * powf(ss[c], -p.beta) - factor * sx[c] * sum;
+      if (beta_dx != 0.0f) v += beta_dx * load(dx, type, at);
+      store(dx, type, at, v);
+    }
+    __syncwarp();
+  }
+}
+
+// ---- NHWC max pooling -----------------------------------------------------------
+
+__global__ void max_pool_nhwc_forward_kernel(const void* x, void* y, std::uint8_t* argmax, DType type, Dims in,
+                                             Dims out, PoolGeometry g) {
+  const std::int64_t count = out.d0 * out.d1 * out.d2 * out.d3;
+  for (std::int64_t p = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; p < count;
+       p += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t c = p % out.d1, ow = p / out.d1 % out.d3, oh = p / (out.d1 * out.d3) % out.d2,
+                       n = p / (out.d1 * out.d3 * out.d2);
+    const std::int64_t h0 = oh * g.stride - g.padding, w0 = ow * g.stride - g.padding;
+    float best = -INFINITY;
+    int where = 0;
+    for (int kh = 0; kh < g.kernel; ++kh) {
+      const std::int64_t h = h0 + kh;
+      if (h < 0 || h >= in.d2) continue;
+      for (int kw = 0; kw < g.kernel; ++kw) {
+        const std::int64_t w = w0 + kw;
+        if (w < 0 || w >= in.d3) continue;
+        const float v = load(x, type, ((n * in.d2 + h) * in.d3 + w) * in.d1 + c);
+        if (v > best || (isnan(v) && !isnan(best))) {
+          best = v;
+          where = kh * g.kernel + kw;
+        }
+      }
+    }
+    store(y, type, p, best);
+    if (argmax != nullptr) argmax[p] = static_cast<std::uint8_t>(where);  // training only
+  }
+}
+
+__global__ void max_pool_nhwc_backward_kernel(const void* dy, const std::uint8_t* argmax, void* dx, DType type, Dims in,
+                                              Dims out, PoolGeometry g, float beta) {
+  const std::int64_t count = in.d0 * in.d1 * in.d2 * in.d3;
+  for (std::int64_t p = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; p < count;
+       p += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t c = p % in.d1, w = p / in.d1 % in.d3, h = p / (in.d1 * in.d3) % in.d2,
+                       n = p / (in.d1 * in.d3 * in.d2);
+    // Windows whose span [o * stride - padding, + kernel) holds h (and w).
+    const std::int64_t hp = h + g.padding, wp = w + g.padding;
+    std::int64_t oh_lo = hp < g.kernel ? 0 : (hp - g.kernel) / g.stride + 1;
+    std::int64_t ow_lo = wp < g.kernel ? 0 : (wp - g.kernel) / g.stride + 1;
+    const std::int64_t oh_hi = hp / g.stride < out.d2 - 1 ? hp / g.stride : out.d2 - 1;
+    const std::int64_t ow_hi = wp / g.stride < out.d3 - 1 ? wp / g.stride : out.d3 - 1;
+    float sum = 0;
+    for (std::int64_t oh = oh_lo; oh <= oh_hi; ++oh)
+      for (std::int64_t ow = ow_lo; ow <= ow_hi; ++ow) {
+        const std::int64_t o = ((n * out.d2 + oh) * out.d3 + ow) * out.d1 + c;
+        const int kh = static_cast<int>(hp - oh * g.stride), kw = static_cast<int>(wp - ow * g.stride);
+        if (argmax[o] == kh * g.kernel + kw) sum += load(dy, type, o);
+      }
+    if (beta != 0.0f) sum += beta * load(dx, type, p);
+    store(dx, type, p, sum);
+  }
+}
+
 __global__ void sgd_kernel(void* w, const void* g, DType type, std::int64_t count, float rate) {
   for (std::int64_t p = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; p < count;
        p += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
@@ -179,9 +379,11 @@ __global__ void sum_of_squares_kernel(const void* x, DType type, std::int64_t co
 }  // namespace
 
 void fill_synthetic(void* dst, DType type, std::array<std::int64_t, 4> canonical_dims, bool channels_last,
-                    std::uint64_t seed, std::uint64_t tensor_id, float scale, cudaStream_t stream) {
+                    std::uint64_t seed, std::uint64_t tensor_id, float scale, cudaStream_t stream,
+                    std::int64_t stored_d1) {
   const Dims d{canonical_dims[0], canonical_dims[1], canonical_dims[2], canonical_dims[3]};
-  const std::int64_t count = d.d0 * d.d1 * d.d2 * d.d3;
+  if (stored_d1 <= d.d1 || !channels_last) stored_d1 = 0;
+  const std::int64_t count = d.d0 * (stored_d1 > 0 ? stored_d1 : d.d1) * d.d2 * d.d3;
   if (count == 0) return;
   // The stream state is computed on the host: the same splitmix64 finaliser.
   auto host_mix = [](std::uint64_t z) {
@@ -190,7 +392,8 @@ void fill_synthetic(void* dst, DType type, std::array<std::int64_t, 4> canonical
     return z ^ (z >> 31);
   };
   const std::uint64_t state = host_mix(seed ^ (tensor_id * kGoldenGamma));
-  fill_synthetic_kernel<<<blocks_for(count), kThreads, 0, stream>>>(dst, type, d, channels_last, state, scale, count);
+  fill_synthetic_kernel<<<blocks_for(count), kThreads, 0, stream>>>(dst, type, d, channels_last, state, scale, count,
+                                                                     stored_d1);
   check_launch("fill_synthetic");
 }
 
@@ -240,6 +443,83 @@ void bias_gradient(const void* dy, DType dy_type, void* db, DType db_type, std::
                    cudaStream_t stream) {
   bias_gradient_kernel<<<blocks_for(features), kThreads, 0, stream>>>(dy, dy_type, db, db_type, rows, features);
   check_launch("bias_gradient");
+}
+
+void strided_add(const void* x, std::array<std::int64_t, 4> x_strides, void* y, std::array<std::int64_t, 4> y_strides,
+                 std::array<std::int64_t, 4> dims, DType type, float beta, cudaStream_t stream) {
+  const Dims d{dims[0], dims[1], dims[2], dims[3]};
+  const std::int64_t count = d.d0 * d.d1 * d.d2 * d.d3;
+  if (count == 0) return;
+  strided_add_kernel<<<blocks_for(count), kThreads, 0, stream>>>(
+      x, Strides{x_strides[0], x_strides[1], x_strides[2], x_strides[3]}, y,
+      Strides{y_strides[0], y_strides[1], y_strides[2], y_strides[3]}, d, type, beta, count);
+  check_launch("strided_add");
+}
+
+void channel_sum(const void* x, DType type, std::array<std::int64_t, 4> dims, std::array<std::int64_t, 4> strides,
+                 float* accumulator, void* out, DType out_type, cudaStream_t stream) {
+  const Dims d{dims[0], dims[1], dims[2], dims[3]};
+  const std::int64_t channels = d.d1, rows = d.d0 * d.d2 * d.d3;
+  if (cudaMemsetAsync(accumulator, 0, static_cast<std::size_t>(channels) * sizeof(float), stream) != cudaSuccess)
+    check_launch("channel_sum memset");
+  const bool nhwc_packed = strides[1] == 1 && strides[3] == d.d1 && strides[2] == d.d1 * d.d3 &&
+                           strides[0] == d.d1 * d.d3 * d.d2;
+  if (nhwc_packed) {
+    const std::int64_t row_blocks = (rows + 63) / 64;
+    const dim3 grid(static_cast<unsigned>((channels + 31) / 32), static_cast<unsigned>(row_blocks > 1024 ? 1024 : row_blocks));
+    channel_sum_nhwc_kernel<<<grid, dim3(32, 8), 0, stream>>>(x, type, rows, channels, accumulator);
+  } else {
+    const std::int64_t blocks = (rows + kThreads - 1) / kThreads;
+    const dim3 grid(static_cast<unsigned>(blocks > 64 ? 64 : blocks), static_cast<unsigned>(channels));
+    channel_sum_strided_kernel<<<grid, kThreads, 0, stream>>>(
+        x, type, d, Strides{strides[0], strides[1], strides[2], strides[3]}, accumulator);
+  }
+  check_launch("channel_sum");
+  store_floats_kernel<<<static_cast<unsigned>((channels + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+      accumulator, out, out_type, channels);
+  check_launch("channel_sum store");
+}
+
+namespace {
+unsigned lrn_blocks(std::int64_t pixels) {
+  const std::int64_t blocks = (pixels + kLrnWarps - 1) / kLrnWarps;
+  return static_cast<unsigned>(blocks > 65535LL * 16 ? 65535LL * 16 : blocks);
+}
+}  // namespace
+
+void lrn_forward(const void* x, void* y, DType type, std::array<std::int64_t, 4> dims,
+                 std::array<std::int64_t, 4> strides, LrnParameters p, cudaStream_t stream) {
+  const Dims d{dims[0], dims[1], dims[2], dims[3]};
+  const std::size_t shared = static_cast<std::size_t>(kLrnWarps * d.d1) * sizeof(float);
+  lrn_forward_kernel<<<lrn_blocks(d.d0 * d.d2 * d.d3), kLrnWarps * 32, shared, stream>>>(
+      x, y, type, d, Strides{strides[0], strides[1], strides[2], strides[3]}, p);
+  check_launch("lrn_forward");
+}
+
+void lrn_backward(const void* x, const void* y, const void* dy, void* dx, DType type, std::array<std::int64_t, 4> dims,
+                  std::array<std::int64_t, 4> strides, LrnParameters p, float beta_dx, cudaStream_t stream) {
+  const Dims d{dims[0], dims[1], dims[2], dims[3]};
+  const std::size_t shared = static_cast<std::size_t>(kLrnWarps * 3 * d.d1) * sizeof(float);
+  lrn_backward_kernel<<<lrn_blocks(d.d0 * d.d2 * d.d3), kLrnWarps * 32, shared, stream>>>(
+      x, y, dy, dx, type, d, Strides{strides[0], strides[1], strides[2], strides[3]}, p, beta_dx);
+  check_launch("lrn_backward");
+}
+
+void max_pool_nhwc_forward(const void* x, void* y, std::uint8_t* argmax, DType type, std::array<std::int64_t, 4> in,
+                           std::array<std::int64_t, 4> out, PoolGeometry g, cudaStream_t stream) {
+  const Dims i{in[0], in[1], in[2], in[3]}, o{out[0], out[1], out[2], out[3]};
+  max_pool_nhwc_forward_kernel<<<blocks_for(o.d0 * o.d1 * o.d2 * o.d3), kThreads, 0, stream>>>(x, y, argmax, type, i,
+                                                                                             o, g);
+  check_launch("max_pool_nhwc_forward");
+}
+
+void max_pool_nhwc_backward(const void* dy, const std::uint8_t* argmax, void* dx, DType type,
+                            std::array<std::int64_t, 4> in, std::array<std::int64_t, 4> out, PoolGeometry g, float beta,
+                            cudaStream_t stream) {
+  const Dims i{in[0], in[1], in[2], in[3]}, o{out[0], out[1], out[2], out[3]};
+  max_pool_nhwc_backward_kernel<<<blocks_for(i.d0 * i.d1 * i.d2 * i.d3), kThreads, 0, stream>>>(dy, argmax, dx, type,
+                                                                                              i, o, g, beta);
+  check_launch("max_pool_nhwc_backward");
 }
 
 void sgd(void* w, const void* g, DType type, std::int64_t count, float rate, cudaStream_t stream) {

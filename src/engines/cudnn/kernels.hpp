@@ -18,9 +18,12 @@ namespace crossbench::cudnn::kernels {
 // Fills a tensor stored in `type`, physically in canonical order (d0, d1, d2, d3)
 // or, with `channels_last`, in (d0, d2, d3, d1), with element
 // i = fp32(scale) * (2 * uniform01(seed, tensor_id, i) - 1) of the canonical flat
-// index i (synthetic.hpp's fill_uniform), rounded once to `type`.
+// index i (synthetic.hpp's fill_uniform), rounded once to `type`. With
+// `stored_d1` > d1 (channels_last only), each pixel stores `stored_d1` channels
+// and the extra ones are zero (the input padded to 8 channels for tensor cores).
 void fill_synthetic(void* dst, DType type, std::array<std::int64_t, 4> canonical_dims, bool channels_last,
-                    std::uint64_t seed, std::uint64_t tensor_id, float scale, cudaStream_t stream);
+                    std::uint64_t seed, std::uint64_t tensor_id, float scale, cudaStream_t stream,
+                    std::int64_t stored_d1 = 0);
 void fill_constant(void* dst, DType type, std::int64_t count, float value, cudaStream_t stream);
 
 // Inverted dropout with crossbench's mask for the step held in device memory at
@@ -47,6 +50,45 @@ void add_bias(void* y, DType y_type, const void* bias, DType bias_type, std::int
 // db[j] = sum over n of dy[n, j], accumulated in fp32.
 void bias_gradient(const void* dy, DType dy_type, void* db, DType db_type, std::int64_t rows,
                    std::int64_t features, cudaStream_t stream);
+
+// y = x + beta * y over 4-D tensors of one type with any element strides (the
+// fallback of cudnnTransformTensor / cudnnAddTensor where this cuDNN refuses a type).
+void strided_add(const void* x, std::array<std::int64_t, 4> x_strides, void* y, std::array<std::int64_t, 4> y_strides,
+                 std::array<std::int64_t, 4> dims, DType type, float beta, cudaStream_t stream);
+
+// Per-channel sum of a 4-D tensor (the bias gradient of a convolution), fp32
+// accumulation in `accumulator` (C floats, zeroed here), written to `out` (C
+// values of `out_type`). Where cuDNN has no cudnnConvolutionBackwardBias for
+// the type (bf16).
+void channel_sum(const void* x, DType type, std::array<std::int64_t, 4> dims, std::array<std::int64_t, 4> strides,
+                 float* accumulator, void* out, DType out_type, cudaStream_t stream);
+
+// Local response normalisation across channels (the definition of layer_pooling.cpp),
+// one warp per pixel with the pixel's channels in shared memory: coalesced in
+// NHWC, where cuDNN's LRN is slow, and for bf16, which cuDNN's LRN refuses.
+struct LrnParameters {
+  int size;
+  float alpha, beta, k;
+};
+void lrn_forward(const void* x, void* y, DType type, std::array<std::int64_t, 4> dims,
+                 std::array<std::int64_t, 4> strides, LrnParameters p, cudaStream_t stream);
+// dx = dy s^-beta - 2 alpha beta / size * x * sum over windows containing c of dy y / s, plus beta_dx * dx.
+void lrn_backward(const void* x, const void* y, const void* dy, void* dx, DType type, std::array<std::int64_t, 4> dims,
+                  std::array<std::int64_t, 4> strides, LrnParameters p, float beta_dx, cudaStream_t stream);
+
+// Max pooling of packed NHWC tensors (dims N, C, H, W of input and output):
+// forward writes y and, per output, the window position of its maximum
+// (first maximum, one byte); backward gathers, for every input element, the
+// output gradients of the windows whose maximum it was (plus beta * dx).
+// cuDNN's NHWC pooling backward is several times slower than this.
+struct PoolGeometry {
+  int kernel, stride, padding;
+};
+void max_pool_nhwc_forward(const void* x, void* y, std::uint8_t* argmax, DType type, std::array<std::int64_t, 4> in,
+                           std::array<std::int64_t, 4> out, PoolGeometry g, cudaStream_t stream);
+void max_pool_nhwc_backward(const void* dy, const std::uint8_t* argmax, void* dx, DType type,
+                            std::array<std::int64_t, 4> in, std::array<std::int64_t, 4> out, PoolGeometry g, float beta,
+                            cudaStream_t stream);
 
 // w -= rate * g, elementwise in fp32.
 void sgd(void* w, const void* g, DType type, std::int64_t count, float rate, cudaStream_t stream);

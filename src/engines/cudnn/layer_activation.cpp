@@ -46,6 +46,7 @@ class Relu final : public LayerImpl {
 class Dropout final : public LayerImpl {
  public:
   Tensor x, y, mask, step, dy, dx;
+  std::array<std::int64_t, 4> logical{};  // canonical NCHW dims that index the mask (Builder::logical_dims)
   double rate = 0.5;
   float dx_beta = 0;
   std::uint64_t seed = 0, mask_tensor = 0;
@@ -101,10 +102,11 @@ void forward_dropout(Builder& b, int index) {
   d->step = Tensor{{1, 1, 1, 1}, {1, 1, 1, 1}, DType::f64, false, b.step_buffer, 0};
   d->rate = b.layer(index).params.dropout_rate;
   d->seed = b.config.seed;
+  d->logical = b.logical_dims(from);
   d->mask_tensor = synthetic::tensor_id(index, synthetic::Slot::dropout_mask);
   s.out = d->y;
   b.push(index, Stage::forward, b.label(index, "forward"), {d->x, d->y, d->mask, d->step}, [d](const Exec& e) {
-    kernels::dropout_forward(e.ptr(d->x), e.ptr(d->y), e.ptr_as<std::uint8_t>(d->mask), d->x.type, d->x.dims,
+    kernels::dropout_forward(e.ptr(d->x), e.ptr(d->y), e.ptr_as<std::uint8_t>(d->mask), d->x.type, d->logical,
                              d->x.channels_last, d->seed, d->mask_tensor, e.ptr_as<const std::uint64_t>(d->step),
                              d->rate, e.stream);
   });

@@ -15,6 +15,7 @@
 #include "crossbench/error.hpp"
 #include "engines/cudnn/algorithms.hpp"
 #include "engines/cudnn/graph.hpp"
+#include "engines/cudnn/kernels.hpp"
 
 namespace crossbench::cudnn {
 namespace {
@@ -34,6 +35,7 @@ class Convolution final : public LayerImpl {
   bool training = false;
   // Backward (training).
   Tensor dy, dw, db;
+  Tensor bias_accumulator;  // bf16: cuDNN has no bf16 cudnnConvolutionBackwardBias; kernels::channel_sum instead
   bool data_gradient = false;
   Tensor dx;
   float dx_beta = 0;
@@ -156,7 +158,12 @@ class Convolution final : public LayerImpl {
     CB_CHECK_CUDNN(cudnnConvolutionBackwardFilter(e.dnn, &kOne, xd, e.ptr(x), dyd, e.ptr(dy), filter_cd,
                                                   static_cast<cudnnConvolutionBwdFilterAlgo_t>(filter.algorithm),
                                                   e.workspace, e.workspace_bytes, &kZero, wd, e.ptr(dw)));
-    if (has_bias) CB_CHECK_CUDNN(cudnnConvolutionBackwardBias(e.dnn, &kOne, dyd, e.ptr(dy), &kZero, bd, e.ptr(db)));
+    if (!has_bias) return;
+    if (bias_accumulator.valid())
+      kernels::channel_sum(e.ptr(dy), dy.type, dy.dims, dy.strides, e.ptr_as<float>(bias_accumulator), e.ptr(db),
+                           db.type, e.stream);
+    else
+      CB_CHECK_CUDNN(cudnnConvolutionBackwardBias(e.dnn, &kOne, dyd, e.ptr(dy), &kZero, bd, e.ptr(db)));
   }
 
   void run_backward_data(const Exec& e) {
@@ -185,8 +192,10 @@ void forward_convolution(Builder& b, int index) {
   const std::int64_t in_channels = b.layer(from).output.channels;
   const std::array<std::int64_t, 4> filter{layer.params.out_channels, in_channels, c->kernel, c->kernel};
   const auto fan_in = static_cast<double>(in_channels * c->kernel * c->kernel);
+  // The input may be stored with zero-padded channels (Builder::input_channels): so is the filter.
   const int weight = b.add_parameter(index, synthetic::Slot::weight, b.type, filter, b.nhwc,
-                                     Parameter::Init::he_uniform, static_cast<float>(std::sqrt(6.0 / fan_in)));
+                                     Parameter::Init::he_uniform, static_cast<float>(std::sqrt(6.0 / fan_in)),
+                                     c->x.c());
   c->w = b.parameter(weight).value;
   if (c->has_bias) {
     const int bias = b.add_parameter(index, synthetic::Slot::bias, b.type, {1, layer.params.out_channels, 1, 1},
@@ -207,7 +216,9 @@ void backward_convolution(Builder& b, int index) {
   c->dy = b.gradient(index);
   for (const Parameter& p : b.parameters)
     if (p.layer == index) (p.slot == synthetic::Slot::weight ? c->dw : c->db) = p.gradient;
-  b.push(index, Stage::backward, b.label(index, "backward filter"), {c->x, c->dy, c->dw, c->db},
+  if (c->has_bias && b.type == DType::bf16)
+    c->bias_accumulator = b.new_tensor({1, c->dy.c(), 1, 1}, DType::f32, b.label(index, "bias gradient accumulator"));
+  b.push(index, Stage::backward, b.label(index, "backward filter"), {c->x, c->dy, c->dw, c->db, c->bias_accumulator},
          [c](const Exec& e) { c->run_backward_filter(e); });
   if (b.state(from).needs_grad) {
     c->data_gradient = true;

@@ -6,8 +6,10 @@
 // fp32 logits in every precision, so the loss is computed in fp32 (what
 // autocast does for cross_entropy).
 //
-// Row-major y (N x out) = x (N x in) W^T (W: out x in) is, for column-major
-// cuBLAS, Y^T = W^T-as-stored ... i.e. gemm(T, N, out, N, in, W[ld in], X[ld in], Y[ld out]).
+// Row-major y (N x out) = x (N x in) W^T, with W (out x in) row-major, is in
+// cuBLAS's column-major terms Y (out x N, ld out) = op_T(W: in x out, ld in) X (in x N, ld in):
+// gemm(T, N, out, N, in). Backward data: dX (in x N) = W (in x out) dY (out x N);
+// weights: dW (in x out) = X (in x N) dY^T.
 // The input is taken flattened in its physical order: in NHWC that is
 // (H, W, C), so the weight is stored (out, H, W, C) — the canonical (out, C, H, W)
 // weights of synthetic.hpp, permuted when they are generated.
@@ -72,7 +74,9 @@ void forward_fully_connected(Builder& b, int index) {
   fc->has_bias = layer.params.bias;
   if (fc->rows > INT32_MAX || fc->in > INT32_MAX || fc->out > INT32_MAX)
     throw Error("fully-connected dimensions exceed cuBLAS's 32-bit sizes");
-  const std::array<std::int64_t, 4> weight{fc->out, fc->x.c(), fc->x.h(), fc->x.w()};
+  const auto logical = b.logical_dims(from);  // (C, H, W) of the flattened map: the weight's canonical columns
+  if (logical[1] * logical[2] * logical[3] != fc->in) throw Error("fully-connected input size mismatch");
+  const std::array<std::int64_t, 4> weight{fc->out, logical[1], logical[2], logical[3]};
   fc->w = b.parameter(b.add_parameter(index, synthetic::Slot::weight, b.type, weight, fc->x.channels_last,
                                       Parameter::Init::he_uniform,
                                       static_cast<float>(std::sqrt(6.0 / static_cast<double>(fc->in)))))

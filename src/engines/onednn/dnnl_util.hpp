@@ -82,4 +82,38 @@ inline void store(void* data, dt type, std::int64_t i, float value) {
 
 std::string isa_name(dnnl::cpu_isa isa);
 
+// `m` with another data type, same layout (strides count elements, so a plain
+// or blocked layout carries over).
+inline md with_data_type(md m, dt type) {
+  m.data.data_type = static_cast<dnnl_data_type_t>(type);
+  return m;
+}
+
+// oneDNN resolves `any` layouts per primitive. Where another primitive already
+// fixed a layout (the forward weights), taking it saves a reorder every step,
+// but only if oneDNN runs the same kernel with it: `make_fixed` builds the
+// primitive descriptor with the fixed layout; `chosen` is the one with `any`.
+template <typename PD, typename Make>
+PD same_kernel_or(const PD& chosen, Make&& make_fixed) {
+  try {
+    PD fixed = make_fixed();
+    if (std::string(fixed.impl_info_str()) == chosen.impl_info_str()) return fixed;
+  } catch (const dnnl::error&) {
+  }
+  return chosen;
+}
+
+// The channel-blocked activation layout of this CPU's vector width: what
+// oneDNN's jit kernels use between layers (nChw16c with AVX-512, else nChw8c).
+inline tag blocked_activation_tag() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto avx512 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core);
+  return (isa & avx512) == avx512 ? tag::aBcd16b : tag::aBcd8b;
+}
+
+inline bool is_slow_kernel(const char* impl) {
+  const std::string name(impl);
+  return name.find("ref") != std::string::npos || name.find("simple") != std::string::npos;
+}
+
 }  // namespace crossbench::onednn

@@ -82,8 +82,15 @@ void backward_convolution(BuildContext& ctx, int index) {
                                                       dbias_any, dst_any, g.strides, g.padding_l, g.padding_r)
            : dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, src_any, dweights_any,
                                                       dst_any, g.strides, g.padding_l, g.padding_r);
-  const auto wpd =
-      CB_CHECK_DNNL(dnnl::convolution_backward_weights::primitive_desc(wdesc, ctx.attr, ctx.graph.engine, fwd));
+  auto wpd = CB_CHECK_DNNL(dnnl::convolution_backward_weights::primitive_desc(wdesc, ctx.attr, ctx.graph.engine, fwd));
+  wpd = same_kernel_or(wpd, [&] {  // the gradient in the weights' layout: SGD needs no reorder
+    const md fixed = with_data_type(weights.value.desc, dt::f32);
+    const auto d = bias ? dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, src_any, fixed,
+                                                                  dbias_any, dst_any, g.strides, g.padding_l, g.padding_r)
+                        : dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, src_any, fixed,
+                                                                  dst_any, g.strides, g.padding_l, g.padding_r);
+    return dnnl::convolution_backward_weights::primitive_desc(d, ctx.attr, ctx.graph.engine, fwd);
+  });
   const Tensor x = ctx.ensure(s.saved[0], wpd.src_desc(), ctx.label(index, "input for weight gradient"));
   const Tensor dyw = ctx.ensure(dy, wpd.diff_dst_desc(), ctx.label(index, "output gradient for weight gradient"));
   ctx.set_parameter_gradient(s.parameters[0], wpd.diff_weights_desc());
@@ -102,7 +109,12 @@ void backward_convolution(BuildContext& ctx, int index) {
   if (!ctx.state(from).needs_grad) return;
   const dnnl::convolution_backward_data::desc ddesc(dnnl::algorithm::convolution_direct, src_any, weights_any, dst_any,
                                                     g.strides, g.padding_l, g.padding_r);
-  const auto dpd = CB_CHECK_DNNL(dnnl::convolution_backward_data::primitive_desc(ddesc, ctx.attr, ctx.graph.engine, fwd));
+  auto dpd = CB_CHECK_DNNL(dnnl::convolution_backward_data::primitive_desc(ddesc, ctx.attr, ctx.graph.engine, fwd));
+  dpd = same_kernel_or(dpd, [&] {  // the forward weights as they are: no reorder per step
+    const dnnl::convolution_backward_data::desc d(dnnl::algorithm::convolution_direct, src_any, weights.value.desc,
+                                                  dst_any, g.strides, g.padding_l, g.padding_r);
+    return dnnl::convolution_backward_data::primitive_desc(d, ctx.attr, ctx.graph.engine, fwd);
+  });
   const Tensor w = ctx.ensure(weights.value, dpd.weights_desc(), ctx.label(index, "weights for data gradient"));
   const Tensor dyd = dpd.diff_dst_desc() == dyw.desc ? dyw : ctx.ensure(dy, dpd.diff_dst_desc(), ctx.label(index, "output gradient"));
   const GradientSink sink = ctx.begin_gradient(from, dpd.diff_src_desc(), ctx.label(index, "backward data"));

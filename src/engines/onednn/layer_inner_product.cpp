@@ -10,8 +10,6 @@
 namespace crossbench::onednn {
 namespace {
 
-bool is_reference(const dnnl::primitive_desc& pd) { return std::strstr(pd.impl_info_str(), "ref") != nullptr; }
-
 struct Shapes {
   dims src, weights, bias, dst;
 };
@@ -45,7 +43,7 @@ void forward_inner_product(BuildContext& ctx, int index) {
   // Take the producer's layout as it is when oneDNN has a fast kernel for it;
   // else let oneDNN choose and reorder.
   auto pd = make(src.desc);
-  if (is_reference(pd)) pd = make(md(sh.src, type, tag::any));
+  if (is_slow_kernel(pd.impl_info_str())) pd = make(md(sh.src, type, tag::any));
 
   LayerState& s = ctx.state(index);
   const Tensor in = ctx.ensure(src, pd.src_desc(), ctx.label(index, "input"));
@@ -78,8 +76,13 @@ void backward_inner_product(BuildContext& ctx, int index) {
   const md dweights_any(sh.weights, dt::f32, tag::any), dbias_any(sh.bias, dt::f32, tag::any);
   const auto wdesc = bias ? dnnl::inner_product_backward_weights::desc(src_any, dweights_any, dbias_any, dst_any)
                           : dnnl::inner_product_backward_weights::desc(src_any, dweights_any, dst_any);
-  const auto wpd =
-      CB_CHECK_DNNL(dnnl::inner_product_backward_weights::primitive_desc(wdesc, ctx.attr, ctx.graph.engine, fwd));
+  auto wpd = CB_CHECK_DNNL(dnnl::inner_product_backward_weights::primitive_desc(wdesc, ctx.attr, ctx.graph.engine, fwd));
+  wpd = same_kernel_or(wpd, [&] {  // the gradient in the weights' layout: SGD needs no reorder
+    const md fixed = with_data_type(weights.value.desc, dt::f32);
+    const auto d = bias ? dnnl::inner_product_backward_weights::desc(src_any, fixed, dbias_any, dst_any)
+                        : dnnl::inner_product_backward_weights::desc(src_any, fixed, dst_any);
+    return dnnl::inner_product_backward_weights::primitive_desc(d, ctx.attr, ctx.graph.engine, fwd);
+  });
   const Tensor x = ctx.ensure(in, wpd.src_desc(), ctx.label(index, "input for weight gradient"));
   const Tensor dyw = ctx.ensure(dy, wpd.diff_dst_desc(), ctx.label(index, "output gradient for weight gradient"));
   ctx.set_parameter_gradient(s.parameters[0], wpd.diff_weights_desc());
@@ -96,7 +99,11 @@ void backward_inner_product(BuildContext& ctx, int index) {
   const int from = layer.inputs.front();
   if (!ctx.state(from).needs_grad) return;
   const dnnl::inner_product_backward_data::desc ddesc(src_any, weights_any, dst_any);
-  const auto dpd = CB_CHECK_DNNL(dnnl::inner_product_backward_data::primitive_desc(ddesc, ctx.attr, ctx.graph.engine, fwd));
+  auto dpd = CB_CHECK_DNNL(dnnl::inner_product_backward_data::primitive_desc(ddesc, ctx.attr, ctx.graph.engine, fwd));
+  dpd = same_kernel_or(dpd, [&] {  // the forward weights as they are (gemm takes either transpose)
+    const dnnl::inner_product_backward_data::desc d(src_any, weights.value.desc, dst_any);
+    return dnnl::inner_product_backward_data::primitive_desc(d, ctx.attr, ctx.graph.engine, fwd);
+  });
   const Tensor w = ctx.ensure(weights.value, dpd.weights_desc(), ctx.label(index, "weights for data gradient"));
   const Tensor dyd = dpd.diff_dst_desc() == dyw.desc ? dyw : ctx.ensure(dy, dpd.diff_dst_desc(), ctx.label(index, "output gradient"));
   // The data gradient has the input's rank; the producer's tensor may differ

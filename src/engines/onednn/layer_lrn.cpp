@@ -10,14 +10,26 @@ void forward_lrn(BuildContext& ctx, int index) {
   const auto& p = ctx.layer(index).params;
   const Tensor& src = ctx.input_state(index).out;
   const auto prop = ctx.training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
-  const dnnl::lrn_forward::desc desc(prop, dnnl::algorithm::lrn_across_channels, src.desc, p.lrn_size,
-                                     static_cast<float>(p.lrn_alpha), static_cast<float>(p.lrn_beta),
-                                     static_cast<float>(p.lrn_k));
-  const auto pd = CB_CHECK_DNNL(dnnl::lrn_forward::primitive_desc(desc, ctx.attr, ctx.graph.engine));
+  auto make = [&](const md& src_desc) {
+    const dnnl::lrn_forward::desc desc(prop, dnnl::algorithm::lrn_across_channels, src_desc, p.lrn_size,
+                                       static_cast<float>(p.lrn_alpha), static_cast<float>(p.lrn_beta),
+                                       static_cast<float>(p.lrn_k));
+    return CB_CHECK_DNNL(dnnl::lrn_forward::primitive_desc(desc, ctx.attr, ctx.graph.engine));
+  };
+  auto pd = make(src.desc);
+  Tensor in = src;
+  if (is_slow_kernel(pd.impl_info_str()) && is_plain(src.desc) && src.desc.data.ndims == 4) {
+    const md blocked(src.desc.dims(), src.desc.data_type(), blocked_activation_tag());
+    const auto faster = make(blocked);
+    if (!is_slow_kernel(faster.impl_info_str())) {  // the jit kernels want channel blocks
+      pd = faster;
+      in = ctx.ensure(src, blocked, ctx.label(index, "input"));
+    }
+  }
   LayerState& s = ctx.state(index);
   s.out = ctx.new_tensor(pd.dst_desc(), ctx.label(index, "output"));
-  std::vector<std::pair<int, Tensor>> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, s.out}};
-  s.saved = {src};
+  std::vector<std::pair<int, Tensor>> args{{DNNL_ARG_SRC, in}, {DNNL_ARG_DST, s.out}};
+  s.saved = {in};
   if (pd.workspace_desc().get_size() > 0) {
     const Tensor workspace = ctx.new_tensor(pd.workspace_desc(), ctx.label(index, "workspace"));
     args.emplace_back(DNNL_ARG_WORKSPACE, workspace);

@@ -44,13 +44,27 @@ void forward_pooling(BuildContext& ctx, int index) {
   const Geometry g = geometry(ctx, index);
   const Tensor& src = ctx.input_state(index).out;
   const auto prop = ctx.training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
-  const dnnl::pooling_forward::desc desc(prop, g.algorithm, src.desc, md(g.dst, ctx.data_type, tag::any), g.strides,
-                                         g.kernel, g.padding_l, g.padding_r);
-  const auto pd = CB_CHECK_DNNL(dnnl::pooling_forward::primitive_desc(desc, ctx.attr, ctx.graph.engine));
+  auto make = [&](const md& src_desc) {
+    const dnnl::pooling_forward::desc desc(prop, g.algorithm, src_desc, md(g.dst, ctx.data_type, tag::any), g.strides,
+                                           g.kernel, g.padding_l, g.padding_r);
+    return CB_CHECK_DNNL(dnnl::pooling_forward::primitive_desc(desc, ctx.attr, ctx.graph.engine));
+  };
+  auto pd = make(src.desc);
+  Tensor in = src;
+  // A plain NCHW input (after a gemm convolution such as AlexNet's conv1) has
+  // only a slow pooling kernel: reordering it to the blocked layout is cheaper.
+  if (is_slow_kernel(pd.impl_info_str()) && is_plain(src.desc) && src.desc.data.ndims == 4) {
+    const md blocked(src.desc.dims(), src.desc.data_type(), blocked_activation_tag());
+    const auto faster = make(blocked);
+    if (!is_slow_kernel(faster.impl_info_str())) {
+      pd = faster;
+      in = ctx.ensure(src, blocked, ctx.label(index, "input"));
+    }
+  }
   LayerState& s = ctx.state(index);
   s.out = ctx.new_tensor(pd.dst_desc(), ctx.label(index, "output"));
-  std::vector<std::pair<int, Tensor>> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, s.out}};
-  s.saved.clear();
+  std::vector<std::pair<int, Tensor>> args{{DNNL_ARG_SRC, in}, {DNNL_ARG_DST, s.out}};
+  s.saved = {in};  // its layout is the input gradient's
   if (pd.workspace_desc().get_size() > 0) {
     const Tensor workspace = ctx.new_tensor(pd.workspace_desc(), ctx.label(index, "workspace"));
     args.emplace_back(DNNL_ARG_WORKSPACE, workspace);
@@ -65,13 +79,13 @@ void backward_pooling(BuildContext& ctx, int index) {
   const int from = ctx.input_of(index);
   LayerState& s = ctx.state(index);
   const auto fwd = std::any_cast<dnnl::pooling_forward::primitive_desc>(s.forward_pd);
-  const dnnl::pooling_backward::desc desc(g.algorithm, ctx.state(from).out.desc, s.out.desc, g.strides, g.kernel,
-                                          g.padding_l, g.padding_r);
+  const dnnl::pooling_backward::desc desc(g.algorithm, s.saved[0].desc, s.out.desc, g.strides, g.kernel, g.padding_l,
+                                          g.padding_r);
   const auto pd = CB_CHECK_DNNL(dnnl::pooling_backward::primitive_desc(desc, ctx.attr, ctx.graph.engine, fwd));
   const Tensor dy = ctx.ensure(ctx.gradient(index), pd.diff_dst_desc(), ctx.label(index, "output gradient"));
   const GradientSink sink = ctx.begin_gradient(from, pd.diff_src_desc(), ctx.label(index, "backward"));
   std::vector<std::pair<int, Tensor>> args{{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_SRC, sink.target}};
-  if (!s.saved.empty()) args.emplace_back(DNNL_ARG_WORKSPACE, s.saved[0]);
+  if (s.saved.size() > 1) args.emplace_back(DNNL_ARG_WORKSPACE, s.saved[1]);
   ctx.push_primitive(ctx.label(index, "backward"), pd, std::move(args));
   ctx.end_gradient(sink, ctx.label(index, "backward"));
 }

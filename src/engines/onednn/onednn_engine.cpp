@@ -66,6 +66,11 @@ class OnednnEngine final : public Engine {
   }
 
   std::unique_ptr<Session> prepare(const Network& network, const CellSpec& cell) override {
+    if (cell.precision != Precision::fp32) {  // oneDNN would fall back to reference kernels, or fail late
+      Device cpu;
+      const Support support = supports(cpu, cell);
+      if (!support.supported) throw Error("oneDNN engine cannot run " + describe(cell) + ": " + support.reason);
+    }
     try {
       return std::make_unique<OnednnSession>(network, cell, config_);
     } catch (const std::bad_alloc&) {

@@ -99,6 +99,10 @@ def load_network(source: Union[Mapping[str, Any], str, bytes, os.PathLike]) -> D
         for j in layer.get("inputs", []):
             if not 0 <= int(j) < i:
                 raise ValueError(f"network graph: {where}: input {j} is not an earlier layer")
+        output = layer.get("output")  # optional for network_from_json; export-network always writes it
+        if not (isinstance(output, list) and len(output) == 3 and all(isinstance(v, int) for v in output)):
+            raise ValueError(f"network graph: {where}: \"output\" must be [channels, height, width] "
+                             "(as `crossbench export-network` writes it)")
     if layers[0]["kind"] != "input" or layers[-1]["kind"] != "softmax_cross_entropy":
         raise ValueError("network graph: layer 0 must be the input and the last layer the loss")
     return document

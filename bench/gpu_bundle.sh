@@ -1,0 +1,12 @@
+#!/bin/bash
+# gpu_bundle.sh BUILD_DIR: packs the GPU binaries of a CUDA build for the GPU
+# machine into .bundle/ (git-excluded), small enough to travel: the bundled
+# libraries (oneDNN alone is 40 MB) go into one xz tarball that
+# gpu_unbundle.sh (or the line below) unpacks there before use:
+#   python3 -c "import tarfile; tarfile.open('.bundle/payload.tar.xz').extractall('.bundle')"
+set -euo pipefail
+build=${1:-build-cuda}
+/work/shared/tools/device-bundle .bundle "$build/crossbench" "$build/tests/cudnn_engine_test" "$build/gpu_cudnn_cells"
+strip .bundle/bin/* 2>/dev/null || true
+(cd .bundle && XZ_OPT=-6T2 tar -cJf payload.tar.xz bin lib-all && rm -rf bin lib-all)
+du -sh .bundle

@@ -1,0 +1,66 @@
+#!/bin/bash
+# gpu_session.sh STAGE...: what one call of the GPU machine runs, in order,
+# each stage under its own time limit, logs under $OUT (see bench/README.md).
+#   tests     the gpu-labelled tests of the cuDNN engine
+#   cells     gpu_cudnn_cells: seed2017's cells, 4 precisions, telemetry, layer times
+#   pytorch   bench/gpu_pytorch_vs_crossbench.py against the cells' JSON
+#   seed      crossbench run --job jobs/seed2017.ini (cudnn, 4 precisions, batch 64)
+#   sweep     crossbench run --job jobs/batch-sweep.ini for resnet50 and alexnet in tf32
+# Environment: STEPS (timed steps, default 50), WARMUP (10), TLIMIT (seconds per stage, 240).
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+STEPS=${STEPS:-50}
+WARMUP=${WARMUP:-10}
+TLIMIT=${TLIMIT:-240}
+export PYTHONUNBUFFERED=1
+if [ ! -x .bundle/bin/crossbench ]; then
+  python3 -c "import tarfile; tarfile.open('.bundle/payload.tar.xz').extractall('.bundle')"
+fi
+# TORCH_LIBS=1: run crossbench on the cuDNN and cuBLAS that PyTorch ships (its
+# pip packages nvidia-cudnn-cu13, nvidia-cublas), so both sides of a
+# comparison use the same libraries (the image's own cuDNN is older).
+if [ "${TORCH_LIBS:-0}" = 1 ]; then
+  libs=$(python3 -c 'import importlib, os
+paths = []
+for name in ("nvidia.cudnn", "nvidia.cublas"):
+    try:
+        for p in importlib.import_module(name).__path__:
+            if os.path.isdir(os.path.join(p, "lib")): paths.append(os.path.join(p, "lib"))
+    except Exception: pass
+print(":".join(paths))')
+  export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+fi
+CB=".bundle/run .bundle/bin/crossbench"
+for stage in "$@"; do
+  echo "=== $stage $(date +%T)"
+  case $stage in
+    tests)
+      timeout "$TLIMIT" .bundle/run .bundle/bin/cudnn_engine_test ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER} \
+        >"$OUT/tests.log" 2>&1
+      echo "tests exit $?"
+      grep -E "^\[  FAILED|^\[  PASSED|Failure|Expected|Which is|vs oneDNN|decisions:|error|telemetry:|step:|MiB|b8192|b2048" \
+        "$OUT/tests.log" | cut -c1-400 | head -120 ;;
+    cells)
+      timeout "$TLIMIT" .bundle/run .bundle/bin/gpu_cudnn_cells --steps "$STEPS" --warmup "$WARMUP" \
+        ${CELLS_ARGS:-} --json "$OUT/cells.json" 2>&1 | tee "$OUT/cells.log" | cut -c1-300 ;;
+    pytorch)
+      sources=()
+      [ -f "$OUT/seed.h5" ] && sources+=(--cube "$OUT/seed.h5")
+      [ -f "$OUT/cells.json" ] && sources+=(--crossbench-json "$OUT/cells.json")
+      timeout "$TLIMIT" python3 bench/gpu_pytorch_vs_crossbench.py "${sources[@]}" \
+        --steps "${PT_STEPS:-100}" --warmup "$WARMUP" ${PT_ARGS:-} --out "$OUT/pytorch.json" 2>&1 |
+        tee "$OUT/pytorch.log" | grep -v Warning ;;
+    seed)
+      timeout "$TLIMIT" $CB run --job jobs/seed2017.ini --set matrix.engines=cudnn \
+        --set matrix.precisions=fp32,tf32,fp16,bf16 --set measure.min_steps="$STEPS" \
+        --set measure.target_ci=0.02 ${SEED_ARGS:-} --output "$OUT/seed.h5" 2>&1 | tee "$OUT/seed.log" | tail -70 ;;
+    sweep)
+      timeout "$TLIMIT" $CB run --job jobs/batch-sweep.ini --set matrix.engines=cudnn --set matrix.networks=resnet50,alexnet \
+        --set matrix.precisions=tf32 --set "matrix.batches=${SWEEP_BATCHES:-64,256,512,1024,2048,4096}" \
+        --set measure.min_steps=10 --set measure.warmup=3 --set measure.target_ci=0.05 \
+        --output "$OUT/sweep.h5" 2>&1 | tee "$OUT/sweep.log" | tail -40 ;;
+  esac
+done
+echo "=== done $(date +%T)"
