@@ -126,23 +126,25 @@ def crossbench_cells(args):
                 if c.get("status") == "ok":
                     cells[(c["network"], c["precision"], c["phase"], int(c["batch"]))] = c
     if args.cube:
-        import xarray
-        with xarray.open_dataset(args.cube) as cube:
-            median, peak, message = cube["median_ms"], cube["peak_memory_bytes"], cube["message"]
-            for network in cube["network"].values:
-                for precision in cube["precision"].values:
-                    for phase in cube["phase"].values:
-                        for batch in cube["batch"].values:
-                            where = dict(engine="cudnn", network=network, precision=precision, phase=phase,
-                                         batch=batch)
-                            v = median.sel(**where).values.ravel()
-                            if not len(v) or math.isnan(v[0]):
+        # h5py, not xarray: the GPU machine's xarray has no netCDF backend installed.
+        import h5py
+        with h5py.File(args.cube, "r") as cube:
+            names = {d: [v.decode() if isinstance(v, bytes) else v for v in cube[d][()]]
+                     for d in ("device", "engine", "network", "precision", "batch", "phase", "replica")}
+            median, peak, message = cube["median_ms"][()], cube["peak_memory_bytes"][()], cube["message"][()]
+            engine = names["engine"].index("cudnn")
+            for i_n, network in enumerate(names["network"]):
+                for i_p, precision in enumerate(names["precision"]):
+                    for i_b, batch in enumerate(names["batch"]):
+                        for i_ph, phase in enumerate(names["phase"]):
+                            at = (0, engine, i_n, i_p, i_b, i_ph, 0)
+                            if math.isnan(median[at]):
                                 continue
-                            key = (str(network), str(precision), str(phase), int(batch))
-                            text = str(message.sel(**where).values.ravel()[0])
+                            text = message[at].decode() if isinstance(message[at], bytes) else str(message[at])
                             loss = float(text.rsplit("loss ", 1)[1]) if "loss " in text else float("nan")
-                            cells.setdefault(key, {"median_ms": float(v[0]), "loss": loss,
-                                                   "peak_memory_bytes": float(peak.sel(**where).values.ravel()[0])})
+                            cells.setdefault((network, precision, phase, int(batch)),
+                                             {"median_ms": float(median[at]), "loss": loss,
+                                              "peak_memory_bytes": float(peak[at])})
     return cells
 
 

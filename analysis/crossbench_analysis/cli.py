@@ -109,7 +109,7 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("cube")
     q.add_argument("--prices", required=True, metavar="FILE", help="CSV 'device,price[,power_w]' (analysis/README.md)")
     q.add_argument("--network", help="one network (default: geometric mean over the study's seven)")
-    q.add_argument("--phase", default="training", help="inference or training (default training)")
+    q.add_argument("--phase", help="inference or training (default training when measured)")
     q.add_argument("--precision", help="default fp32 when measured")
     q.add_argument("--batch", type=int, help="default 64 when run, else the batch with the most ok cells")
     q.add_argument("--engine", help="default: each device's fastest engine per network")

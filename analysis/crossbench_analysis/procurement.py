@@ -98,10 +98,12 @@ def _pareto(df: pd.DataFrame) -> pd.Series:
     return pd.Series(flags, index=df.index)
 
 
-def procurement(cube: Cube, prices: dict[str, Price], network: str | None = None, phase: str = "training",
+def procurement(cube: Cube, prices: dict[str, Price], network: str | None = None, phase: str | None = None,
                 precision: str | None = None, batch: int | None = None, engine: str | None = None):
     cells = collapse_replicas(cube.cells)
     phases = sorted(cells["phase"].unique())
+    if phase is None:
+        phase = "training" if "training" in phases else phases[0]
     if phase not in phases:
         raise CubeError(f"phase {phase!r} is not in the cube (phases: {', '.join(phases)})")
     precs = ordered(cells.loc[cells["status"] != "not_run", "precision"].unique(), PRECISION_ORDER)

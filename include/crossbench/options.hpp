@@ -30,6 +30,7 @@ struct Options {
   MeasureOptions measure;
   EngineConfig engine;              // seed, update, learning rate (threads are set per rank)
   std::filesystem::path output;     // the cube
+  bool output_from_command_line = false;  // --output (its directory must exist) or the job file's path
   std::string device_tag;           // --device-tag, else CROSSBENCH_DEVICE_TAG
   int replicas = 1;                 // --replicas
   bool quiet = false;
@@ -47,6 +48,10 @@ const std::map<std::string, std::map<std::string, std::string>>& job_file_keys()
 // `default_job` is used when --job is absent.
 Options parse_run_options(const std::vector<std::string>& arguments, const std::filesystem::path& default_job,
                           const std::string& command_line);
+
+// `run` only: refuses (UsageError) to touch an earlier run's cube or journal
+// unless --resume or --overwrite says what to do with it.
+void check_output_is_free(const Options& options);
 
 // The help text of `crossbench run`.
 std::string run_options_help();

@@ -25,7 +25,15 @@ const std::string& single_argument(const CommandContext& context, const char* us
 }  // namespace
 
 int list_command(const CommandContext& context) {
-  const std::string& what = single_argument(context, "crossbench list networks|engines|devices");
+  // `list devices --json`: the descriptions `plan --device-json` takes.
+  if (context.arguments.size() == 2 && context.arguments[0] == "devices" && context.arguments[1] == "--json") {
+    nlohmann::json devices = nlohmann::json::array();
+    for (int ordinal = 0; ordinal < visible_gpu_count(); ++ordinal) devices.push_back(to_json(probe_gpu(ordinal, "")));
+    devices.push_back(to_json(probe_cpu(cpu_threads_of_binding(), "")));
+    std::cout << devices.dump(1) << "\n";
+    return 0;
+  }
+  const std::string& what = single_argument(context, "crossbench list networks|engines|devices [--json]");
   if (what == "networks") {
     std::printf("%-10s %-11s %14s %14s %12s\n", "network", "input", "GFLOP/image", "train GFLOP", "params [M]");
     for (const auto& name : network_names()) {

@@ -368,19 +368,32 @@ Options parse_run_options(const std::vector<std::string>& arguments, const std::
   }
 
   // [output] and the command line.
-  const bool output_given = given.count("output") || value("output.path");
-  options.output = given.count("output") ? std::filesystem::path(given["output"].as<std::string>())
+  options.output_from_command_line = given.count("output") > 0;
+  options.output = options.output_from_command_line ? std::filesystem::path(given["output"].as<std::string>())
                    : value("output.path") ? std::filesystem::path(value("output.path")->first)
                                           : std::filesystem::path("results") / (options.job_name + ".h5");
-  const auto directory = options.output.has_parent_path() ? options.output.parent_path() : std::filesystem::path(".");
+
+  if (given.count("device-tag")) options.device_tag = given["device-tag"].as<std::string>();
+  else if (const char* tag = std::getenv("CROSSBENCH_DEVICE_TAG")) options.device_tag = tag;
+  if (given.count("replicas")) {
+    options.replicas = given["replicas"].as<int>();
+    if (options.replicas < 1 || options.replicas > 4096)
+      throw UsageError("--replicas " + std::to_string(options.replicas) + " is out of range; valid: 1 to 4096");
+  }
+  return options;
+}
+
+void check_output_is_free(const Options& options) {
+  // --output must name a file in an existing directory: a typo must not scatter
+  // results; the job file's own [output] path (or the default results/) is created.
   std::error_code error;
-  if (output_given && !std::filesystem::is_directory(directory, error))
+  const auto directory = options.output.has_parent_path() ? options.output.parent_path() : std::filesystem::path(".");
+  if (options.output_from_command_line && !std::filesystem::is_directory(directory, error))
     throw UsageError("--output '" + options.output.string() + "': directory '" + directory.string() +
                      "' does not exist");
   if (std::filesystem::is_directory(options.output, error))
-    throw UsageError("--output '" + options.output.string() + "' is a directory; give a file path such as " +
+    throw UsageError("output '" + options.output.string() + "' is a directory; give a file path such as " +
                      (options.output / (options.job_name + ".h5")).string());
-
   // No data is lost: an earlier run's cube or journal is continued or replaced only when asked.
   const std::filesystem::path journal(options.output.string() + ".journal");
   if (options.resume && !std::filesystem::exists(journal, error))
@@ -391,15 +404,6 @@ Options parse_run_options(const std::vector<std::string>& arguments, const std::
         throw UsageError("'" + existing.string() + "' exists from an earlier run; continue it with --resume, " +
                          "replace it with --overwrite, or choose another --output");
   }
-
-  if (given.count("device-tag")) options.device_tag = given["device-tag"].as<std::string>();
-  else if (const char* tag = std::getenv("CROSSBENCH_DEVICE_TAG")) options.device_tag = tag;
-  if (given.count("replicas")) {
-    options.replicas = given["replicas"].as<int>();
-    if (options.replicas < 1 || options.replicas > 4096)
-      throw UsageError("--replicas " + std::to_string(options.replicas) + " is out of range; valid: 1 to 4096");
-  }
-  return options;
 }
 
 }  // namespace crossbench

@@ -1,4 +1,5 @@
 // `crossbench plan`: the cells to run, per rank, with their estimated cost.
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -38,12 +39,17 @@ void print_plan(const Plan& plan, int ranks) {
 }  // namespace
 
 int plan_command(const CommandContext& context) {
-  // --ranks N plans for N ranks like this process, without MPI.
+  // --ranks N plans for N ranks like this process, without MPI; --device-json FILE
+  // makes them N ranks of another device (a what-if for a cluster you are not on).
   std::vector<std::string> arguments;
   int simulated_ranks = 0;
+  std::string device_json;
   for (std::size_t i = 0; i < context.arguments.size(); ++i) {
     const std::string& argument = context.arguments[i];
-    if (argument == "--ranks" || argument.rfind("--ranks=", 0) == 0) {
+    if (argument == "--device-json") {
+      if (i + 1 >= context.arguments.size()) throw UsageError("--device-json needs a file (crossbench list devices --json)");
+      device_json = context.arguments[++i];
+    } else if (argument == "--ranks" || argument.rfind("--ranks=", 0) == 0) {
       const std::string value = argument == "--ranks" ? (i + 1 < context.arguments.size() ? context.arguments[++i] : "")
                                                        : argument.substr(8);
       try {
@@ -60,9 +66,19 @@ int plan_command(const CommandContext& context) {
     }
   }
   const Options options = parse_run_options(arguments, context.default_job, context.command_line);
+  if (!device_json.empty() && simulated_ranks == 0) throw UsageError("--device-json needs --ranks N");
   if (simulated_ranks > 0) {
     const int gpus = visible_gpu_count();
-    const Device device = gpus > 0 ? probe_gpu(0, options.device_tag) : probe_cpu(cpu_threads_of_binding(), options.device_tag);
+    Device device = gpus > 0 ? probe_gpu(0, options.device_tag) : probe_cpu(cpu_threads_of_binding(), options.device_tag);
+    if (!device_json.empty()) {
+      std::ifstream file(device_json);
+      if (!file) throw UsageError("--device-json: cannot read '" + device_json + "'");
+      try {
+        device = device_from_json(nlohmann::json::parse(file));
+      } catch (const std::exception& error) {
+        throw UsageError("--device-json '" + device_json + "': " + error.what());
+      }
+    }
     print_plan(make_plan(options, std::vector<Device>(static_cast<std::size_t>(simulated_ranks), device)), simulated_ranks);
     return 0;
   }

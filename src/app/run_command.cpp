@@ -227,6 +227,7 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
 int run_command(const CommandContext& context) {
   // Parsed before MPI starts: bad input never reaches the device or the output.
   const Options options = parse_run_options(context.arguments, context.default_job, context.command_line);
+  check_output_is_free(options);
   StopRequest stop;
   MpiSession mpi;
   try {

@@ -89,9 +89,8 @@ CellResult run_cell(Engine* engine, const std::string& engine_name, const Networ
   result.rank = rank;
   if (engine == nullptr) {
     result.status = Status::unsupported;
-    result.message = "engine '" + engine_name + "' is not built into this crossbench binary";
-    for (const auto& info : engine_catalog())
-      if (info.name == engine_name) result.message += ": " + info.description;
+    result.message = "engine '" + engine_name + "' is not built into this crossbench binary "
+                     "(`crossbench list engines` says why)";
     return result;
   }
   if (engine->device_kind() != device.kind) {

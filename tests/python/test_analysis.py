@@ -5,7 +5,9 @@
 * "writer": a cube written by the project's own C++ writer
   ($CROSSBENCH_BUILD_DIR/.../write_sample_cube OUT.h5: mixed statuses, two keys);
 * "crossbench": a cube produced by a real `crossbench run` on the CPU, in this
-  test session.
+  test session;
+* "crossbench-mpi": a real two-rank `mpirun` run whose ranks carry different
+  device tags, so that the cube has two device keys (device against device).
 
 The last two are skipped, with the reason, when the binaries are not built.
 CROSSBENCH_BUILD_DIR defaults to build/ in the repository.
@@ -148,13 +150,36 @@ def run_crossbench(out: Path, job_text: str, *extra: str) -> Path:
     return out
 
 
+def run_crossbench_two_keys(out: Path, job_text: str) -> Path:
+    """A real two-rank MPI run whose ranks carry different device tags, so the cube
+    has two device keys (Open MPI's MPMD syntax gives each rank its own environment)."""
+    exe = find_binary("crossbench")
+    if exe is None:
+        pytest.skip(f"crossbench is not built in {BUILD} (set CROSSBENCH_BUILD_DIR)")
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        pytest.skip("mpirun is not installed")
+    job = out.with_suffix(".ini")
+    job.write_text(job_text)
+    run = [str(exe), "run", "--job", str(job), "--output", str(out), "--quiet"]
+    command = [mpirun, "--oversubscribe"]
+    for i, tag in enumerate(("slot-a", "slot-b")):
+        command += ([":"] if i else []) + ["-np", "1", "-x", "OMP_NUM_THREADS=1", "-x",
+                                           f"CROSSBENCH_DEVICE_TAG={tag}"] + run
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    r = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=REPO, env=env)
+    assert r.returncode == 0, f"mpirun crossbench run failed ({r.returncode}):\n{r.stdout}\n{r.stderr}"
+    assert out.is_file(), f"crossbench run wrote no cube at {out}"
+    return out
+
+
 @pytest.fixture(scope="session")
 def real_cube(tmp_path_factory) -> Path:
     """A cube from a real `crossbench run` on this machine's CPU (once per session)."""
     return run_crossbench(tmp_path_factory.mktemp("cube-crossbench") / "crossbench.h5", CPU_JOB)
 
 
-@pytest.fixture(scope="session", params=["h5py", "writer", "crossbench"])
+@pytest.fixture(scope="session", params=["h5py", "writer", "crossbench", "crossbench-mpi"])
 def cube_file(request, tmp_path_factory) -> Path:
     kind = request.param
     d = tmp_path_factory.mktemp(f"cube-{kind}")
@@ -167,8 +192,12 @@ def cube_file(request, tmp_path_factory) -> Path:
             pytest.skip(f"write_sample_cube (the C++ writer's sample program) is not built under {BUILD}")
         r = subprocess.run([str(exe), str(out)], capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, f"write_sample_cube failed:\n{r.stdout}\n{r.stderr}"
-    else:
+    elif kind == "crossbench":
         out = request.getfixturevalue("real_cube")
+    else:
+        run_crossbench_two_keys(out, CPU_JOB)
+        keys = cubemod.load(out).devices
+        assert len(keys) == 2 and keys[0] != keys[1], keys
     return out
 
 
@@ -205,6 +234,7 @@ def test_load_has_schema_axes_and_statuses(loaded, cube_file):
     assert cells["batch"].dtype.kind == "i"
 
 
+@pytest.mark.filterwarnings("ignore:numpy.ndarray size changed")
 def test_load_matches_xarray_open_dataset(loaded, cube_file):
     """Our h5py reader and netCDF (xarray.open_dataset) agree on axes and values."""
     import xarray as xr
@@ -698,3 +728,30 @@ def test_cube_without_any_ok_cell(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "not measured" in r.stdout and "alexnet: unsupported" in r.stdout
     assert _is_png(tmp_path / "proc" / "pareto.png")
+
+
+def test_variable_in_another_axis_order_loads_by_its_scales(tmp_path):
+    """A variable stored with its axes in another order is placed by its dimension scales."""
+    p = tmp_path / "c.h5"
+    write_h5py_cube(p)
+    before = cubemod.load(p).ds["median_ms"].values
+    with h5py.File(p, "r+") as f:
+        data = f["median_ms"][()]
+        scales = [f["median_ms"].dims[i][0] for i in range(7)]
+        order = [6, 5, 4, 3, 2, 1, 0]
+        del f["median_ms"]
+        ds = f.create_dataset("median_ms", data=np.transpose(data, order))
+        for i, axis in enumerate(order):
+            ds.dims[i].attach_scale(scales[axis])
+    after = cubemod.load(p).ds["median_ms"].values
+    np.testing.assert_array_equal(np.isnan(before), np.isnan(after))
+    np.testing.assert_allclose(before[~np.isnan(before)], after[~np.isnan(after)])
+
+
+def test_missing_required_variable_is_refused(tmp_path):
+    p = tmp_path / "c.h5"
+    write_h5py_cube(p)
+    with h5py.File(p, "r+") as f:
+        del f["status"]
+    r = cli("export", p, "--csv", tmp_path / "x.csv")
+    assert r.returncode == 2 and "lacks the variable 'status'" in r.stderr

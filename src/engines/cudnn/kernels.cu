@@ -296,56 +296,62 @@ __global__ void lrn_backward_kernel(const void* x, const void* y, const void* dy
 
 // ---- NHWC max pooling -----------------------------------------------------------
 
+// One block per output pixel (forward) or input pixel (backward), threads
+// along the channels: the pixel's coordinates are decoded once per block (no
+// per-element 64-bit division), and every load and store is coalesced.
 __global__ void max_pool_nhwc_forward_kernel(const void* x, void* y, std::uint8_t* argmax, DType type, Dims in,
                                              Dims out, PoolGeometry g) {
-  const std::int64_t count = out.d0 * out.d1 * out.d2 * out.d3;
-  for (std::int64_t p = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; p < count;
-       p += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t c = p % out.d1, ow = p / out.d1 % out.d3, oh = p / (out.d1 * out.d3) % out.d2,
-                       n = p / (out.d1 * out.d3 * out.d2);
-    const std::int64_t h0 = oh * g.stride - g.padding, w0 = ow * g.stride - g.padding;
-    float best = -INFINITY;
-    int where = 0;
-    for (int kh = 0; kh < g.kernel; ++kh) {
-      const std::int64_t h = h0 + kh;
-      if (h < 0 || h >= in.d2) continue;
-      for (int kw = 0; kw < g.kernel; ++kw) {
-        const std::int64_t w = w0 + kw;
-        if (w < 0 || w >= in.d3) continue;
-        const float v = load(x, type, ((n * in.d2 + h) * in.d3 + w) * in.d1 + c);
-        if (v > best || (isnan(v) && !isnan(best))) {
-          best = v;
-          where = kh * g.kernel + kw;
+  const int channels = static_cast<int>(in.d1), in_h = static_cast<int>(in.d2), in_w = static_cast<int>(in.d3);
+  const int out_h = static_cast<int>(out.d2), out_w = static_cast<int>(out.d3);
+  for (std::int64_t pixel = blockIdx.x; pixel < out.d0 * out_h * out_w; pixel += gridDim.x) {
+    const int ow = static_cast<int>(pixel % out_w), oh = static_cast<int>(pixel / out_w % out_h);
+    const std::int64_t n = pixel / (static_cast<std::int64_t>(out_w) * out_h);
+    const int h0 = oh * g.stride - g.padding, w0 = ow * g.stride - g.padding;
+    const int kh0 = h0 < 0 ? -h0 : 0, kw0 = w0 < 0 ? -w0 : 0;
+    const int kh1 = min(g.kernel, in_h - h0), kw1 = min(g.kernel, in_w - w0);
+    const std::int64_t image = n * in_h * in_w;
+    for (int c = threadIdx.x; c < channels; c += blockDim.x) {
+      float best = -INFINITY;
+      int where = 0;
+      for (int kh = kh0; kh < kh1; ++kh)
+        for (int kw = kw0; kw < kw1; ++kw) {
+          const float v = load(x, type, (image + static_cast<std::int64_t>(h0 + kh) * in_w + (w0 + kw)) * channels + c);
+          if (v > best || (isnan(v) && !isnan(best))) {
+            best = v;
+            where = kh * g.kernel + kw;
+          }
         }
-      }
+      const std::int64_t o = pixel * channels + c;
+      store(y, type, o, best);
+      if (argmax != nullptr) argmax[o] = static_cast<std::uint8_t>(where);  // training only
     }
-    store(y, type, p, best);
-    if (argmax != nullptr) argmax[p] = static_cast<std::uint8_t>(where);  // training only
   }
 }
 
 __global__ void max_pool_nhwc_backward_kernel(const void* dy, const std::uint8_t* argmax, void* dx, DType type, Dims in,
                                               Dims out, PoolGeometry g, float beta) {
-  const std::int64_t count = in.d0 * in.d1 * in.d2 * in.d3;
-  for (std::int64_t p = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; p < count;
-       p += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t c = p % in.d1, w = p / in.d1 % in.d3, h = p / (in.d1 * in.d3) % in.d2,
-                       n = p / (in.d1 * in.d3 * in.d2);
+  const int channels = static_cast<int>(in.d1), in_h = static_cast<int>(in.d2), in_w = static_cast<int>(in.d3);
+  const int out_h = static_cast<int>(out.d2), out_w = static_cast<int>(out.d3);
+  for (std::int64_t pixel = blockIdx.x; pixel < in.d0 * in_h * in_w; pixel += gridDim.x) {
+    const int w = static_cast<int>(pixel % in_w), h = static_cast<int>(pixel / in_w % in_h);
+    const std::int64_t n = pixel / (static_cast<std::int64_t>(in_w) * in_h);
     // Windows whose span [o * stride - padding, + kernel) holds h (and w).
-    const std::int64_t hp = h + g.padding, wp = w + g.padding;
-    std::int64_t oh_lo = hp < g.kernel ? 0 : (hp - g.kernel) / g.stride + 1;
-    std::int64_t ow_lo = wp < g.kernel ? 0 : (wp - g.kernel) / g.stride + 1;
-    const std::int64_t oh_hi = hp / g.stride < out.d2 - 1 ? hp / g.stride : out.d2 - 1;
-    const std::int64_t ow_hi = wp / g.stride < out.d3 - 1 ? wp / g.stride : out.d3 - 1;
-    float sum = 0;
-    for (std::int64_t oh = oh_lo; oh <= oh_hi; ++oh)
-      for (std::int64_t ow = ow_lo; ow <= ow_hi; ++ow) {
-        const std::int64_t o = ((n * out.d2 + oh) * out.d3 + ow) * out.d1 + c;
-        const int kh = static_cast<int>(hp - oh * g.stride), kw = static_cast<int>(wp - ow * g.stride);
-        if (argmax[o] == kh * g.kernel + kw) sum += load(dy, type, o);
-      }
-    if (beta != 0.0f) sum += beta * load(dx, type, p);
-    store(dx, type, p, sum);
+    const int hp = h + g.padding, wp = w + g.padding;
+    const int oh_lo = hp < g.kernel ? 0 : (hp - g.kernel) / g.stride + 1;
+    const int ow_lo = wp < g.kernel ? 0 : (wp - g.kernel) / g.stride + 1;
+    const int oh_hi = min(hp / g.stride, out_h - 1), ow_hi = min(wp / g.stride, out_w - 1);
+    const std::int64_t image = n * out_h * out_w;
+    for (int c = threadIdx.x; c < channels; c += blockDim.x) {
+      float sum = 0;
+      for (int oh = oh_lo; oh <= oh_hi; ++oh)
+        for (int ow = ow_lo; ow <= ow_hi; ++ow) {
+          const std::int64_t o = (image + static_cast<std::int64_t>(oh) * out_w + ow) * channels + c;
+          if (argmax[o] == (hp - oh * g.stride) * g.kernel + (wp - ow * g.stride)) sum += load(dy, type, o);
+        }
+      const std::int64_t i = pixel * channels + c;
+      if (beta != 0.0f) sum += beta * load(dx, type, i);
+      store(dx, type, i, sum);
+    }
   }
 }
 
@@ -505,11 +511,18 @@ void lrn_backward(const void* x, const void* y, const void* dy, void* dx, DType 
   check_launch("lrn_backward");
 }
 
+// Threads per pooling block: the channels, rounded up to a warp, at most 256.
+unsigned pool_threads(std::int64_t channels) {
+  const std::int64_t t = (channels + 31) / 32 * 32;
+  return static_cast<unsigned>(t > 256 ? 256 : t);
+}
+
 void max_pool_nhwc_forward(const void* x, void* y, std::uint8_t* argmax, DType type, std::array<std::int64_t, 4> in,
                            std::array<std::int64_t, 4> out, PoolGeometry g, cudaStream_t stream) {
   const Dims i{in[0], in[1], in[2], in[3]}, o{out[0], out[1], out[2], out[3]};
-  max_pool_nhwc_forward_kernel<<<blocks_for(o.d0 * o.d1 * o.d2 * o.d3), kThreads, 0, stream>>>(x, y, argmax, type, i,
-                                                                                             o, g);
+  const std::int64_t pixels = o.d0 * o.d2 * o.d3;
+  max_pool_nhwc_forward_kernel<<<static_cast<unsigned>(pixels < (1LL << 30) ? pixels : (1LL << 30)),
+                                 pool_threads(i.d1), 0, stream>>>(x, y, argmax, type, i, o, g);
   check_launch("max_pool_nhwc_forward");
 }
 
@@ -517,8 +530,9 @@ void max_pool_nhwc_backward(const void* dy, const std::uint8_t* argmax, void* dx
                             std::array<std::int64_t, 4> in, std::array<std::int64_t, 4> out, PoolGeometry g, float beta,
                             cudaStream_t stream) {
   const Dims i{in[0], in[1], in[2], in[3]}, o{out[0], out[1], out[2], out[3]};
-  max_pool_nhwc_backward_kernel<<<blocks_for(i.d0 * i.d1 * i.d2 * i.d3), kThreads, 0, stream>>>(dy, argmax, dx, type,
-                                                                                              i, o, g, beta);
+  const std::int64_t pixels = i.d0 * i.d2 * i.d3;
+  max_pool_nhwc_backward_kernel<<<static_cast<unsigned>(pixels < (1LL << 30) ? pixels : (1LL << 30)),
+                                  pool_threads(i.d1), 0, stream>>>(dy, argmax, dx, type, i, o, g, beta);
   check_launch("max_pool_nhwc_backward");
 }
 
