@@ -8,7 +8,9 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -16,6 +18,7 @@
 
 #include "crossbench/cell.hpp"
 #include "crossbench/device.hpp"
+#include "crossbench/measure.hpp"
 #include "crossbench/network.hpp"
 
 namespace crossbench {
@@ -64,18 +67,6 @@ struct OutputCheck {
   std::vector<double> gradient_norms;  // per trainable tensor, in layer order (weight, bias, gamma, beta)
 };
 
-// Device telemetry over the timed steps of a cell (GPU engines: NVML). NaN
-// (or -1) where the device or the engine cannot tell.
-struct Telemetry {
-  double energy_j = std::numeric_limits<double>::quiet_NaN();               // energy counter difference [J]
-  double mean_sm_clock_mhz = std::numeric_limits<double>::quiet_NaN();      // [MHz]
-  double mean_memory_clock_mhz = std::numeric_limits<double>::quiet_NaN();  // [MHz]
-  double mean_power_w = std::numeric_limits<double>::quiet_NaN();           // [W]
-  double max_temperature_c = std::numeric_limits<double>::quiet_NaN();      // [°C]
-  std::int8_t throttled = -1;  // 1: a power/thermal/slowdown throttle reason fired; 0: none; -1: unknown
-  int samples = 0;             // clock/power samples taken
-};
-
 // One layer's share of a step, from a separate profiling pass (--layer-times).
 struct LayerTime {
   std::string layer;          // the network's layer name
@@ -95,6 +86,13 @@ class Session {
   // algorithm of every convolution (forward, backward-data, backward-filter),
   // the layout, whether the step is a CUDA graph. Stored in the cube's `decisions`.
   virtual std::string decisions() const { return {}; }
+  // A session that runs its own timing loop (a framework worker, timing with
+  // the framework's device timer) returns its raw samples here, having
+  // followed `options` exactly; the Runner then computes the statistics as for
+  // any other session. Native sessions return nullopt: the Runner times them.
+  virtual std::optional<Measurement> measure_itself(const MeasureOptions& options, double seconds_already_spent) {
+    return std::nullopt;
+  }
   // Telemetry: the Runner calls begin_timed_steps() right before the first
   // timed step and end_timed_steps() after the last one has finished; an
   // engine that reads device sensors returns what it measured in between.
@@ -123,6 +121,9 @@ struct EngineConfig {
   Layout layout = Layout::automatic;  // automatic: NCHW for fp32/tf32, NHWC for fp16/bf16
   bool cuda_graphs = false;           // capture the step as a CUDA graph and replay it
   int gpu_ordinal = 0;                // the GPU the rank is bound to
+  // Framework workers: engine name → the worker's command line (argv, no shell).
+  std::map<std::string, std::vector<std::string>> worker_commands;
+  double worker_timeout_s = 600;      // [s] a worker's preparation or check, like a cell's time limit
 };
 
 class Engine {
@@ -131,6 +132,8 @@ class Engine {
   virtual std::string_view name() const = 0;
   // The device kinds this engine runs on; `engines = auto` picks the native one.
   virtual DeviceKind device_kind() const = 0;
+  // Whether the engine can run on a kind of device at all (workers run on both).
+  virtual bool runs_on(DeviceKind kind) const { return kind == device_kind(); }
   virtual Support supports(const Device& device, const CellSpec& cell) const = 0;
   // Allocates everything the cell needs; throws OutOfMemory when an allocation fails.
   virtual std::unique_ptr<Session> prepare(const Network& network, const CellSpec& cell) = 0;
@@ -146,8 +149,9 @@ struct EngineInfo {
 const std::vector<EngineInfo>& engine_catalog();
 // The native engine of a device kind: cudnn (gpu), onednn (cpu).
 std::string_view native_engine(DeviceKind kind);
-// Creates a built engine for a rank's device. Throws UsageError for a name not
-// in the catalogue; returns nullptr for a known engine not built into this binary.
+// Creates a built engine for a rank's device: a native one from the catalogue,
+// or a worker engine when config.worker_commands names it. Throws UsageError for
+// a name that is neither; returns nullptr for a known engine not built into this binary.
 std::unique_ptr<Engine> make_engine(std::string_view name, const Device& device, const EngineConfig& config);
 // Versions of the libraries of the built engines ("onednn_version" → "2.6.3"), for the cube's attributes.
 std::vector<std::pair<std::string, std::string>> engine_library_versions();

@@ -26,6 +26,18 @@ class OutOfMemory : public Error {
   explicit OutOfMemory(const std::string& what) : Error(what) {}
 };
 
+// The engine cannot run this cell (found out only when preparing it): `unsupported`.
+class Unsupported : public Error {
+ public:
+  explicit Unsupported(const std::string& what) : Error(what) {}
+};
+
+// The cell ran past its time limit (e.g. a worker that stopped answering): `timeout`.
+class CellTimeout : public Error {
+ public:
+  explicit CellTimeout(const std::string& what) : Error(what) {}
+};
+
 // Bad input from the user (job file, command line): exit status 2, nothing written.
 class UsageError : public std::runtime_error {
  public:

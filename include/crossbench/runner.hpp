@@ -6,24 +6,10 @@
 #include <vector>
 
 #include "crossbench/engine.hpp"
+#include "crossbench/measure.hpp"
 #include "crossbench/result.hpp"
 
 namespace crossbench {
-
-struct MeasureOptions {
-  int warmup_steps = 10;             // untimed
-  int min_steps = 100;               // timed steps before the stopping rule applies
-  int max_steps = 10000;             // timed steps at most
-  double target_ci = 0.01;           // stop when the relative half-width of the median's 95% CI is below this
-  double cell_time_limit_s = 600;    // [s] wall time per cell, preparation included
-};
-
-// Raw timed samples and why the measurement stopped.
-struct Measurement {
-  std::vector<double> samples_ms;
-  std::string stop_reason;  // "ci_target", "max_steps", "time_limit"
-  bool reached_min_steps = false;
-};
 
 // Times steps of a prepared session by the rules above. `seconds_already_spent`
 // counts preparation against the cell's time limit [s].

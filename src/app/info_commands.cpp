@@ -9,6 +9,7 @@
 #include "crossbench/engine.hpp"
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
+#include "engines/worker/worker_engine.hpp"
 
 namespace crossbench {
 namespace {
@@ -43,10 +44,13 @@ int list_command(const CommandContext& context) {
                   static_cast<double>(network.parameters()) / 1e6);
     }
   } else if (what == "engines") {
-    std::printf("%-10s %-6s %-6s %s\n", "engine", "device", "built", "description");
+    std::printf("%-16s %-6s %-6s %s\n", "engine", "device", "built", "description");
     for (const auto& info : engine_catalog())
-      std::printf("%-10s %-6s %-6s %s\n", info.name.c_str(), info.device_kind == DeviceKind::gpu ? "gpu" : "cpu",
+      std::printf("%-16s %-6s %-6s %s\n", info.name.c_str(), info.device_kind == DeviceKind::gpu ? "gpu" : "cpu",
                   info.built ? "yes" : "no", info.description.c_str());
+    for (const auto& [engine, command] : default_worker_commands())
+      std::printf("%-16s %-6s %-6s worker process: %s\n", engine.c_str(), "any", "-", command.c_str());
+    std::printf("\nWorkers are separate processes; a job file's [workers] section adds or redefines them.\n");
   } else if (what == "devices") {
     const int gpus = visible_gpu_count();
     for (int ordinal = 0; ordinal < gpus; ++ordinal) {

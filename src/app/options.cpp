@@ -13,6 +13,7 @@
 
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
+#include "engines/worker/worker_engine.hpp"
 
 namespace po = boost::program_options;
 
@@ -81,7 +82,7 @@ po::options_description job_description() {
   const std::string section = dotted.substr(0, dot), key = dotted.substr(dot + 1);
   const auto keys = keys_of(section);
   if (keys.empty())
-    throw UsageError(origin + ": unknown section [" + section + "]; valid sections: " + section_list());
+    throw UsageError(origin + ": unknown section [" + section + "]; valid sections: " + section_list() + ", [workers]");
   throw UsageError(origin + ": unknown key '" + key + "' in section [" + section + "]; valid keys: " + join(keys));
 }
 
@@ -169,7 +170,8 @@ Settings read_job_file(const std::filesystem::path& path, const std::string& tex
     throw UsageError(origin + ": " + error.what());
   }
   for (const auto& option : parsed.options) {
-    if (option.unregistered) throw_unknown_key(origin, option.string_key);
+    // [workers] maps engine names to commands: any name is a key there.
+    if (option.unregistered && option.string_key.rfind("workers.", 0) != 0) throw_unknown_key(origin, option.string_key);
     if (settings.count(option.string_key))
       throw UsageError(origin + ": key '" + option.string_key + "' is given twice");
     settings[option.string_key] = {option.value.empty() ? "" : option.value.front(), origin};
@@ -187,7 +189,7 @@ void apply_override(Settings& settings, const std::string& assignment) {
   const bool known = std::any_of(table.begin(), table.end(), [&](const auto& row) {
     return std::get<0>(row) + "." + std::get<1>(row) == dotted;
   });
-  if (!known) throw_unknown_key(origin, dotted);
+  if (!known && dotted.rfind("workers.", 0) != 0) throw_unknown_key(origin, dotted);
   settings[dotted] = {assignment.substr(equals + 1), origin};
 }
 
@@ -281,9 +283,23 @@ Options parse_run_options(const std::vector<std::string>& arguments, const std::
                                             return name;
                                           });
   }
+  // [workers]: the built-in framework workers, and any the job file adds or redefines.
+  std::map<std::string, std::string> worker_commands = default_worker_commands();
+  for (const auto& [dotted, setting] : settings)
+    if (dotted.rfind("workers.", 0) == 0) {
+      const std::string engine = dotted.substr(8);
+      const bool native = std::any_of(engine_catalog().begin(), engine_catalog().end(),
+                                      [&](const EngineInfo& info) { return info.name == engine; });
+      if (native || engine == "auto" || engine.empty())
+        throw UsageError(setting.second + ": [workers] " + engine + ": '" + engine + "' is a native engine name, not a worker");
+      if (split_worker_command(setting.first).empty())
+        throw UsageError(setting.second + ": [workers] " + engine + " has an empty command");
+      worker_commands[engine] = setting.first;
+    }
   {
     std::vector<std::string> valid{"auto"};
     for (const auto& info : engine_catalog()) valid.push_back(info.name);
+    for (const auto& [engine, command] : worker_commands) valid.push_back(engine);
     const auto [text, origin] = require("matrix.engines");
     options.matrix.engines = parse_names(origin, "engines", text, valid,
                                          [&](const std::string& name) -> std::optional<std::string> {
@@ -340,6 +356,7 @@ Options parse_run_options(const std::vector<std::string>& arguments, const std::
                      std::to_string(options.measure.min_steps) + ")");
   options.measure.target_ci = number_setting("measure.target_ci", 0.01, 0.0, 1.0);
   options.measure.cell_time_limit_s = number_setting("measure.cell_time_limit_s", 600, 0.0, 1e7);
+  options.engine.worker_timeout_s = options.measure.cell_time_limit_s;
   options.engine.seed = static_cast<std::uint64_t>(integer_setting("measure.seed", 42, 0, INT64_MAX));
   options.engine.learning_rate = number_setting("measure.learning_rate", 0.01, 0.0, 1e3);
   if (const auto* update = value("measure.update")) {
@@ -347,6 +364,9 @@ Options parse_run_options(const std::vector<std::string>& arguments, const std::
     else if (update->first == "sgd") options.engine.update = Update::sgd;
     else throw UsageError(update->second + ": unknown [measure] update '" + update->first + "'; valid: none, sgd");
   }
+
+  for (const auto& engine : options.matrix.engines)
+    if (worker_commands.count(engine)) options.engine.worker_commands[engine] = split_worker_command(worker_commands[engine]);
 
   // [engine]
   if (const auto* algo = value("engine.algo")) {

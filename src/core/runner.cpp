@@ -56,6 +56,7 @@ Measurement measure(Session& session, const MeasureOptions& options, double seco
   // The stopping rule sorts the samples; checking it after every step would
   // cost O(n² log n), so it is checked at min_steps and then every 10% more steps.
   std::size_t next_check = static_cast<std::size_t>(options.min_steps);
+  session.begin_timed_steps();
   while (true) {
     if (out_of_time()) {
       measurement.stop_reason = "time_limit";
@@ -75,6 +76,7 @@ Measurement measure(Session& session, const MeasureOptions& options, double seco
       next_check = steps + std::max<std::size_t>(10, steps / 10);
     }
   }
+  measurement.telemetry = session.end_timed_steps();
   measurement.reached_min_steps =
       measurement.samples_ms.size() >= static_cast<std::size_t>(options.min_steps);
   return measurement;
@@ -93,7 +95,7 @@ CellResult run_cell(Engine* engine, const std::string& engine_name, const Networ
                      "(`crossbench list engines` says why)";
     return result;
   }
-  if (engine->device_kind() != device.kind) {
+  if (!engine->runs_on(device.kind)) {
     result.status = Status::unsupported;
     result.message = "engine '" + engine_name + "' runs on " +
                      (engine->device_kind() == DeviceKind::gpu ? "GPUs" : "CPUs") + "; rank " +
@@ -110,7 +112,8 @@ CellResult run_cell(Engine* engine, const std::string& engine_name, const Networ
     const auto start = Clock::now();
     std::unique_ptr<Session> session = engine->prepare(network, cell);
     const double preparation_s = seconds_since(start);
-    const Measurement measurement = measure(*session, options, preparation_s);
+    const auto measured_itself = session->measure_itself(options, preparation_s);
+    const Measurement measurement = measured_itself ? *measured_itself : measure(*session, options, preparation_s);
     const OutputCheck check = session->check();
     result.samples_ms = measurement.samples_ms;
     result.steps = static_cast<std::int32_t>(measurement.samples_ms.size());
@@ -136,11 +139,19 @@ CellResult run_cell(Engine* engine, const std::string& engine_name, const Networ
     const double flops_per_image = cell.phase == Phase::training ? network.training_flops_per_image()
                                                                  : network.forward_flops_per_image();
     result.images_per_s = static_cast<double>(cell.batch) / step_s;
+    const Telemetry& telemetry = measurement.telemetry;
+    result.energy_j_per_image = telemetry.energy_j / (static_cast<double>(result.steps) * static_cast<double>(cell.batch));
+    result.mean_sm_clock_mhz = telemetry.mean_sm_clock_mhz;
+    result.throttled = telemetry.throttled;
     result.tflops = flops_per_image * static_cast<double>(cell.batch) / step_s / 1e12;
     result.message = "stopped by " + measurement.stop_reason +
                      format(" after %.0f steps (95%% CI of the median ±%.2f%%); loss %.6g",
                             static_cast<double>(result.steps),
                             100.0 * relative_ci_half_width(result.statistics), check.loss);
+  } catch (const Unsupported& error) {
+    return without_measurements(result, Status::unsupported, error.what());
+  } catch (const CellTimeout& error) {
+    return without_measurements(result, Status::timeout, error.what());
   } catch (const OutOfMemory& error) {
     return without_measurements(result, Status::oom, error.what());
   } catch (const std::bad_alloc&) {

@@ -3,6 +3,7 @@
 
 #include "crossbench/engine.hpp"
 #include "crossbench/error.hpp"
+#include "engines/worker/worker_engine.hpp"
 
 #if CROSSBENCH_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
@@ -38,6 +39,8 @@ const std::vector<EngineInfo>& engine_catalog() {
 std::string_view native_engine(DeviceKind kind) { return kind == DeviceKind::gpu ? "cudnn" : "onednn"; }
 
 std::unique_ptr<Engine> make_engine(std::string_view name, const Device& device, const EngineConfig& config) {
+  if (const auto worker = config.worker_commands.find(std::string(name)); worker != config.worker_commands.end())
+    return make_worker_engine(worker->first, worker->second, device, config);
   const auto& catalog = engine_catalog();
   const auto found = std::find_if(catalog.begin(), catalog.end(), [&](const EngineInfo& info) { return info.name == name; });
   if (found == catalog.end()) {

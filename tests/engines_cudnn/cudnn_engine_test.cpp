@@ -295,7 +295,7 @@ TEST(CudnnSession, RecordsItsDecisionsAndExactMemory) {
     const auto* cudnn_session = dynamic_cast<cudnn::CudnnSession*>(session.get());
     ASSERT_NE(cudnn_session, nullptr);
     const double pool = static_cast<double>(cudnn_session->pool_bytes());
-    EXPECT_GE(static_cast<double>(session->memory().peak_bytes), pool);
+    EXPECT_EQ(static_cast<double>(session->memory().peak_bytes), pool);
     // The pool is the session's device memory: what left the free memory, less the
     // handles' small allocations (cuDNN, cuBLAS) and allocation granularity.
     const double taken = static_cast<double>(free_before) - static_cast<double>(free_during);

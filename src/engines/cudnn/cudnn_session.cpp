@@ -103,6 +103,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const E
        << " workspace=" << format_bytes(static_cast<double>(workspace_bytes_))
        << " fc=cublas/" << (cell.precision == Precision::tf32 ? "32F_FAST_TF32" : "32F")
        << " pool=" << format_bytes(static_cast<double>(pool_.planned_bytes()));
+  if (arena_peak_bytes_ > 0) text << " search_arena=" << format_bytes(static_cast<double>(arena_peak_bytes_));
   if (b.input.dims[1] != b.input_channels)
     text << " input_channels=" << b.input_channels << "->" << b.input.dims[1] << "(zero-padded)";
   for (const auto& impl : impls_) {
@@ -203,9 +204,12 @@ void CudnnSession::step() {
 }
 
 MemoryUse CudnnSession::memory() const {
-  // The pool holds everything a step touches; the algorithm search arena
-  // existed only before it (never both at once).
-  return {std::max(pool_.planned_bytes(), arena_peak_bytes_)};
+  // The pool: everything a step touches (tensors, weights, gradients,
+  // workspaces, reserve spaces), one allocation. The measured algorithm
+  // search's arena lived only before it, freed before the pool was allocated,
+  // and is recorded in the decisions (search_arena=) rather than here, so
+  // that heuristic and exhaustive cells report the same footprint.
+  return {pool_.planned_bytes()};
 }
 
 OutputCheck CudnnSession::check() {

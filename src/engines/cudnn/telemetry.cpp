@@ -137,6 +137,7 @@ void TelemetrySampler::begin() {
   samples_.clear();
   stop_ = false;
   energy_ok_ = n.energy != nullptr && n.energy(device_, &energy_begin_mj_) == 0;
+  begin_time_ = std::chrono::steady_clock::now();
   thread_ = std::thread([this] { run(); });
 }
 
@@ -150,8 +151,9 @@ Telemetry TelemetrySampler::end() {
   wake_.notify_all();
   thread_.join();
   Nvml& n = nvml();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin_time_).count();
   unsigned long long energy_end_mj = 0;
-  if (energy_ok_ && n.energy(device_, &energy_end_mj) == 0 && energy_end_mj >= energy_begin_mj_)
+  if (energy_ok_ && n.energy(device_, &energy_end_mj) == 0 && energy_end_mj > energy_begin_mj_ && seconds >= 1.0)
     t.energy_j = static_cast<double>(energy_end_mj - energy_begin_mj_) / 1e3;
   samples_.push_back(sample());  // at least one sample, however short the steps
   double sm = 0, memory = 0, power = 0;
@@ -168,6 +170,7 @@ Telemetry TelemetrySampler::end() {
   if (sm_count > 0) t.mean_sm_clock_mhz = sm / sm_count;
   if (memory_count > 0) t.mean_memory_clock_mhz = memory / memory_count;
   if (power_count > 0) t.mean_power_w = power / power_count;
+  if (std::isnan(t.energy_j) && power_count > 0) t.energy_j = t.mean_power_w * seconds;  // see telemetry.hpp
   t.max_temperature_c = hottest;
   t.throttled = n.reasons != nullptr ? (throttled ? 1 : 0) : -1;
   t.samples = static_cast<int>(samples_.size());

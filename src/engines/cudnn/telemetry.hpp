@@ -3,10 +3,14 @@
 // of a cell: the energy counter at the start and the end, and a sampling
 // thread (every 10 ms) for SM and memory clocks, power, temperature and
 // throttle reasons. Without NVML (or without the device in it) every field
-// stays NaN and the run goes on.
+// stays NaN and the run goes on. The energy counter advances in coarse steps
+// (on the H200 it stood still over 15 steps of 1.5 ms): over less than a
+// second, or when it did not move, the energy is the mean sampled power times
+// the elapsed time instead.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <string>
@@ -41,6 +45,7 @@ class TelemetrySampler {
   void* device_ = nullptr;  // nvmlDevice_t
   std::string why_;
   unsigned long long energy_begin_mj_ = 0;
+  std::chrono::steady_clock::time_point begin_time_;
   bool energy_ok_ = false;
   std::vector<Sample> samples_;
   std::mutex mutex_;

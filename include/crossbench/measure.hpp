@@ -1,0 +1,40 @@
+// Measurement settings and raw results: shared by the Runner and by sessions
+// that measure themselves (framework workers follow the same rules).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace crossbench {
+
+struct MeasureOptions {
+  int warmup_steps = 10;             // untimed
+  int min_steps = 100;               // timed steps before the stopping rule applies
+  int max_steps = 10000;             // timed steps at most
+  double target_ci = 0.01;           // stop when the relative half-width of the median's 95% CI is below this
+  double cell_time_limit_s = 600;    // [s] wall time per cell, preparation included
+};
+
+// Device telemetry over the timed steps of a cell (GPU engines: NVML). NaN
+// (or -1) where the device or the engine cannot tell.
+struct Telemetry {
+  double energy_j = std::numeric_limits<double>::quiet_NaN();               // energy counter difference [J]
+  double mean_sm_clock_mhz = std::numeric_limits<double>::quiet_NaN();      // [MHz]
+  double mean_memory_clock_mhz = std::numeric_limits<double>::quiet_NaN();  // [MHz]
+  double mean_power_w = std::numeric_limits<double>::quiet_NaN();           // [W]
+  double max_temperature_c = std::numeric_limits<double>::quiet_NaN();      // [°C]
+  std::int8_t throttled = -1;  // 1: a power/thermal/slowdown throttle reason fired; 0: none; -1: unknown
+  int samples = 0;             // clock/power samples taken
+};
+
+// Raw timed samples and why the measurement stopped.
+struct Measurement {
+  std::vector<double> samples_ms;
+  Telemetry telemetry;      // over the timed steps
+  std::string stop_reason;  // "ci_target", "max_steps", "time_limit"
+  bool reached_min_steps = false;
+};
+
+}  // namespace crossbench

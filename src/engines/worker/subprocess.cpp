@@ -1,0 +1,177 @@
+#include "engines/worker/subprocess.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+#include "crossbench/error.hpp"
+
+extern char** environ;
+
+namespace crossbench {
+namespace {
+
+constexpr std::size_t kStderrLinesKept = 20;
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+}  // namespace
+
+Subprocess::Subprocess(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra_environment) {
+  if (argv.empty()) throw Error("worker command is empty");
+  int in[2], out[2], err[2], exec_error[2];
+  if (::pipe2(in, O_CLOEXEC) || ::pipe2(out, O_CLOEXEC) || ::pipe2(err, O_CLOEXEC) || ::pipe2(exec_error, O_CLOEXEC))
+    throw Error(std::string("pipe() for worker '") + argv[0] + "' failed on " + where_am_i() + ": " + std::strerror(errno));
+  // Everything the child needs is prepared before fork: only async-signal-safe calls after it.
+  std::vector<std::string> environment_strings;
+  for (char** variable = environ; *variable; ++variable) {
+    const std::string entry = *variable;
+    const auto name = entry.substr(0, entry.find('='));
+    if (!extra_environment.count(name)) environment_strings.push_back(entry);
+  }
+  for (const auto& [name, value] : extra_environment) environment_strings.push_back(name + "=" + value);
+  std::vector<char*> child_environment, child_argv;
+  for (auto& entry : environment_strings) child_environment.push_back(entry.data());
+  child_environment.push_back(nullptr);
+  std::vector<std::string> arguments = argv;
+  for (auto& argument : arguments) child_argv.push_back(argument.data());
+  child_argv.push_back(nullptr);
+
+  pid_ = ::fork();
+  if (pid_ < 0) throw Error(std::string("fork() for worker failed on ") + where_am_i() + ": " + std::strerror(errno));
+  if (pid_ == 0) {
+    ::setpgid(0, 0);  // its own group: killing the worker kills what it started too
+    ::dup2(in[0], STDIN_FILENO);
+    ::dup2(out[1], STDOUT_FILENO);
+    ::dup2(err[1], STDERR_FILENO);
+    ::execvpe(child_argv[0], child_argv.data(), child_environment.data());
+    const int code = errno;
+    (void)!::write(exec_error[1], &code, sizeof code);
+    ::_exit(127);
+  }
+  ::setpgid(pid_, pid_);  // also here: no race with the child's own call
+  ::close(in[0]);
+  ::close(out[1]);
+  ::close(err[1]);
+  ::close(exec_error[1]);
+  stdin_ = in[1];
+  stdout_ = out[0];
+  stderr_ = err[0];
+  int code = 0;
+  const auto got = ::read(exec_error[0], &code, sizeof code);  // EOF (0) when exec succeeded
+  ::close(exec_error[0]);
+  if (got == static_cast<ssize_t>(sizeof code)) {
+    kill_group();
+    throw Error("cannot start worker '" + argv[0] + "': " + std::strerror(code));
+  }
+  ::signal(SIGPIPE, SIG_IGN);  // a dead worker must not kill the rank through a write
+}
+
+Subprocess::~Subprocess() {
+  kill_group();
+  close_fd(stdin_);
+  close_fd(stdout_);
+  close_fd(stderr_);
+}
+
+void Subprocess::write_line(const std::string& line) {
+  std::string data = line + "\n";
+  std::size_t written = 0;
+  while (written < data.size()) {
+    const auto count = ::write(stdin_, data.data() + written, data.size() - written);
+    if (count < 0) {
+      if (errno == EINTR) continue;
+      throw Error("writing to the worker failed (" + exit_description() + "): " + std::strerror(errno));
+    }
+    written += static_cast<std::size_t>(count);
+  }
+}
+
+void Subprocess::drain_stderr(int timeout_ms) {
+  if (stderr_ < 0) return;
+  pollfd descriptor{stderr_, POLLIN, 0};
+  while (::poll(&descriptor, 1, timeout_ms) > 0) {
+    std::array<char, 4096> chunk;
+    const auto count = ::read(stderr_, chunk.data(), chunk.size());
+    if (count <= 0) {
+      close_fd(stderr_);
+      break;
+    }
+    stderr_buffer_.append(chunk.data(), static_cast<std::size_t>(count));
+    for (auto newline = stderr_buffer_.find('\n'); newline != std::string::npos; newline = stderr_buffer_.find('\n')) {
+      stderr_lines_.push_back(stderr_buffer_.substr(0, newline));
+      stderr_buffer_.erase(0, newline + 1);
+      if (stderr_lines_.size() > kStderrLinesKept) stderr_lines_.pop_front();
+    }
+    timeout_ms = 0;
+    descriptor.revents = 0;
+  }
+}
+
+Subprocess::ReadOutcome Subprocess::read_line(std::string& line, std::chrono::steady_clock::time_point deadline) {
+  while (true) {
+    if (const auto newline = stdout_buffer_.find('\n'); newline != std::string::npos) {
+      line = stdout_buffer_.substr(0, newline);
+      stdout_buffer_.erase(0, newline + 1);
+      return ReadOutcome::line;
+    }
+    if (stdout_ < 0) return ReadOutcome::end_of_file;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return ReadOutcome::deadline;
+    std::array<pollfd, 2> descriptors{{{stdout_, POLLIN, 0}, {stderr_, POLLIN, 0}}};
+    const int ready = ::poll(descriptors.data(), stderr_ >= 0 ? 2 : 1,
+                             static_cast<int>(std::min<long long>(left.count(), 1000)));
+    if (ready < 0 && errno != EINTR) throw Error(std::string("poll() on the worker failed: ") + std::strerror(errno));
+    if (stderr_ >= 0 && descriptors[1].revents) drain_stderr(0);
+    if (descriptors[0].revents) {
+      std::array<char, 65536> chunk;
+      const auto count = ::read(stdout_, chunk.data(), chunk.size());
+      if (count <= 0) {
+        close_fd(stdout_);
+        drain_stderr(100);  // a crashing worker's last words
+      } else {
+        stdout_buffer_.append(chunk.data(), static_cast<std::size_t>(count));
+      }
+    }
+  }
+}
+
+std::string Subprocess::stderr_tail() {
+  drain_stderr(0);
+  std::string tail;
+  for (const auto& line : stderr_lines_) tail += line + "\n";
+  if (!stderr_buffer_.empty()) tail += stderr_buffer_;
+  return tail;
+}
+
+bool Subprocess::running() {
+  if (reaped_ || pid_ <= 0) return false;
+  const pid_t done = ::waitpid(pid_, &wait_status_, WNOHANG);
+  if (done == pid_) reaped_ = true;
+  return !reaped_;
+}
+
+void Subprocess::kill_group() {
+  if (pid_ <= 0 || reaped_) return;
+  ::kill(-pid_, SIGKILL);
+  if (::waitpid(pid_, &wait_status_, 0) == pid_) reaped_ = true;
+}
+
+std::string Subprocess::exit_description() {
+  if (running()) return "running";
+  if (WIFEXITED(wait_status_)) return "exited with status " + std::to_string(WEXITSTATUS(wait_status_));
+  if (WIFSIGNALED(wait_status_)) return std::string("killed by signal ") + std::to_string(WTERMSIG(wait_status_)) +
+                                        " (" + strsignal(WTERMSIG(wait_status_)) + ")";
+  return "ended";
+}
+
+}  // namespace crossbench

@@ -1,0 +1,236 @@
+#include "engines/worker/worker_engine.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "crossbench/error.hpp"
+#include "crossbench/synthetic.hpp"
+#include "engines/worker/subprocess.hpp"
+
+namespace crossbench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+constexpr double kStartupSeconds = 300;  // [s] importing a framework, first CUDA context
+constexpr double kGraceSeconds = 60;     // [s] beyond the cell limit before a silent worker is declared hung
+
+Clock::time_point after(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(seconds, 1.0)));
+}
+
+class WorkerEngine;
+
+class WorkerSession final : public Session {
+ public:
+  WorkerSession(WorkerEngine& engine, double peak_bytes) : engine_(engine), peak_bytes_(peak_bytes) {}
+  ~WorkerSession() override;
+  void step() override { throw Error("a worker session times its own steps (measure_itself); step() is not used"); }
+  StepTimer& timer() override { return unused_timer_; }
+  MemoryUse memory() const override { return {static_cast<std::int64_t>(peak_bytes_)}; }
+  OutputCheck check() override;
+  std::string decisions() const override { return decisions_; }
+  std::optional<Measurement> measure_itself(const MeasureOptions& options, double seconds_already_spent) override;
+
+ private:
+  WorkerEngine& engine_;
+  double peak_bytes_;
+  std::string decisions_;
+  SteadyClockTimer unused_timer_;
+};
+
+class WorkerEngine final : public Engine {
+ public:
+  WorkerEngine(std::string name, std::vector<std::string> command, const Device& device, const EngineConfig& config)
+      : name_(std::move(name)), command_(std::move(command)), device_(device), config_(config) {}
+  ~WorkerEngine() override {
+    if (worker_) {
+      try {
+        worker_->write_line(json{{"protocol", kWorkerProtocol}, {"type", "exit"}}.dump());
+      } catch (const std::exception&) {
+      }
+    }
+  }
+
+  std::string_view name() const override { return name_; }
+  DeviceKind device_kind() const override { return device_.kind; }
+  bool runs_on(DeviceKind) const override { return true; }  // the worker says what it can do
+  Support supports(const Device&, const CellSpec&) const override { return Support::yes(); }
+
+  std::unique_ptr<Session> prepare(const Network& network, const CellSpec& cell) override {
+    start_if_needed();
+    const json request{{"protocol", kWorkerProtocol},
+                       {"type", "prepare"},
+                       {"cell", {{"network", cell.network}, {"precision", to_string(cell.precision)}, {"batch", cell.batch},
+                                 {"phase", to_string(cell.phase)}, {"replica", cell.replica}}},
+                       {"graph", to_json(network)},
+                       {"seed", config_.seed},
+                       {"update", config_.update == Update::sgd ? "sgd" : "none"},
+                       {"learning_rate", config_.learning_rate},
+                       {"threads", config_.threads},
+                       {"layout", config_.layout == Layout::nchw ? "nchw" : config_.layout == Layout::nhwc ? "nhwc" : "auto"}};
+    const json reply = exchange(request, "prepared", after(config_.worker_timeout_s));
+    raise_for_status(reply, "preparing " + describe(cell));
+    const auto& peak = reply.contains("peak_memory_bytes") ? reply["peak_memory_bytes"] : json();
+    return std::make_unique<WorkerSession>(*this, peak.is_number() ? peak.get<double>() : NAN);
+  }
+
+  // One request, one reply of the expected type; any protocol failure costs the
+  // worker (killed, restarted for the next cell) and throws with its stderr tail.
+  json exchange(const json& request, const std::string& expected_type, Clock::time_point deadline) {
+    if (!worker_) throw Error("worker '" + name_ + "' is not running");
+    worker_->write_line(request.dump());
+    std::string line;
+    switch (worker_->read_line(line, deadline)) {
+      case Subprocess::ReadOutcome::deadline:
+        discard("did not answer '" + request.value("type", "") + "' in time", /*timeout=*/true);
+      case Subprocess::ReadOutcome::end_of_file:
+        discard("ended while answering '" + request.value("type", "") + "' (" + worker_->exit_description() + ")");
+      case Subprocess::ReadOutcome::line:
+        break;
+    }
+    json reply;
+    try {
+      reply = json::parse(line);
+    } catch (const json::exception&) {
+      discard("answered with a line that is not JSON: '" + line.substr(0, 200) + "'");
+    }
+    if (!reply.is_object() || reply.value("protocol", -1) != kWorkerProtocol || reply.value("type", "") != expected_type)
+      discard("answered '" + line.substr(0, 200) + "' where a protocol " + std::to_string(kWorkerProtocol) + " '" +
+              expected_type + "' reply was due");
+    return reply;
+  }
+
+  // Turns a reply's status into the cell's outcome.
+  void raise_for_status(const json& reply, const std::string& what) {
+    const std::string status = reply.value("status", "");
+    const std::string message = name_ + " worker, " + what + ": " + reply.value("message", "");
+    if (status == "ok") return;
+    if (status == "oom") throw OutOfMemory(message);
+    if (status == "unsupported") throw Unsupported(message);
+    if (status == "failed") throw Error(message);
+    discard("answered with unknown status '" + status + "'");
+  }
+
+  [[noreturn]] void discard(const std::string& what, bool timeout = false) {
+    std::string tail = worker_ ? worker_->stderr_tail() : std::string{};
+    worker_.reset();  // kills the whole process group; the next cell starts a fresh worker
+    const std::string message = "worker '" + name_ + "' " + what + (tail.empty() ? "" : "; its stderr ended with:\n" + tail);
+    if (timeout) throw CellTimeout(message);
+    throw Error(message);
+  }
+
+  const EngineConfig& config() const { return config_; }
+
+ private:
+  void start_if_needed() {
+    if (worker_ && worker_->running()) return;
+    std::map<std::string, std::string> environment{{"PYTHONUNBUFFERED", "1"},
+                                                   {"OMP_NUM_THREADS", std::to_string(std::max(1, config_.threads))},
+                                                   {"CROSSBENCH_WORKER_ENGINE", name_}};
+    // The rank's device binding: the worker sees exactly the rank's GPU, or no GPU at all.
+    environment["CUDA_VISIBLE_DEVICES"] = device_.kind == DeviceKind::gpu ? device_.uuid : "";
+    try {
+      worker_ = std::make_unique<Subprocess>(command_, environment);
+    } catch (const Error& error) {
+      throw Unsupported(std::string(error.what()) + "; install the interpreter or set [workers] " + name_ +
+                        " = <command> in the job file");
+    }
+    std::string line;
+    const auto outcome = worker_->read_line(line, after(kStartupSeconds));
+    if (outcome != Subprocess::ReadOutcome::line) {
+      const std::string tail = worker_->stderr_tail();
+      const std::string state = worker_->exit_description();
+      worker_.reset();
+      throw Error("worker '" + name_ + "' did not say hello (" + state + ")" + (tail.empty() ? "" : "; stderr:\n" + tail));
+    }
+    json hello;
+    try {
+      hello = json::parse(line);
+    } catch (const json::exception&) {
+      discard("said '" + line.substr(0, 200) + "' instead of a JSON hello");
+    }
+    if (hello.value("type", "") != "hello") discard("said '" + line.substr(0, 200) + "' instead of hello");
+    if (hello.value("protocol", -1) != kWorkerProtocol) {
+      worker_.reset();
+      throw Error("worker '" + name_ + "' speaks protocol " + hello.value("protocol", json(-1)).dump() +
+                  "; this crossbench speaks protocol " + std::to_string(kWorkerProtocol) +
+                  ": update the worker or crossbench so both match");
+    }
+    if (hello.value("status", "ok") == "unsupported") {
+      const std::string message = hello.value("message", "");
+      worker_.reset();
+      throw Unsupported("worker '" + name_ + "' cannot run here: " + message);
+    }
+    framework_ = hello.value("framework", "");
+  }
+
+  std::string name_;
+  std::vector<std::string> command_;
+  Device device_;
+  EngineConfig config_;
+  std::unique_ptr<Subprocess> worker_;
+  std::string framework_;
+};
+
+WorkerSession::~WorkerSession() {
+  try {
+    engine_.exchange(json{{"protocol", kWorkerProtocol}, {"type", "release"}}, "released", after(kGraceSeconds));
+  } catch (const std::exception&) {
+    // The worker was discarded (and will be restarted); nothing else to free.
+  }
+}
+
+std::optional<Measurement> WorkerSession::measure_itself(const MeasureOptions& options, double seconds_already_spent) {
+  const double time_left_s = options.cell_time_limit_s - seconds_already_spent;
+  const json request{{"protocol", kWorkerProtocol},  {"type", "measure"},
+                     {"warmup", options.warmup_steps}, {"min_steps", options.min_steps},
+                     {"max_steps", options.max_steps}, {"target_ci", options.target_ci},
+                     {"time_limit_s", std::max(time_left_s, 0.0)}};
+  const json reply = engine_.exchange(request, "measured", after(time_left_s + kGraceSeconds));
+  engine_.raise_for_status(reply, "measuring");
+  Measurement measurement;
+  try {
+    for (const auto& sample : reply.at("samples_ms")) {
+      const double value = sample.get<double>();
+      if (!(value >= 0) || !std::isfinite(value)) throw Error("a step time is negative or not finite");
+      measurement.samples_ms.push_back(value);
+    }
+    measurement.stop_reason = reply.value("stop_reason", "worker");
+  } catch (const std::exception& error) {
+    engine_.discard(std::string("sent malformed samples: ") + error.what());
+  }
+  measurement.reached_min_steps = measurement.samples_ms.size() >= static_cast<std::size_t>(options.min_steps);
+  if (reply.contains("peak_memory_bytes") && reply["peak_memory_bytes"].is_number())
+    peak_bytes_ = reply["peak_memory_bytes"].get<double>();
+  decisions_ = reply.value("decisions", "");
+  return measurement;
+}
+
+OutputCheck WorkerSession::check() {
+  const json reply = engine_.exchange(json{{"protocol", kWorkerProtocol}, {"type", "check"}}, "checked",
+                                      after(engine_.config().worker_timeout_s));
+  engine_.raise_for_status(reply, "checking the outputs");
+  const auto number = [&](const char* key) {
+    return reply.contains(key) && reply[key].is_number() ? reply[key].get<double>() : NAN;
+  };
+  OutputCheck check;
+  check.finite = reply.value("finite", false);
+  check.loss = number("loss");
+  check.logits_checksum = number("logits_checksum");
+  check.gradient_norm = number("gradient_norm");
+  if (reply.contains("gradient_norms"))
+    for (const auto& norm : reply["gradient_norms"]) check.gradient_norms.push_back(norm.is_number() ? norm.get<double>() : NAN);
+  return check;
+}
+
+}  // namespace
+
+std::unique_ptr<Engine> make_worker_engine(const std::string& name, const std::vector<std::string>& command,
+                                           const Device& device, const EngineConfig& config) {
+  return std::make_unique<WorkerEngine>(name, command, device, config);
+}
+
+}  // namespace crossbench

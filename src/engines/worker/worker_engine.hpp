@@ -1,0 +1,30 @@
+// Framework engines as worker processes (DESIGN.md "Workers"), speaking the
+// JSON-lines protocol documented in the README ("Framework workers").
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "crossbench/engine.hpp"
+
+namespace crossbench {
+
+inline constexpr int kWorkerProtocol = 1;
+
+// Where the workers shipped with crossbench live (src/workers/): next to the
+// binary's build or install tree, else the source tree it was built from.
+std::filesystem::path find_workers_directory();
+
+// The built-in engine → command mapping: pytorch, pytorch-compile, jax.
+// "{workers}" in a command stands for find_workers_directory().
+std::map<std::string, std::string> default_worker_commands();
+// Splits a command line on whitespace (no shell) and expands "{workers}".
+std::vector<std::string> split_worker_command(const std::string& command);
+
+std::unique_ptr<Engine> make_worker_engine(const std::string& name, const std::vector<std::string>& command,
+                                           const Device& device, const EngineConfig& config);
+
+}  // namespace crossbench
