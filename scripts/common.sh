@@ -12,7 +12,7 @@ build_packages=(build-essential cmake git pkg-config libopenmpi-dev openmpi-bin 
 # The tests start a real Slurm cluster on this machine (tests/slurm/cluster.sh).
 slurm_packages=(slurmctld slurmd slurm-client munge)
 python_packages=(python3 python3-numpy python3-h5py python3-xarray python3-netcdf4 python3-matplotlib
-                 python3-pandas python3-pytest)
+                 python3-pandas python3-pytest python3-torch)
 
 install_missing() {
   local missing=()

@@ -1,5 +1,6 @@
 #include "engines/worker/worker_engine.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -15,7 +16,9 @@ using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 constexpr double kStartupSeconds = 300;  // [s] importing a framework, first CUDA context
-constexpr double kGraceSeconds = 60;     // [s] beyond the cell limit before a silent worker is declared hung
+// Beyond the cell's limit, a silent worker gets a quarter of that limit (5 to
+// 60 s) to answer before it is declared hung.
+double grace_seconds(double limit_s) { return std::clamp(0.25 * limit_s, 5.0, 60.0); }
 
 Clock::time_point after(double seconds) {
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(seconds, 1.0)));
@@ -177,7 +180,7 @@ class WorkerEngine final : public Engine {
 
 WorkerSession::~WorkerSession() {
   try {
-    engine_.exchange(json{{"protocol", kWorkerProtocol}, {"type", "release"}}, "released", after(kGraceSeconds));
+    engine_.exchange(json{{"protocol", kWorkerProtocol}, {"type", "release"}}, "released", after(grace_seconds(engine_.config().worker_timeout_s)));
   } catch (const std::exception&) {
     // The worker was discarded (and will be restarted); nothing else to free.
   }
@@ -189,7 +192,7 @@ std::optional<Measurement> WorkerSession::measure_itself(const MeasureOptions& o
                      {"warmup", options.warmup_steps}, {"min_steps", options.min_steps},
                      {"max_steps", options.max_steps}, {"target_ci", options.target_ci},
                      {"time_limit_s", std::max(time_left_s, 0.0)}};
-  const json reply = engine_.exchange(request, "measured", after(time_left_s + kGraceSeconds));
+  const json reply = engine_.exchange(request, "measured", after(time_left_s + grace_seconds(options.cell_time_limit_s)));
   engine_.raise_for_status(reply, "measuring");
   Measurement measurement;
   try {

@@ -106,12 +106,15 @@ def serve(adapter):
     sys.stdout = sys.stderr
 
     def reply(message):
-        message["protocol"] = PROTOCOL
+        message.setdefault("protocol", PROTOCOL)
         protocol_out.write(json.dumps(message, allow_nan=False) + "\n")
         protocol_out.flush()
 
+    adapter.protocol_out = protocol_out  # fault-injection tests write garbage through it
     hello = adapter.hello()
     reply(dict(type="hello", **hello))
+    if hello.get("protocol") not in (None, PROTOCOL):
+        return
     if hello.get("status", "ok") != "ok":
         return
     session = None

@@ -1,0 +1,141 @@
+"""Framework workers under a real crossbench run on the CPU: the PyTorch worker
+beside the oneDNN engine in one cube, and fault injection with a deliberately
+broken worker (a real process that crashes, hangs or writes garbage)."""
+import pathlib
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+BROKEN = REPO / "tests" / "workers" / "broken_worker.py"
+
+JOB = """
+[matrix]
+networks = {networks}
+engines = {engines}
+precisions = fp32
+batches = {batches}
+phases = {phases}
+
+[measure]
+warmup = 1
+min_steps = 2
+max_steps = 3
+target_ci = 0.5
+cell_time_limit_s = {limit}
+
+[workers]
+{workers}
+"""
+
+
+def torch_available():
+    return subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode == 0
+
+
+needs_torch = pytest.mark.skipif(not torch_available(), reason="Debian's python3-torch is not installed")
+
+
+def run_job(run_crossbench, tmp_path, *, networks="alexnet", engines="pytorch", batches="2",
+            phases="inference", limit=120, workers="", timeout=600):
+    job = tmp_path / "job.ini"
+    job.write_text(JOB.format(networks=networks, engines=engines, batches=batches, phases=phases,
+                              limit=limit, workers=workers))
+    output = tmp_path / "cube.h5"
+    result = run_crossbench("run", "--job", job, "--output", output, "--quiet", timeout=timeout)
+    assert result.returncode == 0, result.stderr + result.stdout
+    return read_cells(output)
+
+
+def read_cells(path):
+    """{(engine, network, phase): (status, message, median)} of a cube."""
+    with h5py.File(path, "r") as cube:
+        names = {v: k for k, v in h5py.check_enum_dtype(cube["status"].dtype).items()}
+        engines = [e.decode() for e in cube["engine"][...]]
+        networks = [n.decode() for n in cube["network"][...]]
+        phases = [p.decode() for p in cube["phase"][...]]
+        status, message, median = cube["status"][...], cube["message"][...], cube["median_ms"][...]
+        cells = {}
+        for e, engine in enumerate(engines):
+            for n, network in enumerate(networks):
+                for p, phase in enumerate(phases):
+                    index = (0, e, n, 0, 0, p, 0)
+                    cells[(engine, network, phase)] = (names[status[index]], message[index].decode(), median[index])
+        return cells
+
+
+@needs_torch
+def test_onednn_and_pytorch_fill_one_cube(run_crossbench, tmp_path):
+    cells = run_job(run_crossbench, tmp_path, networks="alexnet, googlenet", engines="onednn, pytorch",
+                    phases="inference, training")
+    assert len(cells) == 8
+    for key, (status, message, median) in cells.items():
+        assert status == "ok", (key, message)
+        assert median > 0
+    # Same synthetic weights and inputs: the loss in each ok cell's message agrees between engines.
+    for network in ["alexnet", "googlenet"]:
+        for phase in ["inference", "training"]:
+            losses = {e: float(cells[(e, network, phase)][1].rsplit("loss ", 1)[1]) for e in ["onednn", "pytorch"]}
+            assert losses["pytorch"] == pytest.approx(losses["onednn"], rel=1e-3), (network, phase, losses)
+
+
+def broken(fault):
+    return f"broken = /usr/bin/python3 -u {BROKEN} --fault {fault} --on-network googlenet"
+
+
+@needs_torch
+@pytest.mark.parametrize("fault,status,evidence", [
+    ("crash", "failed", ["crashing on purpose", "exited with status 3"]),
+    ("garbage", "failed", ["not JSON", "this is not a JSON reply"]),
+    ("hang", "timeout", ["did not answer", "hanging on purpose"]),
+])
+def test_a_broken_worker_costs_one_cell(run_crossbench, tmp_path, fault, status, evidence):
+    # googlenet costs more than alexnet, so the plan runs it first: the broken cell, then a good one.
+    cells = run_job(run_crossbench, tmp_path, networks="alexnet, googlenet", engines="broken",
+                    limit=8, workers=broken(fault))
+    got_status, message, median = cells[("broken", "googlenet", "inference")]
+    assert got_status == status, message
+    for fragment in evidence:
+        assert fragment in message, message
+    assert np.isnan(median)
+    after = cells[("broken", "alexnet", "inference")]
+    assert after[0] == "ok", after[1]  # a fresh worker for the next cell on the same rank
+
+
+@needs_torch
+def test_protocol_mismatch_is_a_clear_error(run_crossbench, tmp_path):
+    cells = run_job(run_crossbench, tmp_path, engines="broken", workers=broken("protocol"))
+    status, message, _ = cells[("broken", "alexnet", "inference")]
+    assert status == "failed"
+    assert "speaks protocol 99" in message and "protocol 1" in message
+
+
+def test_missing_interpreter_is_unsupported_with_advice(run_crossbench, tmp_path):
+    cells = run_job(run_crossbench, tmp_path, engines="nowhere", workers="nowhere = /nonexistent/bin/python3 worker.py")
+    status, message, _ = cells[("nowhere", "alexnet", "inference")]
+    assert status == "unsupported"
+    assert "/nonexistent/bin/python3" in message and "install" in message
+
+
+def test_missing_module_is_unsupported_with_advice(run_crossbench, tmp_path):
+    # -S: no site-packages, so `import torch` fails exactly as on a machine without PyTorch.
+    worker = REPO / "src" / "workers" / "pytorch" / "worker.py"
+    cells = run_job(run_crossbench, tmp_path, engines="bare", workers=f"bare = /usr/bin/python3 -S -u {worker}")
+    status, message, _ = cells[("bare", "alexnet", "inference")]
+    assert status == "unsupported"
+    assert "PyTorch is not importable" in message and "python3-torch" in message
+
+
+def test_worker_names_are_validated(run_crossbench, tmp_path):
+    job = tmp_path / "job.ini"
+    job.write_text(JOB.format(networks="alexnet", engines="tensorflow", batches="1", phases="inference",
+                              limit=10, workers=""))
+    result = run_crossbench("run", "--job", job, "--output", tmp_path / "o.h5")
+    assert result.returncode == 2 and "'tensorflow'" in result.stderr and "pytorch" in result.stderr
+    job.write_text(JOB.format(networks="alexnet", engines="onednn", batches="1", phases="inference",
+                              limit=10, workers="onednn = /bin/true"))
+    result = run_crossbench("run", "--job", job, "--output", tmp_path / "o.h5")
+    assert result.returncode == 2 and "native engine" in result.stderr
