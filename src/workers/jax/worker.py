@@ -1,0 +1,341 @@
+#!/usr/bin/env python3
+"""crossbench's JAX worker: the network JSON built with plain jax.lax, jax.jit per cell.
+
+Speaks the protocol of src/workers/common/protocol.py (README: "Framework workers").
+Conventions are those of src/workers/pytorch/model.py (and the oneDNN engine):
+
+- convolution: lax.conv_general_dilated, NCHW / OIHW, zero padding; weights from
+  synthetic.parameter (OIHW; fully-connected (out, in) with `in` in (C, H, W) order).
+- max_pool / avg_pool: lax.reduce_window; ceil_mode through extra right padding
+  (-inf for max, 0 for avg) up to the output size the graph states; the average
+  divides by kernel * kernel always (count_include_pad, as json.cpp documents).
+- lrn: b_c = a_c / (k + alpha / size * sum of a^2 over `size` channels centred on c)^beta
+  (channel window c - size//2 .. c + (size-1)//2, as torch.nn.LocalResponseNorm).
+- batch_norm: batch statistics (biased variance) in training, running statistics
+  mean 0 / variance 1 in inference (the step does not update running statistics:
+  they never influence a training step's numbers, and a fresh session has 0/1).
+- dropout: crossbench's deterministic inverted dropout. The keep masks of training
+  step s are computed on the host with synthetic.dropout_keep_mask and handed to the
+  jitted step as arguments; that host work and the transfer happen *before* the
+  timer starts, so the timed region is the jitted step alone. check() uses step 0.
+- loss: mean softmax cross-entropy in fp32 against synthetic.labels.
+- training step: jax.value_and_grad of the loss w.r.t. the parameters (no update;
+  with update=sgd the parameters take a plain SGD step inside the jit).
+- fp16/bf16: parameters and input cast to the dtype, the logits to fp32 for the loss.
+  fp32 runs with jax.default_matmul_precision("float32") (strict), tf32 with
+  "tensorfloat32".
+- timing: time.perf_counter around the jitted call and block_until_ready.
+"""
+import argparse
+import gc
+import math
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from common.protocol import WorkerError, serve  # noqa: E402
+
+WORKER = "jax"
+np = synthetic = None  # numpy and common.synthetic, imported by hello() (so a python without them says so)
+
+
+class JaxAdapter:
+    def __init__(self):
+        self.jax = None
+
+    def hello(self):
+        global np, synthetic
+        try:
+            import jax
+            import jax.numpy  # noqa: F401
+            import numpy as np
+            from common import synthetic
+        except Exception as error:  # ImportError, or a broken install
+            return dict(worker=WORKER, status="unsupported",
+                        message=f"JAX is not importable by {sys.executable} ({error}): "
+                                "pip install jax (CPU) or jax[cuda12]")
+        self.jax = jax
+        device = jax.devices()[0]
+        if device.platform == "cpu":
+            described = "cpu"
+        else:
+            described = f"{device.platform}: {getattr(device, 'device_kind', str(device))}"
+        return dict(worker=WORKER, status="ok", framework=f"jax {jax.__version__}", device=described)
+
+    def prepare(self, request):
+        return JaxSession(self.jax, request)
+
+    def classify(self, error):
+        text = str(error)
+        if "RESOURCE_EXHAUSTED" in text or "out of memory" in text.lower() or isinstance(error, MemoryError):
+            first = text.splitlines()[0] if text else type(error).__name__
+            return "oom", f"out of memory: {first}"
+        return "failed", f"{type(error).__name__}: {error}"
+
+    def recover(self):
+        gc.collect()
+        try:
+            self.jax.clear_caches()
+        except Exception:
+            pass
+
+
+# ---- The network as a pure function ----------------------------------------------------------
+
+class Network:
+    """Parameters (a list of arrays in layer order: weight, bias, gamma, beta) and forward()."""
+
+    def __init__(self, graph, seed):
+        self.graph = graph
+        self.layers = graph["layers"]
+        self.seed = int(seed)
+        self.loss_index = len(self.layers) - 1
+        self.logits_index = int(self.layers[self.loss_index]["inputs"][0])
+        self.slots = {}  # layer index -> {slot: position in the parameter list}
+        self.host_params = []
+        for i, layer in enumerate(self.layers):
+            kind = layer["kind"]
+            if kind in ("convolution", "fully_connected"):
+                slots = [synthetic.WEIGHT] + ([synthetic.BIAS] if layer["params"]["bias"] else [])
+            elif kind == "batch_norm":
+                slots = [synthetic.BN_GAMMA, synthetic.BN_BETA]
+            else:
+                continue
+            self.slots[i] = {}
+            for slot in slots:
+                self.slots[i][slot] = len(self.host_params)
+                self.host_params.append(synthetic.parameter(graph, i, slot, self.seed))
+        self.dropouts = [i for i, layer in enumerate(self.layers)
+                         if layer["kind"] == "dropout" and float(layer["params"]["rate"]) > 0]
+
+    def dropout_masks(self, batch, step, dtype):
+        """{layer: keep * fp32(1/(1-rate))} of training step `step`, NCHW-flat over the batch."""
+        masks = []
+        for i in self.dropouts:
+            rate = float(self.layers[i]["params"]["rate"])
+            count = batch * int(np.prod(self.layers[i]["output"]))
+            keep = synthetic.dropout_keep_mask(self.seed, i, step, count, rate)
+            scale = np.float32(1.0 / (1.0 - rate)) if rate < 1 else np.float32(0.0)
+            masks.append((keep.astype(np.float32) * scale).astype(dtype))
+        return masks
+
+    def forward(self, params, x, masks, training):
+        """The logits (N, classes) in the compute dtype."""
+        import jax.numpy as jnp
+        from jax import lax
+
+        values = [None] * self.loss_index
+        values[0] = x
+        drop = dict(zip(self.dropouts, masks)) if training else {}
+        for i in range(1, self.loss_index):
+            layer = self.layers[i]
+            kind, p = layer["kind"], layer["params"]
+            ins = [values[int(j)] for j in layer["inputs"]]
+            a = ins[0]
+            s = self.slots.get(i, {})
+            if kind == "convolution":
+                pad = int(p["padding"])
+                y = lax.conv_general_dilated(a, params[s[synthetic.WEIGHT]], (int(p["stride"]),) * 2,
+                                             [(pad, pad), (pad, pad)],
+                                             dimension_numbers=("NCHW", "OIHW", "NCHW"))
+                if synthetic.BIAS in s:
+                    y = y + params[s[synthetic.BIAS]][None, :, None, None]
+            elif kind in ("max_pool", "avg_pool"):
+                k, st, pad = int(p["kernel"]), int(p["stride"]), int(p["padding"])
+                _, out_h, out_w = [int(v) for v in layer["output"]]
+                h, w = a.shape[2], a.shape[3]
+                extra_h = max(0, (out_h - 1) * st + k - (h + 2 * pad))
+                extra_w = max(0, (out_w - 1) * st + k - (w + 2 * pad))
+                padding = [(0, 0), (0, 0), (pad, pad + extra_h), (pad, pad + extra_w)]
+                if kind == "max_pool":
+                    init = -jnp.inf
+                    y = lax.reduce_window(a, init, lax.max, (1, 1, k, k), (1, 1, st, st), padding)
+                else:
+                    y = lax.reduce_window(a, 0.0, lax.add, (1, 1, k, k), (1, 1, st, st),
+                                          padding) / jnp.array(k * k, a.dtype)
+                y = y[:, :, :out_h, :out_w]
+            elif kind == "lrn":
+                size = int(p["size"])
+                alpha, beta, k = float(p["alpha"]), float(p["beta"]), float(p["k"])
+                sq = lax.reduce_window(a * a, 0.0, lax.add, (1, size, 1, 1), (1, 1, 1, 1),
+                                       [(0, 0), (size // 2, (size - 1) // 2), (0, 0), (0, 0)])
+                y = a / (k + (alpha / size) * sq) ** beta
+            elif kind == "relu":
+                y = jnp.maximum(a, jnp.array(0, a.dtype))
+            elif kind == "batch_norm":
+                eps = float(p["epsilon"])
+                gamma, beta_ = params[s[synthetic.BN_GAMMA]], params[s[synthetic.BN_BETA]]
+                axes = (0, 2, 3) if a.ndim == 4 else (0,)
+                shape = (1, -1, 1, 1) if a.ndim == 4 else (1, -1)
+                a32 = a.astype(jnp.float32)
+                if training:
+                    mean = a32.mean(axis=axes)
+                    var = jnp.square(a32 - mean.reshape(shape)).mean(axis=axes)
+                else:
+                    mean = jnp.zeros((a.shape[1],), jnp.float32)
+                    var = jnp.ones((a.shape[1],), jnp.float32)
+                inv = lax.rsqrt(var + eps) * gamma.astype(jnp.float32)
+                y = ((a32 - mean.reshape(shape)) * inv.reshape(shape)
+                     + beta_.astype(jnp.float32).reshape(shape)).astype(a.dtype)
+            elif kind == "dropout":
+                y = a * drop[i].reshape(a.shape) if i in drop else a
+            elif kind == "concat":
+                y = jnp.concatenate(ins, axis=1)
+            elif kind == "add":
+                y = ins[0] + ins[1]
+            elif kind == "fully_connected":
+                flat = a.reshape(a.shape[0], -1)
+                y = flat @ params[s[synthetic.WEIGHT]].T
+                if synthetic.BIAS in s:
+                    y = y + params[s[synthetic.BIAS]]
+            elif kind == "flatten":
+                y = a.reshape(a.shape[0], -1)
+            else:
+                raise ValueError(f"jax worker: layer {i} has unsupported kind {kind!r}")
+            values[i] = y
+        logits = values[self.logits_index]
+        return logits.reshape(logits.shape[0], -1)
+
+    @staticmethod
+    def loss(logits, labels):
+        import jax
+        import jax.numpy as jnp
+        logp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+        return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=1))
+
+
+# ---- A cell -----------------------------------------------------------------------------------
+
+class JaxSession:
+    def __init__(self, jax, request):
+        import jax.numpy as jnp
+
+        self.jax = jax
+        cell = request["cell"]
+        self.precision, self.phase, self.batch = cell["precision"], cell["phase"], int(cell["batch"])
+        self.training = self.phase == "training"
+        self.device = jax.devices()[0]
+        self.cpu = self.device.platform == "cpu"
+        if self.cpu and self.precision in ("tf32", "fp16"):
+            raise WorkerError("unsupported", f"{self.precision} on the CPU: "
+                              + ("tf32 is a GPU tensor-core mode" if self.precision == "tf32"
+                                 else "XLA's CPU path has no fast fp16 training"))
+        self.dtype = {"fp16": jnp.float16, "bf16": jnp.bfloat16}.get(self.precision, jnp.float32)
+        self.matmul_precision = "tensorfloat32" if self.precision == "tf32" else "float32"
+        self.net = Network(request["graph"], int(request["seed"]))
+        self.sgd = request.get("update") == "sgd" and self.training
+        self.learning_rate = float(request.get("learning_rate", 0.01))
+        put = lambda a: jax.device_put(a, self.device)  # noqa: E731
+        self.params = [put(np.asarray(p)).astype(self.dtype) for p in self.net.host_params]
+        self.x = put(synthetic.input(self.net.graph, self.batch, self.net.seed)).astype(self.dtype)
+        self.labels = put(synthetic.labels(self.net.graph, self.batch, self.net.seed))
+        self.step_index = 0  # dropout step of the next training step
+        self.mask_dtype = np.float32 if self.dtype == jnp.float32 else (
+            np.float16 if self.dtype == jnp.float16 else jnp.bfloat16)
+
+        net, training, sgd, lr = self.net, self.training, self.sgd, self.learning_rate
+
+        def loss_and_logits(params, x, labels, masks):
+            logits = net.forward(params, x, masks, training)
+            return net.loss(logits, labels), logits
+
+        def train_step(params, x, labels, masks):
+            (loss, _), grads = jax.value_and_grad(loss_and_logits, has_aux=True)(params, x, labels, masks)
+            if sgd:
+                params = [p - jnp.asarray(lr, p.dtype) * g for p, g in zip(params, grads)]
+            return loss, grads, params
+
+        def infer_step(params, x):
+            return net.forward(params, x, [], False)
+
+        self._grad_fn = jax.jit(jax.value_and_grad(loss_and_logits, has_aux=True))
+        self._eval_fn = jax.jit(lambda params, x, labels: loss_and_logits(params, x, labels, []))
+        self._train = jax.jit(train_step)
+        self._infer = jax.jit(infer_step)
+        start = time.perf_counter()
+        with jax.default_matmul_precision(self.matmul_precision):
+            self._one_step(self._step_args())  # compilation, untimed; counts as step 0
+        self.compile_s = time.perf_counter() - start
+
+    def _step_args(self):
+        if not self.training:
+            return None
+        masks = self.net.dropout_masks(self.batch, self.step_index, self.mask_dtype)
+        return [self.jax.device_put(m, self.device) for m in masks]
+
+    def _one_step(self, masks):
+        if self.training:
+            loss, grads, params = self._train(self.params, self.x, self.labels, masks)
+            if self.sgd:
+                self.params = params
+            self.step_index += 1
+            self.jax.block_until_ready((loss, grads, params))
+        else:
+            self.jax.block_until_ready(self._infer(self.params, self.x))
+
+    def step(self):
+        masks = self._step_args()  # host-side dropout masks for this step: before the timer
+        if masks:
+            self.jax.block_until_ready(masks)
+        with self.jax.default_matmul_precision(self.matmul_precision):
+            begin = time.perf_counter()
+            self._one_step(masks)
+            return (time.perf_counter() - begin) * 1e3
+
+    def peak_memory_bytes(self):
+        try:
+            stats = self.device.memory_stats()
+        except Exception:
+            stats = None
+        if not stats or "peak_bytes_in_use" not in stats:
+            return math.nan
+        return float(stats["peak_bytes_in_use"])
+
+    def check(self):
+        """Session::check(): one forward (+ backward when training) with dropout step 0."""
+        with self.jax.default_matmul_precision(self.matmul_precision):
+            if self.training:
+                masks = [self.jax.device_put(m, self.device)
+                         for m in self.net.dropout_masks(self.batch, 0, self.mask_dtype)]
+                (loss, logits), grads = self._grad_fn(self.params, self.x, self.labels, masks)
+            else:
+                loss, logits = self._eval_fn(self.params, self.x, self.labels)
+                grads = None
+        logits64 = np.asarray(logits.astype(np.float32), dtype=np.float64)
+        result = {"loss": float(loss), "logits_checksum": float(logits64.sum())}
+        finite = bool(np.isfinite(logits64).all()) and math.isfinite(result["loss"])
+        if grads is not None:
+            norms = [float(np.square(np.asarray(g.astype(np.float32), dtype=np.float64)).sum()) for g in grads]
+            finite = finite and all(math.isfinite(n) for n in norms)
+            result["gradient_norm"] = math.sqrt(sum(norms))
+            result["gradient_norms"] = [math.sqrt(n) for n in norms]
+        else:
+            result["gradient_norm"] = math.nan
+            result["gradient_norms"] = []
+        result["finite"] = finite
+        return result
+
+    def decisions(self):
+        text = f"jax {self.jax.__version__} jit matmul_precision={self.matmul_precision} layout=NCHW"
+        if self.precision in ("fp16", "bf16"):
+            text += f" dtype={self.precision}"
+        if self.training:
+            text += " dropout_masks=host-per-step(untimed)"
+        text += f" compile={self.compile_s:.1f}s"
+        return text
+
+    def release(self):
+        self.params = self.x = self.labels = None
+        self._train = self._infer = self._grad_fn = self._eval_fn = None
+        gc.collect()
+
+
+def main():
+    argparse.ArgumentParser(description="crossbench JAX worker (JSON lines on stdin/stdout)").parse_args()
+    serve(JaxAdapter())
+
+
+if __name__ == "__main__":
+    main()
