@@ -81,9 +81,16 @@ int describe_command(const CommandContext& context) {
                 layer.cost.forward_flops / 1e6, static_cast<long long>(layer.cost.parameters),
                 static_cast<double>(layer.cost.activation_bytes) / 1024.0);
   }
-  std::printf("\ntotal: %.2f GFLOP/image forward, %.2f GFLOP/image training, %.1f M parameters, "
+  // The headline counts what the literature counts: 2 × the multiply-adds of the
+  // convolutions and fully-connected layers; element-wise ops are shown beside it.
+  double multiply_add_flops = 0;
+  for (const Layer& layer : network.layers())
+    if (layer.kind == LayerKind::convolution || layer.kind == LayerKind::fully_connected)
+      multiply_add_flops += layer.cost.forward_flops;
+  std::printf("\ntotal: %.2f GFLOP/image forward (2 x multiply-adds of convolutions and fully-connected layers; "
+              "%.2f with element-wise ops), %.2f GFLOP/image training, %.1f M parameters, "
               "%.1f MiB activations/image (fp32)\n",
-              network.forward_flops_per_image() / 1e9, network.training_flops_per_image() / 1e9,
+              multiply_add_flops / 1e9, network.forward_flops_per_image() / 1e9, network.training_flops_per_image() / 1e9,
               static_cast<double>(network.parameters()) / 1e6,
               static_cast<double>(network.activation_bytes_per_image()) / (1 << 20));
   return 0;
