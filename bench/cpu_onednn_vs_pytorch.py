@@ -15,7 +15,8 @@ zeroed with set_to_none, no optimizer step, like crossbench's default
 update = none); inference = eval() under torch.no_grad(). Both sides: warm-up
 steps, then at least min_steps timed steps, stopping when the 95% CI of the
 median is within target_ci of it (crossbench's rule), or at max_steps or the
-cell time limit.
+cell time limit. By default the two sides alternate cell by cell (one crossbench
+run per cell), so that both see the machine in the same state.
 """
 from __future__ import annotations
 
@@ -46,15 +47,20 @@ def parse_arguments(argv=None):
     parser.add_argument("--phases", default="inference,training", help="comma-separated")
     parser.add_argument("--warmup", type=int, default=5, help="untimed steps per cell")
     parser.add_argument("--min-steps", type=int, default=20, help="timed steps before the stopping rule")
-    parser.add_argument("--max-steps", type=int, default=200, help="timed steps at most")
+    parser.add_argument("--max-steps", type=int, default=100, help="timed steps at most")
     parser.add_argument("--target-ci", type=float, default=0.02,
                         help="stop when the 95%% CI half-width of the median, relative to it, is below this")
-    parser.add_argument("--cell-time-limit", type=float, default=600, help="seconds per cell at most")
+    parser.add_argument("--cell-time-limit", type=float, default=300,
+                        help="seconds per cell and side at most (crossbench: preparation included)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--channels-last", action="store_true", help="PyTorch in NHWC memory format")
     parser.add_argument("--build-dir", default=os.environ.get("CROSSBENCH_BUILD_DIR", str(REPO / "build")),
                         help="where the crossbench binary is (env CROSSBENCH_BUILD_DIR)")
-    parser.add_argument("--keep", metavar="DIR", help="keep the job file, cube and graphs in DIR")
+    parser.add_argument("--order", choices=("interleaved", "blocked"), default="interleaved",
+                        help="interleaved: for each cell, crossbench then PyTorch (both see the same machine "
+                             "state; one crossbench run per cell); blocked: one crossbench run for every "
+                             "cell, then PyTorch")
+    parser.add_argument("--keep", metavar="DIR", help="keep the job files, cubes and graphs in DIR")
     return parser.parse_args(argv)
 
 
@@ -113,14 +119,17 @@ def read_medians(cube: pathlib.Path):
     return result
 
 
-def run_crossbench(binary: pathlib.Path, args, networks, batches, phases, workdir: pathlib.Path):
-    job, cube = workdir / "onednn_vs_pytorch.ini", workdir / "onednn_vs_pytorch.h5"
+def run_crossbench(binary: pathlib.Path, args, networks, batches, phases, workdir: pathlib.Path,
+                   stem: str = "onednn_vs_pytorch"):
+    job, cube = workdir / f"{stem}.ini", workdir / f"{stem}.h5"
     write_job(job, args, networks, batches, phases, cube)
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     command = [str(binary), "run", "--job", str(job), "--output", str(cube), "--quiet"]
     print(f"crossbench: {' '.join(command)}  (OMP_NUM_THREADS={args.threads})", file=sys.stderr, flush=True)
+    for stale in (cube, cube.with_name(cube.name + ".journal")):  # never --resume an earlier run
+        stale.unlink(missing_ok=True)
     started = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     if done.returncode != 0 or not cube.exists():
@@ -203,28 +212,34 @@ def main(argv=None) -> int:
         raise SystemExit(f"crossbench binary not found at {binary} (build it, or set --build-dir / "
                          "CROSSBENCH_BUILD_DIR)")
 
+    import torch
+    from pytorch.model import CrossbenchModel
+    torch.set_num_threads(args.threads)
+
+    cells = [(name, batch, phase) for name in networks for batch in batches for phase in phases]
+    native, theirs = {}, {}
     with tempfile.TemporaryDirectory(prefix="cb-onednn-vs-pytorch-") as temporary:
         workdir = pathlib.Path(args.keep) if args.keep else pathlib.Path(temporary)
         workdir.mkdir(parents=True, exist_ok=True)
         graphs = {name: export_network(binary, name, workdir) for name in networks}
-        native = run_crossbench(binary, args, networks, batches, phases, workdir)
-
-        import torch
-        from pytorch.model import CrossbenchModel
-        torch.set_num_threads(args.threads)
-        theirs = {}
-        for name in networks:
-            model = CrossbenchModel(str(graphs[name]), seed=args.seed, channels_last=args.channels_last)
-            for batch in batches:
-                for phase in phases:
-                    theirs[(name, batch, phase)] = time_pytorch(torch, model, batch, phase, args)
-                    ms, steps, loss = theirs[(name, batch, phase)]
-                    print(f"pytorch: {name} batch {batch} {phase}: {ms:.2f} ms ({steps} steps, loss {loss:.6g})",
-                          file=sys.stderr, flush=True)
-            del model
+        if args.order == "blocked":
+            native.update(run_crossbench(binary, args, networks, batches, phases, workdir))
+        model = None
+        for name, batch, phase in cells:
+            if args.order == "interleaved":  # this cell's crossbench run right before PyTorch's
+                native.update(run_crossbench(binary, args, [name], [batch], [phase], workdir,
+                                             stem=f"onednn_{name}_{batch}_{phase}"))
+            if model is None or model.name != name:
+                model = None  # free the previous network's weights first
+                model = CrossbenchModel(str(graphs[name]), seed=args.seed, channels_last=args.channels_last)
+            theirs[(name, batch, phase)] = time_pytorch(torch, model, batch, phase, args)
+            ms, steps, loss = theirs[(name, batch, phase)]
+            print(f"pytorch: {name} batch {batch} {phase}: {ms:.2f} ms ({steps} steps, loss {loss:.6g})",
+                  file=sys.stderr, flush=True)
+        del model
 
     print(f"\nCPU, fp32, {args.threads} thread(s); PyTorch {torch.__version__}"
-          f"{' channels_last' if args.channels_last else ''}; medians [ms]; "
+          f"{' channels_last' if args.channels_last else ''}; {args.order} order; medians [ms]; "
           f"ratio = PyTorch / crossbench (> 1: crossbench faster)")
     print("loss: each side's output check (forward, dropout step 0) on the same synthetic batch; "
           "crossbench's from the cube's message (6 digits)\n")

@@ -45,7 +45,8 @@ def main():
         for job in ["seed2017.ini", "batch-sweep.ini"]:
             for ranks in [2, 4, 8]:
                 total, makespan, ideal = plan_figures(binary, job, ranks, device_json)
-                print(f"{label:<10} {job:<16} {ranks:>5} {total:>12.1f} {makespan:>13.1f} {ideal:>10.1f} {makespan / ideal:>15.3f}")
+                ratio = f"{makespan / ideal:>15.3f}" if ideal > 0 else f"{'n/a':>15}"  # no engine of this build runs there
+                print(f"{label:<10} {job:<16} {ranks:>5} {total:>12.1f} {makespan:>13.1f} {ideal:>10.1f} {ratio}")
 
     if args.skip_run:
         return 0
