@@ -160,6 +160,11 @@ bool Subprocess::running() {
   return !reaped_;
 }
 
+void Subprocess::wait_for_exit(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (running() && std::chrono::steady_clock::now() < deadline) ::usleep(10000);
+}
+
 void Subprocess::kill_group() {
   if (pid_ <= 0 || reaped_) return;
   ::kill(-pid_, SIGKILL);

@@ -30,6 +30,9 @@ class Subprocess {
   std::string stderr_tail();  // the last lines the process wrote to stderr
   void kill_group();          // SIGKILL to the whole process group, then reaps
   bool running();
+  // After end of output: gives a dying process up to `timeout` to finish, so
+  // that exit_description() can say how it ended.
+  void wait_for_exit(std::chrono::milliseconds timeout);
   std::string exit_description();  // "exited with status 1", "killed by signal 11", or "running"
 
  private:

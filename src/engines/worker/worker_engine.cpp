@@ -90,6 +90,7 @@ class WorkerEngine final : public Engine {
       case Subprocess::ReadOutcome::deadline:
         discard("did not answer '" + request.value("type", "") + "' in time", /*timeout=*/true);
       case Subprocess::ReadOutcome::end_of_file:
+        worker_->wait_for_exit(std::chrono::seconds(5));  // its output ended: let it finish dying
         discard("ended while answering '" + request.value("type", "") + "' (" + worker_->exit_description() + ")");
       case Subprocess::ReadOutcome::line:
         break;
@@ -144,6 +145,7 @@ class WorkerEngine final : public Engine {
     std::string line;
     const auto outcome = worker_->read_line(line, after(kStartupSeconds));
     if (outcome != Subprocess::ReadOutcome::line) {
+      if (outcome == Subprocess::ReadOutcome::end_of_file) worker_->wait_for_exit(std::chrono::seconds(5));
       const std::string tail = worker_->stderr_tail();
       const std::string state = worker_->exit_description();
       worker_.reset();
