@@ -84,9 +84,7 @@ int plan_command(const CommandContext& context) {
   }
   MpiSession mpi;
   const Device mine = bind_device(mpi, options.device_tag);
-  std::vector<Device> devices;
-  for (const auto& text : mpi.allgather(to_json(mine).dump())) devices.push_back(device_from_json(nlohmann::json::parse(text)));
-  const Plan plan = make_plan(options, devices);
+  const Plan plan = make_plan(options, gather_devices(mpi, mine));
   if (mpi.rank() == 0) print_plan(plan, mpi.size());
   return 0;
 }

@@ -36,12 +36,6 @@ std::string utc_now() {
   return text;
 }
 
-std::vector<Device> gather_devices(const MpiSession& mpi, const Device& mine) {
-  std::vector<Device> devices;
-  for (const auto& text : mpi.allgather(to_json(mine).dump())) devices.push_back(device_from_json(nlohmann::json::parse(text)));
-  return devices;
-}
-
 // The facts of this run that the cube records, so that every decision can be read back.
 std::map<std::string, std::string> run_attributes(const Options& options, const MpiSession& mpi, const Plan& plan) {
   std::map<std::string, std::string> attributes{

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "crossbench/device.hpp"
 #include "dist/mpi_session.hpp"
@@ -12,5 +13,8 @@ namespace crossbench {
 // exactly one), else its local rank modulo the visible GPUs; with no GPU, the
 // CPU with the threads of the rank's binding (OMP_NUM_THREADS when set).
 Device bind_device(const MpiSession& mpi, const std::string& device_tag);
+
+// Every rank's device description, in rank order, on every rank.
+std::vector<Device> gather_devices(const MpiSession& mpi, const Device& mine);
 
 }  // namespace crossbench
