@@ -24,19 +24,21 @@ const std::vector<std::string>& precision_names();
 const std::vector<std::string>& phase_names();
 const std::vector<std::string>& status_names();
 
-// One (engine, network, precision, batch, phase, replica) on the device of the
-// rank that runs it: with the device key, a cell of DESIGN.md.
+// One (engine, network, precision, batch, phase, gpus, replica) on the device
+// of the rank that runs it: with the device key, a cell of DESIGN.md.
 struct CellSpec {
   std::string engine;
   std::string network;
   Precision precision = Precision::fp32;
   std::int64_t batch = 1;  // images per step
   Phase phase = Phase::inference;
+  int gpus = 1;            // devices of one key training it together (data parallel); `batch` is per device
   int replica = 0;         // 0 .. replicas-1: the same cell on distinct devices of one key
   bool operator==(const CellSpec&) const = default;
 };
 
-// "onednn/resnet50/fp32/b64/training/r0": stable, used in logs and the journal.
+// "onednn/resnet50/fp32/b64/training/r0", with "/g4" before the replica when
+// gpus > 1: stable, used in logs and the journal.
 std::string describe(const CellSpec& cell);
 
 }  // namespace crossbench

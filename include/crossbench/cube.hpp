@@ -11,7 +11,7 @@
 
 namespace crossbench {
 
-inline constexpr const char* cube_schema = "crossbench-cube/1";
+inline constexpr const char* cube_schema = "crossbench-cube/2";
 
 // The coordinates of the cube, in the order they appear on its axes.
 struct CubeAxes {
@@ -21,6 +21,7 @@ struct CubeAxes {
   std::vector<std::string> precisions;
   std::vector<std::int64_t> batches;
   std::vector<std::string> phases;
+  std::vector<std::int32_t> gpus;       // data-parallel group sizes, 1 = single device
   std::vector<std::int32_t> replicas;   // 0 .. R-1
 };
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "crossbench/cell.hpp"
+#include "crossbench/communicator.hpp"
 #include "crossbench/device.hpp"
 #include "crossbench/measure.hpp"
 #include "crossbench/network.hpp"
@@ -102,6 +103,10 @@ class Session {
   // backward time (device events around its ops), median of `repetitions`
   // steps, in layer order. Empty when the engine cannot profile.
   virtual std::vector<LayerTime> layer_times(int repetitions) { return {}; }
+  // Data-parallel sessions: how long the last step waited, after its backward
+  // pass, for gradient averages that computation did not hide [ms]; valid once
+  // the step's timer has returned its time. NaN for single-device sessions.
+  virtual double last_step_exposed_communication_ms() { return std::numeric_limits<double>::quiet_NaN(); }
 };
 
 enum class Update : std::uint8_t { none, sgd };
@@ -121,6 +126,8 @@ struct EngineConfig {
   Layout layout = Layout::automatic;  // automatic: NCHW for fp32/tf32, NHWC for fp16/bf16
   bool cuda_graphs = false;           // capture the step as a CUDA graph and replay it
   int gpu_ordinal = 0;                // the GPU the rank is bound to
+  // Data-parallel training: gradients are all-reduced in buckets of about this size [bytes].
+  std::int64_t bucket_bytes = 25LL << 20;
   // Framework workers: engine name → the worker's command line (argv, no shell).
   std::map<std::string, std::vector<std::string>> worker_commands;
   double worker_timeout_s = 600;      // [s] a worker's preparation or check, like a cell's time limit
@@ -137,6 +144,16 @@ class Engine {
   virtual Support supports(const Device& device, const CellSpec& cell) const = 0;
   // Allocates everything the cell needs; throws OutOfMemory when an allocation fails.
   virtual std::unique_ptr<Session> prepare(const Network& network, const CellSpec& cell) = 0;
+  // Data-parallel training (cell.gpus > 1): this rank trains shard
+  // communicator.rank() of a global batch of communicator.size() * cell.batch
+  // images (the synthetic images, labels and dropout masks of those positions)
+  // and every step averages its weight gradients over the group, in buckets of
+  // EngineConfig::bucket_bytes, before the weight update. nullptr: the engine
+  // cannot (the cell is then `unsupported`).
+  virtual std::unique_ptr<Session> prepare_data_parallel(const Network& network, const CellSpec& cell,
+                                                         Communicator& communicator) {
+    return nullptr;
+  }
 };
 
 // The registry: every engine this build knows, whether or not it was built.

@@ -32,6 +32,7 @@ struct Telemetry {
 // Raw timed samples and why the measurement stopped.
 struct Measurement {
   std::vector<double> samples_ms;
+  std::vector<double> exposed_communication_ms;  // data parallel: per timed step [ms]
   Telemetry telemetry;      // over the timed steps
   std::string stop_reason;  // "ci_target", "max_steps", "time_limit"
   bool reached_min_steps = false;

@@ -20,6 +20,7 @@ struct MatrixOptions {
   std::vector<Precision> precisions;
   std::vector<std::int64_t> batches;
   std::vector<Phase> phases;
+  std::vector<int> gpus{1};  // data-parallel group sizes; > 1 applies to training only
 };
 
 struct Options {

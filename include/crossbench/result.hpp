@@ -23,6 +23,14 @@ struct CellResult {
   double energy_j_per_image = not_a_number;// [J/image], NaN without an energy counter
   double mean_sm_clock_mhz = not_a_number; // [MHz], NaN without telemetry
   std::int8_t throttled = -1;              // 1 throttled, 0 not, -1 unknown
+  // Data-parallel cells (gpus > 1): the median over timed steps of the time the
+  // step waited for gradient all-reduces after its backward pass had finished,
+  // the slowest rank's per step [ms]; NaN for single-device cells.
+  double exposed_communication_ms = not_a_number;
+  // throughput(g) / (g * throughput(1)) with the gpus = 1 cell of the same
+  // coordinates in the same cube; set when the cube is assembled, NaN otherwise.
+  double scaling_efficiency = not_a_number;
+  std::vector<std::int32_t> group_ranks;   // data parallel: the ranks that trained together
   std::int32_t steps = 0;                  // timed steps measured
   std::int32_t rank = -1;                  // MPI rank that ran the cell
   std::string message;                     // why the cell is not ok; for ok cells, the stopping decision

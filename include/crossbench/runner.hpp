@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -11,15 +12,34 @@
 
 namespace crossbench {
 
+// The ranks of a data-parallel group measure together: every step's time is
+// the slowest rank's, and every decision (out of time, stop) is taken on the
+// same values on all ranks, so that none is left waiting in a collective.
+class StepAgreement {
+ public:
+  virtual ~StepAgreement() = default;
+  // Replaces each of `values` by its maximum over the group (blocking).
+  virtual void max_over_group(std::span<double> values) = 0;
+};
+
 // Times steps of a prepared session by the rules above. `seconds_already_spent`
-// counts preparation against the cell's time limit [s].
-Measurement measure(Session& session, const MeasureOptions& options, double seconds_already_spent = 0);
+// counts preparation against the cell's time limit [s]. With `agreement`, the
+// samples are the group's per-step maxima.
+Measurement measure(Session& session, const MeasureOptions& options, double seconds_already_spent = 0,
+                    StepAgreement* agreement = nullptr);
+
+// The statistics and rates of a measured, checked session: `result` gets its
+// status (ok, failed, timeout), samples, statistics, images/s (batch *
+// `devices` per step), TFLOP/s, telemetry and message.
+void summarize_cell(CellResult& result, const Network& network, const Measurement& measurement,
+                    const OutputCheck& check, const MeasureOptions& options, double preparation_s, int devices = 1);
 
 // Runs one cell end to end: supports(), prepare(), measure(), check(); turns
 // every failure into a status (oom, unsupported, failed, timeout) and never
-// throws for a cell's own failure.
+// throws for a cell's own failure. A data-parallel cell (gpus > 1) needs the
+// group's `communicator` and `agreement` (src/dist/data_parallel.hpp makes them).
 CellResult run_cell(Engine* engine, const std::string& engine_name, const Network& network,
                     const CellSpec& cell, const Device& device, const MeasureOptions& options,
-                    int rank);
+                    int rank, Communicator* communicator = nullptr, StepAgreement* agreement = nullptr);
 
 }  // namespace crossbench

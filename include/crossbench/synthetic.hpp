@@ -61,8 +61,9 @@ std::uint64_t tensor_id(int layer_index, Slot slot);
 std::uint64_t hash(std::uint64_t seed, std::uint64_t tensor_id, std::uint64_t index);
 // Uniform in [0, 1) from the top 24 bits of hash() (exactly representable in fp32).
 float uniform01(std::uint64_t seed, std::uint64_t tensor_id, std::uint64_t index);
-// Uniform in [-scale, scale): scale * (2 * uniform01 - 1).
-void fill_uniform(std::span<float> out, std::uint64_t seed, std::uint64_t tensor_id, float scale);
+// Uniform in [-scale, scale): scale * (2 * uniform01 - 1); out[i] is element first_index + i.
+void fill_uniform(std::span<float> out, std::uint64_t seed, std::uint64_t tensor_id, float scale,
+                  std::uint64_t first_index = 0);
 
 // Weights: He-uniform, scale sqrt(6 / fan_in) (fan_in = in_channels * k * k, or
 // in_features), so that deep ReLU networks without batch-norm keep their scale.
@@ -73,10 +74,12 @@ std::vector<float> parameter(const Network& network, int layer_index, Slot slot,
 // Number of elements of `slot` of a layer (0 when the layer has no such parameter).
 std::int64_t parameter_elements(const Network& network, int layer_index, Slot slot);
 
-// Input batch, NCHW, uniform in [-1, 1).
-std::vector<float> input(const Network& network, std::int64_t batch, std::uint64_t seed);
-// Labels in [0, classes): hash(seed, labels_tensor_id, image) % classes.
-std::vector<std::int32_t> labels(const Network& network, std::int64_t batch, std::uint64_t seed);
+// Input batch, NCHW, uniform in [-1, 1): images first_image .. first_image + batch - 1
+// of the one endless synthetic batch (a data-parallel rank trains its shard of it).
+std::vector<float> input(const Network& network, std::int64_t batch, std::uint64_t seed, std::int64_t first_image = 0);
+// Labels in [0, classes): hash(seed, labels_tensor_id, image) % classes, same images.
+std::vector<std::int32_t> labels(const Network& network, std::int64_t batch, std::uint64_t seed,
+                                 std::int64_t first_image = 0);
 
 // Dropout keep-mask for one step: element i of a layer's output (NCHW over the
 // batch) is kept when uniform01(seed, tensor_id(layer, dropout_mask) + (step << 32), i) >= rate.

@@ -21,19 +21,23 @@ std::string number(double value, const char* pattern) {
 
 std::string result_header() {
   char line[256];
-  std::snprintf(line, sizeof line, "%-34s %-8s %-10s %-5s %6s %-9s %-11s %10s %10s %6s", "device", "engine", "network",
-                "prec", "batch", "phase", "status", "median_ms", "images/s", "steps");
+  std::snprintf(line, sizeof line, "%-34s %-8s %-10s %-5s %6s %4s %-9s %-11s %10s %10s %6s %7s %7s", "device", "engine",
+                "network", "prec", "batch", "gpus", "phase", "status", "median_ms", "images/s", "steps", "comm_ms",
+                "scaling");
   return line;
 }
 
 std::string result_row(const CellResult& result) {
   char line[512];
-  std::snprintf(line, sizeof line, "%-34s %-8s %-10s %-5s %6lld %-9s %-11s %10s %10s %6d",
+  // comm_ms: exposed all-reduce time per step; scaling: efficiency against gpus = 1 (data parallel only).
+  std::snprintf(line, sizeof line, "%-34s %-8s %-10s %-5s %6lld %4d %-9s %-11s %10s %10s %6d %7s %7s",
                 shorten(result.device_key, 34).c_str(), result.cell.engine.c_str(), result.cell.network.c_str(),
                 std::string(to_string(result.cell.precision)).c_str(), static_cast<long long>(result.cell.batch),
-                std::string(to_string(result.cell.phase)).c_str(), std::string(to_string(result.status)).c_str(),
-                number(result.statistics.median_ms, "%.3f").c_str(), number(result.images_per_s, "%.1f").c_str(),
-                result.steps);
+                result.cell.gpus, std::string(to_string(result.cell.phase)).c_str(),
+                std::string(to_string(result.status)).c_str(), number(result.statistics.median_ms, "%.3f").c_str(),
+                number(result.images_per_s, "%.1f").c_str(), result.steps,
+                result.cell.gpus > 1 ? number(result.exposed_communication_ms, "%.2f").c_str() : "",
+                result.cell.gpus > 1 ? number(result.scaling_efficiency, "%.3f").c_str() : "");
   return line;
 }
 

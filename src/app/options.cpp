@@ -30,6 +30,7 @@ const std::vector<std::tuple<std::string, std::string, std::string>>& key_table(
       {"matrix", "precisions", "fp32, tf32, fp16, bf16"},
       {"matrix", "batches", "batch sizes (images per step), comma-separated integers"},
       {"matrix", "phases", "inference, training"},
+      {"matrix", "gpus", "devices of one key training together, data parallel, comma-separated (default 1; batch is per device)"},
       {"measure", "warmup", "untimed warm-up steps (default 10)"},
       {"measure", "min_steps", "timed steps before the stopping rule applies (default 100)"},
       {"measure", "max_steps", "timed steps at most (default 10000)"},
@@ -42,6 +43,7 @@ const std::vector<std::tuple<std::string, std::string, std::string>>& key_table(
       {"engine", "workspace_limit_mb", "GPU convolution workspace limit per convolution [MiB] (default 1024)"},
       {"engine", "layout", "auto (NCHW for fp32/tf32, NHWC for fp16/bf16), nchw or nhwc (default auto)"},
       {"engine", "cuda_graphs", "true: capture each step as a CUDA graph and replay it (default false)"},
+      {"engine", "bucket_mb", "data-parallel gradient all-reduce bucket size [MiB] (default 25)"},
       {"output", "path", "the results cube (default results/<job name>.h5)"},
   };
   return table;
@@ -230,6 +232,8 @@ Options parse_run_options(const std::vector<std::string>& arguments, const std::
       "checkpoint-s", po::value<double>(), "rewrite the cube this often [s]")(
       "algo", po::value<std::string>(), "= --set engine.algo=...")(
       "layout", po::value<std::string>(), "= --set engine.layout=...")(
+      "update", po::value<std::string>(), "= --set measure.update=...")(
+      "gpus", po::value<std::string>(), "= --set matrix.gpus=...")(
       "cuda-graphs", po::bool_switch(), "= --set engine.cuda_graphs=true");
   po::variables_map given;
   try {
@@ -259,6 +263,8 @@ Options parse_run_options(const std::vector<std::string>& arguments, const std::
   // Flags that are shorthands for job-file keys, validated the same way.
   if (given.count("algo")) apply_override(settings, "engine.algo=" + given["algo"].as<std::string>());
   if (given.count("layout")) apply_override(settings, "engine.layout=" + given["layout"].as<std::string>());
+  if (given.count("update")) apply_override(settings, "measure.update=" + given["update"].as<std::string>());
+  if (given.count("gpus")) apply_override(settings, "matrix.gpus=" + given["gpus"].as<std::string>());
   if (given["cuda-graphs"].as<bool>()) apply_override(settings, "engine.cuda_graphs=true");
 
   const auto value = [&](const std::string& dotted) -> const std::pair<std::string, std::string>* {
@@ -327,6 +333,18 @@ Options parse_run_options(const std::vector<std::string>& arguments, const std::
                                          });
   }
 
+  if (const auto* gpus = value("matrix.gpus")) {
+    const std::string origin = gpus->second;
+    options.matrix.gpus = parse_names(origin, "gpus", gpus->first, {"integers from 1 to 4096"},
+                                      [&](const std::string& item) -> std::optional<int> {
+                                        const auto count = parse_integer(origin, "gpus '" + item + "' in [matrix] gpus", item);
+                                        if (count < 1 || count > 4096)
+                                          throw UsageError(origin + ": gpus " + item +
+                                                           " in [matrix] gpus is out of range; valid: 1 to 4096");
+                                        return static_cast<int>(count);
+                                      });
+  }
+
   // [measure]
   const auto integer_setting = [&](const std::string& dotted, std::int64_t fallback, std::int64_t low, std::int64_t high) {
     const auto* setting = value(dotted);
@@ -381,6 +399,7 @@ Options parse_run_options(const std::vector<std::string>& arguments, const std::
     else if (layout->first == "nhwc") options.engine.layout = Layout::nhwc;
     else throw UsageError(layout->second + ": unknown [engine] layout '" + layout->first + "'; valid: auto, nchw, nhwc");
   }
+  options.engine.bucket_bytes = integer_setting("engine.bucket_mb", 25, 1, 1 << 16) << 20;
   if (const auto* graphs = value("engine.cuda_graphs")) {
     if (graphs->first == "true") options.engine.cuda_graphs = true;
     else if (graphs->first == "false") options.engine.cuda_graphs = false;

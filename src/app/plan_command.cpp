@@ -14,6 +14,12 @@
 namespace crossbench {
 namespace {
 
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string text;
+  for (const int rank : ranks) text += (text.empty() ? "" : ",") + std::to_string(rank);
+  return text;
+}
+
 void print_plan(const Plan& plan, int ranks) {
   std::cout << "crossbench plan: " << plan.cells.size() << " cells, " << ranks << " rank(s), " << plan.groups.size()
             << " device group(s)\n";
@@ -25,10 +31,23 @@ void print_plan(const Plan& plan, int ranks) {
       const auto cells = plan.cells_of(rank);
       std::cout << "  rank " << rank << ": " << cells.size() << " cells, estimated "
                 << format_duration(plan.rank_load_s[static_cast<std::size_t>(rank)]) << "\n";
-      for (const auto& planned : cells)
+      for (const auto& planned : cells) {
         std::cout << "    " << std::left << std::setw(52) << describe(planned.cell) << std::right << std::fixed
-                  << std::setprecision(2) << std::setw(10) << planned.estimated_s << " s\n";
+                  << std::setprecision(2) << std::setw(10) << planned.estimated_s << " s";
+        if (planned.data_parallel()) std::cout << "  data parallel with ranks " << rank_list(planned.group_ranks);
+        if (!planned.unrunnable_reason.empty()) std::cout << "  unsupported: " << planned.unrunnable_reason;
+        std::cout << "\n";
+      }
     }
+  }
+  // Which ranks train which multi-device cell together (they run first, in this order).
+  bool header = false;
+  for (const auto& planned : plan.cells) {
+    if (!planned.data_parallel()) continue;
+    if (!header) std::cout << "\ndata-parallel cells (run first, in this order; disjoint groups at the same time):\n";
+    header = true;
+    std::cout << "  " << std::left << std::setw(52) << describe(planned.cell) << std::right << " ranks "
+              << rank_list(planned.group_ranks) << "\n";
   }
   const double ideal = ranks > 0 ? plan.total_s / ranks : 0;
   std::cout << std::fixed << std::setprecision(1) << "\ntotal estimated " << plan.total_s << " s; predicted makespan "

@@ -18,6 +18,8 @@
 #include "crossbench/runner.hpp"
 #include "dist/binding.hpp"
 #include "dist/collector.hpp"
+#include "dist/cube_assembly.hpp"
+#include "dist/data_parallel.hpp"
 #include "dist/journal.hpp"
 #include "dist/mpi_session.hpp"
 #include "dist/plan.hpp"
@@ -57,6 +59,7 @@ std::map<std::string, std::string> run_attributes(const Options& options, const 
       {"update", options.engine.update == Update::sgd ? "sgd" : "none"},
       {"learning_rate", std::to_string(options.engine.learning_rate)},
       {"replicas", std::to_string(options.replicas)},
+      {"data_parallel_bucket_bytes", std::to_string(options.engine.bucket_bytes)},
       {"engine_algorithm_policy", options.engine.algorithm == AlgorithmPolicy::exhaustive ? "exhaustive" : "heuristic"},
       {"engine_workspace_limit_bytes", std::to_string(options.engine.workspace_limit_bytes)},
       {"engine_layout", options.engine.layout == Layout::nchw ? "nchw" : options.engine.layout == Layout::nhwc ? "nhwc" : "auto"},
@@ -157,8 +160,21 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
     const std::string& engine_name = planned.cell.engine;
     if (!engines.count(engine_name)) engines[engine_name] = make_engine(engine_name, device, engine_config);
     if (!networks.count(planned.cell.network)) networks.emplace(planned.cell.network, make_network(planned.cell.network));
-    CellResult result = run_cell(engines[engine_name].get(), engine_name, networks.at(planned.cell.network),
-                                 planned.cell, device, options.measure, mpi.rank());
+    CellResult result;
+    if (!planned.unrunnable_reason.empty()) {
+      result.device_key = device.key();
+      result.cell = planned.cell;
+      result.rank = mpi.rank();
+      result.status = Status::unsupported;
+      result.message = planned.unrunnable_reason;
+    } else if (planned.data_parallel()) {
+      result = run_data_parallel_cell(engines[engine_name].get(), networks.at(planned.cell.network), planned, device,
+                                      options.measure, mpi);
+      if (planned.rank != mpi.rank()) continue;  // the group's first rank reports the cell
+    } else {
+      result = run_cell(engines[engine_name].get(), engine_name, networks.at(planned.cell.network), planned.cell, device,
+                        options.measure, mpi.rank());
+    }
     if (mpi.rank() != 0) {
       channel.send_result(result);
       ++results_sent;
@@ -200,10 +216,11 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
       const auto rank_of = [&](const CellResult& r) {
         return std::make_tuple(r.device_key, r.cell.engine, position(options.matrix.networks, r.cell.network),
                                position(options.matrix.precisions, r.cell.precision), r.cell.batch,
-                               position(options.matrix.phases, r.cell.phase), r.cell.replica);
+                               position(options.matrix.phases, r.cell.phase), r.cell.gpus, r.cell.replica);
       };
       return rank_of(a) < rank_of(b);
     });
+    add_scaling_efficiency(ordered);
     std::cout << "\n";
     print_table(std::cout, ordered);
   }

@@ -36,6 +36,7 @@ const std::vector<std::string>& status_names() { static const auto names = as_ve
 std::string describe(const CellSpec& cell) {
   std::string text = cell.engine + "/" + cell.network + "/" + std::string(to_string(cell.precision));
   text += "/b" + std::to_string(cell.batch) + "/" + std::string(to_string(cell.phase));
+  if (cell.gpus != 1) text += "/g" + std::to_string(cell.gpus);
   text += "/r" + std::to_string(cell.replica);
   return text;
 }

@@ -94,6 +94,7 @@ nlohmann::json to_json(const CellResult& result) {
       {"precision", to_string(result.cell.precision)},
       {"batch", result.cell.batch},
       {"phase", to_string(result.cell.phase)},
+      {"gpus", result.cell.gpus},
       {"replica", result.cell.replica},
       {"status", to_string(result.status)},
       {"median_ms", number_to_json(statistics.median_ms)},
@@ -110,6 +111,9 @@ nlohmann::json to_json(const CellResult& result) {
       {"peak_memory_bytes", number_to_json(result.peak_memory_bytes)},
       {"energy_j_per_image", number_to_json(result.energy_j_per_image)},
       {"mean_sm_clock_mhz", number_to_json(result.mean_sm_clock_mhz)},
+      {"exposed_communication_ms", number_to_json(result.exposed_communication_ms)},
+      {"scaling_efficiency", number_to_json(result.scaling_efficiency)},
+      {"group_ranks", result.group_ranks},
       {"throttled", result.throttled},
       {"steps", result.steps},
       {"rank", result.rank},
@@ -129,6 +133,8 @@ CellResult cell_result_from_json(const nlohmann::json& record) {
   result.cell.precision = read_name<Precision>(record, "precision", precision_from_string);
   result.cell.batch = read_integer(record, "batch", 1, std::numeric_limits<std::int64_t>::max());
   result.cell.phase = read_name<Phase>(record, "phase", phase_from_string);
+  // Journals written before the gpus axis existed hold single-device cells.
+  result.cell.gpus = record.contains("gpus") ? static_cast<int>(read_integer(record, "gpus", 1, int32_highest)) : 1;
   result.cell.replica = static_cast<int>(read_integer(record, "replica", 0, int32_highest));
   result.status = read_name<Status>(record, "status", status_from_string);
 
@@ -147,6 +153,17 @@ CellResult cell_result_from_json(const nlohmann::json& record) {
   result.peak_memory_bytes = read_double(record, "peak_memory_bytes");
   result.energy_j_per_image = read_double(record, "energy_j_per_image");
   result.mean_sm_clock_mhz = read_double(record, "mean_sm_clock_mhz");
+  if (record.contains("exposed_communication_ms"))
+    result.exposed_communication_ms = read_double(record, "exposed_communication_ms");
+  if (record.contains("scaling_efficiency")) result.scaling_efficiency = read_double(record, "scaling_efficiency");
+  if (record.contains("group_ranks")) {
+    const json& ranks = record["group_ranks"];
+    if (!ranks.is_array()) malformed("group_ranks", "must be an array, not a " + type_of(ranks));
+    for (const json& rank : ranks) {
+      if (!rank.is_number_integer()) malformed("group_ranks", "must hold integers, not " + rank.dump());
+      result.group_ranks.push_back(rank.get<std::int32_t>());
+    }
+  }
 
   result.throttled = static_cast<std::int8_t>(read_integer(record, "throttled", -1, 1));
   result.steps = static_cast<std::int32_t>(read_integer(record, "steps", 0, int32_highest));

@@ -1,9 +1,12 @@
 #include "crossbench/runner.hpp"
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <new>
+#include <optional>
 
 #include "crossbench/error.hpp"
 
@@ -41,15 +44,48 @@ CellResult without_measurements(const CellResult& partial, Status status, std::s
   return result;
 }
 
+// The status and message of a cell whose preparation or measurement threw.
+CellResult failed_cell(const CellResult& partial, std::exception_ptr thrown) {
+  try {
+    std::rethrow_exception(thrown);
+  } catch (const Unsupported& error) {
+    return without_measurements(partial, Status::unsupported, error.what());
+  } catch (const CellTimeout& error) {
+    return without_measurements(partial, Status::timeout, error.what());
+  } catch (const OutOfMemory& error) {
+    return without_measurements(partial, Status::oom, error.what());
+  } catch (const std::bad_alloc&) {
+    return without_measurements(partial, Status::oom, "host allocation failed (std::bad_alloc)");
+  } catch (const std::exception& error) {
+    return without_measurements(partial, Status::failed, error.what());
+  } catch (...) {
+    return without_measurements(partial, Status::failed, "unknown exception");
+  }
+}
+
 }  // namespace
 
-Measurement measure(Session& session, const MeasureOptions& options, double seconds_already_spent) {
+Measurement measure(Session& session, const MeasureOptions& options, double seconds_already_spent,
+                    StepAgreement* agreement) {
   const auto start = Clock::now();
   const auto out_of_time = [&] { return seconds_already_spent + seconds_since(start) >= options.cell_time_limit_s; };
+  // One step: its time [ms], its exposed communication [ms] and whether this
+  // rank is out of time, each the group's maximum when ranks train together.
+  struct StepFacts {
+    double ms, exposed_ms;
+    bool out_of_time;
+  };
+  const auto agreed_step = [&]() -> StepFacts {
+    const double ms = timed_step(session);
+    std::array<double, 3> facts{ms, session.last_step_exposed_communication_ms(), out_of_time() ? 1.0 : 0.0};
+    if (agreement != nullptr) agreement->max_over_group(facts);
+    return {facts[0], facts[1], facts[2] > 0};
+  };
 
   // Warm-up goes through the timer too, so that an asynchronous engine has
   // finished its warm-up work before the first timed step starts.
-  for (int i = 0; i < options.warmup_steps && !out_of_time(); ++i) timed_step(session);
+  bool no_time_left = false;
+  for (int i = 0; i < options.warmup_steps && !no_time_left; ++i) no_time_left = agreed_step().out_of_time;
 
   Measurement measurement;
   measurement.samples_ms.reserve(static_cast<std::size_t>(std::max(options.min_steps, 1)));
@@ -58,11 +94,14 @@ Measurement measure(Session& session, const MeasureOptions& options, double seco
   std::size_t next_check = static_cast<std::size_t>(options.min_steps);
   session.begin_timed_steps();
   while (true) {
-    if (out_of_time()) {
+    if (no_time_left) {
       measurement.stop_reason = "time_limit";
       break;
     }
-    measurement.samples_ms.push_back(timed_step(session));
+    const StepFacts step = agreed_step();
+    measurement.samples_ms.push_back(step.ms);
+    if (!std::isnan(step.exposed_ms)) measurement.exposed_communication_ms.push_back(step.exposed_ms);
+    no_time_left = step.out_of_time;
     const std::size_t steps = measurement.samples_ms.size();
     if (steps >= static_cast<std::size_t>(options.max_steps)) {
       measurement.stop_reason = "max_steps";
@@ -82,9 +121,47 @@ Measurement measure(Session& session, const MeasureOptions& options, double seco
   return measurement;
 }
 
+void summarize_cell(CellResult& result, const Network& network, const Measurement& measurement,
+                    const OutputCheck& check, const MeasureOptions& options, double preparation_s, int devices) {
+  const CellSpec& cell = result.cell;
+  result.samples_ms = measurement.samples_ms;
+  result.steps = static_cast<std::int32_t>(measurement.samples_ms.size());
+  if (!check.finite) {
+    result.status = Status::failed;
+    result.message = format("non-finite output after the timed steps (loss %g, logits checksum %g)",
+                            check.loss, check.logits_checksum);
+    return;
+  }
+  if (!measurement.reached_min_steps) {
+    result.status = Status::timeout;
+    result.message = format("only %.0f of %.0f timed steps fitted in the cell time limit of %g s",
+                            static_cast<double>(result.steps), options.min_steps, options.cell_time_limit_s) +
+                     format(" (preparation took %.3g s)", preparation_s);
+    return;
+  }
+  result.status = Status::ok;
+  result.statistics = summarize(result.samples_ms);
+  const double step_s = result.statistics.median_ms / 1e3;
+  const double flops_per_image = cell.phase == Phase::training ? network.training_flops_per_image()
+                                                               : network.forward_flops_per_image();
+  const double images_per_step = static_cast<double>(cell.batch) * devices;
+  result.images_per_s = images_per_step / step_s;
+  const Telemetry& telemetry = measurement.telemetry;
+  result.energy_j_per_image = telemetry.energy_j / (static_cast<double>(result.steps) * static_cast<double>(cell.batch));
+  result.mean_sm_clock_mhz = telemetry.mean_sm_clock_mhz;
+  result.throttled = telemetry.throttled;
+  result.tflops = flops_per_image * images_per_step / step_s / 1e12;
+  if (!measurement.exposed_communication_ms.empty())
+    result.exposed_communication_ms = summarize(measurement.exposed_communication_ms).median_ms;
+  result.message = "stopped by " + measurement.stop_reason +
+                   format(" after %.0f steps (95%% CI of the median ±%.2f%%); loss %.6g",
+                          static_cast<double>(result.steps),
+                          100.0 * relative_ci_half_width(result.statistics), check.loss);
+}
+
 CellResult run_cell(Engine* engine, const std::string& engine_name, const Network& network,
                     const CellSpec& cell, const Device& device, const MeasureOptions& options,
-                    int rank) {
+                    int rank, Communicator* communicator, StepAgreement* agreement) {
   CellResult result;
   result.cell = cell;
   result.device_key = device.key();
@@ -108,56 +185,50 @@ CellResult run_cell(Engine* engine, const std::string& engine_name, const Networ
     result.message = support.reason;
     return result;
   }
+  const bool data_parallel = cell.gpus > 1;
+  if (data_parallel && cell.phase != Phase::training) {
+    result.status = Status::unsupported;
+    result.message = "inference is single-device: gpus > 1 applies to training cells only";
+    return result;
+  }
+  if (data_parallel && (communicator == nullptr || communicator->size() != cell.gpus)) {
+    result.status = Status::unsupported;
+    result.message = "data-parallel cell over " + std::to_string(cell.gpus) + " devices run without a group of " +
+                     std::to_string(cell.gpus) + " ranks";
+    return result;
+  }
+
+  const auto start = Clock::now();
+  std::unique_ptr<Session> session;
+  std::optional<CellResult> failure;
   try {
-    const auto start = Clock::now();
-    std::unique_ptr<Session> session = engine->prepare(network, cell);
+    session = data_parallel ? engine->prepare_data_parallel(network, cell, *communicator) : engine->prepare(network, cell);
+    if (!session)
+      failure = without_measurements(result, Status::unsupported,
+                                     "engine '" + engine_name + "' cannot train data parallel (gpus > 1)");
+  } catch (...) {
+    failure = failed_cell(result, std::current_exception());
+  }
+  // The ranks of a group go on together or not at all: a rank that measured
+  // alone would wait for its peers in the first all-reduce.
+  if (agreement != nullptr) {
+    std::array<double, 1> failed{failure ? 1.0 : 0.0};
+    agreement->max_over_group(failed);
+    if (failed[0] > 0 && !failure)
+      failure = without_measurements(result, Status::failed, "another rank of the data-parallel group could not prepare the cell");
+  }
+  if (failure) return *failure;
+  try {
     const double preparation_s = seconds_since(start);
-    const auto measured_itself = session->measure_itself(options, preparation_s);
-    const Measurement measurement = measured_itself ? *measured_itself : measure(*session, options, preparation_s);
+    const auto measured_itself = data_parallel ? std::nullopt : session->measure_itself(options, preparation_s);
+    const Measurement measurement =
+        measured_itself ? *measured_itself : measure(*session, options, preparation_s, agreement);
     const OutputCheck check = session->check();
-    result.samples_ms = measurement.samples_ms;
-    result.steps = static_cast<std::int32_t>(measurement.samples_ms.size());
     result.peak_memory_bytes = static_cast<double>(session->memory().peak_bytes);
     result.decisions = session->decisions();
-
-    if (!check.finite) {
-      result.status = Status::failed;
-      result.message = format("non-finite output after the timed steps (loss %g, logits checksum %g)",
-                              check.loss, check.logits_checksum);
-      return result;
-    }
-    if (!measurement.reached_min_steps) {
-      result.status = Status::timeout;
-      result.message = format("only %.0f of %.0f timed steps fitted in the cell time limit of %g s",
-                              static_cast<double>(result.steps), options.min_steps, options.cell_time_limit_s) +
-                       format(" (preparation took %.3g s)", preparation_s);
-      return result;
-    }
-    result.status = Status::ok;
-    result.statistics = summarize(result.samples_ms);
-    const double step_s = result.statistics.median_ms / 1e3;
-    const double flops_per_image = cell.phase == Phase::training ? network.training_flops_per_image()
-                                                                 : network.forward_flops_per_image();
-    result.images_per_s = static_cast<double>(cell.batch) / step_s;
-    const Telemetry& telemetry = measurement.telemetry;
-    result.energy_j_per_image = telemetry.energy_j / (static_cast<double>(result.steps) * static_cast<double>(cell.batch));
-    result.mean_sm_clock_mhz = telemetry.mean_sm_clock_mhz;
-    result.throttled = telemetry.throttled;
-    result.tflops = flops_per_image * static_cast<double>(cell.batch) / step_s / 1e12;
-    result.message = "stopped by " + measurement.stop_reason +
-                     format(" after %.0f steps (95%% CI of the median ±%.2f%%); loss %.6g",
-                            static_cast<double>(result.steps),
-                            100.0 * relative_ci_half_width(result.statistics), check.loss);
-  } catch (const Unsupported& error) {
-    return without_measurements(result, Status::unsupported, error.what());
-  } catch (const CellTimeout& error) {
-    return without_measurements(result, Status::timeout, error.what());
-  } catch (const OutOfMemory& error) {
-    return without_measurements(result, Status::oom, error.what());
-  } catch (const std::bad_alloc&) {
-    return without_measurements(result, Status::oom, "host allocation failed (std::bad_alloc)");
-  } catch (const std::exception& error) {
-    return without_measurements(result, Status::failed, error.what());
+    summarize_cell(result, network, measurement, check, options, preparation_s, data_parallel ? cell.gpus : 1);
+  } catch (...) {
+    return failed_cell(result, std::current_exception());
   }
   return result;
 }

@@ -64,11 +64,12 @@ float uniform01(std::uint64_t seed, std::uint64_t tensor_id, std::uint64_t index
   return to_unit_interval(hash(seed, tensor_id, index));
 }
 
-void fill_uniform(std::span<float> out, std::uint64_t seed, std::uint64_t tensor_id, float scale) {
+void fill_uniform(std::span<float> out, std::uint64_t seed, std::uint64_t tensor_id, float scale,
+                  std::uint64_t first_index) {
   const std::uint64_t state = stream_state(seed, tensor_id);
   for (std::size_t i = 0; i < out.size(); ++i) {
     // 2u - 1 is exact in fp32 (u has 24 significant bits); the product rounds once.
-    const float centred = 2.0f * to_unit_interval(stream_element(state, i)) - 1.0f;
+    const float centred = 2.0f * to_unit_interval(stream_element(state, first_index + i)) - 1.0f;
     out[i] = scale * centred;
   }
 }
@@ -115,20 +116,23 @@ std::vector<float> parameter(const Network& network, int layer_index, Slot slot,
   return values;
 }
 
-std::vector<float> input(const Network& network, std::int64_t batch, std::uint64_t seed) {
+std::vector<float> input(const Network& network, std::int64_t batch, std::uint64_t seed, std::int64_t first_image) {
   if (batch <= 0) throw Error("synthetic: batch must be positive, got " + std::to_string(batch));
-  std::vector<float> values(static_cast<std::size_t>(batch * network.input_shape().elements()));
-  fill_uniform(values, seed, input_tensor_id, 1.0f);
+  if (first_image < 0) throw Error("synthetic: first image must not be negative, got " + std::to_string(first_image));
+  const std::int64_t per_image = network.input_shape().elements();
+  std::vector<float> values(static_cast<std::size_t>(batch * per_image));
+  fill_uniform(values, seed, input_tensor_id, 1.0f, static_cast<std::uint64_t>(first_image * per_image));
   return values;
 }
 
-std::vector<std::int32_t> labels(const Network& network, std::int64_t batch, std::uint64_t seed) {
+std::vector<std::int32_t> labels(const Network& network, std::int64_t batch, std::uint64_t seed,
+                                 std::int64_t first_image) {
   if (batch <= 0) throw Error("synthetic: batch must be positive, got " + std::to_string(batch));
   const auto classes = static_cast<std::uint64_t>(network.classes());
   std::vector<std::int32_t> values(static_cast<std::size_t>(batch));
   const std::uint64_t state = stream_state(seed, labels_tensor_id);
   for (std::size_t image = 0; image < values.size(); ++image)
-    values[image] = static_cast<std::int32_t>(stream_element(state, image) % classes);
+    values[image] = static_cast<std::int32_t>(stream_element(state, static_cast<std::uint64_t>(first_image) + image) % classes);
   return values;
 }
 

@@ -52,6 +52,14 @@ std::span<const FloatVariable> float_variables() {
       {"mean_sm_clock_mhz", "MHz", "mean SM clock during the timed steps",
        [](const CellResult& r) { return r.mean_sm_clock_mhz; },
        [](CellResult& r, double v) { r.mean_sm_clock_mhz = v; }},
+      {"exposed_communication_ms", "ms",
+       "data parallel: median time per step spent waiting for gradient all-reduces after the backward pass",
+       [](const CellResult& r) { return r.exposed_communication_ms; },
+       [](CellResult& r, double v) { r.exposed_communication_ms = v; }},
+      {"scaling_efficiency", "1",
+       "data parallel: images_per_s / (gpus * images_per_s of the gpus = 1 cell of the same coordinates)",
+       [](const CellResult& r) { return r.scaling_efficiency; },
+       [](CellResult& r, double v) { r.scaling_efficiency = v; }},
   };
   return variables;
 }

@@ -14,9 +14,9 @@
 
 namespace crossbench::cube_layout {
 
-inline constexpr std::size_t cell_rank = 7;  // dimensions of a per-cell variable
+inline constexpr std::size_t cell_rank = 8;  // dimensions of a per-cell variable
 inline constexpr std::array<const char*, cell_rank> cell_dimensions{
-    "device", "engine", "network", "precision", "batch", "phase", "replica"};
+    "device", "engine", "network", "precision", "batch", "phase", "gpus", "replica"};
 inline constexpr const char* step_dimension = "step";
 inline constexpr const char* status_type_name = "status_t";
 inline constexpr const char* ranks_group = "ranks";

@@ -74,10 +74,11 @@ class CubeReader {
     axes.precisions = read_string_axis("precision");
     axes.batches = hdf5::read_numbers<std::int64_t>(open_vector(file_, "batch", what_));
     axes.phases = read_string_axis("phase");
+    axes.gpus = hdf5::read_numbers<std::int32_t>(open_vector(file_, "gpus", what_));
     axes.replicas = hdf5::read_numbers<std::int32_t>(open_vector(file_, "replica", what_));
     steps_ = hdf5::dataset_dims(open_vector(file_, layout::step_dimension, what_)).front();
     cell_dims_ = {axes.devices.size(), axes.engines.size(), axes.networks.size(), axes.precisions.size(),
-                  axes.batches.size(), axes.phases.size(),  axes.replicas.size()};
+                  axes.batches.size(), axes.phases.size(),  axes.gpus.size(), axes.replicas.size()};
     cell_count_ = 1;
     for (const hsize_t dim : cell_dims_) cell_count_ *= dim;
     return axes;
@@ -136,7 +137,8 @@ class CubeReader {
       const std::optional<Phase> phase = phase_from_string(axes.phases[index[5]]);
       if (!phase) throw Error(what_ + ": unknown phase \"" + axes.phases[index[5]] + "\"");
       cell.cell.phase = *phase;
-      cell.cell.replica = axes.replicas[index[6]];
+      cell.cell.gpus = axes.gpus[index[6]];
+      cell.cell.replica = axes.replicas[index[7]];
       cell.status = static_cast<Status>(status[present[k]]);
     }
 

@@ -57,7 +57,7 @@ class AxisIndex {
   std::unordered_map<T, hsize_t> positions_;
 };
 
-// The cells placed on the grid of the axes, row-major over the 7 cell dims.
+// The cells placed on the grid of the axes, row-major over the 8 cell dims.
 struct CellGrid {
   CellIndex dims{};
   std::vector<const CellResult*> cells;  // nullptr: not_run, nothing known
@@ -72,11 +72,12 @@ CellGrid place_cells(const CubeContents& contents) {
   const AxisIndex<std::string> precisions("precision", axes.precisions);
   const AxisIndex<std::int64_t> batches("batch", axes.batches);
   const AxisIndex<std::string> phases("phase", axes.phases);
+  const AxisIndex<std::int64_t> gpus("gpus", {axes.gpus.begin(), axes.gpus.end()});
   const AxisIndex<std::int64_t> replicas("replica", {axes.replicas.begin(), axes.replicas.end()});
 
   CellGrid grid;
   grid.dims = {axes.devices.size(), axes.engines.size(),    axes.networks.size(), axes.precisions.size(),
-               axes.batches.size(), axes.phases.size(),     axes.replicas.size()};
+               axes.batches.size(), axes.phases.size(),     axes.gpus.size(),     axes.replicas.size()};
   std::size_t cell_count = 1;
   for (const hsize_t dim : grid.dims) cell_count *= dim;
   grid.cells.assign(cell_count, nullptr);
@@ -89,6 +90,7 @@ CellGrid place_cells(const CubeContents& contents) {
                           precisions.position(std::string(to_string(cell.precision)), result),
                           batches.position(cell.batch, result),
                           phases.position(std::string(to_string(cell.phase)), result),
+                          gpus.position(cell.gpus, result),
                           replicas.position(cell.replica, result)};
     std::size_t linear = 0;
     for (std::size_t d = 0; d < cell_rank; ++d) linear = linear * grid.dims[d] + index[d];
@@ -161,6 +163,8 @@ std::vector<hdf5::Dataset> write_coordinates(hid_t file, const CubeAxes& axes, h
   add(hdf5::create_vector<std::int64_t>(file, "batch", axes.batches), "batch", "images per step (minibatch)",
       "images");
   add(hdf5::create_string_vector(file, "phase", axes.phases), "phase", "inference or training", nullptr);
+  add(hdf5::create_vector<std::int32_t>(file, "gpus", axes.gpus), "gpus",
+      "devices training together (data parallel; batch is per device), 1 = single device", "1");
   add(hdf5::create_vector<std::int32_t>(file, "replica", axes.replicas), "replica",
       "replica: the same cell on another device of the same key", "1");
   std::vector<std::int32_t> step_numbers(steps);
@@ -170,7 +174,7 @@ std::vector<hdf5::Dataset> write_coordinates(hid_t file, const CubeAxes& axes, h
   return scales;
 }
 
-// A per-cell variable over the 7 cell dimensions, its fill value set.
+// A per-cell variable over the 8 cell dimensions, its fill value set.
 hdf5::Dataset create_cell_variable(hid_t file, const char* name, hid_t file_type, hid_t fill_type,
                                    const void* fill_value, const CellGrid& grid,
                                    std::span<const hdf5::Dataset> cell_scales) {

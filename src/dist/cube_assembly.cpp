@@ -1,8 +1,32 @@
 #include "dist/cube_assembly.hpp"
 
 #include <algorithm>
+#include <map>
+
+#include "dist/journal.hpp"
 
 namespace crossbench {
+
+// Scaling efficiency of each data-parallel cell: its throughput over g times
+// the throughput of the single-device cell of the same coordinates (the same
+// replica when measured, else replica 0), when both are ok.
+void add_scaling_efficiency(std::vector<CellResult>& cells) {
+  std::map<std::string, const CellResult*> single;
+  for (const CellResult& result : cells)
+    if (result.cell.gpus == 1 && result.status == Status::ok) single[cell_key(result.device_key, result.cell)] = &result;
+  for (CellResult& result : cells) {
+    if (result.cell.gpus == 1 || result.status != Status::ok) continue;
+    CellSpec base = result.cell;
+    base.gpus = 1;
+    auto found = single.find(cell_key(result.device_key, base));
+    if (found == single.end()) {
+      base.replica = 0;
+      found = single.find(cell_key(result.device_key, base));
+    }
+    if (found == single.end()) continue;
+    result.scaling_efficiency = result.images_per_s / (result.cell.gpus * found->second->images_per_s);
+  }
+}
 
 CubeContents assemble_cube(const Options& options, const Plan& plan, const std::vector<Device>& rank_devices,
                            const std::vector<CellResult>& results,
@@ -26,8 +50,10 @@ CubeContents assemble_cube(const Options& options, const Plan& plan, const std::
   for (const auto precision : options.matrix.precisions) cube.axes.precisions.emplace_back(to_string(precision));
   cube.axes.batches = options.matrix.batches;
   for (const auto phase : options.matrix.phases) cube.axes.phases.emplace_back(to_string(phase));
+  cube.axes.gpus.assign(options.matrix.gpus.begin(), options.matrix.gpus.end());
   for (int replica = 0; replica < options.replicas; ++replica) cube.axes.replicas.push_back(replica);
   cube.cells = results;
+  add_scaling_efficiency(cube.cells);
   for (std::size_t rank = 0; rank < rank_devices.size(); ++rank) {
     const Device& device = rank_devices[rank];
     RankRecord row;

@@ -46,6 +46,8 @@ JournalHeader JournalHeader::for_run(const Options& options) {
   header.matrix = {{"networks", options.matrix.networks}, {"engines", options.matrix.engines},
                    {"precisions", precisions},           {"batches", options.matrix.batches},
                    {"phases", phases},                   {"replicas", options.replicas}};
+  // Only when set, so that journals of single-device runs keep their header.
+  if (options.matrix.gpus != std::vector<int>{1}) header.matrix["gpus"] = options.matrix.gpus;
   header.measure = {{"warmup", options.measure.warmup_steps},
                     {"min_steps", options.measure.min_steps},
                     {"max_steps", options.measure.max_steps},

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
@@ -33,8 +34,12 @@ double precision_speedup(const Device& device, Precision precision) {
 
 std::vector<PlannedCell> Plan::cells_of(int rank) const {
   std::vector<PlannedCell> mine;
-  for (const auto& planned : cells)
-    if (planned.rank == rank) mine.push_back(planned);
+  for (const auto& planned : cells) {
+    const bool member = planned.data_parallel()
+                            ? std::find(planned.group_ranks.begin(), planned.group_ranks.end(), rank) != planned.group_ranks.end()
+                            : planned.rank == rank;
+    if (member) mine.push_back(planned);
+  }
   return mine;
 }
 
@@ -52,6 +57,7 @@ double estimate_cell_seconds(const Network& network, const CellSpec& cell, const
   const auto& catalog = engine_catalog();
   const auto info = std::find_if(catalog.begin(), catalog.end(), [&](const EngineInfo& e) { return e.name == cell.engine; });
   if (info != catalog.end() && (!info->built || info->device_kind != device.kind)) return kUnsupportedCellSeconds;
+  if (cell.gpus > 1 && cell.phase != Phase::training) return kUnsupportedCellSeconds;  // single-device only
   const double flops_per_image = cell.phase == Phase::training ? network.training_flops_per_image()
                                                                : network.forward_flops_per_image();
   const double steps = measure.warmup_steps + measure.min_steps;
@@ -112,24 +118,81 @@ Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, 
         for (const auto precision : options.matrix.precisions)
           for (const auto batch : options.matrix.batches)
             for (const auto phase : options.matrix.phases)
-              for (int replica = 0; replica < options.replicas; ++replica) {
-                PlannedCell planned{group.key, {engine, network, precision, batch, phase, replica}, -1, 0};
-                if (done.count(cell_key(group.key, planned.cell))) continue;
-                planned.estimated_s = estimate_cell_seconds(networks.at(network), planned.cell, group.device, options.measure);
-                cells.push_back(planned);
-              }
-    std::vector<double> costs;
-    std::vector<std::string> classes;
-    for (const auto& planned : cells) {
+              for (const int gpus : options.matrix.gpus)
+                for (int replica = 0; replica < options.replicas; ++replica) {
+                  PlannedCell planned{group.key, {engine, network, precision, batch, phase, gpus, replica}, -1, 0};
+                  if (done.count(cell_key(group.key, planned.cell))) continue;
+                  planned.estimated_s = estimate_cell_seconds(networks.at(network), planned.cell, group.device, options.measure);
+                  if (gpus > static_cast<int>(group.ranks.size()) && phase == Phase::training)
+                    planned.unrunnable_reason = "data parallel over " + std::to_string(gpus) + " devices needs " +
+                                                std::to_string(gpus) + " ranks bound to devices of key '" + group.key +
+                                                "'; this run has " + std::to_string(group.ranks.size());
+                  if (!planned.unrunnable_reason.empty()) planned.estimated_s = kUnsupportedCellSeconds;
+                  cells.push_back(planned);
+                }
+
+    // Data-parallel cells first, longest first, each on the least-loaded ranks.
+    std::vector<std::size_t> parallel, single;
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      const PlannedCell& planned = cells[i];
+      const bool trains_together = planned.cell.gpus > 1 && planned.cell.phase == Phase::training &&
+                                   planned.unrunnable_reason.empty();
+      (trains_together ? parallel : single).push_back(i);
+    }
+    // Largest groups first (they need the ranks together), longest first within a size.
+    std::stable_sort(parallel.begin(), parallel.end(), [&](std::size_t a, std::size_t b) {
+      if (cells[a].cell.gpus != cells[b].cell.gpus) return cells[a].cell.gpus > cells[b].cell.gpus;
+      return cells[a].estimated_s > cells[b].estimated_s;
+    });
+    std::vector<std::pair<double, PlannedCell>> started;  // (estimated start [s], cell)
+    std::map<std::string, std::set<int>> ranks_holding;  // replicas of one cell go to distinct ranks
+    for (const std::size_t index : parallel) {
+      PlannedCell& planned = cells[index];
       CellSpec base = planned.cell;
       base.replica = 0;
-      costs.push_back(planned.estimated_s);
+      auto& taken = ranks_holding[describe(base)];
+      std::vector<int> candidates;
+      for (const int rank : group.ranks)
+        if (!taken.count(rank)) candidates.push_back(rank);
+      if (static_cast<int>(candidates.size()) < planned.cell.gpus)
+        candidates = group.ranks;  // more replicas than disjoint groups: reuse ranks
+      std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) {
+        return plan.rank_load_s[static_cast<std::size_t>(a)] < plan.rank_load_s[static_cast<std::size_t>(b)];
+      });
+      candidates.resize(static_cast<std::size_t>(planned.cell.gpus));
+      std::sort(candidates.begin(), candidates.end());
+      planned.group_ranks = candidates;
+      planned.rank = candidates.front();
+      // The group starts when its busiest member is free, and ends together.
+      double start = 0;
+      for (const int rank : candidates) start = std::max(start, plan.rank_load_s[static_cast<std::size_t>(rank)]);
+      for (const int rank : candidates) {
+        taken.insert(rank);
+        plan.rank_load_s[static_cast<std::size_t>(rank)] = start + planned.estimated_s;
+      }
+      plan.total_s += planned.estimated_s * planned.cell.gpus;
+      started.emplace_back(start, planned);
+    }
+    // In order of their estimated start, so that disjoint groups run side by side.
+    std::stable_sort(started.begin(), started.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& [start, planned] : started) {
+      planned.group_tag = static_cast<int>(plan.cells.size()) + 1;
+      plan.cells.push_back(std::move(planned));
+    }
+
+    std::vector<double> costs;
+    std::vector<std::string> classes;
+    for (const std::size_t index : single) {
+      CellSpec base = cells[index].cell;
+      base.replica = 0;
+      costs.push_back(cells[index].estimated_s);
       classes.push_back(describe(base));
     }
     const Assignment assignment = assign_longest_first(costs, classes, group.ranks, plan.rank_load_s);
-    for (const std::size_t index : assignment.order) {
-      PlannedCell& planned = cells[index];
-      planned.rank = assignment.rank_of_item[index];
+    for (const std::size_t item : assignment.order) {
+      PlannedCell& planned = cells[single[item]];
+      planned.rank = assignment.rank_of_item[item];
       plan.total_s += planned.estimated_s;
       plan.cells.push_back(planned);
     }

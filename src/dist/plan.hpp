@@ -14,8 +14,16 @@ namespace crossbench {
 struct PlannedCell {
   std::string device_key;
   CellSpec cell;
-  int rank = 0;              // the rank that runs it
+  int rank = 0;              // the rank that runs it (and reports it: the group's first rank)
   double estimated_s = 0;    // cost model [s]
+  // Data parallel (gpus > 1): the cell.gpus ranks that train it together, in
+  // rank order (front() == rank); empty for a single-device cell.
+  std::vector<int> group_ranks;
+  int group_tag = 0;         // unique per data-parallel cell: the tag of its MPI group communicator
+  // Set when the plan cannot give the cell what it needs (e.g. more ranks of
+  // the device key than the run has): the cell is recorded `unsupported` with it.
+  std::string unrunnable_reason;
+  bool data_parallel() const { return !group_ranks.empty(); }
 };
 
 struct DeviceGroup {
@@ -31,6 +39,9 @@ struct Plan {
   double makespan_s = 0;             // the largest rank load [s]
   double total_s = 0;                // the sum of all cells' estimates [s]
 
+  // The cells `rank` takes part in, in the order it runs them: the
+  // data-parallel cells of its groups first (in one global order, so that the
+  // ranks of a group meet), then its single-device cells.
   std::vector<PlannedCell> cells_of(int rank) const;
 };
 
@@ -57,7 +68,9 @@ Assignment assign_longest_first(const std::vector<double>& costs, const std::vec
 
 // Groups ranks by device key and splits each group's cells over its ranks,
 // longest-processing-time first; ties break on the cell order, so the plan is
-// the same on every rank. The R replicas of a cell go to R distinct ranks;
+// the same on every rank. Data-parallel cells come first: each gets the
+// cell.gpus least-loaded ranks of its key, so disjoint groups run at the same
+// time; then the single-device cells fill the ranks by LPT. The R replicas of a cell go to R distinct ranks;
 // a group with fewer than R ranks is a UsageError.
 // Cells whose key (cell_key(device key, cell)) is in `done` are left out: a resumed run.
 Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, const std::set<std::string>& done = {});

@@ -18,6 +18,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "crossbench/cell.hpp"
+#include "crossbench/gradient_buckets.hpp"
 #include "crossbench/engine.hpp"
 #include "crossbench/network.hpp"
 #include "crossbench/synthetic.hpp"
@@ -63,6 +64,17 @@ struct RunState {
   double loss = std::numeric_limits<double>::quiet_NaN();
 };
 
+// Data-parallel training: this rank's shard of the global batch, and the
+// averaging of its weight gradients. Host ops of the backward pass report each
+// layer's gradients ready (buckets start as they fill); the last backward op
+// waits for every average, before the update.
+struct DataParallelState {
+  Communicator* communicator = nullptr;
+  std::unique_ptr<GradientBuckets> buckets;       // made once the gradients have addresses
+  std::vector<std::size_t> bucket_tensor_of;      // Graph::parameters index → tensor index in `buckets`
+  double last_exposed_ms = std::numeric_limits<double>::quiet_NaN();  // the last step's wait [ms]
+};
+
 // Options of a session that only tests change.
 struct GraphOptions {
   bool reuse_memory = true;  // share buffers of tensors with disjoint lifetimes
@@ -85,12 +97,15 @@ struct Graph {
   std::vector<Tensor> outputs, gradients;
   bool training = false;
   dt data_type = dt::f32;
+  std::int64_t first_image = 0;                        // of the global synthetic batch (data parallel)
+  std::unique_ptr<DataParallelState> data_parallel;   // null for a single-device cell
 };
 
 // Builds, plans, allocates and initialises the graph of a cell. Throws
 // OutOfMemory (before allocating) when the plan does not fit in free memory.
+// With `communicator`, a data-parallel graph (see DataParallelState).
 std::unique_ptr<Graph> build_graph(const Network& network, const CellSpec& cell, const EngineConfig& config,
-                                   const GraphOptions& options);
+                                   const GraphOptions& options, Communicator* communicator = nullptr);
 
 // ---- What the per-layer builders (layer_*.cpp) share --------------------------
 

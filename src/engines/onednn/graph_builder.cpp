@@ -1,6 +1,7 @@
 // build_graph(): the driver that walks the network forward (and backward in
 // training), and the BuildContext helpers the per-layer builders share.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <sstream>
 
@@ -230,6 +231,48 @@ void with_layer_context(BuildContext& ctx, int index, const char* what, Build&& 
   }
 }
 
+// Data parallel: after a layer's backward ops, its parameters' gradients are final.
+void push_gradients_ready(BuildContext& ctx, int index) {
+  DataParallelState* data_parallel = ctx.graph.data_parallel.get();
+  std::vector<std::size_t> parameters(ctx.state(index).parameters.begin(), ctx.state(index).parameters.end());
+  std::vector<Tensor> gradients;
+  for (const std::size_t p : parameters) gradients.push_back(ctx.graph.parameters[p].gradient);
+  ctx.push_host(ctx.label(index, "gradients ready"), gradients, [data_parallel, parameters] {
+    for (const std::size_t p : parameters) data_parallel->buckets->ready(data_parallel->bucket_tensor_of[p], nullptr);
+  });
+}
+
+// Data parallel: the end of the backward pass waits for every average; the
+// wait is the step's exposed communication.
+void push_wait_for_averages(BuildContext& ctx) {
+  DataParallelState* data_parallel = ctx.graph.data_parallel.get();
+  std::vector<Tensor> gradients;  // live until here, whatever the pool would otherwise reuse
+  for (const Parameter& p : ctx.graph.parameters) gradients.push_back(p.gradient);
+  ctx.push_host("wait for the gradient averages", gradients, [data_parallel] {
+    const auto start = std::chrono::steady_clock::now();
+    data_parallel->buckets->finish(nullptr);
+    data_parallel->last_exposed_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  });
+}
+
+// The buckets over the gradients' memory, in backward order (last layer first).
+void make_gradient_buckets(Graph& graph, const EngineConfig& config) {
+  DataParallelState& data_parallel = *graph.data_parallel;
+  std::vector<GradientTensor> tensors;
+  data_parallel.bucket_tensor_of.assign(graph.parameters.size(), 0);
+  for (std::size_t p = graph.parameters.size(); p-- > 0;) {
+    const Tensor& gradient = graph.parameters[p].gradient;
+    if (gradient.desc.data_type() != dt::f32)
+      throw Unsupported("oneDNN data parallel averages fp32 gradients; this cell's are not fp32");
+    data_parallel.bucket_tensor_of[p] = tensors.size();
+    tensors.push_back({graph.pool.address(gradient.buffer, gradient.offset), gradient.desc.get_size() / sizeof(float),
+                       ElementType::f32});
+  }
+  data_parallel.buckets = std::make_unique<GradientBuckets>(*data_parallel.communicator, std::move(tensors),
+                                                            static_cast<std::size_t>(config.bucket_bytes));
+}
+
 std::string cell_text(const Network& network, const CellSpec& cell) {
   return "oneDNN " + network.name() + " " + std::string(to_string(cell.phase)) + " " +
          std::string(to_string(cell.precision)) + " batch " + std::to_string(cell.batch);
@@ -259,7 +302,7 @@ void check_lower_bound(const Network& network, const CellSpec& cell, std::size_t
 }  // namespace
 
 std::unique_ptr<Graph> build_graph(const Network& network, const CellSpec& cell, const EngineConfig& config,
-                                   const GraphOptions& options) {
+                                   const GraphOptions& options, Communicator* communicator) {
   if (cell.batch <= 0) throw Error("oneDNN engine: batch must be positive, got " + std::to_string(cell.batch));
   check_lower_bound(network, cell, available_memory_bytes());
 
@@ -268,7 +311,13 @@ std::unique_ptr<Graph> build_graph(const Network& network, const CellSpec& cell,
   graph->stream = CB_CHECK_DNNL(dnnl::stream(graph->engine));
   graph->training = cell.phase == Phase::training;
   graph->data_type = data_type_of(cell.precision);
-  graph->labels = synthetic::labels(network, cell.batch, config.seed);
+  if (communicator != nullptr) {
+    if (!graph->training) throw Error("oneDNN engine: data parallel applies to training cells only");
+    graph->data_parallel = std::make_unique<DataParallelState>();
+    graph->data_parallel->communicator = communicator;
+    graph->first_image = static_cast<std::int64_t>(communicator->rank()) * cell.batch;
+  }
+  graph->labels = synthetic::labels(network, cell.batch, config.seed, graph->first_image);
   const int count = static_cast<int>(network.layers().size());
   graph->outputs.resize(static_cast<std::size_t>(count));
   graph->gradients.resize(static_cast<std::size_t>(count));
@@ -290,10 +339,14 @@ std::unique_ptr<Graph> build_graph(const Network& network, const CellSpec& cell,
     graph->outputs[static_cast<std::size_t>(index)] = ctx.state(index).out;
   }
   with_layer_context(ctx, loss, "", [&] { build_loss(ctx, loss); });  // sets forward_end and loss_end
+  DataParallelState* data_parallel = graph->data_parallel.get();
   if (ctx.training)
     for (int index = loss - 1; index > 0; --index)
-      if (ctx.state(index).needs_grad)
+      if (ctx.state(index).needs_grad) {
         with_layer_context(ctx, index, "backward", [&] { backward_layer(ctx, index); });
+        if (data_parallel && !ctx.state(index).parameters.empty()) push_gradients_ready(ctx, index);
+      }
+  if (data_parallel) push_wait_for_averages(ctx);
   graph->backward_end = graph->ops.size();
   if (ctx.training && config.update == Update::sgd) build_sgd(ctx);
   for (int index = 0; index < count; ++index)
@@ -311,6 +364,7 @@ std::unique_ptr<Graph> build_graph(const Network& network, const CellSpec& cell,
       for (const auto& [arg, tensor] : op.args)
         op.bound.emplace(arg, dnnl::memory(tensor.desc, graph->engine, graph->pool.address(tensor.buffer, tensor.offset)));
     for (auto& initialise : ctx.initialisers) initialise();
+    if (data_parallel) make_gradient_buckets(*graph, config);
   } catch (const dnnl::error& e) {
     throw_library_error("oneDNN", "binding and initialising tensors", __FILE__, __LINE__, e.what(),
                         e.status == dnnl_out_of_memory);

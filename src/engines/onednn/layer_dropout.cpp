@@ -32,6 +32,8 @@ void forward_dropout(BuildContext& ctx, int index) {
   const dt type = in.desc.data_type();
   MemoryPool* pool = &ctx.graph.pool;
   RunState* state = ctx.graph.state.get();
+  // Element i of this rank's shard is element first + i of the global batch (data parallel).
+  const auto first = static_cast<std::uint64_t>(ctx.graph.first_image * (count / ctx.batch));
   ctx.push_host(ctx.label(index, "forward"), {in, out, mask}, [=] {
     const void* x = pool->address(in.buffer, in.offset);
     void* y = pool->address(out.buffer, out.offset);
@@ -39,7 +41,7 @@ void forward_dropout(BuildContext& ctx, int index) {
     const std::uint64_t step = state->dropout_step;
 #pragma omp parallel for schedule(static)
     for (std::int64_t i = 0; i < count; ++i) {
-      const bool kept = synthetic::dropout_keep(seed, index, step, static_cast<std::uint64_t>(i), rate);
+      const bool kept = synthetic::dropout_keep(seed, index, step, first + static_cast<std::uint64_t>(i), rate);
       keep[i] = kept;
       store(y, type, i, kept ? load(x, type, i) * scale : 0.f);
     }

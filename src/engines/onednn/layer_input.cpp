@@ -11,8 +11,9 @@ void forward_input(BuildContext& ctx, int index) {
   const Network& network = ctx.network;
   const std::int64_t images = ctx.batch;
   const std::uint64_t seed = ctx.config.seed;
-  ctx.after_allocation([&graph, &network, batch, images, seed] {
-    std::vector<float> values = synthetic::input(network, images, seed);
+  const std::int64_t first_image = graph.first_image;
+  ctx.after_allocation([&graph, &network, batch, images, seed, first_image] {
+    std::vector<float> values = synthetic::input(network, images, seed, first_image);
     dnnl::memory from(plain_md(batch.desc.dims(), dt::f32), graph.engine, values.data());
     dnnl::memory to(batch.desc, graph.engine, graph.pool.address(batch.buffer, batch.offset));
     dnnl::reorder(from, to).execute(graph.stream, from, to);

@@ -66,13 +66,23 @@ class OnednnEngine final : public Engine {
   }
 
   std::unique_ptr<Session> prepare(const Network& network, const CellSpec& cell) override {
+    return prepare_session(network, cell, nullptr);
+  }
+
+  std::unique_ptr<Session> prepare_data_parallel(const Network& network, const CellSpec& cell,
+                                                 Communicator& communicator) override {
+    return prepare_session(network, cell, &communicator);
+  }
+
+ private:
+  std::unique_ptr<Session> prepare_session(const Network& network, const CellSpec& cell, Communicator* communicator) {
     if (cell.precision != Precision::fp32) {  // oneDNN would fall back to reference kernels, or fail late
       Device cpu;
       const Support support = supports(cpu, cell);
       if (!support.supported) throw Error("oneDNN engine cannot run " + describe(cell) + ": " + support.reason);
     }
     try {
-      return std::make_unique<OnednnSession>(network, cell, config_);
+      return std::make_unique<OnednnSession>(network, cell, config_, GraphOptions{}, communicator);
     } catch (const std::bad_alloc&) {
       throw OutOfMemory("oneDNN " + describe(cell) + ": a host allocation failed while preparing the session");
     } catch (const dnnl::error& e) {
@@ -81,7 +91,6 @@ class OnednnEngine final : public Engine {
     }
   }
 
- private:
   EngineConfig config_;
 };
 

@@ -12,10 +12,20 @@
 namespace crossbench::onednn {
 
 OnednnSession::OnednnSession(const Network& network, const CellSpec& cell, const EngineConfig& config,
-                             const GraphOptions& options)
+                             const GraphOptions& options, Communicator* communicator)
     : config_(config) {
   if (config_.threads > 0) omp_set_num_threads(config_.threads);
-  graph_ = build_graph(network, cell, config, options);
+  graph_ = build_graph(network, cell, config, options, communicator);
+}
+
+std::string OnednnSession::decisions() const {
+  if (!graph_->data_parallel) return {};
+  return "gradients averaged in " + graph_->data_parallel->buckets->description() + "; images " +
+         std::to_string(graph_->first_image) + ".. of the global batch";
+}
+
+double OnednnSession::last_step_exposed_communication_ms() {
+  return graph_->data_parallel ? graph_->data_parallel->last_exposed_ms : std::numeric_limits<double>::quiet_NaN();
 }
 
 void OnednnSession::run(std::size_t begin, std::size_t end) {

@@ -14,13 +14,16 @@ namespace crossbench::onednn {
 
 class OnednnSession final : public Session {
  public:
+  // With `communicator`: data-parallel training (Engine::prepare_data_parallel).
   OnednnSession(const Network& network, const CellSpec& cell, const EngineConfig& config,
-                const GraphOptions& options = {});
+                const GraphOptions& options = {}, Communicator* communicator = nullptr);
 
   void step() override;
   StepTimer& timer() override { return timer_; }
   MemoryUse memory() const override { return {static_cast<std::int64_t>(graph_->pool.planned_bytes())}; }
   OutputCheck check() override;
+  std::string decisions() const override;
+  double last_step_exposed_communication_ms() override;
 
   // ---- For tests: values in canonical layouts (synthetic.hpp), as fp32 ----
   // A parameter's value and gradient (after check() or step() in training).
