@@ -51,8 +51,18 @@ class CudnnEngine final : public Engine {
   Support supports(const Device& device, const CellSpec& cell) const override { return cudnn::supports(device, cell); }
 
   std::unique_ptr<Session> prepare(const Network& network, const CellSpec& cell) override {
+    return prepare_session(network, cell, nullptr);
+  }
+
+  std::unique_ptr<Session> prepare_data_parallel(const Network& network, const CellSpec& cell,
+                                                 Communicator& communicator) override {
+    return prepare_session(network, cell, &communicator);
+  }
+
+ private:
+  std::unique_ptr<Session> prepare_session(const Network& network, const CellSpec& cell, Communicator* communicator) {
     try {
-      return std::make_unique<CudnnSession>(network, cell, config_, device_);
+      return std::make_unique<CudnnSession>(network, cell, config_, device_, communicator);
     } catch (const std::bad_alloc&) {
       (void)cudaGetLastError();
       throw OutOfMemory("cuDNN " + describe(cell) + ": a host allocation failed while preparing the session");
@@ -62,7 +72,6 @@ class CudnnEngine final : public Engine {
     }
   }
 
- private:
   Device device_;
   EngineConfig config_;
 };

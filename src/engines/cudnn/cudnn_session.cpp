@@ -30,9 +30,14 @@ std::string policy_text(const EngineConfig& config) {
 }  // namespace
 
 CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const EngineConfig& config,
-                           const Device& device)
-    : cell_(cell), config_(config), training_(cell.phase == Phase::training) {
+                           const Device& device, Communicator* communicator)
+    : cell_(cell), config_(config), training_(cell.phase == Phase::training), communicator_(communicator) {
   if (cell.batch <= 0) throw Error("cuDNN engine: batch must be positive, got " + std::to_string(cell.batch));
+  if (communicator_ != nullptr) {
+    if (!training_) throw Error("cuDNN engine: data parallel applies to training cells only");
+    first_image_ = static_cast<std::int64_t>(communicator_->rank()) * cell.batch;
+    config_.cuda_graphs = false;  // the all-reduces are issued from the host as buckets fill
+  }
   for (const Layer& layer : network.layers()) {
     layer_names_.push_back(layer.name);
     layer_kinds_.emplace_back(to_string(layer.kind));
@@ -47,11 +52,13 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const E
   CB_CHECK_CUBLAS(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));
 
   // Phase 1: tensors and ops.
-  Builder b(network, cell, config, pool_, ops_, parameters_, impls_);
+  Builder b(network, cell, config_, pool_, ops_, parameters_, impls_);
+  b.first_image = first_image_;
   build_graph(b);
   forward_end_ = b.forward_end;
   loss_end_ = b.loss_end;
   backward_end_ = b.backward_end;
+  if (communicator_ != nullptr) add_gradient_averaging();
   logits_ = b.logits;
   row_loss_buffer_ = b.row_loss_buffer;
   step_buffer_ = b.step_buffer;
@@ -86,6 +93,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const E
   pool_.allocate(cell_text(network, cell));
   CB_CHECK_CUBLAS(cublasSetWorkspace(blas_, pool_.address(cublas_workspace_buffer_), kCublasWorkspace));
   initialise(network, b);
+  if (communicator_ != nullptr) make_gradient_buckets();
 
   // Validation pass: every op once, as check() runs them (no state change),
   // letting fused variants fall back where this cuDNN refuses them; it also
@@ -94,6 +102,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const E
   CB_CHECK_CUDA(cudaStreamSynchronize(stream_));
 
   timer_ = std::make_unique<EventTimer>(stream_);
+  timer_->watch(communicator_);
   telemetry_ = std::make_unique<TelemetrySampler>(device.uuid, device.pci_bus_id);
   if (config.cuda_graphs) capture_graph();
 
@@ -103,6 +112,8 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const E
        << " workspace=" << format_bytes(static_cast<double>(workspace_bytes_))
        << " fc=cublas/" << (cell.precision == Precision::tf32 ? "32F_FAST_TF32" : "32F")
        << " pool=" << format_bytes(static_cast<double>(pool_.planned_bytes()));
+  if (buckets_) text << " data_parallel=" << first_image_ << ".." << first_image_ + cell.batch - 1 << " of the global batch, "
+                     << buckets_->description() << " (CUDA graphs off: all-reduces start from the host)";
   if (arena_peak_bytes_ > 0) text << " search_arena=" << format_bytes(static_cast<double>(arena_peak_bytes_));
   if (b.input.dims[1] != b.input_channels)
     text << " input_channels=" << b.input_channels << "->" << b.input.dims[1] << "(zero-padded)";
@@ -140,12 +151,113 @@ void CudnnSession::initialise(const Network& network, const Builder& b) {
   auto canonical_input = b.input.dims;
   canonical_input[1] = b.input_channels;
   kernels::fill_synthetic(pool_.address(b.input.buffer) + b.input.offset, b.input.type, canonical_input,
-                          b.input.channels_last, config_.seed, synthetic::input_tensor_id, 1.0f, s, b.input.dims[1]);
-  const std::vector<std::int32_t> labels = synthetic::labels(network, cell_.batch, config_.seed);
+                          b.input.channels_last, config_.seed, synthetic::input_tensor_id, 1.0f, s, b.input.dims[1],
+                          static_cast<std::uint64_t>(first_image_ * canonical_input[1] * canonical_input[2] *
+                                                     canonical_input[3]));
+  const std::vector<std::int32_t> labels = synthetic::labels(network, cell_.batch, config_.seed, first_image_);
   CB_CHECK_CUDA(cudaMemcpyAsync(pool_.address(b.labels_buffer), labels.data(), labels.size() * sizeof(std::int32_t),
                                 cudaMemcpyHostToDevice, s));
   set_dropout_step(0);
   CB_CHECK_CUDA(cudaStreamSynchronize(s));  // `labels` is a host vector about to go away
+}
+
+// Data parallel: after the last backward op of each layer with parameters, an
+// op reports their gradients ready (a full bucket starts its all-reduce on the
+// communicator's stream); the backward pass ends waiting for every average,
+// between two events whose distance is the exposed communication. Inserted
+// after building: the ops touch only the persistent gradient buffers, so the
+// pool's lifetime plan of the other buffers keeps its order.
+void CudnnSession::add_gradient_averaging() {
+  std::vector<std::size_t> last_backward_op(layer_names_.size(), 0);
+  std::vector<bool> has_backward(layer_names_.size(), false);
+  for (std::size_t i = loss_end_; i < backward_end_; ++i) {
+    const auto layer = static_cast<std::size_t>(ops_[i].layer);
+    last_backward_op[layer] = i;
+    has_backward[layer] = true;
+  }
+  std::vector<std::vector<std::size_t>> parameters_of(layer_names_.size());
+  for (std::size_t p = 0; p < parameters_.size(); ++p)
+    if (parameters_[p].gradient.valid()) parameters_of[static_cast<std::size_t>(parameters_[p].layer)].push_back(p);
+
+  backward_done_ = make_event();
+  averages_done_ = make_event();
+  std::vector<Op> ops;
+  ops.reserve(ops_.size() + layer_names_.size() + 1);
+  for (std::size_t i = 0; i < ops_.size(); ++i) {
+    if (i == backward_end_) {
+      ops.push_back({"wait for the gradient averages", ops_[i - 1].layer, Stage::backward, [this](const Exec& e) {
+                       if (e.probing) return;  // the validation pass of prepare() never communicates
+                       CB_CHECK_CUDA(cudaEventRecord(backward_done_, e.stream));
+                       buckets_->finish(e.stream);
+                       CB_CHECK_CUDA(cudaEventRecord(averages_done_, e.stream));
+                     }});
+    }
+    const int layer = ops_[i].layer;
+    ops.push_back(std::move(ops_[i]));
+    const auto l = static_cast<std::size_t>(layer);
+    if (i >= loss_end_ && i < backward_end_ && has_backward[l] && last_backward_op[l] == i && !parameters_of[l].empty()) {
+      std::vector<std::size_t> parameters = parameters_of[l];
+      ops.push_back({layer_names_[l] + " gradients ready", layer, Stage::backward, [this, parameters](const Exec& e) {
+                       if (e.probing) return;
+                       // Buckets hold the gradients last layer first: parameter p is tensor count - 1 - p.
+                       for (const std::size_t p : parameters)
+                         buckets_->ready(buckets_->tensor_count() - 1 - p, e.stream);
+                     }});
+    }
+  }
+  if (backward_end_ == ops_.size())
+    ops.push_back({"wait for the gradient averages", ops_.back().layer, Stage::backward, [this](const Exec& e) {
+                     if (e.probing) return;  // the validation pass of prepare() never communicates
+                     CB_CHECK_CUDA(cudaEventRecord(backward_done_, e.stream));
+                     buckets_->finish(e.stream);
+                     CB_CHECK_CUDA(cudaEventRecord(averages_done_, e.stream));
+                   }});
+  backward_end_ += ops.size() - ops_.size();
+  ops_ = std::move(ops);
+}
+
+// The buckets, over every parameter's gradient, last layer first (the order
+// the backward pass finishes them).
+void CudnnSession::make_gradient_buckets() {
+  std::vector<GradientTensor> tensors;
+  for (std::size_t p = parameters_.size(); p-- > 0;) {
+    const Tensor& g = parameters_[p].gradient;
+    if (!g.valid()) throw Error("cuDNN data parallel: parameter " + std::to_string(p) + " has no gradient");
+    ElementType type = ElementType::f32;
+    if (g.type == DType::f16) type = ElementType::f16;
+    else if (g.type == DType::bf16) type = ElementType::bf16;
+    else if (g.type != DType::f32) throw Unsupported("cuDNN data parallel: a gradient type NCCL cannot average");
+    tensors.push_back({pool_.address(g.buffer) + g.offset, static_cast<std::size_t>(g.elements()), type});
+  }
+  buckets_ = std::make_unique<GradientBuckets>(*communicator_, std::move(tensors),
+                                               static_cast<std::size_t>(config_.bucket_bytes));
+}
+
+void CudnnSession::synchronize() {
+  if (communicator_ == nullptr) {
+    CB_CHECK_CUDA(cudaStreamSynchronize(stream_));
+    return;
+  }
+  Event done = make_event();
+  CB_CHECK_CUDA(cudaEventRecord(done, stream_));
+  wait_for(done, communicator_);
+}
+
+std::vector<float> CudnnSession::parameter_storage(std::size_t index) {
+  const Tensor& value = parameters_.at(index).value;
+  if (value.type != DType::f32) throw Error("cuDNN session: parameter_storage reads fp32 parameters only");
+  std::vector<float> values(static_cast<std::size_t>(value.elements()));
+  synchronize();
+  CB_CHECK_CUDA(cudaMemcpy(values.data(), pool_.address(value.buffer) + value.offset, values.size() * sizeof(float),
+                           cudaMemcpyDeviceToHost));
+  return values;
+}
+
+double CudnnSession::last_step_exposed_communication_ms() {
+  if (communicator_ == nullptr || steps_ == 0) return std::numeric_limits<double>::quiet_NaN();
+  float ms = 0;
+  CB_CHECK_CUDA(cudaEventElapsedTime(&ms, backward_done_, averages_done_));
+  return ms;
 }
 
 void CudnnSession::set_dropout_step(std::uint64_t step) {
@@ -213,7 +325,7 @@ MemoryUse CudnnSession::memory() const {
 }
 
 OutputCheck CudnnSession::check() {
-  CB_CHECK_CUDA(cudaStreamSynchronize(stream_));
+  synchronize();
   set_dropout_step(0);
   OutputCheck result;
   run(0, loss_end_, true);
@@ -237,7 +349,7 @@ OutputCheck CudnnSession::check() {
     }
     CB_CHECK_CUDA(cudaMemcpyAsync(norms.data(), sums, norms.size() * sizeof(double), cudaMemcpyDeviceToHost, stream_));
   }
-  CB_CHECK_CUDA(cudaStreamSynchronize(stream_));
+  synchronize();
   set_dropout_step(steps_);  // steps after check() continue the sequence
 
   bool finite = true;

@@ -9,6 +9,7 @@
 
 #include "crossbench/device.hpp"
 #include "crossbench/engine.hpp"
+#include "crossbench/gradient_buckets.hpp"
 #include "engines/cudnn/event_timer.hpp"
 #include "engines/cudnn/graph.hpp"
 #include "engines/cudnn/telemetry.hpp"
@@ -19,7 +20,9 @@ class CudnnSession final : public Session {
  public:
   // Builds, plans, allocates and initialises everything; throws OutOfMemory
   // (having released all it took) when the cell does not fit.
-  CudnnSession(const Network& network, const CellSpec& cell, const EngineConfig& config, const Device& device);
+  // With `communicator`: data-parallel training (Engine::prepare_data_parallel).
+  CudnnSession(const Network& network, const CellSpec& cell, const EngineConfig& config, const Device& device,
+               Communicator* communicator = nullptr);
   ~CudnnSession() override;
 
   void step() override;  // enqueues one step on the session's stream and returns
@@ -30,12 +33,17 @@ class CudnnSession final : public Session {
   void begin_timed_steps() override;
   Telemetry end_timed_steps() override;
   std::vector<LayerTime> layer_times(int repetitions) override;
+  double last_step_exposed_communication_ms() override;
 
   // ---- For tests and benches ----
   std::int64_t unshared_bytes() const { return pool_.unshared_bytes(); }
   std::int64_t pool_bytes() const { return pool_.planned_bytes(); }
   std::size_t op_count() const { return ops_.size(); }
   bool uses_cuda_graph() const { return static_cast<bool>(graph_exec_); }
+  // Parameter `index` (layer order: weight, bias, gamma, beta) as stored, for
+  // fp32 parameters only (tests compare data-parallel and single-GPU weights).
+  std::size_t parameter_count() const { return parameters_.size(); }
+  std::vector<float> parameter_storage(std::size_t index);
 
  private:
   void run(std::size_t begin, std::size_t end, bool check, bool probing = false);
@@ -43,6 +51,9 @@ class CudnnSession final : public Session {
   void capture_graph();
   std::size_t step_end() const { return training_ ? ops_.size() : forward_end_; }
   void set_dropout_step(std::uint64_t step);
+  void add_gradient_averaging();
+  void make_gradient_buckets();
+  void synchronize();  // the session's stream, watching the communicator in data parallel
 
   CellSpec cell_;
   EngineConfig config_;
@@ -69,6 +80,12 @@ class CudnnSession final : public Session {
   std::unique_ptr<TelemetrySampler> telemetry_;
   std::uint64_t steps_ = 0;
   std::string decisions_;
+  // Data parallel: the group's communicator, the buckets over the gradients,
+  // and events around the wait for the averages (the exposed communication).
+  Communicator* communicator_ = nullptr;
+  std::unique_ptr<GradientBuckets> buckets_;
+  Event backward_done_, averages_done_;
+  std::int64_t first_image_ = 0;
 };
 
 }  // namespace crossbench::cudnn

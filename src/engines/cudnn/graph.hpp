@@ -171,6 +171,7 @@ class Builder {
   // convolutions read it (16-bit NHWC). The arithmetic is unchanged: the
   // padded products are zeros, and so are the padded filters' gradients.
   std::int64_t input_channels = 0;
+  std::int64_t first_image = 0;  // data parallel: this rank's first image of the global synthetic batch
 
   const Layer& layer(int index) const { return network.layers()[static_cast<std::size_t>(index)]; }
   LayerState& state(int index) { return states[static_cast<std::size_t>(index)]; }

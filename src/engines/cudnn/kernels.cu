@@ -77,7 +77,8 @@ void check_launch(const char* what) {
 }
 
 __global__ void fill_synthetic_kernel(void* dst, DType type, Dims dims, bool channels_last, std::uint64_t state,
-                                      float scale, std::int64_t count, std::int64_t stored_d1) {
+                                      float scale, std::int64_t count, std::int64_t stored_d1,
+                                      std::uint64_t first_index) {
   for (std::int64_t q = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; q < count;
        q += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     std::int64_t p = q;
@@ -90,7 +91,7 @@ __global__ void fill_synthetic_kernel(void* dst, DType type, Dims dims, bool cha
       p = q / stored_d1 * dims.d1 + c;
     }
     const std::int64_t i = canonical_index(p, dims, channels_last);
-    const float centred = __fsub_rn(__fmul_rn(2.0f, unit(state, static_cast<std::uint64_t>(i))), 1.0f);
+    const float centred = __fsub_rn(__fmul_rn(2.0f, unit(state, first_index + static_cast<std::uint64_t>(i))), 1.0f);
     store(dst, type, q, __fmul_rn(scale, centred));
   }
 }
@@ -103,12 +104,13 @@ __global__ void fill_constant_kernel(void* dst, DType type, std::int64_t count, 
 
 __global__ void dropout_forward_kernel(const void* x, void* y, std::uint8_t* mask, DType type, Dims dims,
                                        bool channels_last, std::uint64_t seed, std::uint64_t mask_tensor_id,
-                                       const std::uint64_t* step, double rate, float scale, std::int64_t count) {
+                                       const std::uint64_t* step, double rate, float scale, std::int64_t count,
+                                       std::uint64_t first_index) {
   const std::uint64_t state = stream_state(seed, mask_tensor_id + (*step << 32));
   for (std::int64_t p = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; p < count;
        p += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const std::int64_t i = canonical_index(p, dims, channels_last);
-    const bool kept = static_cast<double>(unit(state, static_cast<std::uint64_t>(i))) >= rate;
+    const bool kept = static_cast<double>(unit(state, first_index + static_cast<std::uint64_t>(i))) >= rate;
     mask[p] = kept ? 1 : 0;
     store(y, type, p, kept ? load(x, type, p) * scale : 0.0f);
   }
@@ -386,7 +388,7 @@ __global__ void sum_of_squares_kernel(const void* x, DType type, std::int64_t co
 
 void fill_synthetic(void* dst, DType type, std::array<std::int64_t, 4> canonical_dims, bool channels_last,
                     std::uint64_t seed, std::uint64_t tensor_id, float scale, cudaStream_t stream,
-                    std::int64_t stored_d1) {
+                    std::int64_t stored_d1, std::uint64_t first_index) {
   const Dims d{canonical_dims[0], canonical_dims[1], canonical_dims[2], canonical_dims[3]};
   if (stored_d1 <= d.d1 || !channels_last) stored_d1 = 0;
   const std::int64_t count = d.d0 * (stored_d1 > 0 ? stored_d1 : d.d1) * d.d2 * d.d3;
@@ -399,7 +401,7 @@ void fill_synthetic(void* dst, DType type, std::array<std::int64_t, 4> canonical
   };
   const std::uint64_t state = host_mix(seed ^ (tensor_id * kGoldenGamma));
   fill_synthetic_kernel<<<blocks_for(count), kThreads, 0, stream>>>(dst, type, d, channels_last, state, scale, count,
-                                                                     stored_d1);
+                                                                     stored_d1, first_index);
   check_launch("fill_synthetic");
 }
 
@@ -411,12 +413,13 @@ void fill_constant(void* dst, DType type, std::int64_t count, float value, cudaS
 
 void dropout_forward(const void* x, void* y, std::uint8_t* mask, DType type, std::array<std::int64_t, 4> dims,
                      bool channels_last, std::uint64_t seed, std::uint64_t mask_tensor_id, const std::uint64_t* step,
-                     double rate, cudaStream_t stream) {
+                     double rate, cudaStream_t stream, std::uint64_t first_index) {
   const Dims d{dims[0], dims[1], dims[2], dims[3]};
   const std::int64_t count = d.d0 * d.d1 * d.d2 * d.d3;
   const float scale = static_cast<float>(1.0 / (1.0 - rate));
   dropout_forward_kernel<<<blocks_for(count), kThreads, 0, stream>>>(x, y, mask, type, d, channels_last, seed,
-                                                                     mask_tensor_id, step, rate, scale, count);
+                                                                     mask_tensor_id, step, rate, scale, count,
+                                                                     first_index);
   check_launch("dropout_forward");
 }
 

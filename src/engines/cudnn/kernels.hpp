@@ -21,9 +21,10 @@ namespace crossbench::cudnn::kernels {
 // index i (synthetic.hpp's fill_uniform), rounded once to `type`. With
 // `stored_d1` > d1 (channels_last only), each pixel stores `stored_d1` channels
 // and the extra ones are zero (the input padded to 8 channels for tensor cores).
+// `first_index` shifts the canonical index: a data-parallel rank's shard of the global batch.
 void fill_synthetic(void* dst, DType type, std::array<std::int64_t, 4> canonical_dims, bool channels_last,
                     std::uint64_t seed, std::uint64_t tensor_id, float scale, cudaStream_t stream,
-                    std::int64_t stored_d1 = 0);
+                    std::int64_t stored_d1 = 0, std::uint64_t first_index = 0);
 void fill_constant(void* dst, DType type, std::int64_t count, float value, cudaStream_t stream);
 
 // Inverted dropout with crossbench's mask for the step held in device memory at
@@ -33,7 +34,7 @@ void fill_constant(void* dst, DType type, std::int64_t count, float value, cudaS
 // NCHW or (channels_last) NHWC order; `mask` gets one byte per element.
 void dropout_forward(const void* x, void* y, std::uint8_t* mask, DType type, std::array<std::int64_t, 4> dims,
                      bool channels_last, std::uint64_t seed, std::uint64_t mask_tensor_id, const std::uint64_t* step,
-                     double rate, cudaStream_t stream);
+                     double rate, cudaStream_t stream, std::uint64_t first_index = 0);
 // dx = mask ? dy / (1 - rate) : 0, plus beta * dx (beta 0 or 1: gradient accumulation).
 void dropout_backward(const void* dy, void* dx, const std::uint8_t* mask, DType type, std::int64_t count,
                       double rate, float beta, cudaStream_t stream);

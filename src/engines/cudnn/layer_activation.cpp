@@ -50,6 +50,7 @@ class Dropout final : public LayerImpl {
   double rate = 0.5;
   float dx_beta = 0;
   std::uint64_t seed = 0, mask_tensor = 0;
+  std::uint64_t first_index = 0;  // canonical index of this rank's first mask element in the global batch
 };
 
 }  // namespace
@@ -104,11 +105,13 @@ void forward_dropout(Builder& b, int index) {
   d->seed = b.config.seed;
   d->logical = b.logical_dims(from);
   d->mask_tensor = synthetic::tensor_id(index, synthetic::Slot::dropout_mask);
+  // Element i of this rank's shard is element first_index + i of the global batch (data parallel).
+  d->first_index = static_cast<std::uint64_t>(b.first_image * d->logical[1] * d->logical[2] * d->logical[3]);
   s.out = d->y;
   b.push(index, Stage::forward, b.label(index, "forward"), {d->x, d->y, d->mask, d->step}, [d](const Exec& e) {
     kernels::dropout_forward(e.ptr(d->x), e.ptr(d->y), e.ptr_as<std::uint8_t>(d->mask), d->x.type, d->logical,
                              d->x.channels_last, d->seed, d->mask_tensor, e.ptr_as<const std::uint64_t>(d->step),
-                             d->rate, e.stream);
+                             d->rate, e.stream, d->first_index);
   });
 }
 
