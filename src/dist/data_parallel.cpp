@@ -103,7 +103,7 @@ std::string rank_list(const std::vector<int>& ranks) {
 
 CellResult run_data_parallel_cell(Engine* engine, const Network& network, const PlannedCell& planned,
                                   const Device& device, const MeasureOptions& options, const MpiSession& mpi) {
-  const GroupCommunicator group(mpi.world(), planned.group_ranks, planned.group_tag);
+  const GroupCommunicator group(mpi.groups(), planned.group_ranks, planned.group_tag);
   const double timeout_s = options.cell_time_limit_s;
   MpiStepAgreement agreement(group.get(), timeout_s);
   CellResult result;

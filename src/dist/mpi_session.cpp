@@ -18,11 +18,13 @@ MpiSession::MpiSession() {
   CB_CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
   CB_CHECK_MPI(MPI_Comm_rank(node, &local_rank_));
   CB_CHECK_MPI(MPI_Comm_free(&node));
+  CB_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &groups_));
 }
 
 MpiSession::~MpiSession() {
   int finalized = 0;
   MPI_Finalized(&finalized);
+  if (!finalized && groups_ != MPI_COMM_NULL) MPI_Comm_free(&groups_);
   if (!finalized) MPI_Finalize();
 }
 

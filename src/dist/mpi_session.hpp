@@ -20,6 +20,10 @@ class MpiSession {
   int size() const { return size_; }
   int local_rank() const { return local_rank_; }  // rank among the ranks of this node
   MPI_Comm world() const { return MPI_COMM_WORLD; }
+  // A duplicate of the world from which data-parallel groups are made
+  // (MPI_Comm_create_group talks on its parent with the group's tag: on the
+  // world it would meet rank 0's result channel, which probes every tag).
+  MPI_Comm groups() const { return groups_; }
 
   // Every rank's `mine`, in rank order, on every rank.
   std::vector<std::string> allgather(const std::string& mine) const;
@@ -35,6 +39,7 @@ class MpiSession {
   int rank_ = 0;
   int size_ = 1;
   int local_rank_ = 0;
+  MPI_Comm groups_ = MPI_COMM_NULL;
 };
 
 }  // namespace crossbench

@@ -120,7 +120,10 @@ Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, 
             for (const auto phase : options.matrix.phases)
               for (const int gpus : options.matrix.gpus)
                 for (int replica = 0; replica < options.replicas; ++replica) {
-                  PlannedCell planned{group.key, {engine, network, precision, batch, phase, gpus, replica}, -1, 0};
+                  PlannedCell planned;
+                  planned.device_key = group.key;
+                  planned.cell = {engine, network, precision, batch, phase, gpus, replica};
+                  planned.rank = -1;
                   if (done.count(cell_key(group.key, planned.cell))) continue;
                   planned.estimated_s = estimate_cell_seconds(networks.at(network), planned.cell, group.device, options.measure);
                   if (gpus > static_cast<int>(group.ranks.size()) && phase == Phase::training)
