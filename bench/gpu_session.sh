@@ -6,6 +6,10 @@
 #   pytorch   bench/gpu_pytorch_vs_crossbench.py against the cells' JSON
 #   seed      crossbench run --job jobs/seed2017.ini (cudnn, 4 precisions, batch 64)
 #   sweep     crossbench run --job jobs/batch-sweep.ini for resnet50 and alexnet in tf32
+#   dptest    the gpu data-parallel test: cuDNN + NCCL on 2 ranks, one GPU each
+#   dp        mpirun -np $GPUS crossbench run --job jobs/data-parallel.ini (gpus = 1 .. $GPUS)
+#   seedmpi   mpirun -np $GPUS: seed2017 (cudnn, 4 precisions) split over every GPU, one cube
+#   workers   seed2017 with cudnn, pytorch, pytorch-compile, jax ($WORKER_NETWORKS), one cube
 # Environment: STEPS (timed steps, default 50), WARMUP (10), TLIMIT (seconds per stage, 240).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
@@ -33,6 +37,8 @@ print(":".join(paths))')
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 fi
 CB=".bundle/run .bundle/bin/crossbench"
+GPUS=${GPUS:-2}
+MPI=".bundle/run mpirun --allow-run-as-root --oversubscribe -np $GPUS -x NCCL_NVLS_ENABLE=0"
 for stage in "$@"; do
   echo "=== $stage $(date +%T)"
   case $stage in
@@ -61,6 +67,26 @@ for stage in "$@"; do
         --set matrix.precisions=tf32 --set "matrix.batches=${SWEEP_BATCHES:-64,256,512,1024,2048,4096}" \
         --set measure.min_steps=10 --set measure.warmup=3 --set measure.target_ci=0.05 \
         --output "$OUT/sweep.h5" 2>&1 | tee "$OUT/sweep.log" | tail -40 ;;
+    dptest)
+      timeout "$TLIMIT" $MPI .bundle/bin/cudnn_data_parallel_test >"$OUT/dptest.log" 2>&1
+      echo "dptest exit $?"
+      grep -E "^\[  FAILED|^\[  PASSED|SKIPPED|Failure|differs|error" "$OUT/dptest.log" | head -20 ;;
+    dp)
+      timeout "$TLIMIT" $MPI .bundle/bin/crossbench run --job jobs/data-parallel.ini --set "matrix.gpus=${DP_GPUS:-1,2}" \
+        --set measure.min_steps="${DP_STEPS:-30}" --set measure.warmup=5 --set measure.target_ci=0.02 ${DP_ARGS:-} \
+        --output "$OUT/dp.h5" 2>&1 | tee "$OUT/dp.log" | tail -45 ;;
+    seedmpi)
+      timeout "$TLIMIT" $MPI .bundle/bin/crossbench run --job jobs/seed2017.ini --set matrix.engines=cudnn \
+        --set matrix.precisions=fp32,tf32,fp16,bf16 --set measure.min_steps="$STEPS" --set measure.target_ci=0.02 \
+        ${SEED_ARGS:-} --output "$OUT/seedmpi.h5" 2>&1 | tee "$OUT/seedmpi.log" | tail -64 ;;
+    workers)
+      timeout "$TLIMIT" $CB run --job jobs/seed2017.ini --set matrix.engines=cudnn,pytorch,pytorch-compile,jax \
+        --set "matrix.networks=${WORKER_NETWORKS:-alexnet,googlenet,resnet50}" --set matrix.precisions=fp32,tf32,bf16 \
+        --set "workers.pytorch=python3 -u {workers}/pytorch/worker.py" \
+        --set "workers.pytorch-compile=python3 -u {workers}/pytorch/worker.py --compile" \
+        --set "workers.jax=python3 -u {workers}/jax/worker.py" \
+        --set measure.min_steps="${WORKER_STEPS:-30}" --set measure.warmup=5 --set measure.target_ci=0.05 \
+        --output "$OUT/workers.h5" 2>&1 | tee "$OUT/workers.log" | tail -80 ;;
   esac
 done
 echo "=== done $(date +%T)"
