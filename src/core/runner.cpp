@@ -41,6 +41,18 @@ CellResult without_measurements(const CellResult& partial, Status status, std::s
   return result;
 }
 
+// --layer-times: the profiling pass of an ok cell, run after its statistics
+// are final, so it cannot change them. A failure here costs the layer times,
+// never the cell: the headline stays as measured, the message says why.
+void profile_layers(Session& session, int repetitions, CellResult& result) {
+  try {
+    result.layer_times = session.layer_times(repetitions);
+  } catch (const std::exception& error) {
+    result.layer_times.clear();
+    result.message += std::string("; layer times not measured: ") + error.what();
+  }
+}
+
 }  // namespace
 
 Measurement measure(Session& session, const MeasureOptions& options, double seconds_already_spent) {
@@ -148,6 +160,7 @@ CellResult run_cell(Engine* engine, const std::string& engine_name, const Networ
                      format(" after %.0f steps (95%% CI of the median ±%.2f%%); loss %.6g",
                             static_cast<double>(result.steps),
                             100.0 * relative_ci_half_width(result.statistics), check.loss);
+    if (options.layer_times) profile_layers(*session, options.layer_time_repetitions, result);
   } catch (const Unsupported& error) {
     return without_measurements(result, Status::unsupported, error.what());
   } catch (const CellTimeout& error) {
