@@ -19,6 +19,7 @@
 #include "crossbench/cell.hpp"
 #include "crossbench/communicator.hpp"
 #include "crossbench/device.hpp"
+#include "crossbench/layer_time.hpp"
 #include "crossbench/measure.hpp"
 #include "crossbench/network.hpp"
 
@@ -66,14 +67,6 @@ struct OutputCheck {
   double logits_checksum = 0;          // sum of logits
   double gradient_norm = 0;            // L2 norm over all weight gradients (training), else NaN
   std::vector<double> gradient_norms;  // per trainable tensor, in layer order (weight, bias, gamma, beta)
-};
-
-// One layer's share of a step, from a separate profiling pass (--layer-times).
-struct LayerTime {
-  std::string layer;          // the network's layer name
-  std::string kind;           // its LayerKind
-  double forward_ms = 0;      // median over the profiling repetitions [ms]
-  double backward_ms = 0;     // [ms]; 0 in inference
 };
 
 class Session {

@@ -15,6 +15,10 @@ struct MeasureOptions {
   int max_steps = 10000;             // timed steps at most
   double target_ci = 0.01;           // stop when the relative half-width of the median's 95% CI is below this
   double cell_time_limit_s = 600;    // [s] wall time per cell, preparation included
+  // --layer-times: a separate profiling pass after the timed steps and the
+  // output check of an ok cell. It never feeds the headline statistics.
+  bool layer_times = false;
+  int layer_time_repetitions = 10;   // profiled steps; each layer's time is their median
 };
 
 // Device telemetry over the timed steps of a cell (GPU engines: NVML). NaN

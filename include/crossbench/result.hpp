@@ -8,6 +8,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "crossbench/cell.hpp"
+#include "crossbench/layer_time.hpp"
 #include "crossbench/statistics.hpp"
 
 namespace crossbench {
@@ -36,6 +37,10 @@ struct CellResult {
   std::string message;                     // why the cell is not ok; for ok cells, the stopping decision
   std::string decisions;                   // the engine's recorded decisions (Session::decisions())
   std::vector<double> samples_ms;          // every timed step [ms]
+  // --layer-times: per layer in network order, from a profiling pass after the
+  // timed steps (never part of them); empty when not asked for, when the cell
+  // is not ok, or when the engine cannot profile. Cube: group /layer_times.
+  std::vector<LayerTime> layer_times;
 };
 
 nlohmann::json to_json(const CellResult& result);

@@ -1,5 +1,6 @@
 #include "app/console.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -75,6 +76,53 @@ void Progress::finished(const CellResult& result, double estimated_s) {
 void print_table(std::ostream& out, const std::vector<CellResult>& results) {
   out << result_header() << "\n";
   for (const auto& result : results) out << result_row(result) << "\n";
+  out << std::flush;
+}
+
+void print_layer_times(std::ostream& out, const std::vector<CellResult>& results, int repetitions) {
+  out << "\nLayer times (--layer-times): each layer's median over " << repetitions
+      << " profiled steps, run after the timed steps (never part of the headline);\n"
+         "sorted by forward + backward; % of step = share of the sum over the cell's layers\n";
+  for (const CellResult& result : results) {
+    out << "\n" << result.device_key << " | " << result.cell.engine << " " << result.cell.network << " "
+        << to_string(result.cell.precision) << " batch " << result.cell.batch << " " << to_string(result.cell.phase);
+    if (result.status != Status::ok) {
+      out << ": no layer times (the cell is " << to_string(result.status) << ")\n";
+      continue;
+    }
+    if (result.layer_times.empty()) {
+      const auto why = result.message.find("layer times not measured");
+      out << ": no layer times ("
+          << (why != std::string::npos ? result.message.substr(why) : "engine '" + result.cell.engine + "' does not profile layers")
+          << ")\n";
+      continue;
+    }
+    std::vector<LayerTime> sorted = result.layer_times;
+    const auto total = [](const LayerTime& t) { return t.forward_ms + t.backward_ms; };
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [&](const LayerTime& a, const LayerTime& b) { return total(a) > total(b); });
+    double step_ms = 0;
+    std::size_t name_width = 5, kind_width = 4;
+    for (const LayerTime& t : sorted) {
+      step_ms += total(t);
+      name_width = std::max(name_width, t.layer.size());
+      kind_width = std::max(kind_width, t.kind.size());
+    }
+    out << ": layers sum " << number(step_ms, "%.3f") << " ms, headline median "
+        << number(result.statistics.median_ms, "%.3f") << " ms\n";
+    char line[512];
+    const int nw = static_cast<int>(std::min<std::size_t>(name_width, 60));
+    const int kw = static_cast<int>(kind_width);
+    std::snprintf(line, sizeof line, "  %-*s %-*s %12s %12s %10s", nw, "layer", kw, "kind", "forward_ms", "backward_ms",
+                  "% of step");
+    out << line << "\n";
+    for (const LayerTime& t : sorted) {
+      std::snprintf(line, sizeof line, "  %-*s %-*s %12s %12s %10s", nw, shorten(t.layer, 60).c_str(), kw,
+                    t.kind.c_str(), number(t.forward_ms, "%.3f").c_str(), number(t.backward_ms, "%.3f").c_str(),
+                    number(step_ms > 0 ? 100.0 * total(t) / step_ms : NAN, "%.1f").c_str());
+      out << line << "\n";
+    }
+  }
   out << std::flush;
 }
 

@@ -32,5 +32,8 @@ class Progress {
 
 std::string format_duration(double seconds);
 void print_table(std::ostream& out, const std::vector<CellResult>& results);
+// --layer-times: per cell, its layers sorted by forward + backward time, with
+// each layer's share of the profiled step (the sum over the cell's layers).
+void print_layer_times(std::ostream& out, const std::vector<CellResult>& results, int repetitions);
 
 }  // namespace crossbench

@@ -39,6 +39,8 @@ const std::vector<std::tuple<std::string, std::string, std::string>>& key_table(
       {"measure", "seed", "seed of the synthetic weights, inputs and labels (default 42)"},
       {"measure", "update", "training weight update: none or sgd (default none)"},
       {"measure", "learning_rate", "learning rate of --update sgd (default 0.01)"},
+      {"measure", "layer_times", "true: after an ok cell's timed steps, a separate pass times each layer's forward and backward; never changes the headline (default false); --layer-times"},
+      {"measure", "layer_time_repetitions", "profiled steps of --layer-times; each layer's time is their median (default 10)"},
       {"engine", "algo", "GPU convolution algorithms: heuristic (the library's first choice) or exhaustive (measured search, untimed) (default heuristic)"},
       {"engine", "workspace_limit_mb", "GPU convolution workspace limit per convolution [MiB] (default 1024)"},
       {"engine", "layout", "auto (NCHW for fp32/tf32, NHWC for fp16/bf16), nchw or nhwc (default auto)"},
@@ -209,7 +211,7 @@ const std::map<std::string, std::map<std::string, std::string>>& job_file_keys()
 std::string run_options_help() {
   std::ostringstream text;
   text << "usage: crossbench run|plan [--job FILE] [--set section.key=value ...] [--output PATH]\n"
-          "                           [--device-tag TAG] [--replicas R] [--quiet]\n\n"
+          "                           [--device-tag TAG] [--replicas R] [--layer-times] [--quiet]\n\n"
           "Job file keys (INI sections):\n";
   for (const auto& [section, keys] : job_file_keys()) {
     text << "  [" << section << "]\n";
@@ -234,7 +236,9 @@ Options parse_run_options(const std::vector<std::string>& arguments, const std::
       "layout", po::value<std::string>(), "= --set engine.layout=...")(
       "update", po::value<std::string>(), "= --set measure.update=...")(
       "gpus", po::value<std::string>(), "= --set matrix.gpus=...")(
-      "cuda-graphs", po::bool_switch(), "= --set engine.cuda_graphs=true");
+      "cuda-graphs", po::bool_switch(), "= --set engine.cuda_graphs=true")(
+
+      "layer-times", po::bool_switch(), "= --set measure.layer_times=true");
   po::variables_map given;
   try {
     po::store(po::command_line_parser(arguments).options(command).run(), given);
@@ -266,6 +270,7 @@ Options parse_run_options(const std::vector<std::string>& arguments, const std::
   if (given.count("update")) apply_override(settings, "measure.update=" + given["update"].as<std::string>());
   if (given.count("gpus")) apply_override(settings, "matrix.gpus=" + given["gpus"].as<std::string>());
   if (given["cuda-graphs"].as<bool>()) apply_override(settings, "engine.cuda_graphs=true");
+  if (given["layer-times"].as<bool>()) apply_override(settings, "measure.layer_times=true");
 
   const auto value = [&](const std::string& dotted) -> const std::pair<std::string, std::string>* {
     const auto found = settings.find(dotted);
@@ -382,6 +387,13 @@ Options parse_run_options(const std::vector<std::string>& arguments, const std::
     else if (update->first == "sgd") options.engine.update = Update::sgd;
     else throw UsageError(update->second + ": unknown [measure] update '" + update->first + "'; valid: none, sgd");
   }
+
+  if (const auto* layer_times = value("measure.layer_times")) {
+    if (layer_times->first == "true") options.measure.layer_times = true;
+    else if (layer_times->first == "false") options.measure.layer_times = false;
+    else throw UsageError(layer_times->second + ": [measure] layer_times must be true or false, not '" + layer_times->first + "'");
+  }
+  options.measure.layer_time_repetitions = static_cast<int>(integer_setting("measure.layer_time_repetitions", 10, 1, 10000));
 
   for (const auto& engine : options.matrix.engines)
     if (worker_commands.count(engine)) options.engine.worker_commands[engine] = split_worker_command(worker_commands[engine]);

@@ -55,6 +55,8 @@ std::map<std::string, std::string> run_attributes(const Options& options, const 
       {"measure_max_steps", std::to_string(options.measure.max_steps)},
       {"measure_target_ci", std::to_string(options.measure.target_ci)},
       {"measure_cell_time_limit_s", std::to_string(options.measure.cell_time_limit_s)},
+      {"measure_layer_times", options.measure.layer_times ? "true" : "false"},
+      {"measure_layer_time_repetitions", std::to_string(options.measure.layer_time_repetitions)},
       {"seed", std::to_string(options.engine.seed)},
       {"update", options.engine.update == Update::sgd ? "sgd" : "none"},
       {"learning_rate", std::to_string(options.engine.learning_rate)},
@@ -223,6 +225,7 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
     add_scaling_efficiency(ordered);
     std::cout << "\n";
     print_table(std::cout, ordered);
+    if (options.measure.layer_times) print_layer_times(std::cout, ordered, options.measure.layer_time_repetitions);
   }
   std::cout << "\ncrossbench: wrote " << options.output.string() << " (" << collector->results().size() << " cells:";
   for (const auto& [status, count] : counts) std::cout << " " << count << " " << to_string(status);

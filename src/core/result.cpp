@@ -87,6 +87,12 @@ nlohmann::json to_json(const CellResult& result) {
   const Statistics& statistics = result.statistics;
   json samples = json::array();
   for (const double sample : result.samples_ms) samples.push_back(number_to_json(sample));
+  json layer_times = json::array();
+  for (const LayerTime& time : result.layer_times)
+    layer_times.push_back({{"layer", time.layer},
+                           {"kind", time.kind},
+                           {"forward_ms", number_to_json(time.forward_ms)},
+                           {"backward_ms", number_to_json(time.backward_ms)}});
   return json{
       {"device_key", result.device_key},
       {"engine", result.cell.engine},
@@ -120,6 +126,7 @@ nlohmann::json to_json(const CellResult& result) {
       {"message", result.message},
       {"decisions", result.decisions},
       {"samples_ms", std::move(samples)},
+      {"layer_times", std::move(layer_times)},
   };
 }
 
@@ -176,6 +183,27 @@ CellResult cell_result_from_json(const nlohmann::json& record) {
   result.samples_ms.reserve(samples.size());
   for (std::size_t i = 0; i < samples.size(); ++i)
     result.samples_ms.push_back(double_from_json(samples[i], "samples_ms[" + std::to_string(i) + "]"));
+
+  // Optional: journals written before --layer-times existed have no such field.
+  if (const auto found = record.find("layer_times"); found != record.end()) {
+    if (!found->is_array()) malformed("layer_times", "must be an array, not a " + type_of(*found));
+    result.layer_times.reserve(found->size());
+    for (std::size_t i = 0; i < found->size(); ++i) {
+      const json& entry = (*found)[i];
+      const std::string where = "layer_times[" + std::to_string(i) + "]";
+      if (!entry.is_object()) malformed(where, "must be an object, not a " + type_of(entry));
+      LayerTime time;
+      try {
+        time.layer = read_string(entry, "layer");
+        time.kind = read_string(entry, "kind");
+        time.forward_ms = read_double(entry, "forward_ms");
+        time.backward_ms = read_double(entry, "backward_ms");
+      } catch (const Error& error) {
+        throw Error(std::string(error.what()) + " (in `" + where + "`)");
+      }
+      result.layer_times.push_back(std::move(time));
+    }
+  }
   return result;
 }
 

@@ -63,6 +63,18 @@ CellResult failed_cell(const CellResult& partial, std::exception_ptr thrown) {
   }
 }
 
+// --layer-times: the profiling pass of an ok cell, run after its statistics
+// are final, so it cannot change them. A failure here costs the layer times,
+// never the cell: the headline stays as measured, the message says why.
+void profile_layers(Session& session, int repetitions, CellResult& result) {
+  try {
+    result.layer_times = session.layer_times(repetitions);
+  } catch (const std::exception& error) {
+    result.layer_times.clear();
+    result.message += std::string("; layer times not measured: ") + error.what();
+  }
+}
+
 }  // namespace
 
 Measurement measure(Session& session, const MeasureOptions& options, double seconds_already_spent,
@@ -227,6 +239,7 @@ CellResult run_cell(Engine* engine, const std::string& engine_name, const Networ
     result.peak_memory_bytes = static_cast<double>(session->memory().peak_bytes);
     result.decisions = session->decisions();
     summarize_cell(result, network, measurement, check, options, preparation_s, data_parallel ? cell.gpus : 1);
+    if (result.status == Status::ok && options.layer_times) profile_layers(*session, options.layer_time_repetitions, result);
   } catch (...) {
     return failed_cell(result, std::current_exception());
   }

@@ -12,6 +12,7 @@
 #include "cube/cube_layout.hpp"
 #include "cube/hdf5_handle.hpp"
 #include "cube/hdf5_io.hpp"
+#include "cube/layer_times_io.hpp"
 
 namespace crossbench {
 namespace {
@@ -38,6 +39,7 @@ class CubeReader {
     contents.axes = read_axes();
     contents.cells = read_cells(contents.axes);
     contents.ranks = read_ranks();
+    layout::read_layer_times(file_, what_, contents.cells);
     return contents;
   }
 

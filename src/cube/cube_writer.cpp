@@ -22,6 +22,7 @@
 #include "cube/cube_layout.hpp"
 #include "cube/hdf5_handle.hpp"
 #include "cube/hdf5_io.hpp"
+#include "cube/layer_times_io.hpp"
 
 namespace crossbench {
 namespace {
@@ -389,6 +390,7 @@ void write_contents(hid_t file, const CubeContents& contents, const CellGrid& gr
   write_cell_texts(file, grid, cell_scales);
   write_samples(file, grid, scales);
   write_ranks(file, contents.ranks);
+  layout::write_layer_times(file, grid.cells);  // --layer-times; nothing without them
 }
 
 void write_file(const fs::path& path, const CubeContents& contents, const CellGrid& grid,

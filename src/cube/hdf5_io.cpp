@@ -119,6 +119,10 @@ void write_number_array_attribute(hid_t object, const std::string& name, std::sp
 }
 template void write_number_array_attribute<std::uint8_t>(hid_t, const std::string&,
                                                          std::span<const std::uint8_t>);
+template void write_number_array_attribute<std::int32_t>(hid_t, const std::string&,
+                                                         std::span<const std::int32_t>);
+template void write_number_array_attribute<std::int64_t>(hid_t, const std::string&,
+                                                         std::span<const std::int64_t>);
 
 bool is_text_attribute(hid_t object, const std::string& name) {
   const Attribute attribute(CB_CHECK_HDF5(H5Aopen(object, name.c_str(), H5P_DEFAULT)));

@@ -198,5 +198,89 @@ TEST_F(RunCell, UnsupportedReasonsAreKept) {
   EXPECT_NE(not_built.message.find("not built"), std::string::npos);
 }
 
+// --layer-times: a session that records in `log` (which outlives it) when the
+// profile pass ran, relative to its steps and its check(), and what it was asked for.
+struct ProfileLog {
+  int steps = 0, checked_at = -1, profiled_at = -1, profiles = 0, repetitions = 0;
+};
+
+class ProfiledSession final : public Session {
+ public:
+  explicit ProfiledSession(ProfileLog& log, bool throws = false, bool finite = true)
+      : log_(log), timer_([](int) { return 5.0; }), throws_(throws), finite_(finite) {}
+  void step() override { ++log_.steps; }
+  StepTimer& timer() override { return timer_; }
+  MemoryUse memory() const override { return {1}; }
+  OutputCheck check() override {
+    log_.checked_at = log_.steps;
+    return {finite_, finite_ ? 6.9 : NAN, 1.0, 1.0, {}};
+  }
+  std::vector<LayerTime> layer_times(int repetitions) override {
+    ++log_.profiles;
+    log_.profiled_at = log_.steps;
+    log_.repetitions = repetitions;
+    for (int i = 0; i < repetitions; ++i) timer_.elapsed_ms();  // a profiled step must not reach the samples
+    log_.steps += repetitions;
+    if (throws_) throw Error("cudaEventRecord failed");
+    return {{"conv1", "convolution", 1.5, 2.5}, {"fc", "fully_connected", 0.25, 0.5}};
+  }
+
+ private:
+  ProfileLog& log_;
+  ScriptedTimer timer_;
+  bool throws_, finite_;
+};
+
+TEST_F(RunCell, LayerTimesOnlyWhenAskedAndNeverInTheHeadline) {
+  ProfileLog plain;
+  ScriptedEngine without([&] { return std::make_unique<ProfiledSession>(plain); });
+  const CellResult reference = run(&without);
+  ASSERT_EQ(reference.status, Status::ok) << reference.message;
+  EXPECT_TRUE(reference.layer_times.empty());
+  EXPECT_EQ(plain.profiles, 0);
+
+  options_.layer_times = true;
+  options_.layer_time_repetitions = 7;
+  ProfileLog profiled;
+  ScriptedEngine with([&] { return std::make_unique<ProfiledSession>(profiled); });
+  const CellResult r = run(&with);
+  ASSERT_EQ(r.status, Status::ok) << r.message;
+  EXPECT_EQ(profiled.profiles, 1);
+  EXPECT_EQ(profiled.repetitions, 7);
+  EXPECT_EQ(profiled.checked_at, plain.checked_at);
+  EXPECT_EQ(profiled.profiled_at, profiled.checked_at) << "the profile pass runs after the timed steps and the check";
+  ASSERT_EQ(r.layer_times.size(), 2u);
+  EXPECT_EQ(r.layer_times[0].layer, "conv1");
+  EXPECT_EQ(r.layer_times[1].backward_ms, 0.5);
+  // The headline is that of the run without profiling, to the bit.
+  EXPECT_EQ(r.steps, reference.steps);
+  EXPECT_EQ(r.samples_ms, reference.samples_ms);
+  EXPECT_EQ(r.statistics.median_ms, reference.statistics.median_ms);
+  EXPECT_EQ(r.images_per_s, reference.images_per_s);
+  EXPECT_EQ(r.message, reference.message);
+}
+
+TEST_F(RunCell, FailedLayerProfileKeepsTheCellOk) {
+  options_.layer_times = true;
+  ProfileLog log;
+  ScriptedEngine engine([&] { return std::make_unique<ProfiledSession>(log, /*throws=*/true); });
+  const CellResult r = run(&engine);
+  ASSERT_EQ(r.status, Status::ok) << r.message;
+  EXPECT_EQ(log.profiles, 1);
+  EXPECT_DOUBLE_EQ(r.statistics.median_ms, 5.0);
+  EXPECT_TRUE(r.layer_times.empty());
+  EXPECT_NE(r.message.find("layer times not measured: cudaEventRecord failed"), std::string::npos) << r.message;
+}
+
+TEST_F(RunCell, CellsThatAreNotOkAreNotProfiled) {
+  options_.layer_times = true;
+  ProfileLog log;
+  ScriptedEngine engine([&] { return std::make_unique<ProfiledSession>(log, /*throws=*/false, /*finite=*/false); });
+  const CellResult r = run(&engine);  // non-finite output: failed
+  EXPECT_EQ(r.status, Status::failed);
+  EXPECT_TRUE(r.layer_times.empty());
+  EXPECT_EQ(log.profiles, 0);
+}
+
 }  // namespace
 }  // namespace crossbench

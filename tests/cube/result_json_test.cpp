@@ -37,6 +37,13 @@ void expect_identical(const CellResult& a, const CellResult& b) {
   EXPECT_EQ(a.decisions, b.decisions);
   ASSERT_EQ(a.samples_ms.size(), b.samples_ms.size());
   for (std::size_t i = 0; i < a.samples_ms.size(); ++i) EXPECT_TRUE(same_bits(a.samples_ms[i], b.samples_ms[i]));
+  ASSERT_EQ(a.layer_times.size(), b.layer_times.size());
+  for (std::size_t i = 0; i < a.layer_times.size(); ++i) {
+    EXPECT_EQ(a.layer_times[i].layer, b.layer_times[i].layer);
+    EXPECT_EQ(a.layer_times[i].kind, b.layer_times[i].kind);
+    EXPECT_TRUE(same_bits(a.layer_times[i].forward_ms, b.layer_times[i].forward_ms)) << i;
+    EXPECT_TRUE(same_bits(a.layer_times[i].backward_ms, b.layer_times[i].backward_ms)) << i;
+  }
 }
 
 // Through text, as over MPI and through the journal.
@@ -67,6 +74,26 @@ TEST(ResultJson, AwkwardDoublesAndNaNRoundTrip) {
   EXPECT_EQ(json.at("status"), "ok");
   EXPECT_EQ(json.at("precision"), "bf16");
   expect_identical(result, through_text(result));
+}
+
+TEST(ResultJson, LayerTimesRoundTripExactly) {
+  CellResult result = testing::sample_ok_cell("gpu", "cudnn", "googlenet", Precision::fp16, 64, Phase::training, 0,
+                                              {2.0, 2.5}, 1);
+  result.layer_times = {{"conv1/7x7_s2", "convolution", 0.1, 1.0 / 3.0},
+                        {"inception_3a/output", "concat", 1e-300, 0.0},
+                        {"loss", "softmax_cross_entropy", 0.0125, not_a_number}};
+  const nlohmann::json json = to_json(result);
+  ASSERT_EQ(json.at("layer_times").size(), 3u);
+  EXPECT_EQ(json.at("layer_times")[0].at("layer"), "conv1/7x7_s2");
+  EXPECT_TRUE(json.at("layer_times")[2].at("backward_ms").is_null());
+  expect_identical(result, through_text(result));
+}
+
+TEST(ResultJson, RecordsWithoutLayerTimesAreAccepted) {
+  // Journals written before --layer-times have no such field: their cells read back without layer times.
+  nlohmann::json record = to_json(testing::sample_cube().cells.front());
+  record.erase("layer_times");
+  EXPECT_TRUE(cell_result_from_json(record).layer_times.empty());
 }
 
 TEST(ResultJson, DefaultResultRoundTrips) {
@@ -108,6 +135,14 @@ TEST(ResultJson, MalformedRecordsAreRejectedNamingTheField) {
   expect_rejected(with("median_ms", "fast"), "median_ms");
   expect_rejected(with("samples_ms", 1.0), "samples_ms");
   expect_rejected(with("samples_ms", nlohmann::json::array({1.0, "x"})), "samples_ms[1]");
+  expect_rejected(with("layer_times", "fast"), "layer_times");
+  expect_rejected(with("layer_times", nlohmann::json::array({1.0})), "layer_times[0]");
+  expect_rejected(with("layer_times", nlohmann::json::array({{{"layer", "conv1"}, {"kind", "convolution"},
+                                                              {"forward_ms", 1.0}}})),
+                  "backward_ms");
+  expect_rejected(with("layer_times", nlohmann::json::array({{{"layer", 3}, {"kind", "convolution"},
+                                                              {"forward_ms", 1.0}, {"backward_ms", 1.0}}})),
+                  "layer_times[0]");
   EXPECT_THROW(cell_result_from_json(nlohmann::json::array()), Error);
   EXPECT_THROW(cell_result_from_json(nlohmann::json("ok")), Error);
 }

@@ -41,6 +41,7 @@ struct Tensor {
 // (dropout, loss, SGD) for what oneDNN has no primitive.
 struct Op {
   std::string label;  // "conv1 forward", for error messages
+  int layer = -1;     // the network layer whose work this is (reorders and gradient sums included), for --layer-times
   dnnl::primitive primitive;
   std::vector<std::pair<int, Tensor>> args;
   std::unordered_map<int, dnnl::memory> bound;  // args as memory objects, made once after allocation
@@ -148,6 +149,7 @@ class BuildContext {
   bool training;
   std::int64_t batch;
   std::vector<LayerState> layers;
+  int current_layer = -1;  // the layer being built: every op pushed now is charged to it (Op::layer)
 
   const Layer& layer(int index) const { return network.layers()[static_cast<std::size_t>(index)]; }
   LayerState& state(int index) { return layers[static_cast<std::size_t>(index)]; }

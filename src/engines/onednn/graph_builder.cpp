@@ -37,6 +37,7 @@ void BuildContext::push_primitive(const std::string& what, const dnnl::primitive
                                   std::vector<std::pair<int, Tensor>> args) {
   Op op;
   op.label = what;
+  op.layer = current_layer;
   op.primitive = CB_CHECK_DNNL(dnnl::primitive(pd.get()));
   const md scratch = pd.scratchpad_desc();
   if (scratch.get_size() > 0) {
@@ -53,6 +54,7 @@ void BuildContext::push_primitive(const std::string& what, const dnnl::primitive
 void BuildContext::push_host(const std::string& what, const std::vector<Tensor>& touches, std::function<void()> run) {
   Op op;
   op.label = what;
+  op.layer = current_layer;
   op.host = std::move(run);
   const std::size_t index = graph.ops.size();
   for (const Tensor& t : touches) graph.pool.use(t.buffer, index);
@@ -217,6 +219,7 @@ bool has_parameters(LayerKind kind) {
 // Runs one layer's builder; failures name the layer (OutOfMemory stays OutOfMemory).
 template <typename Build>
 void with_layer_context(BuildContext& ctx, int index, const char* what, Build&& build) {
+  ctx.current_layer = index;
   try {
     build();
   } catch (const OutOfMemory& e) {
@@ -349,6 +352,9 @@ std::unique_ptr<Graph> build_graph(const Network& network, const CellSpec& cell,
   if (data_parallel) push_wait_for_averages(ctx);
   graph->backward_end = graph->ops.size();
   if (ctx.training && config.update == Update::sgd) build_sgd(ctx);
+  for (const Op& op : graph->ops)  // --layer-times charges every op to a layer: none may be left out
+    if (op.layer < 0 || op.layer >= count)
+      throw Error("oneDNN engine: op '" + op.label + "' belongs to no layer (a builder bug)");
   for (int index = 0; index < count; ++index)
     if (ctx.state(index).diff) graph->gradients[static_cast<std::size_t>(index)] = *ctx.state(index).diff;
 

@@ -16,6 +16,7 @@ OnednnSession::OnednnSession(const Network& network, const CellSpec& cell, const
     : config_(config) {
   if (config_.threads > 0) omp_set_num_threads(config_.threads);
   graph_ = build_graph(network, cell, config, options, communicator);
+  for (const Layer& layer : network.layers()) network_layers_.emplace_back(layer.name, std::string(to_string(layer.kind)));
 }
 
 std::string OnednnSession::decisions() const {

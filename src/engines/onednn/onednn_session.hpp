@@ -4,6 +4,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "crossbench/engine.hpp"
@@ -24,6 +26,8 @@ class OnednnSession final : public Session {
   OutputCheck check() override;
   std::string decisions() const override;
   double last_step_exposed_communication_ms() override;
+  // --layer-times: each layer's forward and backward [ms], median over `repetitions` profiled steps (layer_profile.cpp).
+  std::vector<LayerTime> layer_times(int repetitions) override;
 
   // ---- For tests: values in canonical layouts (synthetic.hpp), as fp32 ----
   // A parameter's value and gradient (after check() or step() in training).
@@ -44,6 +48,7 @@ class OnednnSession final : public Session {
   const Parameter& find(int layer, synthetic::Slot slot) const;
 
   std::unique_ptr<Graph> graph_;
+  std::vector<std::pair<std::string, std::string>> network_layers_;  // (name, kind) in layer order
   EngineConfig config_;
   SteadyClockTimer timer_;
   std::uint64_t steps_ = 0;

@@ -15,6 +15,7 @@ void build_sgd(BuildContext& ctx) {
     md layout = p.value.desc;
     layout.data.data_type = dnnl_f32;
     const std::string what = ctx.label(p.layer, "sgd update");
+    ctx.current_layer = p.layer;  // --layer-times: a weight's update counts in its layer's backward
     const Tensor gradient = ctx.ensure(p.gradient, layout, what);
     const Tensor value = p.value;
     const dt type = value.desc.data_type();
