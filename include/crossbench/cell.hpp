@@ -32,8 +32,11 @@ struct CellSpec {
   Precision precision = Precision::fp32;
   std::int64_t batch = 1;  // images per step
   Phase phase = Phase::inference;
-  int gpus = 1;            // devices of one key training it together (data parallel); `batch` is per device
   int replica = 0;         // 0 .. replicas-1: the same cell on distinct devices of one key
+  // Devices of one key training it together (data parallel); `batch` is per
+  // device. After `replica` so that positional initialisers written before
+  // the gpus axis ({..., phase, replica}) keep their meaning.
+  int gpus = 1;
   bool operator==(const CellSpec&) const = default;
 };
 

@@ -122,7 +122,7 @@ Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, 
                 for (int replica = 0; replica < options.replicas; ++replica) {
                   PlannedCell planned;
                   planned.device_key = group.key;
-                  planned.cell = {engine, network, precision, batch, phase, gpus, replica};
+                  planned.cell = {engine, network, precision, batch, phase, replica, gpus};
                   planned.rank = -1;
                   if (done.count(cell_key(group.key, planned.cell))) continue;
                   planned.estimated_s = estimate_cell_seconds(networks.at(network), planned.cell, group.device, options.measure);

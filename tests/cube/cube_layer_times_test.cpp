@@ -107,17 +107,17 @@ TEST_F(CubeLayerTimes, SubgroupsAreNamedByTheCellsPositionAndCarryItsCoordinates
   const hdf5::File file(H5Fopen(path_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
   ASSERT_GE(file.get(), 0);
   // Axes of 2 values each: gpu/cudnn/alexnet/fp32/b64/inference/r0 is cell 0,
-  // cpu/onednn/resnet50/fp32/b128/inference/r0 is (1,1,1,0,1,0,0) = 64 + 32 + 16 + 4 = 116.
+  // cpu/onednn/resnet50/fp32/b128/inference/g1/r0 is (1,1,1,0,1,0,0,0) over 2 × … × 2 = 128 + 64 + 32 + 8 = 232.
   EXPECT_TRUE(hdf5::link_exists(file, "layer_times/cell_0"));
-  EXPECT_TRUE(hdf5::link_exists(file, "layer_times/cell_116"));
+  EXPECT_TRUE(hdf5::link_exists(file, "layer_times/cell_232"));
   const hdf5::Group group(H5Gopen2(file, "layer_times", H5P_DEFAULT));
   EXPECT_EQ(hdf5::read_strings(hdf5::open_dataset(group, "group", "index")),
-            (std::vector<std::string>{"cell_0", "cell_116"}));
+            (std::vector<std::string>{"cell_0", "cell_232"}));
   EXPECT_EQ(hdf5::read_strings(hdf5::open_dataset(group, "network", "index")),
             (std::vector<std::string>{"alexnet", "resnet50"}));
   EXPECT_EQ(hdf5::read_numbers<std::int64_t>(hdf5::open_dataset(group, "batch", "index")),
             (std::vector<std::int64_t>{64, 128}));
-  const hdf5::Group cell(H5Gopen2(group, "cell_116", H5P_DEFAULT));
+  const hdf5::Group cell(H5Gopen2(group, "cell_232", H5P_DEFAULT));
   EXPECT_EQ(hdf5::read_string_attribute(cell, "device"), testing::sample_cpu_key);
   EXPECT_EQ(hdf5::read_string_attribute(cell, "network"), "resnet50");
   EXPECT_EQ(hdf5::read_string_attribute(cell, "phase"), "inference");

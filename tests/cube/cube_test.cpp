@@ -45,7 +45,8 @@ void expect_same_cell(const CellResult& expected, const CellResult& actual) {
     return std::vector<double>{s.median_ms,     s.mean_ms,  s.std_ms,       s.min_ms,
                                s.max_ms,        s.p05_ms,   s.p95_ms,       s.ci_low_ms,
                                s.ci_high_ms,    r.images_per_s, r.tflops,   r.peak_memory_bytes,
-                               r.energy_j_per_image, r.mean_sm_clock_mhz};
+                               r.energy_j_per_image, r.mean_sm_clock_mhz, r.exposed_communication_ms,
+                               r.scaling_efficiency};
   };
   expect_same_numbers(numbers(expected), numbers(actual), what + " numbers");
   EXPECT_EQ(expected.throttled, actual.throttled) << what;
@@ -117,6 +118,7 @@ TEST_F(CubeTest, RoundTripKeepsEveryCellRankAndAttribute) {
   EXPECT_EQ(read.axes.precisions, written.axes.precisions);
   EXPECT_EQ(read.axes.batches, written.axes.batches);
   EXPECT_EQ(read.axes.phases, written.axes.phases);
+  EXPECT_EQ(read.axes.gpus, written.axes.gpus);
   EXPECT_EQ(read.axes.replicas, written.axes.replicas);
 
   ASSERT_EQ(read.cells.size(), written.cells.size());
@@ -265,7 +267,7 @@ TEST_F(CubeTest, FileWithAnotherSchemaIsRefused) {
   {
     const hdf5::File file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
     ASSERT_GE(file.get(), 0);
-    const std::string schema = "crossbench-cube/2";
+    const std::string schema = "crossbench-cube/99";
     const hdf5::Datatype type(H5Tcopy(H5T_C_S1));
     H5Tset_size(type, schema.size());
     const hdf5::Dataspace space(H5Screate(H5S_SCALAR));
@@ -276,7 +278,7 @@ TEST_F(CubeTest, FileWithAnotherSchemaIsRefused) {
     read_cube(path);
     FAIL() << "a file of another schema was read";
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("has schema crossbench-cube/2; this crossbench reads crossbench-cube/1"),
+    EXPECT_NE(std::string(error.what()).find("has schema crossbench-cube/99; this crossbench reads crossbench-cube/2"),
               std::string::npos)
         << error.what();
   }
@@ -335,6 +337,7 @@ TEST_F(CubeTest, FailedWriteRemovesTheTemporaryFile) {
 TEST_F(CubeTest, EmptyCubeRoundTrips) {
   CubeContents empty;
   empty.axes.devices = {sample_gpu_key};
+  empty.axes.gpus = {1};
   empty.axes.replicas = {0};  // other axes empty: no cells at all
   const fs::path path = directory_ / "empty.h5";
   write_cube(path, empty);

@@ -43,7 +43,7 @@ inline CellResult sample_ok_cell(const std::string& device_key, const std::strin
   return result;
 }
 
-// Axes: 2 devices × 2 engines × 2 networks × 2 precisions × 2 batches × 2 phases × 2 replicas.
+// Axes: 2 devices × 2 engines × 2 networks × 2 precisions × 2 batches × 2 phases × 2 gpus × 2 replicas.
 // Cells (all others not_run):
 //   ok          gpu/cudnn/alexnet/fp32/b64/inference/r0   samples 1.5 1.25 1.75 1.5 1.5 (5 steps), rank 0
 //   ok          gpu/cudnn/alexnet/fp32/b64/inference/r1   samples 1.6 1.4 1.5 (3 steps), rank 1
@@ -52,6 +52,8 @@ inline CellResult sample_ok_cell(const std::string& device_key, const std::strin
 //   failed      cpu/onednn/resnet50/fp32/b64/training/r1  rank 3, message "NaN loss"
 //   timeout     gpu/cudnn/resnet50/fp16/b128/inference/r1 rank 1, message "time limit 600 s", 2 partial samples 9.5 9.75
 //   ok          cpu/onednn/resnet50/fp32/b128/inference/r0 samples 40 41 (2 steps), rank 2
+//   ok          gpu/cudnn/resnet50/fp32/b64/training/g2/r0 samples 30 31 30, rank 0 (group 0,1),
+//               exposed communication 1.25 ms, scaling efficiency 0.95
 inline CubeContents sample_cube() {
   CubeContents cube;
   cube.attributes = {{"created", "2024-05-01T12:00:00Z"},
@@ -66,6 +68,7 @@ inline CubeContents sample_cube() {
   cube.axes.precisions = {"fp32", "fp16"};
   cube.axes.batches = {64, 128};
   cube.axes.phases = {"inference", "training"};
+  cube.axes.gpus = {1, 2};
   cube.axes.replicas = {0, 1};
 
   using P = Precision;
@@ -96,6 +99,13 @@ inline CubeContents sample_cube() {
   cube.cells.push_back(timeout);
   cube.cells.push_back(
       sample_ok_cell(sample_cpu_key, "onednn", "resnet50", P::fp32, 128, H::inference, 0, {40.0, 41.0}, 2));
+  CellResult parallel =
+      sample_ok_cell(sample_gpu_key, "cudnn", "resnet50", P::fp32, 64, H::training, 0, {30.0, 31.0, 30.0}, 0);
+  parallel.cell.gpus = 2;
+  parallel.exposed_communication_ms = 1.25;
+  parallel.scaling_efficiency = 0.95;
+  parallel.group_ranks = {0, 1};
+  cube.cells.push_back(parallel);
 
   for (int rank = 0; rank < 4; ++rank) {
     RankRecord record;

@@ -67,7 +67,7 @@ TEST(OnednnDataParallel, OneStepEqualsTheConcatenatedBatchAndEveryRankAgrees) {
   // This rank's shard, gradients averaged over the world.
   MpiCommunicator communicator(MPI_COMM_WORLD, 120);
   auto engine = make_engine("onednn", cpu, config);
-  CellSpec shard{"onednn", network.name(), Precision::fp32, kBatchPerRank, Phase::training, ranks};
+  CellSpec shard{"onednn", network.name(), Precision::fp32, kBatchPerRank, Phase::training, 0, ranks};
   const auto session = engine->prepare_data_parallel(network, shard, communicator);
   ASSERT_NE(session, nullptr);
   EXPECT_NE(session->decisions().find("buckets"), std::string::npos) << session->decisions();
