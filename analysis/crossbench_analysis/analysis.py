@@ -1,7 +1,15 @@
-"""Computations on a cube's cells: replicas, batch choice, speedups, batch curves.
+"""Computations on a cube's cells: replicas, batch choice, speedups, batch curves,
+data-parallel scaling.
 
 Everything here keeps every status: a non-ok cell stays in the result with its
 status (and a NaN where a number would be), so that callers show it as such.
+
+The `gpus` axis (data-parallel group size, schema 2): functions that group or
+match cells carry `gpus` as a key when the cells have it, so a data-parallel
+cell is never mixed with the single-device cell of the same coordinates.  The
+comparisons of devices, engines and batch sizes are single-device questions:
+the report and procurement call them on ``single_device(cells)`` (gpus == 1);
+``scaling_table`` answers the data-parallel one.
 """
 
 from __future__ import annotations
@@ -13,7 +21,9 @@ import pandas as pd
 
 from .cube import FLOAT_VARS, STATUS_LABELS
 
-KEY = ["device", "engine", "network", "precision", "batch", "phase"]
+KEY = ["device", "engine", "network", "precision", "batch", "phase", "gpus"]
+# A cell's coordinates without device and engine (what device/engine comparisons match on).
+MATCH = ["network", "precision", "batch", "phase", "gpus"]
 # The study's seven networks ("Oxford VGG" is vgg11), in its order.
 STUDY_NETWORKS = ("alexnet", "overfeat", "vgg11", "googlenet", "resnet50", "resnet101", "resnet152")
 NETWORK_ORDER = ("alexnet", "overfeat", "vgg11", "vgg16", "vgg19", "googlenet", "resnet50",
@@ -33,6 +43,27 @@ def ordered(values, order) -> list:
     values = list(dict.fromkeys(values))
     known = [v for v in order if v in values]
     return known + [v for v in values if v not in known]
+
+
+def _present(cols, df: pd.DataFrame) -> list[str]:
+    """`cols` that `df` has (cells built without a gpus column still work)."""
+    return [c for c in cols if c in df.columns]
+
+
+def single_device(cells: pd.DataFrame) -> pd.DataFrame:
+    """The single-device cells (gpus == 1): what device, engine and batch comparisons use.
+    Cells without a gpus column are all single-device."""
+    if "gpus" not in cells.columns:
+        return cells
+    return cells[cells["gpus"] == 1].reset_index(drop=True)
+
+
+def by_design_unsupported(cells: pd.DataFrame) -> pd.Series:
+    """True for the inference cells with gpus > 1: crossbench records them
+    `unsupported` by design (inference is single-device), they are not failures."""
+    if "gpus" not in cells.columns:
+        return pd.Series(False, index=cells.index)
+    return (cells["gpus"] > 1) & (cells["phase"] != "training") & (cells["status"] == "unsupported")
 
 
 # ---------------------------------------------------------------------------
@@ -57,9 +88,10 @@ def collapse_replicas(cells: pd.DataFrame) -> pd.DataFrame:
         return out.reset_index(drop=True)
 
     rows = []
-    for key, g in cells.groupby(KEY, sort=False):
+    key_cols = _present(KEY, cells)
+    for key, g in cells.groupby(key_cols, sort=False):
         ok = g[g["status"] == "ok"]
-        row = dict(zip(KEY, key))
+        row = dict(zip(key_cols, key))
         row["n_replicas"] = len(g)
         row["n_ok"] = len(ok)
         if len(ok):
@@ -93,7 +125,7 @@ def replica_spread(cells: pd.DataFrame) -> pd.DataFrame:
     ok = cells[cells["status"] == "ok"]
     if ok.empty or cells["replica"].nunique() < 2:
         return pd.DataFrame()
-    g = ok.groupby(KEY)["median_ms"]
+    g = ok.groupby(_present(KEY, ok))["median_ms"]
     out = pd.DataFrame({"replicas_ok": g.count(), "fastest_ms": g.min(), "slowest_ms": g.max()})
     out = out[out["replicas_ok"] >= 2].reset_index()
     out["spread_pct"] = (out["slowest_ms"] / out["fastest_ms"] - 1) * 100
@@ -176,7 +208,7 @@ def device_speedups(cells: pd.DataFrame, baseline: str, device: str) -> tuple[pd
     a = cells[(cells["device"] == baseline) & (cells["status"] != "not_run")]
     b = cells[(cells["device"] == device) & (cells["status"] != "not_run")]
     shared = sorted(set(a["engine"]) & set(b["engine"]))
-    cols = ["network", "precision", "batch", "phase"]
+    cols = _present(MATCH, cells)
     if shared:
         mode = "same engine"
         on = ["engine"] + cols
@@ -192,11 +224,9 @@ def device_speedups(cells: pd.DataFrame, baseline: str, device: str) -> tuple[pd
     base = pd.DataFrame({k: m[f"{k}_base"].values for k in ("status", "median_ms", "ci_low_ms", "ci_high_ms")})
     other = pd.DataFrame({k: m[f"{k}_dev"].values for k in ("status", "median_ms", "ci_low_ms", "ci_high_ms")})
     r = _ratio(base, other)
-    out = pd.DataFrame({
-        "engine": m["engine"].values, "network": m["network"].values, "precision": m["precision"].values,
-        "batch": m["batch"].values, "phase": m["phase"].values,
-        "baseline_status": m["status_base"].values, "status": m["status_dev"].values,
-        "baseline_ms": m["median_ms_base"].values, "device_ms": m["median_ms_dev"].values})
+    out = pd.DataFrame({"engine": m["engine"].values, **{k: m[k].values for k in cols},
+                        "baseline_status": m["status_base"].values, "status": m["status_dev"].values,
+                        "baseline_ms": m["median_ms_base"].values, "device_ms": m["median_ms_dev"].values})
     out = pd.concat([out, r], axis=1)
     out["note"] = [_why_missing(bs, s, "baseline", "this device") if (bs != "ok" or s != "ok") else ""
                    for bs, s in zip(out["baseline_status"], out["status"])]
@@ -204,10 +234,10 @@ def device_speedups(cells: pd.DataFrame, baseline: str, device: str) -> tuple[pd
 
 
 def _best_engine(d: pd.DataFrame) -> pd.DataFrame:
-    """Per (network, precision, batch, phase): the fastest ok engine's row, else one
-    non-ok row (the most telling status)."""
+    """Per (network, precision, batch, phase[, gpus]): the fastest ok engine's row, else
+    one non-ok row (the most telling status)."""
     rows = []
-    for _, g in d.groupby(["network", "precision", "batch", "phase"], sort=False):
+    for _, g in d.groupby(_present(MATCH, d), sort=False):
         ok = g[g["status"] == "ok"]
         if len(ok):
             rows.append(ok.loc[ok["median_ms"].idxmin()])
@@ -226,13 +256,13 @@ def engine_speedups(cells: pd.DataFrame, device: str, baseline_engine: str) -> p
         if e == baseline_engine:
             continue
         o = d[d["engine"] == e]
-        m = base.merge(o, on=["network", "precision", "batch", "phase"], suffixes=("_base", "_dev"))
+        cols = _present(MATCH, d)
+        m = base.merge(o, on=cols, suffixes=("_base", "_dev"))
         if m.empty:
             continue
         r = _ratio(pd.DataFrame({k: m[f"{k}_base"].values for k in ("status", "median_ms", "ci_low_ms", "ci_high_ms")}),
                    pd.DataFrame({k: m[f"{k}_dev"].values for k in ("status", "median_ms", "ci_low_ms", "ci_high_ms")}))
-        out = pd.DataFrame({"engine": e, "network": m["network"].values, "precision": m["precision"].values,
-                            "batch": m["batch"].values, "phase": m["phase"].values,
+        out = pd.DataFrame({"engine": e, **{k: m[k].values for k in cols},
                             "baseline_status": m["status_base"].values, "status": m["status_dev"].values,
                             "baseline_ms": m["median_ms_base"].values, "device_ms": m["median_ms_dev"].values})
         out = pd.concat([out, r], axis=1)
@@ -250,7 +280,7 @@ def _sort(df: pd.DataFrame) -> pd.DataFrame:
         "precision": lambda s: s.map(lambda v: PRECISION_ORDER.index(v) if v in PRECISION_ORDER else 99),
         "phase": lambda s: s.map(lambda v: PHASE_ORDER.index(v) if v in PHASE_ORDER else 99),
     }
-    cols = [c for c in ["precision", "batch", "phase", "engine", "network"] if c in df.columns]
+    cols = [c for c in ["precision", "batch", "phase", "gpus", "engine", "network"] if c in df.columns]
     return df.sort_values(cols, key=lambda s: key[s.name](s) if s.name in key else s).reset_index(drop=True)
 
 
@@ -369,6 +399,94 @@ def batch_curve(series: pd.DataFrame) -> dict:
         words.append(f"No OOM up to batch {int(b.max())}.")
     facts["words"] = " ".join(words)[0].upper() + " ".join(words)[1:] + bad_words
     return facts
+
+
+# ---------------------------------------------------------------------------
+# data-parallel scaling
+
+SCALING_THRESHOLD = 0.9   # a data-parallel cell below this scaling efficiency is flagged
+SCALING_KEY = ["device", "engine", "network", "precision", "batch"]
+SCALING_COLUMNS = SCALING_KEY + [
+    "gpus", "status", "median_ms", "images_per_s", "images_per_s_1gpu", "ideal_images_per_s",
+    "scaling_efficiency", "efficiency_source", "exposed_communication_ms", "exposed_share",
+    "below_threshold", "baseline_status", "n_replicas", "note"]
+
+
+def _g(v: float) -> str:
+    """A number in a sentence: 3 significant digits, no exponent below a million."""
+    return f"{v:.3g}" if abs(v) < 1000 or abs(v) >= 1e6 else f"{v:,.0f}"
+
+
+def scaling_table(cells: pd.DataFrame, threshold: float = SCALING_THRESHOLD) -> pd.DataFrame:
+    """Data-parallel scaling, one row per training cell with gpus > 1 that was
+    attempted (status != not_run), keyed by (device, engine, network, precision,
+    batch, gpus); replicas are combined first (collapse_replicas) when `cells` has
+    a replica column.
+
+    Columns: median_ms (the group's step), images_per_s (the group's: gpus × batch
+    ÷ median), images_per_s_1gpu (the gpus = 1 cell of the same coordinates, NaN
+    unless ok), ideal_images_per_s (gpus × images_per_s_1gpu), scaling_efficiency
+    (the cube's; where the cube has none but both cells are ok, computed as
+    images_per_s ÷ ideal_images_per_s, efficiency_source says which),
+    exposed_communication_ms, exposed_share (of the step), below_threshold (an ok
+    cell whose efficiency is below `threshold`), baseline_status (of the gpus = 1
+    cell; "absent" when the cube has none) and note (why a row is flagged or has
+    no efficiency, in words).  Inference cells with gpus > 1 (unsupported by
+    design), single-device cells and cells never attempted are not rows.  A
+    data-parallel cell that is not ok stays a row with its status and NaNs."""
+    if cells.empty or "gpus" not in cells.columns:
+        return pd.DataFrame(columns=SCALING_COLUMNS)
+    if "replica" in cells.columns:
+        cells = collapse_replicas(cells)
+    train = cells[cells["phase"] == "training"]
+    dp = train[(train["gpus"] > 1) & (train["status"] != "not_run")]
+    if dp.empty:
+        return pd.DataFrame(columns=SCALING_COLUMNS)
+    base = {tuple(r[k] for k in SCALING_KEY): r for r in train[train["gpus"] == 1].to_dict("records")}
+    rows = []
+    for r in dp.to_dict("records"):
+        b = base.get(tuple(r[k] for k in SCALING_KEY))
+        base_status = b["status"] if b is not None else "absent"
+        base_ips = b["images_per_s"] if b is not None and base_status == "ok" else np.nan
+        g = int(r["gpus"])
+        ok = r["status"] == "ok"
+        median = r["median_ms"] if ok else np.nan
+        ips = r["images_per_s"] if ok else np.nan
+        eff = r["scaling_efficiency"] if ok else np.nan
+        source = "cube" if np.isfinite(eff) else ""
+        if ok and not np.isfinite(eff) and np.isfinite(base_ips) and base_ips > 0 and np.isfinite(ips):
+            eff, source = ips / (g * base_ips), "computed"
+        exposed = r["exposed_communication_ms"] if ok else np.nan
+        share = exposed / median if np.isfinite(exposed) and np.isfinite(median) and median > 0 else np.nan
+        below = bool(ok and np.isfinite(eff) and eff < threshold)
+        if not ok:
+            msg = str(r.get("message", "") or "")
+            note = label(r["status"]) + (f": {msg}" if msg else "")
+        elif below:
+            comm = (f"exposed communication {_g(exposed)} ms of {_g(median)} ms step ({share:.0%})"
+                    if np.isfinite(exposed) else f"exposed communication not measured; {_g(median)} ms step")
+            note = f"below {threshold:g}: {comm}"
+        elif not np.isfinite(eff):
+            note = ("no efficiency: the cube has no gpus = 1 cell of these coordinates" if b is None else
+                    f"no efficiency: the gpus = 1 cell is {label(base_status)}")
+        else:
+            note = ""
+        rows.append({**{k: r[k] for k in SCALING_KEY}, "gpus": g, "status": r["status"], "median_ms": median,
+                     "images_per_s": ips, "images_per_s_1gpu": base_ips,
+                     "ideal_images_per_s": g * base_ips, "scaling_efficiency": eff, "efficiency_source": source,
+                     "exposed_communication_ms": exposed, "exposed_share": share, "below_threshold": below,
+                     "baseline_status": base_status, "n_replicas": int(r.get("n_replicas", 1)), "note": note})
+    out = pd.DataFrame(rows, columns=SCALING_COLUMNS)
+    devices = list(dict.fromkeys(cells["device"]))
+    engines = list(dict.fromkeys(cells["engine"]))
+    order = {
+        "device": lambda s: s.map(devices.index),
+        "engine": lambda s: s.map(engines.index),
+        "network": lambda s: s.map(lambda v: NETWORK_ORDER.index(v) if v in NETWORK_ORDER else 99),
+        "precision": lambda s: s.map(lambda v: PRECISION_ORDER.index(v) if v in PRECISION_ORDER else 99),
+    }
+    return out.sort_values(SCALING_KEY + ["gpus"], key=lambda s: order[s.name](s) if s.name in order else s,
+                           kind="stable").reset_index(drop=True)
 
 
 def geomean(values) -> float:

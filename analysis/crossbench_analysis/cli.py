@@ -17,7 +17,7 @@ def _report(a) -> int:
     cube = load(a.cube)
     peaks = PeakTable.read(a.peaks) if a.peaks else None
     md, html, figs = write_report(cube, a.output, baseline=a.baseline, batch=a.batch, peaks=peaks,
-                                  baseline_engine=a.baseline_engine)
+                                  baseline_engine=a.baseline_engine, scaling_threshold=a.scaling_threshold)
     print(f"wrote {md}, {html} and {len(figs)} figure(s) in {Path(a.output) / 'figures'}")
     return 0
 
@@ -55,6 +55,49 @@ def _compare(a) -> int:
     return 0
 
 
+def _scaling(a) -> int:
+    from . import analysis as an
+    cube = load(a.cube)
+    table = an.scaling_table(cube.cells, a.threshold)
+    if a.device:
+        table = table[table["device"] == cube.resolve_device(a.device)]
+    text = render_scaling(cube, table, a.threshold)
+    print(text)
+    if a.csv:
+        table.to_csv(a.csv, index=False, float_format="%.9g")
+    if a.markdown:
+        Path(a.markdown).write_text(text + "\n")
+    return 0
+
+
+def render_scaling(cube, table, threshold: float) -> str:
+    """The scaling table as Markdown, with a summary line (or why there is none)."""
+    import math
+    if not any(g > 1 for g in cube.gpus):
+        return (f"{cube.path}: no data-parallel cells (schema {cube.schema}, gpus axis "
+                f"{', '.join(map(str, cube.gpus))}): nothing to scale")
+    if table.empty:
+        return f"{cube.path}: no data-parallel training cell was attempted (gpus > 1 training cells are not run)"
+    ok = table[table["status"] == "ok"]
+    lines = [f"{len(table)} data-parallel training cell(s): {len(ok)} ok, "
+             f"{int(table['below_threshold'].sum())} below {threshold:g} scaling efficiency", ""]
+
+    def num(v, spec):
+        if not (isinstance(v, float) and math.isfinite(v)):
+            return ""
+        return f"{v:.0f}" if spec == ".4g" and abs(v) >= 1e4 else format(v, spec)
+    head = ["device", "engine", "network", "precision", "batch", "gpus", "status", "step ms", "images/s",
+            "images/s gpus=1", "efficiency", "exposed comm ms", "share", "note"]
+    lines += ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    for r in table.itertuples():
+        row = [r.device, r.engine, r.network, r.precision, str(r.batch), str(r.gpus), r.status,
+               num(r.median_ms, ".4g"), num(r.images_per_s, ".4g"), num(r.images_per_s_1gpu, ".4g"),
+               num(r.scaling_efficiency, ".3f"), num(r.exposed_communication_ms, ".4g"),
+               num(r.exposed_share, ".1%"), ("FLAG " if r.below_threshold else "") + r.note]
+        lines.append("| " + " | ".join(x.replace("|", "\\|") for x in row) + " |")
+    return "\n".join(lines)
+
+
 def _export(a) -> int:
     cube = load(a.cube)
     df = cube.cells
@@ -88,6 +131,18 @@ def _demo(a) -> int:
     return 0
 
 
+def _efficiency(text: str) -> float:
+    """An efficiency threshold: a number in (0, 1], or a percentage ('90%')."""
+    t = text.strip()
+    try:
+        v = float(t.rstrip("%")) / (100 if t.endswith("%") else 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an efficiency such as 0.9 or 90%, got {text!r}") from None
+    if not 0 < v <= 1:
+        raise argparse.ArgumentTypeError(f"an efficiency threshold is in (0, 1], got {text!r}")
+    return v
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="crossbench_analysis",
                                 description="Turn a crossbench results cube into figures, tables and answers.")
@@ -103,6 +158,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--batch", type=int, help="batch of the bar figures (default 64 when run, else the batch "
                    "with the most ok cells)")
     r.add_argument("--peaks", metavar="FILE", help="peak TFLOP/s table (default: the package's peaks.csv)")
+    r.add_argument("--scaling-threshold", type=_efficiency, default=0.9, metavar="E",
+                   help="flag data-parallel cells whose scaling efficiency is below E (default 0.9)")
     r.set_defaults(func=_report)
 
     q = sub.add_parser("procurement", help="images/s per price and per watt, Pareto plot")
@@ -126,6 +183,16 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--csv", metavar="FILE", help="also write every cell's comparison as CSV")
     c.add_argument("--markdown", metavar="FILE", help="also write the table as Markdown")
     c.set_defaults(func=_compare)
+
+    s = sub.add_parser("scaling", help="data-parallel scaling: efficiency and exposed communication per "
+                       "training cell with gpus > 1")
+    s.add_argument("cube")
+    s.add_argument("--threshold", type=_efficiency, default=0.9, metavar="E",
+                   help="flag cells whose scaling efficiency is below E (default 0.9)")
+    s.add_argument("--device", help="one device (key or unique substring)")
+    s.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
+    s.add_argument("--markdown", metavar="FILE", help="also write the table as Markdown")
+    s.set_defaults(func=_scaling)
 
     e = sub.add_parser("export", help="one tidy CSV row per cell")
     e.add_argument("cube")

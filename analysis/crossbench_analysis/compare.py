@@ -1,9 +1,12 @@
 """`compare OLD NEW`: cells whose median moved beyond the combined confidence intervals.
 
 Cells are matched on every axis (device, engine, network, precision, batch,
-phase, replica).  For a cell ok in both cubes, with m the median and [lo, hi]
-its 95% CI, the change is significant when the medians differ by more than the
-two CIs combined in quadrature on the sides that face each other:
+phase, gpus, replica): a data-parallel cell is compared with the same group
+size only.  A schema-1 cube reads as gpus = 1, so comparing it with a schema-2
+cube matches its cells with the single-device ones.  For a cell ok in both
+cubes, with m the median and [lo, hi] its 95% CI, the change is significant
+when the medians differ by more than the two CIs combined in quadrature on the
+sides that face each other:
 
     slower:  m_new - m_old > sqrt((hi_old - m_old)^2 + (m_new - lo_new)^2)
     faster:  m_old - m_new > sqrt((m_old - lo_old)^2 + (hi_new - m_new)^2)
@@ -121,11 +124,11 @@ def render(table: pd.DataFrame, threshold_pct: float) -> str:
     for r in show.itertuples():
         rows.append([
             "REGRESSION" if r.regression else "", r.verdict, r.device, r.engine, r.network, r.precision,
-            str(r.batch), r.phase, str(r.replica),
+            str(r.batch), r.phase, str(r.gpus), str(r.replica),
             _ms(r.status_old, r.median_ms_old, r.ci_low_ms_old, r.ci_high_ms_old),
             _ms(r.status_new, r.median_ms_new, r.ci_low_ms_new, r.ci_high_ms_new),
             f"{r.change_pct:+.1f}%" if np.isfinite(r.change_pct) else ""])
-    head = ["", "verdict", "device", "engine", "network", "precision", "batch", "phase", "replica",
+    head = ["", "verdict", "device", "engine", "network", "precision", "batch", "phase", "gpus", "replica",
             "OLD median [95% CI] ms", "NEW median [95% CI] ms", "change"]
     lines.append("")
     lines.append("| " + " | ".join(head) + " |")

@@ -11,6 +11,12 @@ The cube is HDF5 (netCDF-4 compatible).  This module reads it defensively:
 * a variable's axes are taken from its attached dimension scales when present,
   so a writer that stores a variable in another axis order still loads.
 
+Schemas: ``crossbench-cube/2`` (cells over device, engine, network, precision,
+batch, phase, gpus, replica) and ``crossbench-cube/1`` (the same without the
+``gpus`` axis).  A schema-1 cube is read as a cube whose ``gpus`` axis is
+``[1]`` (every cell single-device) and whose ``exposed_communication_ms`` and
+``scaling_efficiency`` are NaN, so everything downstream sees one layout.
+
 ``load(path)`` returns a :class:`Cube`: the per-cell variables as an
 ``xarray.Dataset`` (``cube.ds``), one tidy row per cell as a
 ``pandas.DataFrame`` (``cube.cells``), the ``/ranks`` table (``cube.ranks``)
@@ -28,11 +34,21 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-KNOWN_SCHEMAS = ("crossbench-cube/1",)
+SCHEMA_1 = "crossbench-cube/1"
+SCHEMA_2 = "crossbench-cube/2"
+KNOWN_SCHEMAS = (SCHEMA_1, SCHEMA_2)
+LATEST_SCHEMA = SCHEMA_2
 
-# Cell axes, in the order of the schema.
-CELL_DIMS = ("device", "engine", "network", "precision", "batch", "phase", "replica")
+# Cell axes, in the order of the (latest) schema: what `Cube.ds` and `Cube.cells` have.
+CELL_DIMS = ("device", "engine", "network", "precision", "batch", "phase", "gpus", "replica")
+# Cell axes as each schema stores them in the file.
+SCHEMA_CELL_DIMS = {
+    SCHEMA_1: ("device", "engine", "network", "precision", "batch", "phase", "replica"),
+    SCHEMA_2: CELL_DIMS,
+}
+GPUS_DIM = "gpus"
 STEP_DIM = "step"
+INT_AXES = {"batch": np.int64, "gpus": np.int32, "replica": np.int32, STEP_DIM: np.int32}
 
 # Status names, in the numbering of include/crossbench/cell.hpp (the cube's enum).
 STATUS_NAMES = ("not_run", "ok", "oom", "unsupported", "failed", "timeout")
@@ -50,8 +66,10 @@ STATUS_LABELS = {
 FLOAT_VARS = (
     "median_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "p05_ms", "p95_ms",
     "ci_low_ms", "ci_high_ms", "images_per_s", "tflops", "peak_memory_bytes",
-    "energy_j_per_image", "mean_sm_clock_mhz",
+    "energy_j_per_image", "mean_sm_clock_mhz", "exposed_communication_ms", "scaling_efficiency",
 )
+# Variables a schema does not have: filled (NaN) on load, not reported as missing.
+NOT_IN_SCHEMA = {SCHEMA_1: ("exposed_communication_ms", "scaling_efficiency"), SCHEMA_2: ()}
 INT_VARS = {"throttled": -1, "steps": 0, "rank": -1}  # name -> value when absent
 STRING_VARS = ("message",)
 REQUIRED_VARS = ("status", "median_ms")
@@ -92,6 +110,11 @@ class Cube:
 
     def axis(self, name: str) -> list:
         return [x.item() if hasattr(x, "item") else x for x in self.ds[name].values]
+
+    @property
+    def gpus(self) -> list[int]:
+        """The data-parallel group sizes on the `gpus` axis ([1] for a schema-1 cube)."""
+        return [int(g) for g in self.ds[GPUS_DIM].values]
 
     @property
     def devices(self) -> list[str]:
@@ -220,20 +243,18 @@ def _read_var(f: h5py.File, name: str, expected_dims: tuple[str, ...], shape: di
     return data
 
 
-def _read_axis(f: h5py.File, name: str) -> np.ndarray:
+def _read_axis(f: h5py.File, name: str, dims: tuple[str, ...] = CELL_DIMS) -> np.ndarray:
     if name not in f:
         raise CubeError(f"the cube has no {name!r} axis (dimension scale); a crossbench cube "
-                        f"has {', '.join(CELL_DIMS + (STEP_DIM,))}")
+                        f"of its schema has {', '.join(dims + (STEP_DIM,))}")
     dset = f[name]
     if not isinstance(dset, h5py.Dataset) or dset.ndim != 1:
         raise CubeError(f"axis {name!r} is not a 1-D dataset")
     if _is_string_dataset(dset):
         return _read_strings(dset).astype(object)
     values = np.asarray(dset[()])
-    if name == "batch":
-        return values.astype(np.int64)
-    if name in ("replica", STEP_DIM):
-        return values.astype(np.int32)
+    if name in INT_AXES:
+        return values.astype(INT_AXES[name])
     return values
 
 
@@ -275,31 +296,40 @@ def load(path: str | os.PathLike) -> Cube:
 
 
 def _load_open(path: Path, f: h5py.File, schema: str, attrs: dict[str, str]) -> Cube:
-    coords = {d: _read_axis(f, d) for d in CELL_DIMS}
+    file_dims = SCHEMA_CELL_DIMS[schema]
+    coords = {d: _read_axis(f, d, file_dims) for d in file_dims}
     shape = {d: len(v) for d, v in coords.items()}
     for req in REQUIRED_VARS:
         if req not in f:
             raise CubeError(f"the cube lacks the variable {req!r}")
 
+    # A schema without the gpus axis: every cell is single-device (gpus = 1).
+    add_gpus = GPUS_DIM not in file_dims
+    gpus_at = CELL_DIMS.index(GPUS_DIM)
+
+    def to_cell_dims(arr: np.ndarray) -> np.ndarray:
+        return np.expand_dims(arr, gpus_at) if add_gpus else arr
+
     data_vars = {}
     missing = []
-    cell_shape = tuple(shape[d] for d in CELL_DIMS)
+    file_shape = tuple(shape[d] for d in file_dims)
     for name in CELL_VARS:
         if name in f:
-            arr = _read_var(f, name, CELL_DIMS, shape)
+            arr = _read_var(f, name, file_dims, shape)
             if name in FLOAT_VARS:
                 arr = arr.astype(np.float64)
             elif name in INT_VARS:
                 arr = arr.astype(np.int64)
         else:
-            missing.append(name)
+            if name not in NOT_IN_SCHEMA[schema]:
+                missing.append(name)
             if name in FLOAT_VARS:
-                arr = np.full(cell_shape, np.nan)
+                arr = np.full(file_shape, np.nan)
             elif name in INT_VARS:
-                arr = np.full(cell_shape, INT_VARS[name], dtype=np.int64)
+                arr = np.full(file_shape, INT_VARS[name], dtype=np.int64)
             else:
-                arr = np.full(cell_shape, "", dtype=object)
-        data_vars[name] = (CELL_DIMS, arr)
+                arr = np.full(file_shape, "", dtype=object)
+        data_vars[name] = (CELL_DIMS, to_cell_dims(arr))
 
     # Numbers are NaN where status != ok (DESIGN.md); enforce it so that no
     # writer slip can ever plot a failed cell as a measurement.
@@ -310,16 +340,19 @@ def _load_open(path: Path, f: h5py.File, schema: str, attrs: dict[str, str]) -> 
 
     if "samples_ms" in f:
         if STEP_DIM in f:
-            coords[STEP_DIM] = _read_axis(f, STEP_DIM)
+            coords[STEP_DIM] = _read_axis(f, STEP_DIM, file_dims)
         else:
             coords[STEP_DIM] = np.arange(f["samples_ms"].shape[-1], dtype=np.int32)
         shape[STEP_DIM] = len(coords[STEP_DIM])
-        samples = _read_var(f, "samples_ms", CELL_DIMS + (STEP_DIM,), shape).astype(np.float64)
+        samples = _read_var(f, "samples_ms", file_dims + (STEP_DIM,), shape).astype(np.float64)
+        samples = to_cell_dims(samples)
         samples[not_ok] = np.nan
         data_vars["samples_ms"] = (CELL_DIMS + (STEP_DIM,), samples)
     else:
         missing.append("samples_ms")
 
+    if add_gpus:
+        coords[GPUS_DIM] = np.array([1], dtype=np.int32)
     ds = xr.Dataset(data_vars=data_vars, coords=coords, attrs=attrs)
     ranks = _read_ranks(f)
     return Cube(path=path, schema=schema, attrs=attrs, ds=ds, ranks=ranks, missing_vars=missing)
@@ -349,8 +382,8 @@ def _tidy(ds: xr.Dataset) -> pd.DataFrame:
     names = [n for n in CELL_VARS if n in ds]
     df = ds[names].to_dataframe().reset_index()
     df = df[list(CELL_DIMS) + names]
-    df["batch"] = df["batch"].astype(np.int64)
-    df["replica"] = df["replica"].astype(np.int64)
+    for d in ("batch", "gpus", "replica"):
+        df[d] = df[d].astype(np.int64)
     for d in ("device", "engine", "network", "precision", "phase", "status", "message"):
         df[d] = df[d].astype(str)
     return df

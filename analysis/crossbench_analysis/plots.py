@@ -401,6 +401,71 @@ def fig_efficiency(d: pd.DataFrame, device: str, precision: str, batch: int, eng
 
 
 # ---------------------------------------------------------------------------
+# Data-parallel scaling efficiency
+
+GPUS_COLORS = ["#2ca02c", "#1f77b4", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
+
+
+def fig_scaling(t: pd.DataFrame, device: str, precision: str, threshold: float) -> plt.Figure:
+    """`t`: rows of analysis.scaling_table for one device and precision (every status).
+    One group per (engine, network, batch), one bar per gpus value: the scaling
+    efficiency; a non-ok cell, or an ok one without an efficiency, is a labelled
+    hatched placeholder."""
+    nets = ordered(t["network"], NETWORK_ORDER)
+    groups = sorted({(r.engine, r.network, int(r.batch)) for r in t.itertuples()},
+                    key=lambda k: (list(dict.fromkeys(t["engine"])).index(k[0]), nets.index(k[1]), k[2]))
+    gpus = sorted(int(g) for g in t["gpus"].unique())
+    colors = {g: GPUS_COLORS[i % len(GPUS_COLORS)] for i, g in enumerate(gpus)}
+    several_engines = t["engine"].nunique() > 1
+    fig, ax = plt.subplots(figsize=(min(16, max(8, 0.45 * len(groups) * len(gpus) + 2.5)), 5.8), dpi=DPI)
+    width = 0.8 / max(1, len(gpus))
+    seen = set()
+    effs = t["scaling_efficiency"].astype(float)
+    top = max(1.1, float(np.nanmax(effs)) * 1.12) if np.isfinite(effs).any() else 1.1
+    labels_fit = len(groups) * len(gpus) <= 40
+    for i, (e, n, b) in enumerate(groups):
+        for j, g in enumerate(gpus):
+            x = i - 0.4 + width * (j + 0.5)
+            r = t[(t["engine"] == e) & (t["network"] == n) & (t["batch"] == b) & (t["gpus"] == g)]
+            if r.empty:
+                continue
+            r = r.iloc[0]
+            eff = float(r["scaling_efficiency"])
+            if r["status"] == "ok" and np.isfinite(eff):
+                ax.bar(x, eff, width * 0.92, color=colors[g], zorder=2, gid="cell-ok",
+                       edgecolor="#d62728" if r["below_threshold"] else "none", lw=1.5)
+                if labels_fit:
+                    ax.text(x, eff, f"{eff:.2f}", ha="center", va="bottom", fontsize=7, zorder=4,
+                            gid="value-label")
+            elif r["status"] == "ok":   # measured, but no ok gpus = 1 cell to compare with
+                base = r["baseline_status"]
+                _status_patch(ax, x, width * 0.92, "not_run",
+                              text="no efficiency: gpus = 1 " + ("absent" if base == "absent" else label(base)))
+            else:
+                seen.add(r["status"])
+                _status_patch(ax, x, width * 0.92, r["status"])
+    ax.axhline(1.0, color="black", lw=1, zorder=1)
+    ax.axhline(threshold, color="#d62728", lw=1, ls="--", zorder=1)
+    ax.set_ylim(0, top)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([f"{n} b{b}" + (f" · {e}" if several_engines else "") for e, n, b in groups],
+                       rotation=35, ha="right")
+    ax.set_xlim(-0.6, len(groups) - 0.4)
+    ax.set_xlabel("network, batch per device" + (", engine" if several_engines else ""))
+    ax.set_ylabel("scaling efficiency\nimages/s ÷ (gpus × images/s on 1 device)")
+    handles = [Patch(color=colors[g], label=f"{g} devices") for g in gpus]
+    handles.append(Line2D([], [], color="black", lw=1, label="1 = linear scaling"))
+    handles.append(Line2D([], [], color="#d62728", lw=1, ls="--", label=f"{threshold:g}: flagged below"))
+    if t["below_threshold"].astype(bool).any():
+        handles.append(Patch(facecolor="white", edgecolor="#d62728", lw=1.5, label=f"below {threshold:g} (flagged)"))
+    handles += _status_legend(seen)
+    top_frac = _header(fig, f"Data-parallel scaling efficiency on {device} — {precision} (higher is better)",
+                       handles, 4)
+    fig.tight_layout(rect=(0, 0, 1, top_frac))
+    return fig
+
+
+# ---------------------------------------------------------------------------
 # Procurement: throughput against price
 
 def fig_pareto(t: pd.DataFrame, workload: str, currency: str = "price") -> plt.Figure:

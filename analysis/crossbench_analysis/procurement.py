@@ -14,6 +14,10 @@ one; `price` is a number in any currency (name it with --currency); `power_w`
 power is the mean power measured during the workload's cells (energy per image
 × images/s) when the cube has energy, else the rank's power limit from /ranks,
 else unknown.
+
+The throughput is a single device's: only the cells with gpus == 1 count (a
+data-parallel group's images/s is that of several devices, which one price does
+not buy; `scaling` and the report's section 5 show what more devices add).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import pandas as pd
 
 from . import plots
 from .analysis import (STUDY_NETWORKS, collapse_replicas, engines_on, focus_batch, geomean, label,
-                       ordered, PRECISION_ORDER, NETWORK_ORDER)
+                       ordered, single_device, PRECISION_ORDER, NETWORK_ORDER)
 from .cube import Cube, CubeError, resolve_name
 
 
@@ -100,7 +104,11 @@ def _pareto(df: pd.DataFrame) -> pd.Series:
 
 def procurement(cube: Cube, prices: dict[str, Price], network: str | None = None, phase: str | None = None,
                 precision: str | None = None, batch: int | None = None, engine: str | None = None):
-    cells = collapse_replicas(cube.cells)
+    # One device's throughput for one device's price: the single-device cells.
+    cells = single_device(collapse_replicas(cube.cells))
+    if cells.empty:
+        raise CubeError(f"the cube has no single-device cells (its gpus axis: {', '.join(map(str, cube.gpus))}); "
+                        f"procurement compares one device's throughput against its price")
     phases = sorted(cells["phase"].unique())
     if phase is None:
         phase = "training" if "training" in phases else phases[0]

@@ -1,4 +1,8 @@
-"""`report CUBE -o DIR`: report.md and report.html (self-contained) with five sections."""
+"""`report CUBE -o DIR`: report.md and report.html (self-contained) with six sections.
+
+Sections 1-4 compare single devices: they use the gpus == 1 cells only.
+Section 5 is the data-parallel one (the cells with gpus > 1).  The summary,
+the replica spread and the throttled cells cover every cell, gpus included."""
 
 from __future__ import annotations
 
@@ -9,10 +13,11 @@ import numpy as np
 import pandas as pd
 
 from . import plots
-from .analysis import (NETWORK_ORDER, PHASE_ORDER, PRECISION_ORDER, batch_curve, collapse_replicas,
-                       default_baseline_device, device_speedups, engine_speedups, engines_on, focus_batch,
-                       label, native_first, ordered, replica_spread)
-from .cube import Cube, CubeError, STATUS_NAMES
+from .analysis import (NETWORK_ORDER, PHASE_ORDER, PRECISION_ORDER, SCALING_THRESHOLD, batch_curve,
+                       by_design_unsupported, collapse_replicas, default_baseline_device, device_speedups,
+                       engine_speedups, engines_on, focus_batch, label, native_first, ordered, replica_spread,
+                       scaling_table, single_device)
+from .cube import CELL_DIMS, Cube, CubeError, SCHEMA_1, STATUS_NAMES
 from .document import Document
 from .peaks import PeakTable
 
@@ -21,7 +26,8 @@ SECTIONS = (
     "2. Batch-size efficiency (the study's second figure)",
     "3. Device against device, engine against engine",
     "4. Efficiency: achieved TFLOP/s, % of peak, energy",
-    "5. Provenance",
+    "5. Data-parallel scaling: efficiency and exposed communication",
+    "6. Provenance",
 )
 
 
@@ -59,19 +65,24 @@ def speed_text(r) -> str:
 
 class Report:
     def __init__(self, cube: Cube, out_dir: Path, baseline: str | None = None, batch: int | None = None,
-                 peaks: PeakTable | None = None, baseline_engine: str | None = None):
+                 peaks: PeakTable | None = None, baseline_engine: str | None = None,
+                 scaling_threshold: float = SCALING_THRESHOLD):
         self.cube = cube
         self.out = Path(out_dir)
-        self.cells = collapse_replicas(cube.cells)
+        self.all_cells = collapse_replicas(cube.cells)
+        # Sections 1-4 compare single devices: the gpus == 1 cells.
+        self.cells = single_device(self.all_cells)
+        self.data_parallel = any(g > 1 for g in cube.gpus)
+        self.scaling_threshold = scaling_threshold
         self.devices = cube.devices
         self.peaks = peaks or PeakTable.read()
         try:
-            self.batch = focus_batch(self.cells, batch)
+            self.batch = focus_batch(self.cells if len(self.cells) else self.all_cells, batch)
         except ValueError as e:
             raise CubeError(str(e)) from None
         self.baseline = cube.resolve_device(baseline) if baseline else default_baseline_device(self.cells)
         self.baseline_engine = baseline_engine
-        all_engines = ordered([e for d in self.devices for e in engines_on(self.cells, d)], ("cudnn", "onednn"))
+        all_engines = ordered([e for d in self.devices for e in engines_on(self.all_cells, d)], ("cudnn", "onednn"))
         self.colors = plots.engine_colors(all_engines)
         self.doc = Document(title=f"crossbench report — {cube.path.name}", figure_dir=self.out / "figures")
 
@@ -90,6 +101,15 @@ class Report:
         """A short file-name part: d<index>-<first words of the key>."""
         words = "-".join(plots.short_device(device, 60).split()[:4])
         return f"d{self.devices.index(device)}-{words[:32]}"
+
+    def _no_single_device(self) -> bool:
+        """True (after saying so) when no single-device cell was attempted."""
+        if (self.cells["status"] != "not_run").any():
+            return False
+        gpus = ", ".join(map(str, self.cube.gpus))
+        self.doc.text(f"No single-device (gpus = 1) cell was attempted in this cube (its gpus axis: {gpus}), "
+                      f"so there is nothing to compare here; the data-parallel cells are in section 5.")
+        return True
 
     def _no_ok(self, dp, what):
         """True (after saying so) when `dp` has no ok cell: its table says why, no figure."""
@@ -115,32 +135,44 @@ class Report:
         self.section3()
         self.section4()
         self.section5()
+        self.section6()
         return doc
 
     def summary(self):
         doc, cells = self.doc, self.cube.cells
         doc.heading("Summary")
-        axes = ", ".join(f"{d} ({len(self.cube.ds[d])})" for d in
-                         ("device", "engine", "network", "precision", "batch", "phase", "replica"))
+        axes = ", ".join(f"{d} ({len(self.cube.ds[d])})" for d in CELL_DIMS)
+        if self.cube.schema == SCHEMA_1:
+            doc.text(f"This cube has schema `{SCHEMA_1}`, from before data-parallel training: it is read as "
+                     f"single-device cells (gpus = 1) without exposed communication or scaling efficiency.")
         doc.text(f"Axes: {axes}. Every cell that was not measured is shown with its status: "
                  f"**OOM** (out of memory), **unsupported** (the engine cannot run it on that device), "
                  f"**failed**, **timeout**, or **not run** (not attempted; e.g. an engine that the job did "
                  f"not run on that device). Figures draw such cells as hatched placeholders labelled with "
                  f"the status, never as a bar of zero.")
-        counts = cells.groupby(["device", "status"]).size().unstack(fill_value=0)
+        by = ["device", "gpus"] if self.data_parallel else ["device"]
+        counts = cells.groupby(by + ["status"], sort=False).size().unstack(fill_value=0)
         counts = counts.reindex(columns=[s for s in STATUS_NAMES if s in counts.columns])
         counts.columns = [label(s) for s in counts.columns]
         counts = counts.reset_index()
-        doc.table(counts, "cells per device and status")
-        bad = cells[~cells["status"].isin(["ok", "not_run"])]
+        doc.table(counts, "cells per device" + (" and gpus (data-parallel group size)" if self.data_parallel else "")
+                  + " and status")
+        by_design = by_design_unsupported(cells)
+        if by_design.any():
+            doc.text(f"{int(by_design.sum())} of the unsupported cells are inference cells with gpus > 1, which "
+                     f"crossbench records as unsupported by design (inference is single-device; data parallelism "
+                     f"applies to training); they are not listed below.")
+        bad = cells[~cells["status"].isin(["ok", "not_run"]) & ~by_design]
         if len(bad):
-            g = (bad.groupby(["status", "device", "engine", "precision", "phase", "network"], sort=False)
+            keys = ["status", "device", "engine", "precision", "phase", "network"] + (
+                ["gpus"] if self.data_parallel else [])
+            g = (bad.groupby(keys, sort=False)
                  .agg(batches=("batch", lambda s: ", ".join(str(b) for b in sorted(s.unique()))),
                       cells=("batch", "size"),
                       message=("message", lambda s: " / ".join(list(dict.fromkeys(m for m in s if m))[:2])))
                  .reset_index())
             g["status"] = g["status"].map(label)
-            g = g[["status", "device", "engine", "precision", "phase", "network", "batches", "cells", "message"]]
+            g = g[keys + ["batches", "cells", "message"]]
             doc.table(g, "cells without a measurement (other than not run), with the reason", collapsed=len(g) > 15)
 
     # 1 -------------------------------------------------------------------------
@@ -150,7 +182,10 @@ class Report:
         b = self.batch
         doc.text(f"For each device: the median time of one training or inference step on a batch of {b} "
                  f"images, per network and engine (the study used batch 64). Whiskers are the 95% "
-                 f"confidence interval of the median. Choose another batch with `--batch`.")
+                 f"confidence interval of the median. Choose another batch with `--batch`." +
+                 (" Single-device cells (gpus = 1) only." if self.data_parallel else ""))
+        if self._no_single_device():
+            return
         for dev in self.devices:
             d = self._device_cells(dev)
             d = d[d["batch"] == b]
@@ -196,7 +231,10 @@ class Report:
                  "The star marks the batch of best throughput; the ✕ at the top marks the first batch that "
                  "ran out of memory, and the thin vertical line the largest batch that fit. Where per-image "
                  "time stops falling, larger batches buy nothing; where the curve bends up, they cost "
-                 "throughput (as the study saw on the K40 and the Titan X Pascal).")
+                 "throughput (as the study saw on the K40 and the Titan X Pascal)." +
+                 (" Single-device cells (gpus = 1) only." if self.data_parallel else ""))
+        if self._no_single_device():
+            return
         if len(batches) < 2:
             doc.text(f"This cube has a single batch size ({batches[0] if batches else 'none'}), so there is no "
                      f"curve to draw; run a batch sweep (`jobs/batch-sweep.ini`) for this section.")
@@ -241,6 +279,23 @@ class Report:
     def section3(self):
         doc = self.doc
         doc.heading(SECTIONS[2])
+        if self.data_parallel:
+            doc.text("Devices and engines are compared on single-device cells (gpus = 1).")
+        if not self._no_single_device():
+            self._devices_and_engines()
+        spread = replica_spread(self.cube.cells)
+        if len(spread):
+            doc.heading("Device-to-device variation (replicas)", 3)
+            s = spread.head(30).copy()
+            for col in ("fastest_ms", "slowest_ms"):
+                s[col] = s[col].map(fmt)
+            s["spread_pct"] = s["spread_pct"].map(lambda v: f"{v:.2f}%")
+            if not self.data_parallel:
+                s = s.drop(columns=["gpus"], errors="ignore")
+            doc.table(s, "slowest ÷ fastest replica − 1 (the 30 widest)")
+
+    def _devices_and_engines(self):
+        doc = self.doc
         b = self.batch
         doc.heading("Device against device", 3)
         others = [d for d in self.devices if d != self.baseline and engines_on(self.cells, d)]
@@ -297,14 +352,6 @@ class Report:
         if not any_engine:
             doc.text("Every device ran a single engine: no engine comparison. Add engines to the job's "
                      "`[matrix] engines`.")
-        spread = replica_spread(self.cube.cells)
-        if len(spread):
-            doc.heading("Device-to-device variation (replicas)", 3)
-            s = spread.head(30).copy()
-            for col in ("fastest_ms", "slowest_ms"):
-                s[col] = s[col].map(fmt)
-            s["spread_pct"] = s["spread_pct"].map(lambda v: f"{v:.2f}%")
-            doc.table(s, "slowest ÷ fastest replica − 1 (the 30 widest)")
 
     def _speed_table(self, t):
         out = t[["engine", "network", "precision", "batch", "phase"]].copy()
@@ -324,7 +371,9 @@ class Report:
                  "pass) ÷ the median step time, as recorded in the cube. % of peak uses the dense peak of the "
                  "device at that precision from `peaks.csv` (editable; GPUs) or from the cube (CPUs, when "
                  "known); otherwise it is unknown. Energy per image comes from the GPU's energy counter "
-                 "where it was measured.")
+                 "where it was measured." + (" Single-device cells (gpus = 1) only." if self.data_parallel else ""))
+        if self._no_single_device():
+            return
         rows = []
         for dev in self.devices:
             engines = engines_on(self.cells, dev)
@@ -365,8 +414,84 @@ class Report:
 
     # 5 -------------------------------------------------------------------------
     def section5(self):
-        doc, c = self.doc, self.cube
+        doc = self.doc
         doc.heading(SECTIONS[4])
+        th = self.scaling_threshold
+        if not self.data_parallel:
+            why = (f"its schema, `{SCHEMA_1}`, predates data-parallel training" if self.cube.schema == SCHEMA_1
+                   else "its gpus axis is 1 only")
+            doc.text(f"This cube has no data-parallel cells ({why}). Add `[matrix] gpus = 1, 2, 4` (or "
+                     f"`--gpus 1,2,4`) to a training job run on several ranks of one device key to measure "
+                     f"how training scales over devices.")
+            return
+        t = scaling_table(self.cube.cells, th)
+        doc.text(f"Training cells trained data parallel on gpus > 1 devices of one key (batch is per device; "
+                 f"the group trains gpus × batch images per step). **images/s** is the group's (gpus × batch ÷ "
+                 f"median step); **scaling efficiency** = images/s ÷ (gpus × images/s of the gpus = 1 cell of the "
+                 f"same coordinates), 1 = linear scaling; **exposed communication** is the median time a step "
+                 f"waited, after its backward pass, for gradient all-reduces that computation did not hide, and "
+                 f"its share of the step. Cells below {th:g} efficiency are flagged (`--scaling-threshold`). "
+                 f"Inference cells stay single-device and are not listed.")
+        if t.empty:
+            doc.text("No data-parallel training cell was attempted (every gpus > 1 training cell is not run).")
+            return
+        ok = t[t["status"] == "ok"]
+        flagged = t[t["below_threshold"]]
+        no_eff = ok[~np.isfinite(ok["scaling_efficiency"].astype(float))]
+        doc.text(f"{len(t)} data-parallel training cell(s): {len(ok)} ok, {len(flagged)} below {th:g} "
+                 f"efficiency" + (f", {len(no_eff)} ok without an efficiency (no ok gpus = 1 cell to compare "
+                                  f"with)" if len(no_eff) else "") +
+                 (f", {len(t) - len(ok)} without a measurement" if len(t) > len(ok) else "") + ".")
+        if len(flagged):
+            items = [f"**{plots.short_device(r.device)}, {r.engine}, {r.network}, {r.precision}, batch {r.batch}, "
+                     f"gpus {r.gpus}**: efficiency {r.scaling_efficiency:.2f}, {r.note}"
+                     for r in flagged.head(40).itertuples()]
+            doc.bullets(items + ([f"… and {len(flagged) - 40} more (see the tables)"] if len(flagged) > 40 else []))
+        for dev in ordered(t["device"], self.devices):
+            td = t[t["device"] == dev]
+            for prec in ordered(td["precision"], PRECISION_ORDER):
+                tp = td[td["precision"] == prec]
+                doc.heading(f"{dev} — {prec}", 3)
+                if (tp["status"] == "ok").any():
+                    doc.figure(plots.fig_scaling(tp, dev, prec, th),
+                               f"fig5-{self._dev_id(dev)}-{prec}",
+                               f"Scaling efficiency of data-parallel training on {dev}, {prec}: one bar per "
+                               f"number of devices; 1 = linear scaling, the dashed line is {th:g}; hatched "
+                               f"placeholders are cells without a measurement or without an efficiency.")
+                else:
+                    st = ", ".join(f"{label(k)} ×{v}" for k, v in tp["status"].value_counts().items())
+                    reasons = sorted({n for n in tp["note"] if n})[:3]
+                    doc.text(f"No figure for {prec} data-parallel training: no cell was measured ({st})" +
+                             (f"; {'; '.join(reasons)}" if reasons else "") + ".")
+                doc.table(self._scaling_rows(tp), f"data-parallel scaling, {dev}, {prec}",
+                          collapsed=len(tp) > 40)
+
+    def _scaling_rows(self, t):
+        rows = []
+        for r in t.itertuples():
+            ok = r.status == "ok"
+            st = label(r.status)
+            eff = r.scaling_efficiency
+            rows.append({
+                "engine": r.engine, "network": r.network, "batch": fmt(int(r.batch)), "gpus": fmt(int(r.gpus)),
+                "step [ms]": fmt(r.median_ms) if ok else st,
+                "images/s (group)": fmt(r.images_per_s) if ok else st,
+                "images/s (gpus = 1)": fmt(r.images_per_s_1gpu) if np.isfinite(r.images_per_s_1gpu)
+                else label(r.baseline_status) if r.baseline_status != "absent" else "absent",
+                "scaling efficiency": (f"{eff:.3f}" + (" (computed)" if r.efficiency_source == "computed" else "")
+                                       if np.isfinite(eff) else (st if not ok else "unknown")),
+                "exposed comm. [ms]": fmt(r.exposed_communication_ms) if np.isfinite(r.exposed_communication_ms)
+                else (st if not ok else "not measured"),
+                "share of step": f"{r.exposed_share:.1%}" if np.isfinite(r.exposed_share) else "",
+                "flag": f"below {self.scaling_threshold:g}" if r.below_threshold else "",
+                "note": r.note if not r.below_threshold else r.note.split(": ", 1)[-1],
+            })
+        return pd.DataFrame(rows)
+
+    # 6 -------------------------------------------------------------------------
+    def section6(self):
+        doc, c = self.doc, self.cube
+        doc.heading(SECTIONS[5])
         attrs = {k: v for k, v in c.attrs.items() if k != "job_file"}
         doc.table(pd.DataFrame({"attribute": list(attrs), "value": list(attrs.values())}),
                   "root attributes of the cube (versions, command line)")
@@ -388,15 +513,16 @@ class Report:
         for dev in self.devices:
             n_ranks = int((c.ranks["device_key"] == dev).sum()) if "device_key" in c.ranks.columns else 0
             dev_rows.append({"device key": dev, "ranks": n_ranks,
-                             "engines run": ", ".join(engines_on(self.cells, dev)) or "none"})
+                             "engines run": ", ".join(engines_on(self.all_cells, dev)) or "none"})
         doc.table(pd.DataFrame(dev_rows), "devices (device keys)")
         cells = c.cells
         thr = cells[(cells["status"] == "ok") & (cells["throttled"] == 1)]
         unknown = int(((cells["status"] == "ok") & (cells["throttled"] < 0)).sum())
         doc.heading("Throttled cells", 3)
         if len(thr):
-            t = thr[["device", "engine", "network", "precision", "batch", "phase", "replica", "median_ms",
-                     "mean_sm_clock_mhz", "rank"]].copy()
+            t = thr[["device", "engine", "network", "precision", "batch", "phase"] +
+                    (["gpus"] if self.data_parallel else []) + ["replica", "median_ms", "mean_sm_clock_mhz",
+                                                                "rank"]].copy()
             t["median_ms"] = t["median_ms"].map(fmt)
             t["mean_sm_clock_mhz"] = t["mean_sm_clock_mhz"].map(fmt)
             doc.text(f"**{len(thr)} cell(s) ran while the device throttled** (clocks fell or throttle reasons "
