@@ -24,30 +24,32 @@ import numpy as np  # noqa: E402  (after the skips: numpy comes with them)
 BUILD_DIR = Path(os.environ.get("CROSSBENCH_BUILD_DIR", "/work/main/build"))
 GPU = "NVIDIA H200 (132 SMs, sm_9.0, 140.0 GiB)"
 CPU = "CPU Intel(R) Xeon(R) Platinum 8480+ (16 threads, avx512_core_amx, 503.5 GiB)"
-CELL_DIMS = ("device", "engine", "network", "precision", "batch", "phase", "replica")
+CELL_DIMS = ("device", "engine", "network", "precision", "batch", "phase", "gpus", "replica")
 FLOAT_VARIABLES = ("median_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "p05_ms", "p95_ms",
                    "ci_low_ms", "ci_high_ms", "images_per_s", "tflops", "peak_memory_bytes",
-                   "energy_j_per_image", "mean_sm_clock_mhz")
+                   "energy_j_per_image", "mean_sm_clock_mhz", "exposed_communication_ms", "scaling_efficiency")
 VARIABLES = ("status",) + FLOAT_VARIABLES + ("throttled", "steps", "rank", "message", "decisions",
                                              "samples_ms")
 STATUS_CODES = {"not_run": 0, "ok": 1, "oom": 2, "unsupported": 3, "failed": 4, "timeout": 5}
 
-# (device, engine, network, precision, batch, phase, replica) of the sample's cells.
+# (device, engine, network, precision, batch, phase, gpus, replica) of the sample's cells.
 OK_FIVE = dict(device=GPU, engine="cudnn", network="alexnet", precision="fp32", batch=64,
-               phase="inference", replica=0)
+               phase="inference", gpus=1, replica=0)
 OK_THREE = dict(OK_FIVE, replica=1)
 OOM = dict(device=GPU, engine="cudnn", network="resnet50", precision="fp32", batch=128,
-           phase="training", replica=0)
+           phase="training", gpus=1, replica=0)
 UNSUPPORTED = dict(device=CPU, engine="onednn", network="alexnet", precision="fp16", batch=64,
-                   phase="inference", replica=0)
+                   phase="inference", gpus=1, replica=0)
 FAILED = dict(device=CPU, engine="onednn", network="resnet50", precision="fp32", batch=64,
-              phase="training", replica=1)
+              phase="training", gpus=1, replica=1)
 TIMEOUT = dict(device=GPU, engine="cudnn", network="resnet50", precision="fp16", batch=128,
-               phase="inference", replica=1)
+               phase="inference", gpus=1, replica=1)
 OK_CPU = dict(device=CPU, engine="onednn", network="resnet50", precision="fp32", batch=128,
-              phase="inference", replica=0)
+              phase="inference", gpus=1, replica=0)
+PARALLEL = dict(device=GPU, engine="cudnn", network="resnet50", precision="fp32", batch=64,
+                phase="training", gpus=2, replica=0)
 NOT_RUN = dict(device=CPU, engine="cudnn", network="alexnet", precision="fp32", batch=64,
-               phase="training", replica=0)
+               phase="training", gpus=1, replica=0)
 
 
 @pytest.fixture(scope="module")
@@ -71,13 +73,14 @@ def dataset(cube_path):
 def test_dimensions_and_coordinates(dataset):
     assert set(dataset.dims) == set(CELL_DIMS) | {"step"}
     assert dict(dataset.sizes) == {"device": 2, "engine": 2, "network": 2, "precision": 2,
-                                   "batch": 2, "phase": 2, "replica": 2, "step": 5}
+                                   "batch": 2, "phase": 2, "gpus": 2, "replica": 2, "step": 5}
     assert list(dataset["device"].values) == [GPU, CPU]
     assert list(dataset["engine"].values) == ["cudnn", "onednn"]
     assert list(dataset["precision"].values) == ["fp32", "fp16"]
     assert list(dataset["batch"].values) == [64, 128]
     assert dataset["batch"].dtype == np.int64
     assert list(dataset["phase"].values) == ["inference", "training"]
+    assert list(dataset["gpus"].values) == [1, 2]
     assert list(dataset["replica"].values) == [0, 1]
     assert list(dataset["step"].values) == [0, 1, 2, 3, 4]
 
@@ -99,7 +102,7 @@ def test_every_variable_is_present_over_the_cell_dimensions(dataset):
 
 
 def test_root_attributes(dataset):
-    assert dataset.attrs["schema"] == "crossbench-cube/1"
+    assert dataset.attrs["schema"] == "crossbench-cube/2"
     assert dataset.attrs["git_revision"] == "0123456789ab"
     assert dataset.attrs["job_file"] == "[matrix]\nnetworks = alexnet, resnet50\nbatches = 64, 128\n"
     assert dataset.attrs["cuda_runtime_version"] == ""
@@ -114,7 +117,8 @@ def test_values_of_the_cells(dataset):
     assert int(status.sel(FAILED)) == STATUS_CODES["failed"]
     assert int(status.sel(TIMEOUT)) == STATUS_CODES["timeout"]
     assert int(status.sel(NOT_RUN)) == STATUS_CODES["not_run"]
-    assert int((status != STATUS_CODES["not_run"]).sum()) == 7
+    assert int(status.sel(PARALLEL)) == STATUS_CODES["ok"]
+    assert int((status != STATUS_CODES["not_run"]).sum()) == 8
 
     assert float(dataset["median_ms"].sel(OK_FIVE)) == 1.5
     assert float(dataset["min_ms"].sel(OK_FIVE)) == 1.25
@@ -126,6 +130,14 @@ def test_values_of_the_cells(dataset):
     assert int(dataset["throttled"].sel(OK_FIVE)) == 0
     assert int(dataset["steps"].sel(OK_FIVE)) == 5
     assert int(dataset["rank"].sel(OK_THREE)) == 1
+    # The data-parallel cell: the group's throughput and its two variables.
+    assert float(dataset["median_ms"].sel(PARALLEL)) == 30.0
+    assert float(dataset["images_per_s"].sel(PARALLEL)) == pytest.approx(2 * 64 / 30e-3)
+    assert float(dataset["exposed_communication_ms"].sel(PARALLEL)) == 1.25
+    assert float(dataset["scaling_efficiency"].sel(PARALLEL)) == 0.95
+    assert math.isnan(float(dataset["scaling_efficiency"].sel(OK_FIVE)))
+    assert dataset["exposed_communication_ms"].attrs["units"] == "ms"
+    assert dataset["scaling_efficiency"].attrs["units"] == "1"
 
     # Numbers are NaN wherever the status is not ok.
     not_ok = status != STATUS_CODES["ok"]
@@ -162,20 +174,21 @@ def test_h5py_decodes_status_to_its_names(cube_path):
         assert isinstance(file["status_t"], h5py.Datatype), "status_t is a committed type"
         code_to_name = {code: name for name, code in names_of.items()}
         codes = status[...]
-        # device 0 (GPU), cudnn, alexnet, fp32, batch 64, inference, replica 0 / 1
-        assert code_to_name[int(codes[0, 0, 0, 0, 0, 0, 0])] == "ok"
-        assert code_to_name[int(codes[0, 0, 1, 0, 1, 1, 0])] == "oom"
-        assert code_to_name[int(codes[1, 1, 0, 1, 0, 0, 0])] == "unsupported"
-        assert code_to_name[int(codes[1, 1, 1, 0, 0, 1, 1])] == "failed"
-        assert code_to_name[int(codes[0, 0, 1, 1, 1, 0, 1])] == "timeout"
-        assert code_to_name[int(codes[1, 0, 0, 0, 0, 1, 0])] == "not_run"
-        assert file["samples_ms"].chunks == (1, 1, 1, 1, 1, 1, 1, 5)
+        # device 0 (GPU), cudnn, alexnet, fp32, batch 64, inference, gpus 1, replica 0 / 1
+        assert code_to_name[int(codes[0, 0, 0, 0, 0, 0, 0, 0])] == "ok"
+        assert code_to_name[int(codes[0, 0, 1, 0, 1, 1, 0, 0])] == "oom"
+        assert code_to_name[int(codes[1, 1, 0, 1, 0, 0, 0, 0])] == "unsupported"
+        assert code_to_name[int(codes[1, 1, 1, 0, 0, 1, 0, 1])] == "failed"
+        assert code_to_name[int(codes[0, 0, 1, 1, 1, 0, 0, 1])] == "timeout"
+        assert code_to_name[int(codes[1, 0, 0, 0, 0, 1, 0, 0])] == "not_run"
+        assert code_to_name[int(codes[0, 0, 1, 0, 0, 1, 1, 0])] == "ok"  # resnet50 training on 2 GPUs
+        assert file["samples_ms"].chunks == (1, 1, 1, 1, 1, 1, 1, 1, 5)
         assert file["samples_ms"].compression == "gzip"
 
 
 def test_netcdf4_sees_the_enum_and_the_ranks_group(cube_path):
     with netCDF4.Dataset(cube_path) as nc:
-        assert nc.getncattr("schema") == "crossbench-cube/1"
+        assert nc.getncattr("schema") == "crossbench-cube/2"
         assert "status_t" in nc.enumtypes
         assert nc.enumtypes["status_t"].enum_dict == STATUS_CODES
         assert set(VARIABLES) <= set(nc.variables)
