@@ -131,13 +131,15 @@ def crossbench_cells(args):
         with h5py.File(args.cube, "r") as cube:
             names = {d: [v.decode() if isinstance(v, bytes) else v for v in cube[d][()]]
                      for d in ("device", "engine", "network", "precision", "batch", "phase", "replica")}
+            # Schema 2 has a gpus axis between phase and replica: the single-GPU cells are at gpus = 1.
+            gpus_axis = ((list(cube["gpus"][()]).index(1),) if "gpus" in cube else ())
             median, peak, message = cube["median_ms"][()], cube["peak_memory_bytes"][()], cube["message"][()]
             engine = names["engine"].index("cudnn")
             for i_n, network in enumerate(names["network"]):
                 for i_p, precision in enumerate(names["precision"]):
                     for i_b, batch in enumerate(names["batch"]):
                         for i_ph, phase in enumerate(names["phase"]):
-                            at = (0, engine, i_n, i_p, i_b, i_ph, 0)
+                            at = (0, engine, i_n, i_p, i_b, i_ph) + gpus_axis + (0,)
                             if math.isnan(median[at]):
                                 continue
                             text = message[at].decode() if isinstance(message[at], bytes) else str(message[at])

@@ -16,7 +16,7 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 STEPS=${STEPS:-50}
 WARMUP=${WARMUP:-10}
-TLIMIT=${TLIMIT:-240}
+TLIMIT_DEFAULT=${TLIMIT:-240}
 export PYTHONUNBUFFERED=1
 if [ ! -x .bundle/bin/crossbench ]; then
   python3 -c "import tarfile; tarfile.open('.bundle/payload.tar.xz').extractall('.bundle')"
@@ -41,6 +41,9 @@ GPUS=${GPUS:-2}
 MPI=".bundle/run mpirun --allow-run-as-root --oversubscribe -np $GPUS -x NCCL_NVLS_ENABLE=0"
 for stage in "$@"; do
   echo "=== $stage $(date +%T)"
+  # TLIMIT_<stage> overrides the limit of one stage [s].
+  limit_name="TLIMIT_$stage"
+  TLIMIT=${!limit_name:-$TLIMIT_DEFAULT}
   case $stage in
     tests)
       timeout "$TLIMIT" .bundle/run .bundle/bin/cudnn_engine_test ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER} \
