@@ -123,3 +123,26 @@ def test_bad_gpus_values_are_refused(run_crossbench, tmp_path, value):
     assert result.returncode == 2, result.stdout + result.stderr
     assert "gpus" in result.stderr
     assert not (tmp_path / "x.h5").exists()
+
+
+def test_a_group_out_of_time_ends_together_and_the_next_cells_run(tmp_path, crossbench_binary):
+    """Both ranks of a group take the time-limit decision together: the cell is
+    `timeout` on every rank (no rank left waiting in an all-reduce) and the
+    single-device cells after it run."""
+    import subprocess
+    job = write_job(tmp_path, JOB.replace("gpus = 1, 2, 4", "gpus = 1, 2")
+                    .replace("cell_time_limit_s = 300", "cell_time_limit_s = 1.5")
+                    .replace("min_steps = 3", "min_steps = 50").replace("max_steps = 4", "max_steps = 60"))
+    cube_path = tmp_path / "limit.h5"
+    completed = subprocess.run(["mpirun", "--oversubscribe", "-np", "2", "-x", "OMP_NUM_THREADS=1",
+                                str(crossbench_binary), "run", "--job", str(job), "--output", str(cube_path)],
+                               capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    with h5py.File(cube_path, "r") as cube:
+        status = status_names(cube)
+        training = list(cube["phase"].asstr()[...]).index("training")
+        assert status[0, 0, 0, 0, 0, training, 1, 0] == "timeout", completed.stdout
+        message = cube["message"].asstr()[0, 0, 0, 0, 0, training, 1, 0]
+        assert "time limit" in message, message
+        # Every other cell was attempted and ended with a final status.
+        assert "not_run" not in set(status.ravel()), completed.stdout
