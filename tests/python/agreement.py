@@ -61,8 +61,9 @@ def check_cells(run_crossbench, network, engines, *extra):
     """{(engine, phase): the check line} of `crossbench check` for one network at batch 2, fp32."""
     result = run_crossbench("check", "--set", f"matrix.networks={network}", "--set", f"matrix.engines={engines}",
                             "--set", "matrix.precisions=fp32", "--set", "matrix.batches=2",
-                            "--set", "matrix.phases=inference,training", "--set", "measure.seed=42", *extra,
-                            timeout=900)
+                            "--set", "matrix.phases=inference,training", "--set", "measure.seed=42",
+                            # a worker's preparation (jax: compiling) and check may take this long
+                            "--set", "measure.cell_time_limit_s=600", *extra, timeout=1800)
     assert result.returncode == 0, result.stderr + result.stdout
     rows = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
     cells = {(row["engine"], row["phase"]): row for row in rows}

@@ -48,7 +48,7 @@ def jax_python():
         if os.path.exists(python) and imports(python, "jax"):
             return python, None
     why = os.environ.get("CROSSBENCH_JAX_UNAVAILABLE", f"{venv} does not exist or has no jax")
-    return None, (f"no python with jax ({why}); scripts/test installs jax into {venv}, "
+    return None, (f"no python with jax ({why}); scripts/test installs jax into {venv.parent.parent}, "
                   "or set CROSSBENCH_JAX_PYTHON to a python with jax")
 
 
