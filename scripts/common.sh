@@ -12,7 +12,15 @@ build_packages=(build-essential cmake git pkg-config libopenmpi-dev openmpi-bin 
 # The tests start a real Slurm cluster on this machine (tests/slurm/cluster.sh).
 slurm_packages=(slurmctld slurmd slurm-client munge)
 python_packages=(python3 python3-numpy python3-h5py python3-xarray python3-netcdf4 python3-matplotlib
-                 python3-pandas python3-pytest python3-torch)
+                 python3-pandas python3-pytest python3-torch python3-scipy python3-venv)
+
+# JAX for the jax worker's tests. Debian has no jax package, so a venv that sees Debian's packages
+# (numpy, scipy: --system-site-packages) takes jax from PyPI. Pinned: jax 0.4.38 is the newest whose
+# wheels work with Debian 12's python 3.11, numpy 1.24 and scipy 1.10 (jax 0.5 needs numpy 1.25);
+# numpy is pinned to Debian's own, so pip never puts a second numpy into the venv.
+jax_version=0.4.38
+jax_requirements=("jax[cpu]==$jax_version" "jaxlib==$jax_version" "ml_dtypes==0.5.4" "opt_einsum==3.4.0")
+jax_venv=$build_dir/venv
 
 install_missing() {
   local missing=()
@@ -33,6 +41,37 @@ configure_and_build() {
   jobs=$(nproc)
   cmake -S "$repo_root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "$@"
   cmake --build "$build_dir" -j "$jobs"
+}
+
+# Makes $jax_venv with jax (once; later runs find it and need no network) and exports
+# CROSSBENCH_JAX_PYTHON, the python the jax worker tests run the jax worker with. Where jax cannot
+# be had (no network to PyPI, pip failing) it says why, exports the reason as
+# CROSSBENCH_JAX_UNAVAILABLE and returns 0: the jax tests then skip with that reason.
+setup_jax_venv() {
+  local venv_python=$jax_venv/bin/python
+  local check="import jax, jax.numpy; assert jax.__version__ == '$jax_version', jax.__version__"
+  local why=""
+  if ! "$venv_python" -c "$check" >/dev/null 2>&1; then
+    echo "crossbench: installing ${jax_requirements[*]} into $jax_venv"
+    local numpy_version
+    numpy_version=$("$python" -c 'import numpy; print(numpy.__version__)')
+    if [ ! -x "$venv_python" ] && ! "$python" -m venv --system-site-packages "$jax_venv"; then
+      why="$python -m venv failed (is python3-venv installed?)"
+    elif ! "$venv_python" -m pip install -q --disable-pip-version-check --timeout 15 --retries 1 \
+           "${jax_requirements[@]}" "numpy==$numpy_version"; then
+      why="pip could not install ${jax_requirements[*]} into $jax_venv (no network to PyPI?)"
+    elif ! "$venv_python" -c "$check"; then
+      why="jax $jax_version does not import in $jax_venv after installing it"
+    fi
+  fi
+  if [ -n "$why" ]; then
+    echo "crossbench: $why: the jax worker tests will skip" >&2
+    export CROSSBENCH_JAX_UNAVAILABLE=$why
+    unset CROSSBENCH_JAX_PYTHON
+  else
+    export CROSSBENCH_JAX_PYTHON=$venv_python
+    echo "crossbench: the jax worker tests run jax $jax_version with $CROSSBENCH_JAX_PYTHON"
+  fi
 }
 
 # Open MPI refuses to run as root unless told; CI and containers run as root.

@@ -29,6 +29,8 @@ std::string usage() {
          "  describe NETWORK      per layer: output shape, FLOPs, parameters, activation bytes\n"
          "  export-network NETWORK [--output FILE]\n"
          "                        the layer graph as JSON (what framework workers build from)\n"
+         "  check [run options] [--cpu]\n"
+         "                        each cell's output check (loss, gradient norms) as JSON lines; no timing\n"
          "  version\n";
 }
 
@@ -72,6 +74,7 @@ int run_cli(int argc, char** argv) {
       {"list", list_command},
       {"describe", describe_command},
       {"export-network", export_network_command},
+      {"check", check_command},
   };
   try {
     if (argc < 2) throw UsageError("no command given\n" + usage());
@@ -86,7 +89,7 @@ int run_cli(int argc, char** argv) {
     }
     const auto found = commands.find(command);
     if (found == commands.end())
-      throw UsageError("unknown command '" + command + "'; valid: run, plan, list, describe, export-network, version");
+      throw UsageError("unknown command '" + command + "'; valid: run, plan, check, list, describe, export-network, version");
     CommandContext context{{argv + 2, argv + argc}, quoted_command_line(argc, argv), find_default_job(argv[0])};
     return found->second(context);
   } catch (const UsageError& error) {

@@ -19,5 +19,6 @@ int plan_command(const CommandContext& context);
 int list_command(const CommandContext& context);
 int describe_command(const CommandContext& context);
 int export_network_command(const CommandContext& context);
+int check_command(const CommandContext& context);
 
 }  // namespace crossbench

@@ -1,6 +1,7 @@
 """The crossbench command line: bad input gets exit 2, a message that names the
 problem, and no cube; the info commands print the facts; a real run writes a
 cube through the same path on one rank and on two."""
+import json
 import pathlib
 
 import h5py
@@ -182,3 +183,23 @@ def test_two_rank_run_splits_the_cells(tmp_path, run_crossbench):
     assert result.returncode == 0, result.stderr + result.stdout
     assert "[1/2]" not in result.stdout  # --quiet
     check_cube(output, [0, 1])
+
+
+def test_check_prints_one_json_line_per_cell_and_failures_are_data(run_crossbench):
+    """`crossbench check` (the engines' output checks, compared in test_worker_agreement.py): its
+    input is validated like run's, and cells that cannot run are lines with their reason."""
+    bad = run_crossbench("check", "--set", "matrix.engines=tensorflow")
+    assert bad.returncode == 2 and "'tensorflow'" in bad.stderr
+    result = run_crossbench("check", "--set", "matrix.networks=alexnet",
+                            "--set", "matrix.precisions=tf32,fp16", "--set", "matrix.batches=1",
+                            "--set", "matrix.phases=inference", "--set", "workers.nowhere=/nonexistent/python w.py",
+                            "--set", "matrix.engines=onednn,nowhere")
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["engine"], r["precision"]) for r in rows] == [("onednn", "tf32"), ("onednn", "fp16"),
+                                                            ("nowhere", "tf32"), ("nowhere", "fp16")]
+    for row in rows:
+        assert (row["network"], row["batch"], row["phase"]) == ("alexnet", 1, "inference")
+        assert row["status"] == "unsupported" and row["message"], row
+        assert "loss" not in row
+    assert "/nonexistent/python" in rows[-1]["message"]

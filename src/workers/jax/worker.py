@@ -49,6 +49,9 @@ class JaxAdapter:
         global np, synthetic
         try:
             import jax
+            if getattr(jax, "__file__", None) is None:
+                # src/workers/jax, this worker's own directory, taken as a namespace package: no jax here
+                raise ImportError("No module named 'jax'")
             import jax.numpy  # noqa: F401
             import numpy as np
             from common import synthetic
@@ -242,18 +245,20 @@ class JaxSession:
             return net.loss(logits, labels), logits
 
         def train_step(params, x, labels, masks):
-            (loss, _), grads = jax.value_and_grad(loss_and_logits, has_aux=True)(params, x, labels, masks)
+            (loss, logits), grads = jax.value_and_grad(loss_and_logits, has_aux=True)(params, x, labels, masks)
             if sgd:
                 params = [p - jnp.asarray(lr, p.dtype) * g for p, g in zip(params, grads)]
-            return loss, grads, params
+            return loss, grads, params, logits
 
         def infer_step(params, x):
             return net.forward(params, x, [], False)
 
-        self._grad_fn = jax.jit(jax.value_and_grad(loss_and_logits, has_aux=True))
-        self._eval_fn = jax.jit(lambda params, x, labels: loss_and_logits(params, x, labels, []))
+        # check() reuses these two compiled steps (compiling the network again for it would double
+        # the worker's compile time per cell); only the loss of the inference logits is its own,
+        # small, function.
         self._train = jax.jit(train_step)
         self._infer = jax.jit(infer_step)
+        self._loss = jax.jit(net.loss)
         start = time.perf_counter()
         with jax.default_matmul_precision(self.matmul_precision):
             self._one_step(self._step_args())  # compilation, untimed; counts as step 0
@@ -267,11 +272,11 @@ class JaxSession:
 
     def _one_step(self, masks):
         if self.training:
-            loss, grads, params = self._train(self.params, self.x, self.labels, masks)
+            loss, grads, params, logits = self._train(self.params, self.x, self.labels, masks)
             if self.sgd:
                 self.params = params
             self.step_index += 1
-            self.jax.block_until_ready((loss, grads, params))
+            self.jax.block_until_ready((loss, grads, params, logits))
         else:
             self.jax.block_until_ready(self._infer(self.params, self.x))
 
@@ -299,9 +304,10 @@ class JaxSession:
             if self.training:
                 masks = [self.jax.device_put(m, self.device)
                          for m in self.net.dropout_masks(self.batch, 0, self.mask_dtype)]
-                (loss, logits), grads = self._grad_fn(self.params, self.x, self.labels, masks)
+                loss, grads, _, logits = self._train(self.params, self.x, self.labels, masks)  # no update
             else:
-                loss, logits = self._eval_fn(self.params, self.x, self.labels)
+                logits = self._infer(self.params, self.x)
+                loss = self._loss(logits, self.labels)
                 grads = None
         logits64 = np.asarray(logits.astype(np.float32), dtype=np.float64)
         result = {"loss": float(loss), "logits_checksum": float(logits64.sum())}
@@ -328,7 +334,7 @@ class JaxSession:
 
     def release(self):
         self.params = self.x = self.labels = None
-        self._train = self._infer = self._grad_fn = self._eval_fn = None
+        self._train = self._infer = self._loss = None
         gc.collect()
 
 

@@ -1,0 +1,116 @@
+// `crossbench check`: the output check of every cell of the matrix, as JSON
+// lines, without timing and without a cube. Session::check() is what `run`
+// computes after a cell's timed steps (one forward, and backward in training,
+// on the synthetic batch with dropout step 0); here it runs right after
+// preparation, so engines can be compared number for number on identical data.
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <new>
+#include <nlohmann/json.hpp>
+
+#include "app/commands.hpp"
+#include "crossbench/device.hpp"
+#include "crossbench/engine.hpp"
+#include "crossbench/error.hpp"
+#include "crossbench/network.hpp"
+#include "crossbench/options.hpp"
+#include "dist/plan.hpp"
+
+namespace crossbench {
+namespace {
+
+using json = nlohmann::ordered_json;  // keys in the order written: the cell first
+
+// A native engine runs on its own kind of device, a framework worker on the
+// first visible GPU (unless --cpu); with no GPU visible, everything is given
+// the CPU, where a GPU engine's cells come out `unsupported` with the reason.
+DeviceKind device_kind_for(const std::string& engine, bool workers_on_cpu) {
+  if (visible_gpu_count() == 0) return DeviceKind::cpu;
+  for (const auto& info : engine_catalog())
+    if (info.name == engine) return info.device_kind;
+  return workers_on_cpu ? DeviceKind::cpu : DeviceKind::gpu;
+}
+
+// One cell: its identity, status, message and (when the check ran) the
+// OutputCheck. NaN numbers are written as null (gradient_norm in inference);
+// doubles round-trip (nlohmann writes 17 significant digits).
+json check_cell(Engine* engine, const Network& network, const CellSpec& cell, const Device& device) {
+  json line{{"engine", cell.engine},
+            {"network", cell.network},
+            {"precision", to_string(cell.precision)},
+            {"batch", cell.batch},
+            {"phase", to_string(cell.phase)},
+            {"device", device.key()},
+            {"status", ""},
+            {"message", ""}};
+  const auto outcome = [&](Status status, const std::string& message) {
+    line["status"] = to_string(status);
+    line["message"] = message;
+    return line;
+  };
+  if (engine == nullptr)
+    return outcome(Status::unsupported, "engine '" + cell.engine + "' is not built into this crossbench binary "
+                                        "(`crossbench list engines` says why)");
+  if (!engine->runs_on(device.kind)) return outcome(Status::unsupported, "engine '" + cell.engine + "' cannot run on " + device.key());
+  const Support support = engine->supports(device, cell);
+  if (!support.supported) return outcome(Status::unsupported, support.reason);
+  try {
+    const OutputCheck check = engine->prepare(network, cell)->check();
+    line["finite"] = check.finite;
+    line["loss"] = check.loss;
+    line["logits_checksum"] = check.logits_checksum;
+    line["gradient_norm"] = check.gradient_norm;
+    line["gradient_norms"] = check.gradient_norms;
+    return outcome(check.finite ? Status::ok : Status::failed, check.finite ? "" : "non-finite output");
+  } catch (const Unsupported& error) {
+    return outcome(Status::unsupported, error.what());
+  } catch (const CellTimeout& error) {
+    return outcome(Status::timeout, error.what());
+  } catch (const OutOfMemory& error) {
+    return outcome(Status::oom, error.what());
+  } catch (const std::bad_alloc&) {
+    return outcome(Status::oom, "host allocation failed (std::bad_alloc)");
+  } catch (const std::exception& error) {
+    return outcome(Status::failed, error.what());
+  }
+}
+
+}  // namespace
+
+int check_command(const CommandContext& context) {
+  std::vector<std::string> arguments;
+  bool workers_on_cpu = false;
+  for (const auto& argument : context.arguments) {
+    if (argument == "--cpu") workers_on_cpu = true;
+    else arguments.push_back(argument);
+  }
+  const Options options = parse_run_options(arguments, context.default_job, context.command_line);
+  const Device cpu = probe_cpu(cpu_threads_of_binding(), options.device_tag);
+  std::unique_ptr<Device> gpu;
+  std::vector<std::string> engine_names = resolve_engines(options.matrix.engines, DeviceKind::cpu);
+  for (const auto& name : resolve_engines(options.matrix.engines, visible_gpu_count() > 0 ? DeviceKind::gpu : DeviceKind::cpu))
+    if (std::find(engine_names.begin(), engine_names.end(), name) == engine_names.end()) engine_names.push_back(name);
+
+  for (const auto& engine_name : engine_names) {
+    const DeviceKind kind = device_kind_for(engine_name, workers_on_cpu);
+    if (kind == DeviceKind::gpu && !gpu) gpu = std::make_unique<Device>(probe_gpu(0, options.device_tag));
+    const Device& device = kind == DeviceKind::gpu ? *gpu : cpu;
+    EngineConfig config = options.engine;
+    config.threads = device.kind == DeviceKind::cpu ? device.compute_units : 1;
+    config.gpu_ordinal = device.kind == DeviceKind::gpu ? device.index : -1;
+    const std::unique_ptr<Engine> engine = make_engine(engine_name, device, config);
+    for (const auto& network_name : options.matrix.networks) {
+      const Network network = make_network(network_name);
+      for (const Precision precision : options.matrix.precisions)
+        for (const std::int64_t batch : options.matrix.batches)
+          for (const Phase phase : options.matrix.phases)
+            std::cout << check_cell(engine.get(), network, {engine_name, network_name, precision, batch, phase, 0}, device)
+                             .dump()
+                      << std::endl;
+    }
+  }
+  return 0;
+}
+
+}  // namespace crossbench
