@@ -162,7 +162,7 @@ def test_jax_cells_end_ok_in_the_cube(run_crossbench, jax_interpreter, tmp_path)
         phases = [p.decode() for p in f["phase"][...]]
         assert sorted(phases) == ["inference", "training"]
         for p, phase in enumerate(phases):
-            cell = (0, 0, 0, 0, 0, p, 0)
+            cell = (0, 0, 0, 0, 0, p, 0, 0)  # gpus 1, replica 0
             message = f["message"][cell].decode()
             assert names[f["status"][cell]] == "ok", (phase, message)
             assert f["steps"][cell] == 3 and f["median_ms"][cell] > 0, (phase, message)

@@ -86,8 +86,8 @@ def test_printed_tables_list_every_layer_sorted_by_time(profiled_run):
         else:
             assert any(row[3] > 0 for row in rows)
     # The headline table still has both cells with a median.
-    assert re.search(r"onednn\s+alexnet\s+fp32\s+1 inference\s+ok\s+[0-9.]+", stdout)
-    assert re.search(r"onednn\s+alexnet\s+fp32\s+1 training\s+ok\s+[0-9.]+", stdout)
+    assert re.search(r"onednn\s+alexnet\s+fp32\s+1\s+1 inference\s+ok\s+[0-9.]+", stdout)
+    assert re.search(r"onednn\s+alexnet\s+fp32\s+1\s+1 training\s+ok\s+[0-9.]+", stdout)
 
 
 def test_cube_holds_layer_times_that_xarray_and_h5py_read(profiled_run):

@@ -353,7 +353,7 @@ def test_losses_agree_with_the_onednn_engine(exported, tmp_path):
         net = pt_model.CrossbenchModel(exported[name], seed=42)
         x, labels = net.synthetic_input(batch), net.synthetic_labels(batch)
         for phase in ("inference", "training"):
-            cell = (0, engine, axis["network"].index(name), 0, 0, axis["phase"].index(phase), 0)
+            cell = (0, engine, axis["network"].index(name), 0, 0, axis["phase"].index(phase), 0, 0)  # gpus 1, replica 0
             message = str(messages[cell])
             assert enum[int(status[cell])] == "ok", message
             native = float(message.rsplit("loss ", 1)[1].split()[0])

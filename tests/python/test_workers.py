@@ -62,7 +62,7 @@ def read_cells(path):
         for e, engine in enumerate(engines):
             for n, network in enumerate(networks):
                 for p, phase in enumerate(phases):
-                    index = (0, e, n, 0, 0, p, 0)
+                    index = (0, e, n, 0, 0, p, 0, 0)  # precision 0, batch 0, gpus 1, replica 0
                     cells[(engine, network, phase)] = (names[status[index]], message[index].decode(), median[index])
         return cells
 
