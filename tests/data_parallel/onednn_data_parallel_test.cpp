@@ -13,6 +13,7 @@
 #include "crossbench/error.hpp"
 #include "crossbench/synthetic.hpp"
 #include "data_parallel_network.hpp"
+#include "mpi_test_support.hpp"
 #include "engines/onednn/onednn_session.hpp"
 
 namespace crossbench {
@@ -20,16 +21,8 @@ namespace {
 
 constexpr std::int64_t kBatchPerRank = 2;
 
-int world_rank() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-int world_size() {
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
+using mpi_test::world_rank;
+using mpi_test::world_size;
 
 EngineConfig training_config() {
   EngineConfig config;
@@ -126,12 +119,4 @@ TEST(MpiCommunicator, RefusesSixteenBitGradientsWithAReason) {
 }  // namespace
 }  // namespace crossbench
 
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  ::testing::InitGoogleTest(&argc, argv);
-  const int failed = RUN_ALL_TESTS();
-  int any_failed = 0;
-  MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return any_failed;
-}
+int main(int argc, char** argv) { return crossbench::mpi_test::run_all_tests(argc, argv); }
