@@ -62,7 +62,9 @@ for stage in "$@"; do
         --steps "${PT_STEPS:-100}" --warmup "$WARMUP" ${PT_ARGS:-} --out "$OUT/pytorch.json" 2>&1 |
         tee "$OUT/pytorch.log" | grep -v Warning ;;
     seed)
-      timeout "$TLIMIT" $CB run --job jobs/seed2017.ini --set matrix.engines=cudnn \
+      # --algo exhaustive by default: the PyTorch stage compares against cudnn.benchmark = True,
+      # which measures its algorithms too (heuristic fp32 picks implicit GEMM where FFT/Winograd win).
+      timeout "$TLIMIT" $CB run --job jobs/seed2017.ini --set matrix.engines=cudnn --algo "${SEED_ALGO:-exhaustive}" \
         --set matrix.precisions=fp32,tf32,fp16,bf16 --set measure.min_steps="$STEPS" \
         --set measure.target_ci=0.02 ${SEED_ARGS:-} --output "$OUT/seed.h5" 2>&1 | tee "$OUT/seed.log" | tail -70 ;;
     sweep)

@@ -141,6 +141,20 @@ def dropout_keep_mask(seed: int, layer_index: int, step: int, count: int, rate: 
     return _shr(z, 40) >= synthetic.dropout_threshold(rate)
 
 
+def _outside_compilation(function):
+    """`function` run eagerly even inside a torch.compile'd model (torch >= 2.1), else as is.
+
+    The mask is splitmix64 arithmetic on int64 tensors that wraps modulo 2**64, and its stream
+    state depends on the step: compiled, Inductor's Triton code generation fails on the fused
+    shift/xor/multiply kernel (seen with torch 2.11 on the H200), and the step, a Python int,
+    would make dynamo recompile at every step. Eagerly it costs one small kernel chain."""
+    disable = getattr(getattr(torch, "compiler", None), "disable", None)
+    return disable(function) if disable is not None else function
+
+
+_dropout_keep_mask_eager = _outside_compilation(dropout_keep_mask)
+
+
 # ---- Layer modules that torch.nn lacks --------------------------------------------------------
 
 class SyntheticDropout(nn.Module):
@@ -160,7 +174,7 @@ class SyntheticDropout(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or self.rate <= 0:
             return x
-        keep = dropout_keep_mask(self.seed, self.layer_index, self.step, x.numel(), self.rate, x.device)
+        keep = _dropout_keep_mask_eager(self.seed, self.layer_index, self.step, x.numel(), self.rate, x.device)
         # The mask is in logical NCHW order: shape it like x (any memory format) and scale the kept.
         factor = keep.view(x.shape).to(x.dtype) * self.scale
         return x * factor
