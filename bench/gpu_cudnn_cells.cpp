@@ -6,7 +6,10 @@
 //   gpu_cudnn_cells [--networks a,b] [--precisions fp32,tf32] [--phases inference,training]
 //                   [--batches 64] [--warmup 10] [--steps 50] [--algo heuristic|exhaustive]
 //                   [--graphs] [--layout auto|nchw|nhwc] [--workspace-mb 1024] [--layer-times N]
-//                   [--json out.json]
+//                   [--op-times N] [--json out.json]
+//
+// --op-times N: the 25 slowest ops of each cell (median of N profiled steps),
+// a finer view than --layer-times ("conv1 backward filter").
 //
 // Timing as the Runner does it (CUDA events on the session's stream, one
 // step at a time, warm-up untimed), a fixed number of steps, median.
@@ -27,6 +30,7 @@
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
 #include "crossbench/statistics.hpp"
+#include "engines/cudnn/cudnn_session.hpp"
 
 namespace {
 
@@ -59,7 +63,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> precisions{"fp32", "tf32", "fp16", "bf16"};
   std::vector<std::string> phases{"inference", "training"};
   std::vector<std::int64_t> batches{64};
-  int warmup = 10, steps = 50, layer_repetitions = 0;
+  int warmup = 10, steps = 50, layer_repetitions = 0, op_repetitions = 0;
   EngineConfig config;
   std::string json_path;
   for (int i = 1; i < argc; ++i) {
@@ -83,6 +87,7 @@ int main(int argc, char** argv) {
       const std::string l = value();
       config.layout = l == "nchw" ? Layout::nchw : l == "nhwc" ? Layout::nhwc : Layout::automatic;
     } else if (arg == "--layer-times") layer_repetitions = std::stoi(value());
+    else if (arg == "--op-times") op_repetitions = std::stoi(value());
     else if (arg == "--json") json_path = value();
     else {
       std::cerr << "unknown argument " << arg << "\n";
@@ -163,6 +168,20 @@ int main(int argc, char** argv) {
                            {"gradient_norm", check.gradient_norm},
                            {"prepare_s", prep_s},
                            {"decisions", session->decisions()}});
+            if (op_repetitions > 0) {
+              if (auto* cudnn_session = dynamic_cast<cudnn::CudnnSession*>(session.get())) {
+                auto ops = cudnn_session->op_times(op_repetitions);
+                double total = 0;
+                for (const auto& op : ops) total += op.second;
+                json op_list = json::array();
+                for (const auto& [label, ms] : ops) op_list.push_back({{"op", label}, {"ms", ms}});
+                record["op_times"] = op_list;
+                std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+                std::printf("    op times (sum %.3f ms, %zu ops):\n", total, ops.size());
+                for (std::size_t i = 0; i < std::min<std::size_t>(25, ops.size()); ++i)
+                  std::printf("      %8.3f  %s\n", ops[i].second, ops[i].first.c_str());
+              }
+            }
             if (layer_repetitions > 0) {
               auto times = session->layer_times(layer_repetitions);
               json layers = json::array();

@@ -1,7 +1,7 @@
 #!/bin/bash
 # gpu_session.sh STAGE...: what one call of the GPU machine runs, in order,
 # each stage under its own time limit, logs under $OUT (see bench/README.md).
-#   tests     the gpu-labelled tests of the cuDNN engine
+#   tests     the gpu-labelled tests of the cuDNN engine (its kernels, then the engine)
 #   cells     gpu_cudnn_cells: seed2017's cells, 4 precisions, telemetry, layer times
 #   pytorch   bench/gpu_pytorch_vs_crossbench.py against the cells' JSON
 #   seed      crossbench run --job jobs/seed2017.ini (cudnn, 4 precisions, batch 64)
@@ -10,7 +10,8 @@
 #   dp        mpirun -np $GPUS crossbench run --job jobs/data-parallel.ini (gpus = 1 .. $GPUS)
 #   seedmpi   mpirun -np $GPUS: seed2017 (cudnn, 4 precisions) split over every GPU, one cube
 #   workers   seed2017 with cudnn, pytorch, pytorch-compile, jax ($WORKER_NETWORKS), one cube
-# Environment: STEPS (timed steps, default 50), WARMUP (10), TLIMIT (seconds per stage, 240).
+# Environment: STEPS (timed steps, default 50), WARMUP (10), TLIMIT (seconds per stage, 240);
+# SEED_ALGO, SEED_ARGS and SEED_OUT (the seed stage's cube and log name, default seed).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -46,6 +47,9 @@ for stage in "$@"; do
   TLIMIT=${!limit_name:-$TLIMIT_DEFAULT}
   case $stage in
     tests)
+      timeout "$TLIMIT" .bundle/run .bundle/bin/cudnn_kernels_test >"$OUT/kernels_test.log" 2>&1
+      echo "kernels tests exit $?"
+      grep -E "^\[  FAILED|^\[  PASSED|Failure|Expected|Which is" "$OUT/kernels_test.log" | head -20
       timeout "$TLIMIT" .bundle/run .bundle/bin/cudnn_engine_test ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER} \
         >"$OUT/tests.log" 2>&1
       echo "tests exit $?"
@@ -66,7 +70,8 @@ for stage in "$@"; do
       # which measures its algorithms too (heuristic fp32 picks implicit GEMM where FFT/Winograd win).
       timeout "$TLIMIT" $CB run --job jobs/seed2017.ini --set matrix.engines=cudnn --algo "${SEED_ALGO:-exhaustive}" \
         --set matrix.precisions=fp32,tf32,fp16,bf16 --set measure.min_steps="$STEPS" \
-        --set measure.target_ci=0.02 ${SEED_ARGS:-} --output "$OUT/seed.h5" 2>&1 | tee "$OUT/seed.log" | tail -70 ;;
+        --set measure.target_ci=0.02 ${SEED_ARGS:-} --output "$OUT/${SEED_OUT:-seed}.h5" 2>&1 |
+        tee "$OUT/${SEED_OUT:-seed}.log" | tail -70 ;;
     sweep)
       timeout "$TLIMIT" $CB run --job jobs/batch-sweep.ini --set matrix.engines=cudnn --set matrix.networks=resnet50,alexnet \
         --set matrix.precisions=tf32 --set "matrix.batches=${SWEEP_BATCHES:-64,256,512,1024,2048,4096}" \
@@ -85,13 +90,17 @@ for stage in "$@"; do
         --set matrix.precisions=fp32,tf32,fp16,bf16 --set measure.min_steps="$STEPS" --set measure.target_ci=0.02 \
         ${SEED_ARGS:-} --output "$OUT/seedmpi.h5" 2>&1 | tee "$OUT/seedmpi.log" | tail -64 ;;
     workers)
-      timeout "$TLIMIT" $CB run --job jobs/seed2017.ini --set matrix.engines=cudnn,pytorch,pytorch-compile,jax \
+      # WORKERS_NP=N: N ranks (one GPU each) split the matrix; WORKER_ARGS=--resume continues a cube
+      # whose journal was copied into $OUT.
+      runner=$CB
+      [ "${WORKERS_NP:-1}" -gt 1 ] && runner=".bundle/run mpirun --allow-run-as-root --oversubscribe -np $WORKERS_NP .bundle/bin/crossbench"
+      timeout "$TLIMIT" $runner run --job jobs/seed2017.ini --set matrix.engines=cudnn,pytorch,pytorch-compile,jax \
         --set "matrix.networks=${WORKER_NETWORKS:-alexnet,googlenet,resnet50}" --set matrix.precisions=fp32,tf32,bf16 \
         --set "workers.pytorch=python3 -u {workers}/pytorch/worker.py" \
         --set "workers.pytorch-compile=python3 -u {workers}/pytorch/worker.py --compile" \
         --set "workers.jax=python3 -u {workers}/jax/worker.py" \
         --set measure.min_steps="${WORKER_STEPS:-30}" --set measure.warmup=5 --set measure.target_ci=0.05 \
-        --output "$OUT/workers.h5" 2>&1 | tee "$OUT/workers.log" | tail -80 ;;
+        ${WORKER_ARGS:-} --output "$OUT/workers.h5" 2>&1 | tee "$OUT/workers.log" | tail -80 ;;
   esac
 done
 echo "=== done $(date +%T)"

@@ -104,5 +104,64 @@ TEST(CudnnPlan, ResNetRunsReluAndAddInPlace) {
   EXPECT_EQ(gradient_copies, 0) << "residual gradients are shared, not copied";
 }
 
+// Inference folds every batch-norm of a ResNet into the convolution before it
+// (no op of its own, its output the convolution's) and lets the relu after a
+// folded batch-norm fuse into that convolution; training folds nothing.
+TEST(CudnnPlan, ResNetInferenceFoldsBatchNormIntoTheConvolution) {
+  const Network network = make_network("resnet50");
+  for (Layout layout : {Layout::nchw, Layout::nhwc}) {
+    auto p = plan(network, Precision::fp32, Phase::inference, 8, layout);
+    int batch_norms = 0, folded = 0, fused_relus = 0;
+    for (std::size_t i = 0; i < network.layers().size(); ++i) {
+      const Layer& layer = network.layers()[i];
+      const LayerState& s = p->builder->states[i];
+      if (layer.kind == LayerKind::batch_norm) {
+        ++batch_norms;
+        if (s.folded_into < 0) continue;
+        ++folded;
+        const LayerState& conv = p->builder->states[static_cast<std::size_t>(s.folded_into)];
+        EXPECT_EQ(network.layers()[static_cast<std::size_t>(s.folded_into)].kind, LayerKind::convolution);
+        EXPECT_EQ(conv.folded_batch_norm, static_cast<int>(i));
+        EXPECT_EQ(s.out.buffer, conv.out.buffer) << layer.name << ": the folded output is the convolution's";
+        EXPECT_EQ(s.out.offset, conv.out.offset);
+        EXPECT_TRUE(conv.fold_shift.valid()) << layer.name;
+        if (s.fusable_relu >= 0) {
+          ++fused_relus;
+          EXPECT_EQ(conv.fusable_relu, s.fusable_relu) << layer.name;
+        }
+      }
+    }
+    EXPECT_EQ(folded, batch_norms) << "every batch-norm of ResNet-50 follows a convolution that only it reads";
+    EXPECT_EQ(fused_relus, 2 * 16 + 1) << "relu1 and relu2 of each of the 16 blocks, and the stem's";
+    EXPECT_EQ(p->builder->after_initialise.size(), static_cast<std::size_t>(batch_norms));
+    for (const Op& op : p->ops)
+      EXPECT_EQ(op.label.find("bn"), std::string::npos) << op.label << ": a folded batch-norm has no op";
+  }
+  auto training = plan(network, Precision::fp32, Phase::training, 8);
+  for (const LayerState& s : training->builder->states) EXPECT_LT(s.folded_into, 0);
+  EXPECT_TRUE(training->builder->after_initialise.empty());
+}
+
+// The relu that ends each residual block runs in its add's pass, in both phases.
+TEST(CudnnPlan, ResNetAddsApplyTheReluAfterThem) {
+  const Network network = make_network("resnet50");
+  for (Phase phase : {Phase::inference, Phase::training}) {
+    auto p = plan(network, Precision::bf16, phase, 8);
+    int adds = 0, fusable = 0;
+    for (std::size_t i = 0; i < network.layers().size(); ++i) {
+      if (network.layers()[i].kind != LayerKind::add) continue;
+      ++adds;
+      const int relu = p->builder->states[i].fusable_relu;
+      fusable += relu >= 0;
+      if (relu >= 0) {
+        EXPECT_EQ(network.layers()[static_cast<std::size_t>(relu)].kind, LayerKind::relu);
+        EXPECT_TRUE(p->builder->states[i].impl->relu_fused()) << network.layers()[i].name;
+      }
+    }
+    EXPECT_EQ(adds, 16);
+    EXPECT_EQ(fusable, adds);
+  }
+}
+
 }  // namespace
 }  // namespace crossbench::cudnn

@@ -93,6 +93,15 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const E
   pool_.allocate(cell_text(network, cell));
   CB_CHECK_CUBLAS(cublasSetWorkspace(blas_, pool_.address(cublas_workspace_buffer_), kCublasWorkspace));
   initialise(network, b);
+  if (!b.after_initialise.empty()) {
+    Exec e;
+    e.dnn = dnn_;
+    e.blas = blas_;
+    e.stream = stream_;
+    e.pool = &pool_;
+    for (const auto& prepare_op : b.after_initialise) prepare_op(e);
+    CB_CHECK_CUDA(cudaStreamSynchronize(stream_));
+  }
   if (communicator_ != nullptr) make_gradient_buckets();
 
   // Validation pass: every op once, as check() runs them (no state change),
@@ -388,13 +397,11 @@ Telemetry CudnnSession::end_timed_steps() {
   return telemetry_->end();
 }
 
-std::vector<LayerTime> CudnnSession::layer_times(int repetitions) {
+std::vector<std::vector<double>> CudnnSession::profile_ops(int repetitions) {
   const std::size_t end = step_end();
   std::vector<Event> marks;
   marks.reserve(end + 1);
   for (std::size_t i = 0; i <= end; ++i) marks.push_back(make_event());
-  // Per layer, per repetition: forward and backward milliseconds.
-  std::vector<std::vector<double>> forward(layer_names_.size()), backward(layer_names_.size());
   Exec e;
   e.dnn = dnn_;
   e.blas = blas_;
@@ -402,8 +409,8 @@ std::vector<LayerTime> CudnnSession::layer_times(int repetitions) {
   e.pool = &pool_;
   e.workspace = workspace_bytes_ > 0 ? pool_.address(workspace_buffer_) : nullptr;
   e.workspace_bytes = workspace_bytes_;
+  std::vector<std::vector<double>> times;
   for (int r = 0; r < std::max(repetitions, 1); ++r) {
-    std::vector<double> f(layer_names_.size(), 0.0), bwd(layer_names_.size(), 0.0);
     for (std::size_t i = 0; i < end; ++i) {
       CB_CHECK_CUDA(cudaEventRecord(marks[i], stream_));
       ops_[i].run(e);
@@ -411,27 +418,56 @@ std::vector<LayerTime> CudnnSession::layer_times(int repetitions) {
     CB_CHECK_CUDA(cudaEventRecord(marks[end], stream_));
     CB_CHECK_CUDA(cudaEventSynchronize(marks[end]));
     ++steps_;
+    std::vector<double> per_op(end, 0.0);
     for (std::size_t i = 0; i < end; ++i) {
       float ms = 0;
       CB_CHECK_CUDA(cudaEventElapsedTime(&ms, marks[i], marks[i + 1]));
+      per_op[i] = ms;
+    }
+    times.push_back(std::move(per_op));
+  }
+  return times;
+}
+
+namespace {
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+}  // namespace
+
+std::vector<LayerTime> CudnnSession::layer_times(int repetitions) {
+  const auto profile = profile_ops(repetitions);
+  // Per layer, per repetition: forward and backward milliseconds.
+  std::vector<std::vector<double>> forward(layer_names_.size()), backward(layer_names_.size());
+  for (const std::vector<double>& per_op : profile) {
+    std::vector<double> f(layer_names_.size(), 0.0), bwd(layer_names_.size(), 0.0);
+    for (std::size_t i = 0; i < per_op.size(); ++i) {
       const auto layer = static_cast<std::size_t>(ops_[i].layer);
       const Stage stage = ops_[i].stage;
-      if (stage == Stage::forward || stage == Stage::loss) f[layer] += ms;
-      else bwd[layer] += ms;
+      if (stage == Stage::forward || stage == Stage::loss) f[layer] += per_op[i];
+      else bwd[layer] += per_op[i];
     }
     for (std::size_t l = 0; l < layer_names_.size(); ++l) {
       forward[l].push_back(f[l]);
       backward[l].push_back(bwd[l]);
     }
   }
-  const auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  };
   std::vector<LayerTime> times;
   for (std::size_t l = 0; l < layer_names_.size(); ++l)
-    times.push_back({layer_names_[l], layer_kinds_[l], median(forward[l]), median(backward[l])});
+    times.push_back({layer_names_[l], layer_kinds_[l], median_of(forward[l]), median_of(backward[l])});
+  return times;
+}
+
+std::vector<std::pair<std::string, double>> CudnnSession::op_times(int repetitions) {
+  const auto profile = profile_ops(repetitions);
+  std::vector<std::pair<std::string, double>> times;
+  for (std::size_t i = 0; i < step_end(); ++i) {
+    std::vector<double> samples;
+    for (const std::vector<double>& per_op : profile) samples.push_back(per_op[i]);
+    times.emplace_back(ops_[i].label, median_of(samples));
+  }
   return times;
 }
 

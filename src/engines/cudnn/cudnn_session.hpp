@@ -33,6 +33,9 @@ class CudnnSession final : public Session {
   void begin_timed_steps() override;
   Telemetry end_timed_steps() override;
   std::vector<LayerTime> layer_times(int repetitions) override;
+  // The same profile per op ("conv1 backward filter"), median [ms] over the
+  // repetitions, in step order: where a layer's time goes (bench tooling).
+  std::vector<std::pair<std::string, double>> op_times(int repetitions);
   double last_step_exposed_communication_ms() override;
 
   // ---- For tests and benches ----
@@ -46,6 +49,8 @@ class CudnnSession final : public Session {
   std::vector<float> parameter_storage(std::size_t index);
 
  private:
+  // Events around every op of a step, `repetitions` times: [repetition][op] [ms].
+  std::vector<std::vector<double>> profile_ops(int repetitions);
   void run(std::size_t begin, std::size_t end, bool check, bool probing = false);
   void initialise(const Network& network, const Builder& b);
   void capture_graph();

@@ -126,7 +126,13 @@ struct LayerState {
   bool exclusive = true;       // `out`'s bytes hold no other live value
   bool in_place = false;       // relu/add: writes its output over its (first) input
   std::optional<Tensor> placement;  // where the producer must write its output (a concat slice)
-  int fusable_relu = -1;       // convolution: the in-place relu after it, which it may fuse
+  int fusable_relu = -1;       // convolution (or a batch-norm folded into one): the in-place relu after it, which it may fuse
+  // Inference: a batch-norm right after a convolution (its only reader) is
+  // folded into it: the convolution's weights are scaled and its bias is the
+  // folded shift, once after initialisation; the batch-norm is no op at all.
+  int folded_batch_norm = -1;  // convolution: the batch-norm folded into it
+  int folded_into = -1;        // batch-norm: the convolution it is folded into
+  Tensor fold_weight, fold_conv_bias, fold_shift;  // convolution: what the fold rewrites
   LayerImpl* impl = nullptr;
 };
 
@@ -233,6 +239,8 @@ class Builder {
   // Tensors the session fills with a constant after allocation (batch-norm running statistics).
   void initialise(const Tensor& t, float value) { constants.emplace_back(t, value); }
   std::vector<std::pair<Tensor, float>> constants;
+  // One-off preparation ops, run once after the initialisation, never timed (batch-norm folding).
+  std::vector<std::function<void(const Exec&)>> after_initialise;
 
   // Persistent buffers of the session.
   Tensor input;            // the synthetic batch

@@ -276,6 +276,15 @@ void pre_pass(Builder& b) {
       for (int from : layer.inputs) needs = needs || b.state(from).needs_grad;
       b.state(index).needs_grad = needs && layer.kind != LayerKind::softmax_cross_entropy;
     }
+  // Inference: a batch-norm whose input only it reads, from a convolution, folds into it.
+  if (!b.training)
+    for (int index = 1; index < count; ++index) {
+      if (b.layer(index).kind != LayerKind::batch_norm) continue;
+      const int from = b.layer(index).inputs.front();
+      if (from == 0 || b.layer(from).kind != LayerKind::convolution || b.state(from).consumers != 1) continue;
+      b.state(from).folded_batch_norm = index;
+      b.state(index).folded_into = from;
+    }
   for (int index = 1; index < count; ++index) {
     const Layer& layer = b.layer(index);
     if (layer.kind != LayerKind::relu) continue;
@@ -284,7 +293,12 @@ void pre_pass(Builder& b) {
     LayerState& s = b.state(index);
     s.in_place = from != 0 && b.state(from).consumers == 1 && !is_view(from_kind, b.training) &&
                  from_kind != LayerKind::concat && !(b.training && backward_reads_own_output(from_kind));
-    if (s.in_place && from_kind == LayerKind::convolution) b.state(from).fusable_relu = index;
+    if (s.in_place && (from_kind == LayerKind::convolution || from_kind == LayerKind::add))
+      b.state(from).fusable_relu = index;
+    if (s.in_place && b.state(from).folded_into >= 0) {
+      b.state(from).fusable_relu = index;  // the relu after a folded batch-norm fuses into the convolution
+      b.state(b.state(from).folded_into).fusable_relu = index;
+    }
   }
   // Concat inputs written straight into their channel slice (NCHW: a slice is a
   // plain strided tensor that every cuDNN convolution takes). The producer is the

@@ -220,6 +220,108 @@ __global__ void store_floats_kernel(const float* from, void* to, DType type, std
   if (i < count) store(to, type, i, from[i]);
 }
 
+// ---- Convolution epilogue and batch-norm folding ----------------------------------
+
+template <typename T>
+__device__ __forceinline__ float to_float(T v) { return static_cast<float>(v); }
+template <>
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+template <>
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T>
+__device__ __forceinline__ T from_float(float v) { return static_cast<T>(v); }
+template <>
+__device__ __forceinline__ __half from_float(float v) { return __float2half_rn(v); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
+
+// relu that keeps NaN (a NaN compares false).
+__device__ __forceinline__ float epilogue(float v, float bias, bool relu) {
+  v += bias;
+  return relu && v < 0.0f ? 0.0f : v;
+}
+
+// Packed NHWC, 16 bytes per thread (channels a multiple of the vector): the
+// channel of a vector's first element is its flat index modulo C. Index is
+// 32-bit where the tensor allows (64-bit division is slow on the GPU).
+template <typename T, typename Index>
+__global__ void bias_activation_nhwc_vector_kernel(T* y, const T* bias, Index vectors, Index channels, bool relu) {
+  constexpr int kVector = 16 / sizeof(T);
+  for (Index v = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; v < vectors;
+       v += static_cast<Index>(gridDim.x) * blockDim.x) {
+    const Index c = (v * kVector) % channels;
+    uint4 data = reinterpret_cast<const uint4*>(y)[v];
+    const uint4 shift = *reinterpret_cast<const uint4*>(bias + c);
+    T* values = reinterpret_cast<T*>(&data);
+    const T* b = reinterpret_cast<const T*>(&shift);
+#pragma unroll
+    for (int j = 0; j < kVector; ++j) values[j] = from_float<T>(epilogue(to_float(values[j]), to_float(b[j]), relu));
+    reinterpret_cast<uint4*>(y)[v] = data;
+  }
+}
+
+template <typename T, typename Index>
+__global__ void bias_activation_nhwc_kernel(T* y, const T* bias, Index count, Index channels, bool relu) {
+  for (Index i = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<Index>(gridDim.x) * blockDim.x)
+    y[i] = from_float<T>(epilogue(to_float(y[i]), to_float(bias[i % channels]), relu));
+}
+
+template <typename T, typename Index>
+__global__ void add_relu_vector_kernel(const T* a, const T* b, T* y, Index vectors) {
+  constexpr int kVector = 16 / sizeof(T);
+  for (Index v = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; v < vectors;
+       v += static_cast<Index>(gridDim.x) * blockDim.x) {
+    uint4 x = reinterpret_cast<const uint4*>(a)[v];
+    const uint4 z = reinterpret_cast<const uint4*>(b)[v];
+    T* xs = reinterpret_cast<T*>(&x);
+    const T* zs = reinterpret_cast<const T*>(&z);
+#pragma unroll
+    for (int j = 0; j < kVector; ++j) xs[j] = from_float<T>(epilogue(to_float(xs[j]), to_float(zs[j]), true));
+    reinterpret_cast<uint4*>(y)[v] = x;
+  }
+}
+
+template <typename T, typename Index>
+__global__ void add_relu_kernel(const T* a, const T* b, T* y, Index count) {
+  for (Index i = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<Index>(gridDim.x) * blockDim.x)
+    y[i] = from_float<T>(epilogue(to_float(a[i]), to_float(b[i]), true));
+}
+
+// Contiguous (H, W) planes: one block per (n, c) plane, one bias per block.
+template <typename T>
+__global__ void bias_activation_planes_kernel(T* y, const T* bias, std::int64_t planes, std::int64_t channels,
+                                              std::int64_t plane_elements, std::int64_t image_stride,
+                                              std::int64_t channel_stride, bool relu) {
+  for (std::int64_t p = blockIdx.x; p < planes; p += gridDim.x) {
+    const std::int64_t n = p / channels, c = p % channels;
+    T* plane = y + n * image_stride + c * channel_stride;
+    const float b = to_float(bias[c]);
+    for (std::int64_t i = threadIdx.x; i < plane_elements; i += blockDim.x)
+      plane[i] = from_float<T>(epilogue(to_float(plane[i]), b, relu));
+  }
+}
+
+__device__ __forceinline__ double folded_scale(const BatchNormStatistics& bn, std::int64_t o) {
+  return static_cast<double>(bn.gamma[o]) / sqrt(static_cast<double>(bn.variance[o]) + bn.epsilon);
+}
+
+__global__ void fold_shift_kernel(std::int64_t out_channels, const void* conv_bias, void* shift, DType type,
+                                  BatchNormStatistics bn) {
+  const std::int64_t o = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  if (o >= out_channels) return;
+  const double b = conv_bias != nullptr ? static_cast<double>(load(conv_bias, type, o)) : 0.0;
+  store(shift, type, o, static_cast<float>((b - static_cast<double>(bn.mean[o])) * folded_scale(bn, o) + bn.beta[o]));
+}
+
+__global__ void fold_weights_kernel(void* w, DType type, std::int64_t count, std::int64_t per_output,
+                                    BatchNormStatistics bn) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    store(w, type, i, static_cast<float>(static_cast<double>(load(w, type, i)) * folded_scale(bn, i / per_output)));
+}
+
 // ---- LRN: one warp per pixel; the pixel's channels in shared memory ----------------
 
 constexpr int kLrnWarps = 4;
@@ -551,6 +653,109 @@ void sum_of_squares(const void* x, DType type, std::int64_t count, double* out, 
   sum_of_squares_kernel<<<static_cast<unsigned>(blocks > 1024 ? 1024 : blocks), kThreads, 0, stream>>>(
       x, type, count, out, non_finite);
   check_launch("sum_of_squares");
+}
+
+bool bias_activation_supported(std::array<std::int64_t, 4> dims, std::array<std::int64_t, 4> strides) {
+  const auto [n, c, h, w] = dims;
+  const bool nhwc_packed = strides[1] == 1 && strides[3] == c && strides[2] == c * w && strides[0] == c * w * h;
+  const bool planes = strides[3] == 1 && strides[2] == w;
+  return nhwc_packed || planes;
+}
+
+namespace {
+template <typename T>
+void launch_bias_activation(void* y_bytes, std::array<std::int64_t, 4> dims, std::array<std::int64_t, 4> strides,
+                            const void* bias_bytes, bool relu, cudaStream_t stream) {
+  T* y = static_cast<T*>(y_bytes);
+  const T* bias = static_cast<const T*>(bias_bytes);
+  const auto [n, c, h, w] = dims;
+  const std::int64_t count = n * c * h * w;
+  if (count == 0) return;
+  const bool nhwc_packed = strides[1] == 1 && strides[3] == c && strides[2] == c * w && strides[0] == c * w * h;
+  if (nhwc_packed) {
+    constexpr std::int64_t kVector = 16 / sizeof(T);
+    const bool aligned = reinterpret_cast<std::uintptr_t>(y) % 16 == 0 && reinterpret_cast<std::uintptr_t>(bias) % 16 == 0;
+    const bool small = count < (std::int64_t{1} << 31);
+    if (aligned && c % kVector == 0) {
+      const std::int64_t vectors = count / kVector;
+      if (small)
+        bias_activation_nhwc_vector_kernel<T, std::int32_t><<<blocks_for(vectors), kThreads, 0, stream>>>(
+            y, bias, static_cast<std::int32_t>(vectors), static_cast<std::int32_t>(c), relu);
+      else
+        bias_activation_nhwc_vector_kernel<T, std::int64_t><<<blocks_for(vectors), kThreads, 0, stream>>>(
+            y, bias, vectors, c, relu);
+    } else if (small) {
+      bias_activation_nhwc_kernel<T, std::int32_t><<<blocks_for(count), kThreads, 0, stream>>>(
+          y, bias, static_cast<std::int32_t>(count), static_cast<std::int32_t>(c), relu);
+    } else {
+      bias_activation_nhwc_kernel<T, std::int64_t><<<blocks_for(count), kThreads, 0, stream>>>(y, bias, count, c, relu);
+    }
+  } else {
+    const std::int64_t planes = n * c;
+    const unsigned blocks = static_cast<unsigned>(planes < (1 << 20) ? planes : (1 << 20));
+    const int threads = h * w >= 256 ? 256 : 128;
+    bias_activation_planes_kernel<T><<<blocks, threads, 0, stream>>>(y, bias, planes, c, h * w, strides[0], strides[1],
+                                                                      relu);
+  }
+}
+}  // namespace
+
+void bias_activation(void* y, DType type, std::array<std::int64_t, 4> dims, std::array<std::int64_t, 4> strides,
+                     const void* bias, bool relu, cudaStream_t stream) {
+  if (!bias_activation_supported(dims, strides))
+    throw Error("bias_activation: a tensor layout other than packed NHWC or contiguous planes");
+  switch (type) {
+    case DType::f16: launch_bias_activation<__half>(y, dims, strides, bias, relu, stream); break;
+    case DType::bf16: launch_bias_activation<__nv_bfloat16>(y, dims, strides, bias, relu, stream); break;
+    case DType::f32: launch_bias_activation<float>(y, dims, strides, bias, relu, stream); break;
+    default: throw Error("bias_activation: a data type other than fp32, fp16 and bf16");
+  }
+  check_launch("bias_activation");
+}
+
+void fold_batch_norm(void* w, DType type, std::int64_t out_channels, std::int64_t per_output, const void* conv_bias,
+                     void* shift, BatchNormStatistics bn, cudaStream_t stream) {
+  fold_shift_kernel<<<blocks_for(out_channels), kThreads, 0, stream>>>(out_channels, conv_bias, shift, type, bn);
+  check_launch("fold_batch_norm shift");
+  fold_weights_kernel<<<blocks_for(out_channels * per_output), kThreads, 0, stream>>>(
+      w, type, out_channels * per_output, per_output, bn);
+  check_launch("fold_batch_norm weights");
+}
+
+namespace {
+template <typename T>
+void launch_add_relu(const void* a_bytes, const void* b_bytes, void* y_bytes, std::int64_t count, cudaStream_t stream) {
+  const T* a = static_cast<const T*>(a_bytes);
+  const T* b = static_cast<const T*>(b_bytes);
+  T* y = static_cast<T*>(y_bytes);
+  constexpr std::int64_t kVector = 16 / sizeof(T);
+  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  const bool small = count < (std::int64_t{1} << 31);
+  if (count % kVector == 0 && aligned(a) && aligned(b) && aligned(y)) {
+    const std::int64_t vectors = count / kVector;
+    if (small)
+      add_relu_vector_kernel<T, std::int32_t><<<blocks_for(vectors), kThreads, 0, stream>>>(
+          a, b, y, static_cast<std::int32_t>(vectors));
+    else
+      add_relu_vector_kernel<T, std::int64_t><<<blocks_for(vectors), kThreads, 0, stream>>>(a, b, y, vectors);
+  } else if (small) {
+    add_relu_kernel<T, std::int32_t><<<blocks_for(count), kThreads, 0, stream>>>(a, b, y,
+                                                                                static_cast<std::int32_t>(count));
+  } else {
+    add_relu_kernel<T, std::int64_t><<<blocks_for(count), kThreads, 0, stream>>>(a, b, y, count);
+  }
+}
+}  // namespace
+
+void add_relu(const void* a, const void* b, void* y, DType type, std::int64_t count, cudaStream_t stream) {
+  if (count == 0) return;
+  switch (type) {
+    case DType::f16: launch_add_relu<__half>(a, b, y, count, stream); break;
+    case DType::bf16: launch_add_relu<__nv_bfloat16>(a, b, y, count, stream); break;
+    case DType::f32: launch_add_relu<float>(a, b, y, count, stream); break;
+    default: throw Error("add_relu: a data type other than fp32, fp16 and bf16");
+  }
+  check_launch("add_relu");
 }
 
 }  // namespace crossbench::cudnn::kernels

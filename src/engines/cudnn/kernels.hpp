@@ -91,6 +91,36 @@ void max_pool_nhwc_backward(const void* dy, const std::uint8_t* argmax, void* dx
                             std::array<std::int64_t, 4> in, std::array<std::int64_t, 4> out, PoolGeometry g, float beta,
                             cudaStream_t stream);
 
+// A convolution's epilogue in one pass over y: y = y + bias[c], then
+// max(y, 0) when `relu` (NaN stays NaN, as cuDNN's relu). Instead of
+// cudnnAddTensor plus a separate relu (three passes) where cuDNN's fused
+// conv+bias+relu call is not the fastest algorithm. Takes y packed NHWC or
+// with contiguous (H, W) planes (NCHW, and NCHW concat slices);
+// bias_activation_supported says whether y's layout is one of these.
+bool bias_activation_supported(std::array<std::int64_t, 4> dims, std::array<std::int64_t, 4> strides);
+void bias_activation(void* y, DType type, std::array<std::int64_t, 4> dims, std::array<std::int64_t, 4> strides,
+                     const void* bias, bool relu, cudaStream_t stream);
+
+// y = max(a + b, 0) elementwise over `count` elements of three tensors of one
+// type and one layout (y may be a): a residual add and the relu after it in
+// one pass instead of two (NaN stays NaN).
+void add_relu(const void* a, const void* b, void* y, DType type, std::int64_t count, cudaStream_t stream);
+
+// Inference batch-norm folded into the convolution before it (once, after the
+// weights are initialised): scale = gamma / sqrt(variance + epsilon) per output
+// channel o; w[o, ...] *= scale[o] (w: `out_channels` blocks of
+// `per_output` elements, output channel outermost in NCHW and NHWC filters);
+// shift[o] = (conv_bias[o] or 0 - mean[o]) * scale[o] + beta[o].
+struct BatchNormStatistics {
+  const float* gamma;
+  const float* beta;
+  const float* mean;
+  const float* variance;
+  double epsilon;
+};
+void fold_batch_norm(void* w, DType type, std::int64_t out_channels, std::int64_t per_output, const void* conv_bias,
+                     void* shift, BatchNormStatistics bn, cudaStream_t stream);
+
 // w -= rate * g, elementwise in fp32.
 void sgd(void* w, const void* g, DType type, std::int64_t count, float rate, cudaStream_t stream);
 

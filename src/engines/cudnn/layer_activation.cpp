@@ -24,7 +24,7 @@ class Relu final : public LayerImpl {
  public:
   Tensor x, y, dy, dx;
   float dx_beta = 0;
-  LayerImpl* producer = nullptr;  // the convolution that may apply this relu itself
+  LayerImpl* producer = nullptr;  // the convolution (or add) that may apply this relu itself
   TensorDesc xd, yd, dyd, dxd;
 
   void setup(SetupContext&) override {

@@ -6,9 +6,12 @@
 // exponentialAverageFactor is m); check() passes factor 0 and leaves them
 // as they are. NHWC training uses CUDNN_BATCHNORM_SPATIAL_PERSISTENT (PyTorch's
 // choice for channels_last), else CUDNN_BATCHNORM_SPATIAL. Inference
-// normalises with the running statistics of a fresh model (mean 0, variance 1).
+// normalises with the running statistics of a fresh model (mean 0, variance 1);
+// after a convolution that only it reads, it is folded into that convolution
+// (layer_convolution.cpp) and has no op of its own.
 #include "crossbench/error.hpp"
 #include "engines/cudnn/graph.hpp"
+#include "engines/cudnn/kernels.hpp"
 
 namespace crossbench::cudnn {
 namespace {
@@ -18,6 +21,7 @@ class BatchNorm final : public LayerImpl {
   cudnnBatchNormMode_t mode = CUDNN_BATCHNORM_SPATIAL;
   double epsilon = 1e-5, momentum = 0.1;
   bool training = false;
+  bool folded = false;  // inference: folded into the convolution before it (no op of its own)
   Tensor x, y, gamma, beta, running_mean, running_variance, saved_mean, saved_inverse_std, reserve;
   Tensor dy, dx, dgamma, dbeta;
   float dx_beta = 0;
@@ -27,6 +31,7 @@ class BatchNorm final : public LayerImpl {
   std::size_t forward_workspace = 0, backward_workspace = 0, reserve_bytes = 0;
 
   void setup(SetupContext& ctx) override {
+    if (folded) return;
     xd = describe_tensor(x);
     yd = describe_tensor(y);
     bnd = make_tensor_desc();
@@ -91,6 +96,30 @@ void forward_batch_norm(Builder& b, int index) {
   bn->running_variance = b.new_tensor(per_channel, DType::f32, b.label(index, "running variance"), true);
   b.initialise(bn->running_mean, 0.0f);
   b.initialise(bn->running_variance, 1.0f);
+  if (const int conv = b.state(index).folded_into; conv >= 0) {
+    // Inference, folded into the convolution before it (graph.hpp): no op of
+    // its own; its output is the convolution's, and a relu after it fuses there.
+    bn->folded = true;
+    LayerState& s = b.state(index);
+    const LayerState& c = b.state(conv);
+    s.out = c.out;
+    s.exclusive = c.exclusive;
+    s.impl = c.impl;
+    const kernels::BatchNormStatistics statistics{nullptr, nullptr, nullptr, nullptr, bn->epsilon};
+    const std::int64_t out_channels = c.fold_weight.dims[0];
+    const std::int64_t per_output = c.fold_weight.elements() / out_channels;
+    b.after_initialise.push_back([bn, statistics, out_channels, per_output, weight = c.fold_weight,
+                                  conv_bias = c.fold_conv_bias, shift = c.fold_shift](const Exec& e) {
+      kernels::BatchNormStatistics bs = statistics;
+      bs.gamma = e.ptr_as<float>(bn->gamma);
+      bs.beta = e.ptr_as<float>(bn->beta);
+      bs.mean = e.ptr_as<float>(bn->running_mean);
+      bs.variance = e.ptr_as<float>(bn->running_variance);
+      kernels::fold_batch_norm(e.ptr(weight), weight.type, out_channels, per_output,
+                               conv_bias.valid() ? e.ptr(conv_bias) : nullptr, e.ptr(shift), bs, e.stream);
+    });
+    return;
+  }
   std::vector<Tensor> touched{bn->x, bn->gamma, bn->beta, bn->running_mean, bn->running_variance};
   if (b.training) {
     bn->saved_mean = b.new_tensor(per_channel, DType::f32, b.label(index, "batch mean"));

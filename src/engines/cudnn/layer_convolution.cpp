@@ -8,7 +8,16 @@
 // choice; exhaustive when its measured time is within the estimated cost of
 // the two passes it saves (bias add and relu: read and write the output each)
 // of the fastest algorithm. prepare()'s validation pass falls back to the
-// unfused calls if this cuDNN refuses the fused one.
+// unfused calls if this cuDNN refuses the fused one. Unfused, the bias and
+// the relu are one pass of our own kernel (kernels::bias_activation) where
+// the output's layout allows, instead of cudnnAddTensor plus the relu's own
+// pass.
+//
+// Inference folds a batch-norm that only reads the convolution into it (as
+// TensorRT and oneDNN's graph do): the weights are scaled by gamma/sqrt(var+eps)
+// and the bias becomes the folded shift, once after initialisation (graph.hpp's
+// after_initialise), so conv + batch-norm + relu is one call or one kernel
+// epilogue. The decisions say "+bn(folded)".
 #include <cmath>
 #include <sstream>
 
@@ -30,7 +39,8 @@ class Convolution final : public LayerImpl {
   bool nhwc = false;
   std::int64_t kernel = 1, stride = 1, padding = 0;
   Tensor x, y, w, bias;
-  bool has_bias = false;
+  bool has_bias = false;          // a bias is added (the layer's own, or a folded batch-norm's shift)
+  bool folds_batch_norm = false;  // inference: the batch-norm after it is folded in (bias = its shift)
   bool fusion_candidate = false;
   bool training = false;
   // Backward (training).
@@ -49,7 +59,8 @@ class Convolution final : public LayerImpl {
   FilterDesc wd;
   ConvDesc forward_cd, data_cd, filter_cd;
   AlgorithmChoice forward, data, filter;
-  bool fused = false;
+  bool fused = false;            // cudnnConvolutionBiasActivationForward
+  bool kernel_epilogue = false;  // unfused: bias (+ relu) in one kernels::bias_activation pass
   std::string fallback;  // why a fused forward fell back, if it did
 
   void plan_search(SetupContext& ctx) override {
@@ -83,6 +94,7 @@ class Convolution final : public LayerImpl {
                                               static_cast<int>(w.dims[0]), static_cast<int>(w.dims[1]),
                                               static_cast<int>(w.dims[2]), static_cast<int>(w.dims[3])));
     if (has_bias) bd = describe_tensor(bias);
+    kernel_epilogue = has_bias && kernels::bias_activation_supported(y.dims, y.strides);
     forward_cd = make_conv(precision);
     const auto candidates = forward_candidates(ctx, {xd, wd, forward_cd, yd});
     forward = candidates.front();
@@ -96,7 +108,10 @@ class Convolution final : public LayerImpl {
       if (ctx.config.algorithm == AlgorithmPolicy::heuristic) {
         fused = forward.algorithm == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
       } else if (precomp != nullptr) {
-        const double saved_ms = 4.0 * static_cast<double>(y.bytes()) / kMemoryBandwidth * 1e3;
+        // Unfused costs one extra pass over y (read and write) with our epilogue
+        // kernel, else two (cudnnAddTensor, then the relu).
+        const double passes = kernel_epilogue ? 2.0 : 4.0;
+        const double saved_ms = passes * static_cast<double>(y.bytes()) / kMemoryBandwidth * 1e3;
         if (precomp->time_ms <= forward.time_ms + saved_ms) {
           forward = *precomp;
           fused = true;
@@ -120,7 +135,8 @@ class Convolution final : public LayerImpl {
     }
   }
 
-  bool relu_fused() const override { return fused; }
+  // The relu after it is applied here: by cuDNN's fused call or by our epilogue kernel.
+  bool relu_fused() const override { return fusion_candidate && has_bias && (fused || kernel_epilogue); }
 
   const char* math(const AlgorithmChoice& c) const {
     return math_type_name(adopt_math_type(precision) ? c.math : CUDNN_FMA_MATH);
@@ -129,7 +145,9 @@ class Convolution final : public LayerImpl {
   std::string decisions() const override {
     std::ostringstream text;
     text << name << ":fwd=" << forward_algorithm_name(forward.algorithm) << "/" << math(forward);
+    if (folds_batch_norm) text << "+bn(folded)";
     if (fused) text << "+bias+relu";
+    else if (kernel_epilogue) text << (relu_fused() ? "+bias+relu(kernel)" : "+bias(kernel)");
     if (!fallback.empty()) text << "(unfused: " << fallback << ")";
     if (training) {
       text << ",bwd_data=" << (data_gradient ? backward_data_algorithm_name(data.algorithm) : "-");
@@ -155,7 +173,11 @@ class Convolution final : public LayerImpl {
     CB_CHECK_CUDNN(cudnnConvolutionForward(e.dnn, &kOne, xd, e.ptr(x), wd, e.ptr(w), forward_cd,
                                            static_cast<cudnnConvolutionFwdAlgo_t>(forward.algorithm), e.workspace,
                                            e.workspace_bytes, &kZero, yd, e.ptr(y)));
-    if (has_bias) CB_CHECK_CUDNN(cudnnAddTensor(e.dnn, &kOne, bd, e.ptr(bias), &kOne, yd, e.ptr(y)));
+    if (!has_bias) return;
+    if (kernel_epilogue)
+      kernels::bias_activation(e.ptr(y), y.type, y.dims, y.strides, e.ptr(bias), fusion_candidate, e.stream);
+    else
+      CB_CHECK_CUDNN(cudnnAddTensor(e.dnn, &kOne, bd, e.ptr(bias), &kOne, yd, e.ptr(y)));
   }
 
   void run_backward_filter(const Exec& e) {
@@ -207,6 +229,16 @@ void forward_convolution(Builder& b, int index) {
     c->bias = b.parameter(bias).value;
   }
   LayerState& s = b.state(index);
+  if (s.folded_batch_norm >= 0) {
+    // The batch-norm's builder registers the fold itself (it owns the statistics).
+    c->folds_batch_norm = true;
+    s.fold_weight = c->w;
+    s.fold_conv_bias = c->has_bias ? c->bias : Tensor{};
+    s.fold_shift = b.new_tensor({1, layer.params.out_channels, 1, 1}, b.type, b.label(index, "folded batch-norm shift"),
+                                true);
+    c->bias = s.fold_shift;
+    c->has_bias = true;
+  }
   c->y = b.new_output(index, b.type);
   s.out = c->y;
   if (b.training) b.state(from).value_needed = true;  // backward filter reads x

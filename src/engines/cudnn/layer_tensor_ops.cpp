@@ -11,6 +11,10 @@
 // that gradient and runs before any other contribution to the second's:
 // then no copy is made at all. Otherwise the second gets a copy.
 //
+// An add followed by an in-place relu applies it in the same pass
+// (kernels::add_relu), as a ResNet block ends, where its three tensors share
+// one packed layout; the relu's own op is then empty.
+//
 // Concat: in NCHW the producers of the branches wrote straight into their
 // channel slice of the output (the builder's placement), and the backward
 // hands each branch its slice of the output gradient as a strided view; in
@@ -28,7 +32,8 @@ class Add final : public LayerImpl {
  public:
   Tensor a, b, y;
   bool in_place = false;
-  bool kernel = false;  // this cuDNN refused the data type: plain strided kernels instead
+  bool kernel = false;     // this cuDNN refused the data type: plain strided kernels instead
+  bool fuse_relu = false;  // the in-place relu after it runs here (kernels::add_relu): one pass, not two
   TensorDesc ad, bd, yd;
   OpTensorDesc op;
   void setup(SetupContext&) override {
@@ -37,7 +42,12 @@ class Add final : public LayerImpl {
     yd = describe_tensor(y);
     op = make_add_desc();
   }
+  bool relu_fused() const override { return fuse_relu; }
   void run(const Exec& e) {
+    if (fuse_relu) {
+      kernels::add_relu(e.ptr(a), e.ptr(b), e.ptr(y), y.type, y.elements(), e.stream);
+      return;
+    }
     if (!kernel) {
       const cudnnStatus_t status =
           in_place ? cudnnAddTensor(e.dnn, &kOne, bd, e.ptr(b), &kOne, ad, e.ptr(a))
@@ -51,7 +61,10 @@ class Add final : public LayerImpl {
     if (!in_place) kernels::strided_add(e.ptr(a), a.strides, e.ptr(y), y.strides, y.dims, y.type, 0.0f, e.stream);
     kernels::strided_add(e.ptr(b), b.strides, e.ptr(y), y.strides, y.dims, y.type, 1.0f, e.stream);
   }
-  std::string decisions() const override { return kernel ? name + ":add=kernel" : std::string(); }
+  std::string decisions() const override {
+    if (fuse_relu) return name + ":add+relu=kernel";
+    return kernel ? name + ":add=kernel" : std::string();
+  }
   std::string name;
 };
 
@@ -86,6 +99,11 @@ void forward_add(Builder& b, int index) {
   add->in_place = first != second && b.can_overwrite(first);
   s.in_place = add->in_place;
   add->y = add->in_place ? add->a : b.new_output(index, b.type);
+  // One pass for add and relu where all three tensors share one packed layout.
+  const auto same_packed = [&](const Tensor& t) {
+    return t.is_packed() && t.strides == add->y.strides && t.type == add->y.type;
+  };
+  add->fuse_relu = s.fusable_relu >= 0 && same_packed(add->a) && same_packed(add->b) && same_packed(add->y);
   s.out = add->y;
   s.exclusive = true;
   b.push(index, Stage::forward, b.label(index, "forward"), {add->a, add->b, add->y},

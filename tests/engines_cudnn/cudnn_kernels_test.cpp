@@ -1,0 +1,197 @@
+// The cuDNN engine's own fusion kernels (kernels.hpp) against host
+// references (label `gpu`; skips with a reason when no GPU is visible): the
+// convolution epilogue (bias + relu) in every layout it takes, the residual
+// add + relu, and the inference batch-norm folding.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "crossbench/device.hpp"
+#include "engines/cudnn/kernels.hpp"
+
+namespace crossbench::cudnn {
+namespace {
+
+#define SKIP_WITHOUT_GPU()                                                                          \
+  do {                                                                                              \
+    if (visible_gpu_count() == 0) GTEST_SKIP() << "no GPU visible: the engine's kernels cannot run here"; \
+  } while (false)
+
+// Host values stored on the device as fp32 or bf16.
+class DeviceArray {
+ public:
+  DeviceArray(const std::vector<float>& values, DType type) : type_(type), count_(values.size()) {
+    EXPECT_EQ(cudaMalloc(&data_, bytes()), cudaSuccess);
+    if (type == DType::bf16) {
+      std::vector<__nv_bfloat16> stored(values.size());
+      for (std::size_t i = 0; i < values.size(); ++i) stored[i] = __float2bfloat16_rn(values[i]);
+      EXPECT_EQ(cudaMemcpy(data_, stored.data(), bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+    } else {
+      EXPECT_EQ(cudaMemcpy(data_, values.data(), bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+    }
+  }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  ~DeviceArray() { (void)cudaFree(data_); }
+  void* get() const { return data_; }
+  std::vector<float> values() const {
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<float> out(count_);
+    if (type_ == DType::bf16) {
+      std::vector<__nv_bfloat16> stored(count_);
+      EXPECT_EQ(cudaMemcpy(stored.data(), data_, bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+      for (std::size_t i = 0; i < count_; ++i) out[i] = __bfloat162float(stored[i]);
+    } else {
+      EXPECT_EQ(cudaMemcpy(out.data(), data_, bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+    }
+    return out;
+  }
+
+ private:
+  std::size_t bytes() const { return count_ * (type_ == DType::bf16 ? 2 : 4); }
+  DType type_;
+  std::size_t count_;
+  void* data_ = nullptr;
+};
+
+float stored(float v, DType type) { return type == DType::bf16 ? __bfloat162float(__float2bfloat16_rn(v)) : v; }
+
+std::vector<float> random_values(std::size_t count, std::uint32_t seed) {
+  std::mt19937 generator(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> values(count);
+  for (float& v : values) v = uniform(generator);
+  return values;
+}
+
+using Dims = std::array<std::int64_t, 4>;
+
+struct EpilogueCase {
+  const char* name;
+  Dims dims;          // N, C, H, W of y
+  Dims strides;       // y's element strides (may be a slice of a larger buffer)
+  std::int64_t span;  // elements of the buffer holding y
+};
+
+// Packed NHWC with C a multiple of the vector (fp32: 4, bf16: 8) and without;
+// NCHW packed; an NCHW concat slice (channels 2..5 of 9).
+std::vector<EpilogueCase> epilogue_cases() {
+  return {
+      {"nhwc_vector", {2, 16, 3, 5}, {16 * 15, 1, 5 * 16, 16}, 2 * 16 * 15},
+      {"nhwc_scalar", {2, 6, 3, 5}, {6 * 15, 1, 5 * 6, 6}, 2 * 6 * 15},
+      {"nchw", {2, 6, 3, 5}, {6 * 15, 15, 5, 1}, 2 * 6 * 15},
+      {"nchw_slice", {2, 4, 3, 5}, {9 * 15, 15, 5, 1}, 2 * 9 * 15},
+  };
+}
+
+TEST(CudnnKernels, BiasActivationMatchesTheHostInEveryLayout) {
+  SKIP_WITHOUT_GPU();
+  for (DType type : {DType::f32, DType::bf16})
+    for (bool relu : {false, true})
+      for (const EpilogueCase& c : epilogue_cases()) {
+        ASSERT_TRUE(kernels::bias_activation_supported(c.dims, c.strides)) << c.name;
+        std::vector<float> y = random_values(static_cast<std::size_t>(c.span), 1);
+        y[0] = std::numeric_limits<float>::quiet_NaN();  // a NaN stays NaN through the relu
+        const std::vector<float> bias = random_values(static_cast<std::size_t>(c.dims[1]), 2);
+        DeviceArray device_y(y, type), device_bias(bias, type);
+        kernels::bias_activation(device_y.get(), type, c.dims, c.strides, device_bias.get(), relu, nullptr);
+        const std::vector<float> got = device_y.values();
+        std::vector<float> expected(y.size());
+        for (std::size_t i = 0; i < y.size(); ++i) expected[i] = stored(y[i], type);
+        for (std::int64_t n = 0; n < c.dims[0]; ++n)
+          for (std::int64_t ch = 0; ch < c.dims[1]; ++ch)
+            for (std::int64_t h = 0; h < c.dims[2]; ++h)
+              for (std::int64_t w = 0; w < c.dims[3]; ++w) {
+                const auto i = static_cast<std::size_t>(n * c.strides[0] + ch * c.strides[1] + h * c.strides[2] +
+                                                        w * c.strides[3]);
+                float v = stored(y[i], type) + stored(bias[static_cast<std::size_t>(ch)], type);
+                if (relu && v < 0) v = 0;
+                expected[i] = stored(v, type);
+              }
+        const float tolerance = type == DType::bf16 ? 1e-2f : 1e-6f;
+        for (std::size_t i = 0; i < got.size(); ++i) {
+          if (std::isnan(expected[i])) {
+            EXPECT_TRUE(std::isnan(got[i])) << c.name << " element " << i;
+            continue;
+          }
+          ASSERT_NEAR(got[i], expected[i], tolerance) << c.name << (relu ? " relu" : "") << " element " << i
+                                                      << " (elements outside a slice must stay as they were)";
+        }
+      }
+}
+
+TEST(CudnnKernels, BiasActivationRefusesOtherLayouts) {
+  const Dims dims{2, 4, 3, 5};
+  EXPECT_FALSE(kernels::bias_activation_supported(dims, {60, 1, 20, 8}))
+      << "an NHWC channel slice (pixel stride 8 > C) is not packed";
+  EXPECT_TRUE(kernels::bias_activation_supported(dims, {60, 15, 5, 1}));
+}
+
+TEST(CudnnKernels, AddReluIsOnePassOfBoth) {
+  SKIP_WITHOUT_GPU();
+  for (DType type : {DType::f32, DType::bf16})
+    for (std::size_t count : {std::size_t{4096}, std::size_t{1001}}) {  // vectorised and not
+      std::vector<float> a = random_values(count, 3);
+      const std::vector<float> b = random_values(count, 4);
+      a[5] = std::numeric_limits<float>::quiet_NaN();
+      DeviceArray device_a(a, type), device_b(b, type);
+      kernels::add_relu(device_a.get(), device_b.get(), device_a.get(), type, static_cast<std::int64_t>(count),
+                        nullptr);
+      const std::vector<float> got = device_a.values();
+      for (std::size_t i = 0; i < count; ++i) {
+        const float sum = stored(a[i], type) + stored(b[i], type);
+        if (std::isnan(sum)) {
+          EXPECT_TRUE(std::isnan(got[i])) << i;
+          continue;
+        }
+        ASSERT_NEAR(got[i], stored(sum < 0 ? 0.0f : sum, type), type == DType::bf16 ? 1e-2f : 1e-6f)
+            << "count " << count << " element " << i;
+      }
+    }
+}
+
+// Folding non-trivial statistics: the folded convolution's output equals
+// batch-norm applied to the unfolded one, so weights and shift are checked
+// against gamma (x - mean) / sqrt(var + eps) + beta on a 1x1 "convolution"
+// (a dot product per output channel).
+TEST(CudnnKernels, FoldBatchNormMatchesNormalisingTheOutput) {
+  SKIP_WITHOUT_GPU();
+  const std::int64_t out_channels = 5, per_output = 7;
+  const double epsilon = 1e-3;
+  const std::vector<float> w = random_values(static_cast<std::size_t>(out_channels * per_output), 5);
+  const std::vector<float> conv_bias = random_values(static_cast<std::size_t>(out_channels), 6);
+  const std::vector<float> gamma{0.5f, 1.5f, -2.0f, 1.0f, 0.25f}, beta{0.1f, -0.2f, 0.3f, 0.0f, 1.0f},
+      mean{0.2f, -0.1f, 0.0f, 0.5f, -1.0f}, variance{1.0f, 0.25f, 4.0f, 0.01f, 2.0f};
+  const std::vector<float> x = random_values(static_cast<std::size_t>(per_output), 7);
+  for (bool with_bias : {false, true}) {
+    DeviceArray device_w(w, DType::f32), device_bias(conv_bias, DType::f32),
+        shift(std::vector<float>(static_cast<std::size_t>(out_channels)), DType::f32), g(gamma, DType::f32),
+        b(beta, DType::f32), m(mean, DType::f32), v(variance, DType::f32);
+    const kernels::BatchNormStatistics bn{static_cast<const float*>(g.get()), static_cast<const float*>(b.get()),
+                                          static_cast<const float*>(m.get()), static_cast<const float*>(v.get()),
+                                          epsilon};
+    kernels::fold_batch_norm(device_w.get(), DType::f32, out_channels, per_output,
+                             with_bias ? device_bias.get() : nullptr, shift.get(), bn, nullptr);
+    const std::vector<float> folded_w = device_w.values(), folded_shift = shift.values();
+    for (std::int64_t o = 0; o < out_channels; ++o) {
+      double conv = with_bias ? conv_bias[static_cast<std::size_t>(o)] : 0.0, folded = folded_shift[static_cast<std::size_t>(o)];
+      for (std::int64_t k = 0; k < per_output; ++k) {
+        const auto i = static_cast<std::size_t>(o * per_output + k);
+        conv += static_cast<double>(w[i]) * x[static_cast<std::size_t>(k)];
+        folded += static_cast<double>(folded_w[i]) * x[static_cast<std::size_t>(k)];
+      }
+      const auto c = static_cast<std::size_t>(o);
+      const double normalised = gamma[c] * (conv - mean[c]) / std::sqrt(variance[c] + epsilon) + beta[c];
+      EXPECT_NEAR(folded, normalised, 1e-5 * (1 + std::abs(normalised)))
+          << "output channel " << o << (with_bias ? " (convolution with a bias)" : "");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace crossbench::cudnn
