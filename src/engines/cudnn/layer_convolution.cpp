@@ -114,8 +114,8 @@ class Convolution final : public LayerImpl {
         // (cuDNN 9.19), cudnnFind's isolated times understate the unfused
         // IMPLICIT_GEMM kernels it then prefers for GoogLeNet's 1x1
         // convolutions, and the one-pass margin took GoogLeNet bf16 inference
-        // from 4.80 ms to 7.37 ms; fp32 and tf32 gained from it (ResNet-50 fp32
-        // inference 21.3 -> 19.7 ms with the batch-norm folding).
+        // from 4.80 ms to 7.37 ms, while no fp32 or tf32 cell of seed2017 got
+        // slower with it.
         const bool sixteen_bit = precision == Precision::fp16 || precision == Precision::bf16;
         const double passes = kernel_epilogue && !sixteen_bit ? 2.0 : 4.0;
         const double saved_ms = passes * static_cast<double>(y.bytes()) / kMemoryBandwidth * 1e3;
