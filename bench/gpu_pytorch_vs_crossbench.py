@@ -39,6 +39,9 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src" / "workers"))
 from pytorch import model as pt_model  # noqa: E402
 
+sys.path.insert(0, str(REPO / "bench"))
+import cube_cells  # noqa: E402
+
 
 @torch.no_grad()
 def fast_reset(self, seed=None):
@@ -126,27 +129,8 @@ def crossbench_cells(args):
                 if c.get("status") == "ok":
                     cells[(c["network"], c["precision"], c["phase"], int(c["batch"]))] = c
     if args.cube:
-        # h5py, not xarray: the GPU machine's xarray has no netCDF backend installed.
-        import h5py
-        with h5py.File(args.cube, "r") as cube:
-            names = {d: [v.decode() if isinstance(v, bytes) else v for v in cube[d][()]]
-                     for d in ("device", "engine", "network", "precision", "batch", "phase", "replica")}
-            # Schema 2 has a gpus axis between phase and replica: the single-GPU cells are at gpus = 1.
-            gpus_axis = ((list(cube["gpus"][()]).index(1),) if "gpus" in cube else ())
-            median, peak, message = cube["median_ms"][()], cube["peak_memory_bytes"][()], cube["message"][()]
-            engine = names["engine"].index("cudnn")
-            for i_n, network in enumerate(names["network"]):
-                for i_p, precision in enumerate(names["precision"]):
-                    for i_b, batch in enumerate(names["batch"]):
-                        for i_ph, phase in enumerate(names["phase"]):
-                            at = (0, engine, i_n, i_p, i_b, i_ph) + gpus_axis + (0,)
-                            if math.isnan(median[at]):
-                                continue
-                            text = message[at].decode() if isinstance(message[at], bytes) else str(message[at])
-                            loss = float(text.rsplit("loss ", 1)[1]) if "loss " in text else float("nan")
-                            cells.setdefault((network, precision, phase, int(batch)),
-                                             {"median_ms": float(median[at]), "loss": loss,
-                                              "peak_memory_bytes": float(peak[at])})
+        for key, cell in cube_cells.cudnn_cells(args.cube).items():
+            cells.setdefault(key, cell)
     return cells
 
 

@@ -1,0 +1,41 @@
+"""The cudnn engine's single-GPU cells of a results cube, read with h5py.
+
+h5py rather than xarray or the analysis package: the GPU machine's xarray has
+no netCDF backend, and the bench scripts must run there as well as here.
+Shared by gpu_pytorch_vs_crossbench.py and pytorch_ratio.py.
+"""
+
+import math
+
+import h5py
+
+
+def _text(value):
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def cudnn_cells(path, engine_name="cudnn"):
+    """{(network, precision, phase, batch): {"median_ms", "loss", "peak_memory_bytes", "status"}}
+    for every measured cell of `engine_name` at gpus = 1 and replica 0 of the first device."""
+    cells = {}
+    with h5py.File(path, "r") as cube:
+        names = {d: [_text(v) for v in cube[d][()]]
+                 for d in ("device", "engine", "network", "precision", "batch", "phase", "replica")}
+        if engine_name not in names["engine"]:
+            raise ValueError(f"{path}: no '{engine_name}' engine in the cube (engines: {', '.join(names['engine'])})")
+        # Schema 2 has a gpus axis between phase and replica: the single-GPU cells are at gpus = 1.
+        gpus_axis = ((list(cube["gpus"][()]).index(1),) if "gpus" in cube else ())
+        median, peak, message = cube["median_ms"][()], cube["peak_memory_bytes"][()], cube["message"][()]
+        engine = names["engine"].index(engine_name)
+        for i_n, network in enumerate(names["network"]):
+            for i_p, precision in enumerate(names["precision"]):
+                for i_b, batch in enumerate(names["batch"]):
+                    for i_ph, phase in enumerate(names["phase"]):
+                        at = (0, engine, i_n, i_p, i_b, i_ph) + gpus_axis + (0,)
+                        if math.isnan(median[at]):
+                            continue
+                        text = _text(message[at])
+                        loss = float(text.rsplit("loss ", 1)[1]) if "loss " in text else float("nan")
+                        cells[(network, precision, phase, int(batch))] = {
+                            "median_ms": float(median[at]), "loss": loss, "peak_memory_bytes": float(peak[at])}
+    return cells
