@@ -94,11 +94,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const E
   CB_CHECK_CUBLAS(cublasSetWorkspace(blas_, pool_.address(cublas_workspace_buffer_), kCublasWorkspace));
   initialise(network, b);
   if (!b.after_initialise.empty()) {
-    Exec e;
-    e.dnn = dnn_;
-    e.blas = blas_;
-    e.stream = stream_;
-    e.pool = &pool_;
+    const Exec e = make_exec(false, false);
     for (const auto& prepare_op : b.after_initialise) prepare_op(e);
     CB_CHECK_CUDA(cudaStreamSynchronize(stream_));
   }
@@ -276,15 +272,7 @@ void CudnnSession::set_dropout_step(std::uint64_t step) {
 }
 
 void CudnnSession::run(std::size_t begin, std::size_t end, bool check, bool probing) {
-  Exec e;
-  e.dnn = dnn_;
-  e.blas = blas_;
-  e.stream = stream_;
-  e.pool = &pool_;
-  e.workspace = workspace_bytes_ > 0 ? pool_.address(workspace_buffer_) : nullptr;
-  e.workspace_bytes = workspace_bytes_;
-  e.check = check;
-  e.probing = probing;
+  const Exec e = make_exec(check, probing);
   for (std::size_t i = begin; i < end; ++i) {
     try {
       ops_[i].run(e);
@@ -397,11 +385,7 @@ Telemetry CudnnSession::end_timed_steps() {
   return telemetry_->end();
 }
 
-std::vector<std::vector<double>> CudnnSession::profile_ops(int repetitions) {
-  const std::size_t end = step_end();
-  std::vector<Event> marks;
-  marks.reserve(end + 1);
-  for (std::size_t i = 0; i <= end; ++i) marks.push_back(make_event());
+Exec CudnnSession::make_exec(bool check, bool probing) const {
   Exec e;
   e.dnn = dnn_;
   e.blas = blas_;
@@ -409,6 +393,17 @@ std::vector<std::vector<double>> CudnnSession::profile_ops(int repetitions) {
   e.pool = &pool_;
   e.workspace = workspace_bytes_ > 0 ? pool_.address(workspace_buffer_) : nullptr;
   e.workspace_bytes = workspace_bytes_;
+  e.check = check;
+  e.probing = probing;
+  return e;
+}
+
+std::vector<std::vector<double>> CudnnSession::profile_ops(int repetitions) {
+  const std::size_t end = step_end();
+  std::vector<Event> marks;
+  marks.reserve(end + 1);
+  for (std::size_t i = 0; i <= end; ++i) marks.push_back(make_event());
+  const Exec e = make_exec(false, false);
   std::vector<std::vector<double>> times;
   for (int r = 0; r < std::max(repetitions, 1); ++r) {
     for (std::size_t i = 0; i < end; ++i) {

@@ -51,6 +51,8 @@ class CudnnSession final : public Session {
  private:
   // Events around every op of a step, `repetitions` times: [repetition][op] [ms].
   std::vector<std::vector<double>> profile_ops(int repetitions);
+  // What an op sees (graph.hpp's Exec): the session's handles, stream, pool and workspace.
+  Exec make_exec(bool check, bool probing) const;
   void run(std::size_t begin, std::size_t end, bool check, bool probing = false);
   void initialise(const Network& network, const Builder& b);
   void capture_graph();
