@@ -1,7 +1,8 @@
 // The cuDNN engine's own fusion kernels (kernels.hpp) against host
 // references (label `gpu`; skips with a reason when no GPU is visible): the
 // convolution epilogue (bias + relu) in every layout it takes, the residual
-// add + relu, and the inference batch-norm folding.
+// add + relu, the inference batch-norm folding, and NHWC max pooling (vector
+// and scalar paths, overlapping and ceil-mode windows).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -191,6 +192,71 @@ TEST(CudnnKernels, FoldBatchNormMatchesNormalisingTheOutput) {
           << "output channel " << o << (with_bias ? " (convolution with a bias)" : "");
     }
   }
+}
+
+struct PoolCase {
+  const char* name;
+  std::int64_t n, c, h, w;
+  kernels::PoolGeometry g;
+  std::int64_t out_h, out_w;  // ceil mode may add a window that runs past the input
+};
+
+std::vector<PoolCase> pool_cases() {
+  return {
+      {"2x2s2 vector", 2, 16, 6, 6, {2, 2, 0}, 3, 3},
+      {"3x3s2p1 overlapping", 2, 16, 7, 7, {3, 2, 1}, 4, 4},
+      {"3x3s2 ceil mode", 1, 8, 6, 6, {3, 2, 0}, 3, 3},  // the last window covers rows 4..6 of 0..5
+      {"3x3s1p1 scalar channels", 2, 6, 5, 5, {3, 1, 1}, 5, 5},
+  };
+}
+
+// Forward: the window maximum and where it is (first maximum); backward: each
+// input gets the gradients of the windows whose maximum it was, plus beta * dx.
+TEST(CudnnKernels, MaxPoolNhwcMatchesTheHost) {
+  SKIP_WITHOUT_GPU();
+  for (DType type : {DType::f32, DType::bf16})
+    for (const PoolCase& c : pool_cases()) {
+      const auto in_count = static_cast<std::size_t>(c.n * c.h * c.w * c.c);
+      const auto out_count = static_cast<std::size_t>(c.n * c.out_h * c.out_w * c.c);
+      const std::vector<float> x = random_values(in_count, 8), dy = random_values(out_count, 9),
+                               dx_before = random_values(in_count, 10);
+      DeviceArray device_x(x, type), device_y(std::vector<float>(out_count), type), device_dy(dy, type),
+          device_dx(dx_before, type);
+      std::uint8_t* argmax = nullptr;
+      ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&argmax), out_count), cudaSuccess);
+      const std::array<std::int64_t, 4> in{c.n, c.c, c.h, c.w}, out{c.n, c.c, c.out_h, c.out_w};
+      kernels::max_pool_nhwc_forward(device_x.get(), device_y.get(), argmax, type, in, out, c.g, nullptr);
+      kernels::max_pool_nhwc_backward(device_dy.get(), argmax, device_dx.get(), type, in, out, c.g, 1.0f, nullptr);
+      const std::vector<float> y = device_y.values(), dx = device_dx.values();
+      (void)cudaFree(argmax);
+      std::vector<float> expected_dx(in_count);
+      for (std::size_t i = 0; i < in_count; ++i) expected_dx[i] = stored(dx_before[i], type);
+      const auto at = [&](std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t ch, std::int64_t height,
+                          std::int64_t width) { return static_cast<std::size_t>(((n * height + h) * width + w) * c.c + ch); };
+      for (std::int64_t n = 0; n < c.n; ++n)
+        for (std::int64_t oh = 0; oh < c.out_h; ++oh)
+          for (std::int64_t ow = 0; ow < c.out_w; ++ow)
+            for (std::int64_t ch = 0; ch < c.c; ++ch) {
+              float best = -INFINITY;
+              std::size_t where = 0;
+              for (std::int64_t kh = 0; kh < c.g.kernel; ++kh)
+                for (std::int64_t kw = 0; kw < c.g.kernel; ++kw) {
+                  const std::int64_t h = oh * c.g.stride - c.g.padding + kh, w = ow * c.g.stride - c.g.padding + kw;
+                  if (h < 0 || w < 0 || h >= c.h || w >= c.w) continue;
+                  const float v = stored(x[at(n, h, w, ch, c.h, c.w)], type);
+                  if (v > best) {
+                    best = v;
+                    where = at(n, h, w, ch, c.h, c.w);
+                  }
+                }
+              const std::size_t o = at(n, oh, ow, ch, c.out_h, c.out_w);
+              ASSERT_EQ(y[o], best) << c.name << " output " << o;
+              expected_dx[where] += stored(dy[o], type);
+            }
+      const float tolerance = type == DType::bf16 ? 3e-2f : 1e-5f;
+      for (std::size_t i = 0; i < in_count; ++i)
+        ASSERT_NEAR(dx[i], expected_dx[i], tolerance) << c.name << " input gradient " << i;
+    }
 }
 
 }  // namespace

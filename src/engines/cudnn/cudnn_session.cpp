@@ -81,6 +81,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const E
   // Phase 2: descriptors, algorithms, workspaces.
   {
     SetupContext ctx(dnn_, stream_, config, cell.precision, config.workspace_limit_bytes);
+    ctx.blas = blas_;
     for (auto& impl : impls_) impl->plan_search(ctx);
     for (auto& impl : impls_) impl->setup(ctx);
     arena_peak_bytes_ = ctx.arena_peak_bytes();

@@ -85,6 +85,7 @@ class SetupContext {
   cudaStream_t stream;
   const EngineConfig& config;
   Precision precision;
+  cublasHandle_t blas = nullptr;  // on `stream`: measured GEMM candidates (a 1x1 convolution's weight gradient)
 
   void need_workspace(std::size_t bytes) { workspace_bytes_ = std::max(workspace_bytes_, bytes); }
   std::size_t workspace_bytes() const { return workspace_bytes_; }
