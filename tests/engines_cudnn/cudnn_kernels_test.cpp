@@ -2,7 +2,8 @@
 // references (label `gpu`; skips with a reason when no GPU is visible): the
 // convolution epilogue (bias + relu) in every layout it takes, the residual
 // add + relu, the inference batch-norm folding, and NHWC max pooling (vector
-// and scalar paths, overlapping and ceil-mode windows).
+// and scalar paths, overlapping and ceil-mode windows), and the cuBLAS GEMM
+// weight gradient of 1x1 NHWC convolutions (gemm_weight_gradient.hpp).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -13,6 +14,8 @@
 #include <vector>
 
 #include "crossbench/device.hpp"
+#include "engines/cudnn/gemm_weight_gradient.hpp"
+#include "engines/cudnn/handles.hpp"
 #include "engines/cudnn/kernels.hpp"
 
 namespace crossbench::cudnn {
@@ -257,6 +260,34 @@ TEST(CudnnKernels, MaxPoolNhwcMatchesTheHost) {
       for (std::size_t i = 0; i < in_count; ++i)
         ASSERT_NEAR(dx[i], expected_dx[i], tolerance) << c.name << " input gradient " << i;
     }
+}
+
+// dW[o][i] = sum over pixels r of dy[r][o] * x[r][i], with x a channel slice
+// (row stride wider than its channels) as a GoogLeNet branch may read.
+TEST(CudnnKernels, GemmWeightGradientOfA1x1ConvolutionMatchesTheHost) {
+  SKIP_WITHOUT_GPU();
+  const std::int64_t rows = 2 * 5 * 7, in = 24, out = 16, x_stride = 40, dy_stride = 16;
+  cublasHandle_t blas = nullptr;
+  ASSERT_EQ(cublasCreate(&blas), CUBLAS_STATUS_SUCCESS);
+  {
+    const DType type = DType::bf16;  // fp16 takes the same cuBLAS call with CUDA_R_16F
+    const std::vector<float> x = random_values(static_cast<std::size_t>(rows * x_stride), 11),
+                             dy = random_values(static_cast<std::size_t>(rows * dy_stride), 12);
+    DeviceArray device_x(x, type), device_dy(dy, type), device_dw(std::vector<float>(out * in, 7.0f), type);
+    gemm_weight_gradient(blas, {type, rows, in, out, x_stride, dy_stride}, device_x.get(), device_dy.get(),
+                         device_dw.get());
+    const std::vector<float> dw = device_dw.values();
+    for (std::int64_t o = 0; o < out; ++o)
+      for (std::int64_t i = 0; i < in; ++i) {
+        double sum = 0;
+        for (std::int64_t r = 0; r < rows; ++r)
+          sum += static_cast<double>(stored(dy[static_cast<std::size_t>(r * dy_stride + o)], type)) *
+                 stored(x[static_cast<std::size_t>(r * x_stride + i)], type);
+        ASSERT_NEAR(dw[static_cast<std::size_t>(o * in + i)], sum, 2e-2 * (1 + std::abs(sum)))
+            << "dW[" << o << "][" << i << "] (the 7s before must all be overwritten: beta 0)";
+      }
+  }
+  (void)cublasDestroy(blas);
 }
 
 }  // namespace

@@ -34,6 +34,7 @@
 
 #include "crossbench/error.hpp"
 #include "engines/cudnn/algorithms.hpp"
+#include "engines/cudnn/gemm_weight_gradient.hpp"
 #include "engines/cudnn/graph.hpp"
 #include "engines/cudnn/kernels.hpp"
 
@@ -170,26 +171,19 @@ class Convolution final : public LayerImpl {
     return nhwc && sixteen_bit && kernel == 1 && stride == 1 && padding == 0 && uniform_rows(x) && uniform_rows(dy) &&
            w.is_packed() && w.dims[1] == x.dims[1] && rows <= std::numeric_limits<int>::max();
   }
-  // dW (row-major Cout x Cin) = dY^T X: column-major, C (Cin x Cout) = X (Cin x R) * dY (Cout x R)^T.
-  void gemm_weight_gradient(cublasHandle_t blas, const void* x_data, const void* dy_data, void* dw_data) const {
-    const auto rows = static_cast<int>(x.dims[0] * x.dims[2] * x.dims[3]);
-    const auto in = static_cast<int>(x.dims[1]), out = static_cast<int>(dy.dims[1]);
-    const float one = 1.0f, zero = 0.0f;
-    CB_CHECK_CUBLAS(cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, rows, &one, x_data, cuda_type(x.type),
-                                 static_cast<int>(x.strides[3]), dy_data, cuda_type(dy.type),
-                                 static_cast<int>(dy.strides[3]), &zero, dw_data, cuda_type(w.type), in,
-                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  GemmWeightGradient gemm_shape() const {
+    return {w.type, x.dims[0] * x.dims[2] * x.dims[3], x.dims[1], dy.dims[1], x.strides[3], dy.strides[3]};
   }
   // Median of five GEMMs on the search arena (after one untimed) [ms].
   float time_gemm_weight_gradient(SetupContext& ctx) const {
     const SetupContext::Arena& arena = ctx.arena();
     CB_CHECK_CUBLAS(cublasSetWorkspace(ctx.blas, arena.workspace, arena.workspace_bytes));
-    gemm_weight_gradient(ctx.blas, arena.x, arena.y, arena.w);
+    gemm_weight_gradient(ctx.blas, gemm_shape(), arena.x, arena.y, arena.w);
     std::vector<float> times;
     const Event begin = make_event(), end = make_event();
     for (int i = 0; i < 5; ++i) {
       CB_CHECK_CUDA(cudaEventRecord(begin, ctx.stream));
-      gemm_weight_gradient(ctx.blas, arena.x, arena.y, arena.w);
+      gemm_weight_gradient(ctx.blas, gemm_shape(), arena.x, arena.y, arena.w);
       CB_CHECK_CUDA(cudaEventRecord(end, ctx.stream));
       CB_CHECK_CUDA(cudaEventSynchronize(end));
       float ms = 0;
@@ -252,7 +246,7 @@ class Convolution final : public LayerImpl {
 
   void run_backward_filter(const Exec& e) {
     if (filter_gemm)
-      gemm_weight_gradient(e.blas, e.ptr(x), e.ptr(dy), e.ptr(dw));
+      gemm_weight_gradient(e.blas, gemm_shape(), e.ptr(x), e.ptr(dy), e.ptr(dw));
     else
       CB_CHECK_CUDNN(cudnnConvolutionBackwardFilter(e.dnn, &kOne, xd, e.ptr(x), dyd, e.ptr(dy), filter_cd,
                                                   static_cast<cudnnConvolutionBwdFilterAlgo_t>(filter.algorithm),
