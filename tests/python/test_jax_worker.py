@@ -19,7 +19,7 @@ import h5py
 import numpy as np
 import pytest
 
-from agreement import RELATIVE, assert_agrees_with_onednn, require_onednn
+from agreement import NETWORKS, RELATIVE, assert_agrees_with_onednn, require_onednn
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 BUILD = pathlib.Path(os.environ.get("CROSSBENCH_BUILD_DIR", REPO / "build"))
@@ -138,9 +138,10 @@ def test_jax_alexnet_training_matches_pytorch(alexnet_graph, jax_interpreter):
         assert mine == pytest.approx(theirs, rel=RELATIVE)
 
 
-# alexnet: dropout, fully-connected layers; googlenet: LRN, concat, ceil-mode pools, avg-pool;
-# resnet50: batch-norm, residual adds, strided 1x1 convolutions.
-@pytest.mark.parametrize("network", ["alexnet", "googlenet", "resnet50"])
+# Every network: alexnet (dropout, fully-connected layers), googlenet (LRN, concat, ceil-mode pools,
+# avg-pool), the ResNets (batch-norm, residual adds, strided 1x1 convolutions), the VGGs and OverFeat
+# (large fully-connected layers, deep plain stacks).
+@pytest.mark.parametrize("network", NETWORKS)
 def test_jax_worker_agrees_with_onednn(run_crossbench, crossbench_binary, jax_interpreter, network):
     require_onednn(crossbench_binary)
     assert_agrees_with_onednn(run_crossbench, network, "jax", "--set", jax_worker_setting(jax_interpreter))
