@@ -208,7 +208,7 @@ std::vector<PoolCase> pool_cases() {
   return {
       {"2x2s2 vector", 2, 16, 6, 6, {2, 2, 0}, 3, 3},
       {"3x3s2p1 overlapping", 2, 16, 7, 7, {3, 2, 1}, 4, 4},
-      {"3x3s2 ceil mode", 1, 8, 6, 6, {3, 2, 0}, 3, 3},  // the last window covers rows 4..6 of 0..5
+      {"3x3s2 ceil mode", 2, 8, 6, 6, {3, 2, 0}, 3, 3},  // the last window covers rows 4..6 of 0..5
       {"3x3s1p1 scalar channels", 2, 6, 5, 5, {3, 1, 1}, 5, 5},
   };
 }
@@ -218,22 +218,25 @@ std::vector<PoolCase> pool_cases() {
 TEST(CudnnKernels, MaxPoolNhwcMatchesTheHost) {
   SKIP_WITHOUT_GPU();
   for (DType type : {DType::f32, DType::bf16})
+    for (float beta : {0.0f, 1.0f})  // beta 0 must not read dx (it holds NaNs then)
     for (const PoolCase& c : pool_cases()) {
       const auto in_count = static_cast<std::size_t>(c.n * c.h * c.w * c.c);
       const auto out_count = static_cast<std::size_t>(c.n * c.out_h * c.out_w * c.c);
       const std::vector<float> x = random_values(in_count, 8), dy = random_values(out_count, 9),
-                               dx_before = random_values(in_count, 10);
+                               dx_before = beta == 0.0f
+                                               ? std::vector<float>(in_count, std::numeric_limits<float>::quiet_NaN())
+                                               : random_values(in_count, 10);
       DeviceArray device_x(x, type), device_y(std::vector<float>(out_count), type), device_dy(dy, type),
           device_dx(dx_before, type);
       std::uint8_t* argmax = nullptr;
       ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&argmax), out_count), cudaSuccess);
       const std::array<std::int64_t, 4> in{c.n, c.c, c.h, c.w}, out{c.n, c.c, c.out_h, c.out_w};
       kernels::max_pool_nhwc_forward(device_x.get(), device_y.get(), argmax, type, in, out, c.g, nullptr);
-      kernels::max_pool_nhwc_backward(device_dy.get(), argmax, device_dx.get(), type, in, out, c.g, 1.0f, nullptr);
+      kernels::max_pool_nhwc_backward(device_dy.get(), argmax, device_dx.get(), type, in, out, c.g, beta, nullptr);
       const std::vector<float> y = device_y.values(), dx = device_dx.values();
       (void)cudaFree(argmax);
       std::vector<float> expected_dx(in_count);
-      for (std::size_t i = 0; i < in_count; ++i) expected_dx[i] = stored(dx_before[i], type);
+      for (std::size_t i = 0; i < in_count; ++i) expected_dx[i] = beta == 0.0f ? 0.0f : stored(dx_before[i], type);
       const auto at = [&](std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t ch, std::int64_t height,
                           std::int64_t width) { return static_cast<std::size_t>(((n * height + h) * width + w) * c.c + ch); };
       for (std::int64_t n = 0; n < c.n; ++n)
@@ -258,7 +261,7 @@ TEST(CudnnKernels, MaxPoolNhwcMatchesTheHost) {
             }
       const float tolerance = type == DType::bf16 ? 3e-2f : 1e-5f;
       for (std::size_t i = 0; i < in_count; ++i)
-        ASSERT_NEAR(dx[i], expected_dx[i], tolerance) << c.name << " input gradient " << i;
+        ASSERT_NEAR(dx[i], expected_dx[i], tolerance) << c.name << " beta " << beta << " input gradient " << i;
     }
 }
 
@@ -266,9 +269,9 @@ TEST(CudnnKernels, MaxPoolNhwcMatchesTheHost) {
 // (row stride wider than its channels) as a GoogLeNet branch may read.
 TEST(CudnnKernels, GemmWeightGradientOfA1x1ConvolutionMatchesTheHost) {
   SKIP_WITHOUT_GPU();
-  const std::int64_t rows = 2 * 5 * 7, in = 24, out = 16, x_stride = 40, dy_stride = 16;
-  cublasHandle_t blas = nullptr;
-  ASSERT_EQ(cublasCreate(&blas), CUBLAS_STATUS_SUCCESS);
+  // Both row strides wider than their channels: ld must follow them, not the channel count.
+  const std::int64_t rows = 2 * 5 * 7, in = 24, out = 16, x_stride = 40, dy_stride = 20;
+  const CublasHandle blas = make_cublas_handle();
   {
     const DType type = DType::bf16;  // fp16 takes the same cuBLAS call with CUDA_R_16F
     const std::vector<float> x = random_values(static_cast<std::size_t>(rows * x_stride), 11),
@@ -287,7 +290,6 @@ TEST(CudnnKernels, GemmWeightGradientOfA1x1ConvolutionMatchesTheHost) {
             << "dW[" << o << "][" << i << "] (the 7s before must all be overwritten: beta 0)";
       }
   }
-  (void)cublasDestroy(blas);
 }
 
 }  // namespace

@@ -16,7 +16,6 @@
 namespace crossbench::cudnn {
 namespace {
 
-constexpr std::int64_t kCublasWorkspace = std::int64_t{32} << 20;  // [bytes] what cuBLAS asks for on Hopper
 
 std::string cell_text(const Network& network, const CellSpec& cell) {
   return "cuDNN " + network.name() + " " + std::string(to_string(cell.phase)) + " " +

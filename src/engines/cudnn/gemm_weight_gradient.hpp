@@ -1,7 +1,9 @@
 // The weight gradient of a 1x1, stride-1, unpadded convolution in NHWC as one
 // cuBLAS GEMM (layer_convolution.cpp offers it to the measured search): with
 // the R = N*H*W pixels as rows, dW (Cout x Cin, row-major: the NHWC filter) =
-// dY^T X, fp32 accumulation.
+// dY^T X, computed with CUBLAS_COMPUTE_32F (on the session's handle, which
+// allows cuBLAS's reduced-precision split-K reductions for 16-bit outputs, as
+// PyTorch's default does).
 #pragma once
 
 #include <cublas_v2.h>

@@ -35,6 +35,10 @@
 
 namespace crossbench::cudnn {
 
+// The session's cuBLAS workspace [bytes]: what cuBLAS asks for on Hopper.
+// GEMM candidates are timed with exactly this much (layer_convolution.cpp).
+constexpr std::int64_t kCublasWorkspace = std::int64_t{32} << 20;
+
 // Where an op belongs in a step: check() runs forward, loss and backward;
 // step() runs forward (inference) or everything (training).
 enum class Stage : std::uint8_t { forward, loss, backward, update, bookkeeping };

@@ -400,9 +400,6 @@ __global__ void lrn_backward_kernel(const void* x, const void* y, const void* dy
 
 // ---- NHWC max pooling -----------------------------------------------------------
 
-// One block per output pixel (forward) or input pixel (backward), threads
-// along the channels: the pixel's coordinates are decoded once per block (no
-// per-element 64-bit division), and every load and store is coalesced.
 // Max pooling, NHWC: one thread per (pixel, vector of V channels), V = 16
 // bytes of channels where C allows (else 1): a flat grid of full blocks with
 // 16-byte loads. (One block per pixel with a thread per channel, the first
@@ -661,7 +658,6 @@ void lrn_backward(const void* x, const void* y, const void* dy, void* dx, DType 
   check_launch("lrn_backward");
 }
 
-// Threads per pooling block: the channels, rounded up to a warp, at most 256.
 namespace {
 PoolShape pool_shape(std::array<std::int64_t, 4> in, std::array<std::int64_t, 4> out) {
   return {static_cast<int>(in[1]), static_cast<int>(in[2]), static_cast<int>(in[3]), static_cast<int>(out[2]),

@@ -146,11 +146,11 @@ class Convolution final : public LayerImpl {
     filter_cd = make_conv(precision);
     filter = backward_filter_candidates(ctx, {xd, wd, filter_cd, dyd}).front();
     adopt(filter_cd, filter);
-    ctx.need_workspace(filter.workspace_bytes);
     if (ctx.config.algorithm == AlgorithmPolicy::exhaustive && gemm_weight_gradient_applies() && ctx.blas != nullptr) {
       filter_gemm_ms = time_gemm_weight_gradient(ctx);
-      filter_gemm = filter_gemm_ms < filter.time_ms;
+      filter_gemm = filter_gemm_ms < filter.time_ms;  // NaN (not timed) keeps cuDNN's
     }
+    if (!filter_gemm) ctx.need_workspace(filter.workspace_bytes);
     if (data_gradient) {
       dxd = describe_tensor(dx);
       data_cd = make_conv(precision);
@@ -160,7 +160,6 @@ class Convolution final : public LayerImpl {
     }
   }
 
-  // The relu after it is applied here: by cuDNN's fused call or by our epilogue kernel.
   // Rows of a channels-last tensor at a uniform stride (packed, or a channel slice).
   static bool uniform_rows(const Tensor& t) {
     return t.strides[1] == 1 && t.strides[2] == t.strides[3] * t.dims[3] && t.strides[0] == t.strides[2] * t.dims[2];
@@ -174,28 +173,41 @@ class Convolution final : public LayerImpl {
   GemmWeightGradient gemm_shape() const {
     return {w.type, x.dims[0] * x.dims[2] * x.dims[3], x.dims[1], dy.dims[1], x.strides[3], dy.strides[3]};
   }
-  // Median of five GEMMs on the search arena (after one untimed) [ms].
+  // Median of five GEMMs on the search arena (after one untimed) [ms], with
+  // the workspace the steps will give cuBLAS (its choice of split-K depends
+  // on it); NaN where the arena's workspace is smaller or cuBLAS fails, so
+  // that cuDNN's algorithm stays.
   float time_gemm_weight_gradient(SetupContext& ctx) const {
     const SetupContext::Arena& arena = ctx.arena();
-    CB_CHECK_CUBLAS(cublasSetWorkspace(ctx.blas, arena.workspace, arena.workspace_bytes));
-    gemm_weight_gradient(ctx.blas, gemm_shape(), arena.x, arena.y, arena.w);
+    if (arena.workspace_bytes < static_cast<std::size_t>(kCublasWorkspace)) return NAN;
     std::vector<float> times;
-    const Event begin = make_event(), end = make_event();
-    for (int i = 0; i < 5; ++i) {
-      CB_CHECK_CUDA(cudaEventRecord(begin, ctx.stream));
+    try {
+      CB_CHECK_CUBLAS(cublasSetWorkspace(ctx.blas, arena.workspace, static_cast<std::size_t>(kCublasWorkspace)));
       gemm_weight_gradient(ctx.blas, gemm_shape(), arena.x, arena.y, arena.w);
-      CB_CHECK_CUDA(cudaEventRecord(end, ctx.stream));
-      CB_CHECK_CUDA(cudaEventSynchronize(end));
-      float ms = 0;
-      CB_CHECK_CUDA(cudaEventElapsedTime(&ms, begin, end));
-      times.push_back(ms);
+      const Event begin = make_event(), end = make_event();
+      for (int i = 0; i < 5; ++i) {
+        CB_CHECK_CUDA(cudaEventRecord(begin, ctx.stream));
+        gemm_weight_gradient(ctx.blas, gemm_shape(), arena.x, arena.y, arena.w);
+        CB_CHECK_CUDA(cudaEventRecord(end, ctx.stream));
+        CB_CHECK_CUDA(cudaEventSynchronize(end));
+        float ms = 0;
+        CB_CHECK_CUDA(cudaEventElapsedTime(&ms, begin, end));
+        times.push_back(ms);
+      }
+    } catch (const OutOfMemory&) {
+      throw;  // the cell's answer is oom, as for any allocation
+    } catch (const Error&) {
+      times.clear();  // cuBLAS refused this GEMM: cuDNN's algorithm stays
     }
-    // The arena goes away after setup: the session points cuBLAS at its own workspace once allocated.
+    // The arena goes away after setup: the session points cuBLAS at its own
+    // workspace once its pool is allocated, before any step.
     CB_CHECK_CUBLAS(cublasSetWorkspace(ctx.blas, nullptr, 0));
+    if (times.empty()) return NAN;
     std::sort(times.begin(), times.end());
     return times[times.size() / 2];
   }
 
+  // The relu after it is applied here: by cuDNN's fused call or by our epilogue kernel.
   bool relu_fused() const override { return fusion_candidate && has_bias && (fused || kernel_epilogue); }
 
   const char* math(const AlgorithmChoice& c) const {
