@@ -10,6 +10,8 @@
 #   dp        mpirun -np $GPUS crossbench run --job jobs/data-parallel.ini (gpus = 1 .. $GPUS)
 #   seedmpi   mpirun -np $GPUS: seed2017 (cudnn, 4 precisions) split over every GPU, one cube
 #   workers   seed2017 with cudnn, pytorch, pytorch-compile, jax ($WORKER_NETWORKS), one cube
+#   agreement crossbench check of cudnn, jax, pytorch at batch 2 in fp32 ($CHECK_NETWORKS, default all
+#             nine), then the analysis package's `agreement` against cudnn
 # Environment: STEPS (timed steps, default 50), WARMUP (10), TLIMIT (seconds per stage, 240);
 # SEED_ALGO, SEED_ARGS and SEED_OUT (the seed stage's cube and log name, default seed).
 set -uo pipefail
@@ -101,6 +103,15 @@ for stage in "$@"; do
         --set "workers.jax=python3 -u {workers}/jax/worker.py" \
         --set measure.min_steps="${WORKER_STEPS:-30}" --set measure.warmup=5 --set measure.target_ci=0.05 \
         ${WORKER_ARGS:-} --output "$OUT/workers.h5" 2>&1 | tee "$OUT/workers.log" | tail -80 ;;
+    agreement)
+      timeout "$TLIMIT" $CB check --set "matrix.networks=${CHECK_NETWORKS:-alexnet,overfeat,vgg11,vgg16,vgg19,googlenet,resnet50,resnet101,resnet152}" \
+        --set matrix.engines=cudnn,jax,pytorch --set matrix.precisions=fp32 --set matrix.batches=2 \
+        --set matrix.phases=inference,training --set measure.seed=42 --set measure.cell_time_limit_s=300 \
+        --set "workers.pytorch=python3 -u {workers}/pytorch/worker.py" \
+        --set "workers.jax=python3 -u {workers}/jax/worker.py" >"$OUT/check.jsonl" 2>"$OUT/check.log"
+      echo "check exit $?, $(grep -c . "$OUT/check.jsonl") lines"
+      PYTHONPATH=analysis python3 -m crossbench_analysis agreement "$OUT/check.jsonl" --reference cudnn \
+        --markdown "$OUT/agreement.md" ;;
   esac
 done
 echo "=== done $(date +%T)"

@@ -98,6 +98,35 @@ def render_scaling(cube, table, threshold: float) -> str:
     return "\n".join(lines)
 
 
+def _agreement(a) -> int:
+    from . import agreement as ag
+    lines = []
+    for path in a.checks:
+        try:
+            with open(path) as handle:
+                lines += handle.readlines()
+        except UnicodeDecodeError as error:
+            raise CubeError(f"{path}: not text ({error})") from None
+        except OSError as error:
+            raise CubeError(f"{path}: {error.strerror or error}") from None
+    try:
+        checks = ag.read_checks(lines)
+    except ValueError as error:
+        raise CubeError(f"{', '.join(a.checks)}: {error}") from None
+    engines = sorted({engine for _, engine in checks})
+    if a.reference not in engines:
+        raise CubeError(f"{', '.join(a.checks)}: no '{a.reference}' checks (engines: {', '.join(engines) or 'none'})")
+    results, problems = ag.agreements(checks, a.reference)
+    text = ag.render(results, problems)
+    print(text)
+    if a.markdown:
+        Path(a.markdown).write_text(text + "\n")
+    differing = [r for r in results if not r.agrees]
+    print(f"\n{len(results)} comparison(s) against {a.reference}: {len(results) - len(differing)} agree, "
+          f"{len(differing)} differ, {len(problems)} not compared")
+    return 1 if differing or problems else 0
+
+
 def _export(a) -> int:
     cube = load(a.cube)
     df = cube.cells
@@ -193,6 +222,14 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
     s.add_argument("--markdown", metavar="FILE", help="also write the table as Markdown")
     s.set_defaults(func=_scaling)
+
+    g = sub.add_parser("agreement", help="engines' output checks (`crossbench check` JSON lines) against a "
+                       "reference engine's; exit 1 when one differs beyond the bounds")
+    g.add_argument("checks", nargs="+", metavar="CHECK.jsonl", help="`crossbench check` output (one or more files)")
+    g.add_argument("--reference", default="onednn", help="the engine the others are held to (default onednn; "
+                   "cudnn on a GPU)")
+    g.add_argument("--markdown", metavar="FILE", help="also write the table as Markdown")
+    g.set_defaults(func=_agreement)
 
     e = sub.add_parser("export", help="one tidy CSV row per cell")
     e.add_argument("cube")
