@@ -398,19 +398,46 @@ Exec CudnnSession::make_exec(bool check, bool probing) const {
   return e;
 }
 
+// With --cuda-graphs the profile runs as a graph too: the step captured once
+// more with an event record node between ops (cudaEventRecordExternal), so
+// that no op waits for the host to issue it. Issued op by op instead, a
+// host-bound cell's ops include the GPU's wait for the host (16-bit ResNets at
+// batch 64 on an H200: layers sum 15.6 ms against a 3.1 ms step).
 std::vector<std::vector<double>> CudnnSession::profile_ops(int repetitions) {
   const std::size_t end = step_end();
   std::vector<Event> marks;
   marks.reserve(end + 1);
   for (std::size_t i = 0; i <= end; ++i) marks.push_back(make_event());
   const Exec e = make_exec(false, false);
-  std::vector<std::vector<double>> times;
-  for (int r = 0; r < std::max(repetitions, 1); ++r) {
+  const auto enqueue = [&](unsigned flags) {
     for (std::size_t i = 0; i < end; ++i) {
-      CB_CHECK_CUDA(cudaEventRecord(marks[i], stream_));
+      CB_CHECK_CUDA(cudaEventRecordWithFlags(marks[i], stream_, flags));
       ops_[i].run(e);
     }
-    CB_CHECK_CUDA(cudaEventRecord(marks[end], stream_));
+    CB_CHECK_CUDA(cudaEventRecordWithFlags(marks[end], stream_, flags));
+  };
+  GraphExec profile;
+  if (graph_exec_) {
+    CB_CHECK_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
+    cudaGraph_t captured = nullptr;
+    try {
+      enqueue(cudaEventRecordExternal);
+    } catch (...) {
+      (void)cudaStreamEndCapture(stream_, &captured);
+      if (captured != nullptr) (void)cudaGraphDestroy(captured);
+      (void)cudaGetLastError();
+      throw;
+    }
+    CB_CHECK_CUDA(cudaStreamEndCapture(stream_, &captured));
+    const Graph graph(captured);
+    cudaGraphExec_t exec = nullptr;
+    CB_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    profile = GraphExec(exec);
+  }
+  std::vector<std::vector<double>> times;
+  for (int r = 0; r < std::max(repetitions, 1); ++r) {
+    if (profile) CB_CHECK_CUDA(cudaGraphLaunch(profile, stream_));
+    else enqueue(cudaEventRecordDefault);
     CB_CHECK_CUDA(cudaEventSynchronize(marks[end]));
     ++steps_;
     std::vector<double> per_op(end, 0.0);
