@@ -3,7 +3,8 @@
 // convolution epilogue (bias + relu) in every layout it takes, the residual
 // add + relu, the inference batch-norm folding, and NHWC max pooling (vector
 // and scalar paths, overlapping and ceil-mode windows), and the cuBLAS GEMM
-// weight gradient of 1x1 NHWC convolutions (gemm_weight_gradient.hpp).
+// weight gradient of 1x1 NHWC convolutions (gemm_weight_gradient.hpp), and
+// the im2col + GEMM forward and weight gradient (im2col_gemm.hpp).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 #include "crossbench/device.hpp"
 #include "engines/cudnn/gemm_weight_gradient.hpp"
 #include "engines/cudnn/handles.hpp"
+#include "engines/cudnn/im2col_gemm.hpp"
 #include "engines/cudnn/kernels.hpp"
 
 namespace crossbench::cudnn {
@@ -265,6 +267,41 @@ TEST(CudnnKernels, MaxPoolNhwcMatchesTheHost) {
     }
 }
 
+// The bias gradient of a convolution: per-channel sums of dy in each layout
+// channel_sum has a kernel for (packed NHWC, NCHW planes including a concat
+// slice, and a layout with neither), fp32 and bf16 outputs.
+TEST(CudnnKernels, ChannelSumMatchesTheHostInEveryLayout) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<EpilogueCase> cases = {
+      {"nhwc", {3, 6, 4, 5}, {6 * 20, 1, 5 * 6, 6}, 3 * 6 * 20},
+      {"nchw", {3, 6, 4, 5}, {6 * 20, 20, 5, 1}, 3 * 6 * 20},
+      {"nchw_slice", {3, 4, 4, 5}, {9 * 20, 20, 5, 1}, 3 * 9 * 20},
+      {"strided_rows", {3, 4, 4, 5}, {4 * 4 * 7, 4 * 7, 7, 1}, 3 * 4 * 4 * 7},  // rows padded to 7
+  };
+  for (DType type : {DType::f32, DType::bf16})
+    for (const EpilogueCase& c : cases) {
+      SCOPED_TRACE(std::string(c.name) + " " + name_of(type));
+      const std::vector<float> x = random_values(static_cast<std::size_t>(c.span), 31);
+      DeviceArray device_x(x, type), accumulator(std::vector<float>(static_cast<std::size_t>(c.dims[1]), 5.0f),
+                                                 DType::f32),
+          out(std::vector<float>(static_cast<std::size_t>(c.dims[1]), 7.0f), type);
+      kernels::channel_sum(device_x.get(), type, c.dims, c.strides, static_cast<float*>(accumulator.get()), out.get(),
+                           type, nullptr);
+      const std::vector<float> sums = out.values();
+      for (std::int64_t ch = 0; ch < c.dims[1]; ++ch) {
+        double want = 0;
+        for (std::int64_t n = 0; n < c.dims[0]; ++n)
+          for (std::int64_t h = 0; h < c.dims[2]; ++h)
+            for (std::int64_t w = 0; w < c.dims[3]; ++w)
+              want += stored(x[static_cast<std::size_t>(n * c.strides[0] + ch * c.strides[1] + h * c.strides[2] +
+                                                        w * c.strides[3])],
+                             type);
+        ASSERT_NEAR(sums[static_cast<std::size_t>(ch)], want, (type == DType::bf16 ? 2e-2 : 1e-5) * (1 + std::abs(want)))
+            << "channel " << ch << " (the accumulator's 5s must be zeroed first)";
+      }
+    }
+}
+
 // dW[o][i] = sum over pixels r of dy[r][o] * x[r][i], with x a channel slice
 // (row stride wider than its channels) as a GoogLeNet branch may read.
 TEST(CudnnKernels, GemmWeightGradientOfA1x1ConvolutionMatchesTheHost) {
@@ -290,6 +327,97 @@ TEST(CudnnKernels, GemmWeightGradientOfA1x1ConvolutionMatchesTheHost) {
             << "dW[" << o << "][" << i << "] (the 7s before must all be overwritten: beta 0)";
       }
   }
+}
+
+void expect_im2col_gemm_matches_the_host(std::int64_t kernel, std::int64_t stride, std::int64_t pad) {
+  const std::int64_t n = 2, c = 3, h = 13, w = 11, k = 5;
+  const std::int64_t p = (h + 2 * pad - kernel) / stride + 1, q = (w + 2 * pad - kernel) / stride + 1;
+  SCOPED_TRACE("window " + std::to_string(kernel) + ", stride " + std::to_string(stride) + ", padding " +
+               std::to_string(pad));
+  const std::int64_t buffer_channels = 8, first_channel = 2;  // y is channels 2..6 of 8
+  const CublasHandle blas = make_cublas_handle();
+  const std::vector<float> x = random_values(static_cast<std::size_t>(n * c * h * w), 21),
+                           weights = random_values(static_cast<std::size_t>(k * c * kernel * kernel), 22),
+                           dy_buffer = random_values(static_cast<std::size_t>(n * buffer_channels * p * q), 23);
+  const auto x_at = [&](std::int64_t in, std::int64_t ic, std::int64_t ih, std::int64_t iw) -> double {
+    if (ih < 0 || ih >= h || iw < 0 || iw >= w) return 0.0;
+    return x[static_cast<std::size_t>(((in * c + ic) * h + ih) * w + iw)];
+  };
+  const auto slice_index = [&](std::int64_t in, std::int64_t o, std::int64_t op, std::int64_t oq) {
+    return static_cast<std::size_t>(((in * buffer_channels + first_channel + o) * p + op) * q + oq);
+  };
+  for (Precision precision : {Precision::fp32, Precision::tf32}) {
+    const double tolerance = precision == Precision::fp32 ? 1e-5 : 1e-2;
+    Im2colGemm shape;
+    shape.precision = precision;
+    shape.x_dims = {n, c, h, w};
+    shape.x_strides = {c * h * w, h * w, w, 1};
+    shape.y_dims = {n, k, p, q};
+    shape.y_strides = {buffer_channels * p * q, p * q, q, 1};
+    shape.kernel = static_cast<int>(kernel);
+    shape.stride = static_cast<int>(stride);
+    shape.padding = static_cast<int>(pad);
+    ASSERT_TRUE(shape.supported());
+    DeviceArray device_x(x, DType::f32), device_w(weights, DType::f32), device_dy(dy_buffer, DType::f32),
+        device_y(std::vector<float>(dy_buffer.size(), 7.0f), DType::f32),
+        device_dw(std::vector<float>(weights.size(), 7.0f), DType::f32),
+        workspace(std::vector<float>(shape.weight_gradient_workspace_bytes() / 4, 0.0f), DType::f32);
+    im2col_gemm_forward(blas, shape, static_cast<const float*>(device_x.get()),
+                        static_cast<const float*>(device_w.get()),
+                        static_cast<float*>(device_y.get()) + first_channel * p * q,
+                        workspace.get(), nullptr);
+    im2col_gemm_weight_gradient(blas, shape, static_cast<const float*>(device_x.get()),
+                                static_cast<const float*>(device_dy.get()) + first_channel * p * q,
+                                static_cast<float*>(device_dw.get()), workspace.get(), nullptr);
+    const std::vector<float> y = device_y.values(), dw = device_dw.values();
+    for (std::int64_t in = 0; in < n; ++in)
+      for (std::int64_t ch = 0; ch < buffer_channels; ++ch)
+        for (std::int64_t op = 0; op < p; ++op)
+          for (std::int64_t oq = 0; oq < q; ++oq) {
+            const std::size_t at = static_cast<std::size_t>(((in * buffer_channels + ch) * p + op) * q + oq);
+            if (ch < first_channel || ch >= first_channel + k) {
+              ASSERT_EQ(y[at], 7.0f) << "the forward wrote outside its channel slice at channel " << ch;
+              continue;
+            }
+            double sum = 0;
+            for (std::int64_t ic = 0; ic < c; ++ic)
+              for (std::int64_t r = 0; r < kernel; ++r)
+                for (std::int64_t s = 0; s < kernel; ++s)
+                  sum += weights[static_cast<std::size_t>(((ch - first_channel) * c + ic) * kernel * kernel +
+                                                          r * kernel + s)] *
+                         x_at(in, ic, op * stride - pad + r, oq * stride - pad + s);
+            ASSERT_NEAR(y[at], sum, tolerance * (1 + std::abs(sum)))
+                << "y[" << in << "][" << ch << "][" << op << "][" << oq << "], precision " << to_string(precision);
+          }
+    for (std::int64_t o = 0; o < k; ++o)
+      for (std::int64_t ic = 0; ic < c; ++ic)
+        for (std::int64_t r = 0; r < kernel; ++r)
+          for (std::int64_t s = 0; s < kernel; ++s) {
+            double sum = 0;
+            for (std::int64_t in = 0; in < n; ++in)
+              for (std::int64_t op = 0; op < p; ++op)
+                for (std::int64_t oq = 0; oq < q; ++oq)
+                  sum += dy_buffer[slice_index(in, o, op, oq)] *
+                         x_at(in, ic, op * stride - pad + r, oq * stride - pad + s);
+            const std::size_t at = static_cast<std::size_t>(((o * c + ic) * kernel + r) * kernel + s);
+            ASSERT_NEAR(dw[at], sum, tolerance * (1 + std::abs(sum)))
+                << "dW[" << o << "][" << ic << "][" << r << "][" << s << "], precision " << to_string(precision);
+          }
+  }
+}
+
+// A padded, strided 5x5 convolution and a 1x1 one (no columns: the GEMMs read
+// the input), each with an output that is a channel slice of a wider NCHW
+// buffer (as a GoogLeNet branch writes its part of a concat): the forward must
+// write only its slice, and both directions must match direct sums on the
+// host, strict fp32 to 1e-5 and tf32 to 1e-2.
+TEST(CudnnKernels, Im2colGemmConvolutionMatchesTheHost) {
+  SKIP_WITHOUT_GPU();
+  struct Window {
+    std::int64_t kernel, stride, pad;
+  };
+  for (const Window window : {Window{5, 2, 2}, Window{1, 1, 0}})
+    expect_im2col_gemm_matches_the_host(window.kernel, window.stride, window.pad);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
+#include <limits>
 #include <string>
 
 #include "crossbench/error.hpp"
@@ -195,6 +197,28 @@ __global__ void channel_sum_nhwc_kernel(const void* x, DType type, std::int64_t 
   }
 }
 
+// Contiguous (H, W) planes (NCHW, and NCHW slices): one block per (n, c) plane,
+// no per-element index arithmetic.
+__global__ void channel_sum_planes_kernel(const void* x, DType type, std::int64_t images, std::int64_t channels,
+                                          std::int64_t plane_elements, std::int64_t image_stride,
+                                          std::int64_t channel_stride, float* accumulator) {
+  __shared__ float partial[kThreads];
+  for (std::int64_t plane = blockIdx.x; plane < images * channels; plane += gridDim.x) {
+    const std::int64_t n = plane / channels, c = plane % channels;
+    const std::int64_t base = n * image_stride + c * channel_stride;
+    float sum = 0;
+    for (std::int64_t i = threadIdx.x; i < plane_elements; i += blockDim.x) sum += load(x, type, base + i);
+    partial[threadIdx.x] = sum;
+    __syncthreads();
+    for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+      if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) atomicAdd(accumulator + c, partial[0]);
+    __syncthreads();  // partial is reused by the next plane
+  }
+}
+
 // Any strides: one block row per channel, blocks along the channel's elements.
 __global__ void channel_sum_strided_kernel(const void* x, DType type, Dims d, Strides s, float* accumulator) {
   __shared__ float partial[kThreads];
@@ -320,6 +344,30 @@ __global__ void fold_weights_kernel(void* w, DType type, std::int64_t count, std
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
     store(w, type, i, static_cast<float>(static_cast<double>(load(w, type, i)) * folded_scale(bn, i / per_output)));
+}
+
+// ---- im2col: one block per (image, filter tap) row ----------------------------------
+
+// Row t = (n, crs) of the column matrix holds the P*Q positions contiguously at
+// t * P*Q. In-plane arithmetic is 32-bit (supported() keeps planes below 2^31
+// elements): 64-bit division per element made this kernel compute-bound.
+__global__ void im2col_kernel(const float* x, std::int64_t rows, int channels_taps, int height, int width,
+                              std::int64_t x_image_stride, std::int64_t x_channel_stride, int x_row_stride,
+                              ConvolutionGeometry g, float* columns) {
+  const int taps = g.kernel * g.kernel;
+  const int out_w = static_cast<int>(g.out_w), positions = static_cast<int>(g.out_h * g.out_w);
+  for (std::int64_t t = blockIdx.x; t < rows; t += gridDim.x) {
+    const std::int64_t n = t / channels_taps;
+    const int crs = static_cast<int>(t - n * channels_taps);
+    const int c = crs / taps, r = (crs % taps) / g.kernel, s = crs % g.kernel;
+    const float* plane = x + n * x_image_stride + c * x_channel_stride;
+    float* row = columns + t * positions;
+    for (int pq = threadIdx.x; pq < positions; pq += blockDim.x) {
+      const int p = pq / out_w, q = pq - p * out_w;
+      const int ih = p * g.stride - g.padding + r, iw = q * g.stride - g.padding + s;
+      row[pq] = ih >= 0 && ih < height && iw >= 0 && iw < width ? plane[ih * x_row_stride + iw] : 0.0f;
+    }
+  }
 }
 
 // ---- LRN: one warp per pixel; the pixel's channels in shared memory ----------------
@@ -617,10 +665,15 @@ void channel_sum(const void* x, DType type, std::array<std::int64_t, 4> dims, st
     check_launch("channel_sum memset");
   const bool nhwc_packed = strides[1] == 1 && strides[3] == d.d1 && strides[2] == d.d1 * d.d3 &&
                            strides[0] == d.d1 * d.d3 * d.d2;
+  const bool planes = strides[3] == 1 && strides[2] == d.d3;
   if (nhwc_packed) {
     const std::int64_t row_blocks = (rows + 63) / 64;
     const dim3 grid(static_cast<unsigned>((channels + 31) / 32), static_cast<unsigned>(row_blocks > 1024 ? 1024 : row_blocks));
     channel_sum_nhwc_kernel<<<grid, dim3(32, 8), 0, stream>>>(x, type, rows, channels, accumulator);
+  } else if (planes) {
+    const std::int64_t plane_count = d.d0 * channels;
+    channel_sum_planes_kernel<<<static_cast<unsigned>(std::min<std::int64_t>(plane_count, 1LL << 20)), kThreads, 0,
+                                stream>>>(x, type, d.d0, channels, d.d2 * d.d3, strides[0], strides[1], accumulator);
   } else {
     const std::int64_t blocks = (rows + kThreads - 1) / kThreads;
     const dim3 grid(static_cast<unsigned>(blocks > 64 ? 64 : blocks), static_cast<unsigned>(channels));
@@ -726,6 +779,21 @@ void max_pool_nhwc_backward(const void* dy, const std::uint8_t* argmax, void* dx
   dispatch_pool<PoolBackward>(type, in[1], aligned16({dy, dx}), argmax, dy, argmax, dx, pool_shape(in, out), g, beta,
                               stream);
   check_launch("max_pool_nhwc_backward");
+}
+
+void im2col(const float* x, std::array<std::int64_t, 4> dims, std::array<std::int64_t, 4> x_strides,
+            ConvolutionGeometry g, float* columns, cudaStream_t stream) {
+  constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+  if (x_strides[3] != 1) throw Error("im2col: the input's rows are not contiguous");
+  const std::int64_t channels_taps = dims[1] * g.kernel * g.kernel, rows = dims[0] * channels_taps;
+  if (channels_taps > kIntMax || dims[2] * x_strides[2] > kIntMax || g.out_h * g.out_w > kIntMax)
+    throw Error("im2col: a plane beyond 2^31 - 1 elements");
+  if (rows == 0 || g.out_h * g.out_w == 0) return;
+  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(rows, std::int64_t{1} << 30));
+  im2col_kernel<<<blocks, kThreads, 0, stream>>>(x, rows, static_cast<int>(channels_taps), static_cast<int>(dims[2]),
+                                                 static_cast<int>(dims[3]), x_strides[0], x_strides[1],
+                                                 static_cast<int>(x_strides[2]), g, columns);
+  check_launch("im2col");
 }
 
 void sgd(void* w, const void* g, DType type, std::int64_t count, float rate, cudaStream_t stream) {

@@ -60,7 +60,9 @@ void strided_add(const void* x, std::array<std::int64_t, 4> x_strides, void* y, 
 // Per-channel sum of a 4-D tensor (the bias gradient of a convolution), fp32
 // accumulation in `accumulator` (C floats, zeroed here), written to `out` (C
 // values of `out_type`). Where cuDNN has no cudnnConvolutionBackwardBias for
-// the type (bf16).
+// the type (bf16), for NHWC, and where the measured search finds it faster
+// than cuDNN's (layer_convolution.cpp). Packed NHWC, contiguous (H, W) planes
+// and any other strides each have their own kernel.
 void channel_sum(const void* x, DType type, std::array<std::int64_t, 4> dims, std::array<std::int64_t, 4> strides,
                  float* accumulator, void* out, DType out_type, cudaStream_t stream);
 
@@ -120,6 +122,20 @@ struct BatchNormStatistics {
 };
 void fold_batch_norm(void* w, DType type, std::int64_t out_channels, std::int64_t per_output, const void* conv_bias,
                      void* shift, BatchNormStatistics bn, cudaStream_t stream);
+
+// A square convolution window and its output size.
+struct ConvolutionGeometry {
+  int kernel, stride, padding;
+  std::int64_t out_h, out_w;
+};
+// im2col of an fp32 NCHW tensor for convolution as explicit GEMMs
+// (im2col_gemm.hpp): a matrix of rows of P*Q output positions, one row per
+// (image n, filter tap crs = (c, r, s)) in that order, holding
+// x[n, c, p*stride - pad + r, q*stride - pad + s] (0 outside the image): each
+// image's CRS x PQ block is contiguous. x: dims (N, C, H, W) with element
+// strides `x_strides` (W's stride 1).
+void im2col(const float* x, std::array<std::int64_t, 4> dims, std::array<std::int64_t, 4> x_strides,
+            ConvolutionGeometry g, float* columns, cudaStream_t stream);
 
 // w -= rate * g, elementwise in fp32.
 void sgd(void* w, const void* g, DType type, std::int64_t count, float rate, cudaStream_t stream);

@@ -21,6 +21,14 @@
 // at batch 64 where their forward took 0.02-0.2 ms. Decisions say
 // "bwd_filter=cublas_gemm".
 //
+// For fp32 tensors in NCHW (fp32, tf32) the measured search also times the
+// forward and the weight gradient as explicit GEMMs over im2col columns
+// (im2col_gemm.hpp) where the columns fit the workspace limit, and keeps them
+// where they are faster than cuDNN's best (the forward: than cuDNN's best plus
+// the epilogue pass its fused call would have saved). Decisions say
+// "fwd=im2col_gemm(...)" and "bwd_filter=im2col_gemm(...)" (for a 1x1
+// convolution the GEMM reads the input directly, without columns).
+//
 // Inference folds a batch-norm that only reads the convolution into it (as
 // TensorRT and oneDNN's graph do): the weights are scaled by gamma/sqrt(var+eps)
 // and the bias becomes the folded shift, once after initialisation (graph.hpp's
@@ -36,6 +44,7 @@
 #include "engines/cudnn/algorithms.hpp"
 #include "engines/cudnn/gemm_weight_gradient.hpp"
 #include "engines/cudnn/graph.hpp"
+#include "engines/cudnn/im2col_gemm.hpp"
 #include "engines/cudnn/kernels.hpp"
 
 namespace crossbench::cudnn {
@@ -62,6 +71,8 @@ class Convolution final : public LayerImpl {
   // conv1_1 at batch 64 in fp16 NHWC, against 0.6 ms for the whole bf16
   // backward of that layer with this kernel).
   Tensor bias_accumulator;
+  bool bias_gradient_kernel = false;  // kernels::channel_sum, else cudnnConvolutionBackwardBias
+  float bias_kernel_ms = NAN, bias_cudnn_ms = NAN;  // measured (exhaustive, where both apply) [ms]
   bool data_gradient = false;
   Tensor dx;
   float dx_beta = 0;
@@ -72,7 +83,11 @@ class Convolution final : public LayerImpl {
   ConvDesc forward_cd, data_cd, filter_cd;
   AlgorithmChoice forward, data, filter;
   bool filter_gemm = false;      // the weight gradient as one cuBLAS GEMM (1x1, NHWC)
-  float filter_gemm_ms = NAN;    // its measured time on the search arena
+  float filter_gemm_ms = NAN;    // its measured time on the search arena [ms]
+  bool forward_im2col = false;   // the forward as im2col + GEMM (fp32 NCHW)
+  float forward_im2col_ms = NAN; // [ms] on the search arena
+  bool filter_im2col = false;    // the weight gradient as im2col + GEMM (fp32 NCHW)
+  float filter_im2col_ms = NAN;  // [ms] on the search arena
   bool fused = false;            // cudnnConvolutionBiasActivationForward
   bool kernel_epilogue = false;  // unfused: bias (+ relu) in one kernels::bias_activation pass
   std::string fallback;  // why a fused forward fell back, if it did
@@ -140,7 +155,23 @@ class Convolution final : public LayerImpl {
       }
     }
     adopt(forward_cd, forward);
-    ctx.need_workspace(forward.workspace_bytes);
+    if (im2col_gemm_applies(ctx, y)) {
+      const Im2colGemm shape = im2col_shape(y);
+      forward_im2col_ms = time_on_arena(ctx, shape.forward_workspace_bytes(), [&](const SetupContext::Arena& a,
+                                                                                   void* columns) {
+        im2col_gemm_forward(ctx.blas, shape, static_cast<const float*>(a.x), static_cast<const float*>(a.w),
+                            static_cast<float*>(a.y), columns, ctx.stream);
+      });
+      // Unfused, the bias (and relu) cost the same pass after either; fused
+      // cuDNN's time already includes them, so the GEMM carries that pass.
+      const double epilogue_ms =
+          fused ? (kernel_epilogue ? 2.0 : 4.0) * static_cast<double>(y.bytes()) / kMemoryBandwidth * 1e3 : 0.0;
+      if (forward_im2col_ms + epilogue_ms < forward.time_ms) {  // NaN (not timed) keeps cuDNN's
+        forward_im2col = true;
+        fused = false;
+      }
+    }
+    ctx.need_workspace(forward_im2col ? im2col_shape(y).forward_workspace_bytes() : forward.workspace_bytes);
     if (!training) return;
     dyd = describe_tensor(dy);
     filter_cd = make_conv(precision);
@@ -150,7 +181,18 @@ class Convolution final : public LayerImpl {
       filter_gemm_ms = time_gemm_weight_gradient(ctx);
       filter_gemm = filter_gemm_ms < filter.time_ms;  // NaN (not timed) keeps cuDNN's
     }
-    if (!filter_gemm) ctx.need_workspace(filter.workspace_bytes);
+    if (im2col_gemm_applies(ctx, dy)) {
+      const Im2colGemm shape = im2col_shape(dy);
+      filter_im2col_ms = time_on_arena(ctx, shape.weight_gradient_workspace_bytes(), [&](const SetupContext::Arena& a,
+                                                                                         void* columns) {
+        im2col_gemm_weight_gradient(ctx.blas, shape, static_cast<const float*>(a.x), static_cast<const float*>(a.y),
+                                    static_cast<float*>(a.w), columns, ctx.stream);
+      });
+      filter_im2col = filter_im2col_ms < filter.time_ms;
+    }
+    if (filter_im2col) ctx.need_workspace(im2col_shape(dy).weight_gradient_workspace_bytes());
+    else if (!filter_gemm) ctx.need_workspace(filter.workspace_bytes);
+    choose_bias_gradient(ctx);
     if (data_gradient) {
       dxd = describe_tensor(dx);
       data_cd = make_conv(precision);
@@ -173,36 +215,87 @@ class Convolution final : public LayerImpl {
   GemmWeightGradient gemm_shape() const {
     return {w.type, x.dims[0] * x.dims[2] * x.dims[3], x.dims[1], dy.dims[1], x.strides[3], dy.strides[3]};
   }
-  // Median of five GEMMs on the search arena (after one untimed) [ms], with
-  // the workspace the steps will give cuBLAS (its choice of split-K depends
-  // on it); NaN where the arena's workspace is smaller or cuBLAS fails, so
-  // that cuDNN's algorithm stays.
+  // `output`: y for the forward, dy for the weight gradient.
+  bool im2col_gemm_applies(const SetupContext& ctx, const Tensor& output) const {
+    return ctx.config.algorithm == AlgorithmPolicy::exhaustive && ctx.blas != nullptr && !nhwc &&
+           x.type == DType::f32 && im2col_shape(output).supported();
+  }
+  Im2colGemm im2col_shape(const Tensor& output) const {
+    Im2colGemm g;
+    g.precision = precision;
+    g.x_dims = x.dims;
+    g.x_strides = x.strides;
+    g.y_dims = output.dims;
+    g.y_strides = output.strides;
+    g.kernel = static_cast<int>(kernel);
+    g.stride = static_cast<int>(stride);
+    g.padding = static_cast<int>(padding);
+    return g;
+  }
   float time_gemm_weight_gradient(SetupContext& ctx) const {
+    return time_on_arena(ctx, 0, [&](const SetupContext::Arena& a, void*) {
+      gemm_weight_gradient(ctx.blas, gemm_shape(), a.x, a.y, a.w);
+    });
+  }
+  // Median of five runs of a cuBLAS-based candidate on the search arena
+  // (after one untimed) [ms]. The arena's workspace holds the workspace the
+  // steps will give cuBLAS (its choice of split-K depends on it), then
+  // `scratch_bytes` for the candidate. NaN where the arena's workspace is
+  // smaller or cuBLAS refuses, so that cuDNN's algorithm stays.
+  template <typename Candidate>
+  float time_on_arena(SetupContext& ctx, std::size_t scratch_bytes, Candidate&& run) const {
     const SetupContext::Arena& arena = ctx.arena();
-    if (arena.workspace_bytes < static_cast<std::size_t>(kCublasWorkspace)) return NAN;
-    std::vector<float> times;
+    const auto blas_bytes = static_cast<std::size_t>(kCublasWorkspace);
+    if (arena.workspace_bytes < blas_bytes + scratch_bytes) return NAN;
+    void* scratch = static_cast<char*>(arena.workspace) + blas_bytes;
+    float ms = NAN;
     try {
-      CB_CHECK_CUBLAS(cublasSetWorkspace(ctx.blas, arena.workspace, static_cast<std::size_t>(kCublasWorkspace)));
-      gemm_weight_gradient(ctx.blas, gemm_shape(), arena.x, arena.y, arena.w);
-      const Event begin = make_event(), end = make_event();
-      for (int i = 0; i < 5; ++i) {
-        CB_CHECK_CUDA(cudaEventRecord(begin, ctx.stream));
-        gemm_weight_gradient(ctx.blas, gemm_shape(), arena.x, arena.y, arena.w);
-        CB_CHECK_CUDA(cudaEventRecord(end, ctx.stream));
-        CB_CHECK_CUDA(cudaEventSynchronize(end));
-        float ms = 0;
-        CB_CHECK_CUDA(cudaEventElapsedTime(&ms, begin, end));
-        times.push_back(ms);
-      }
+      CB_CHECK_CUBLAS(cublasSetWorkspace(ctx.blas, arena.workspace, blas_bytes));
+      ms = median_ms(ctx.stream, [&] { run(arena, scratch); });
     } catch (const OutOfMemory&) {
       throw;  // the cell's answer is oom, as for any allocation
     } catch (const Error&) {
-      times.clear();  // cuBLAS refused this GEMM: cuDNN's algorithm stays
+      ms = NAN;  // cuBLAS refused this GEMM: cuDNN's algorithm stays
     }
     // The arena goes away after setup: the session points cuBLAS at its own
     // workspace once its pool is allocated, before any step.
     CB_CHECK_CUBLAS(cublasSetWorkspace(ctx.blas, nullptr, 0));
-    if (times.empty()) return NAN;
+    return ms;
+  }
+
+  // The bias gradient: cuDNN's cudnnConvolutionBackwardBias or our
+  // channel_sum, measured on the arena where both apply (on an H200 cuDNN's
+  // took a large share of AlexNet's conv1 "backward filter" op in tf32).
+  void choose_bias_gradient(SetupContext& ctx) {
+    if (!has_bias || bias_gradient_kernel || ctx.config.algorithm != AlgorithmPolicy::exhaustive) return;
+    const SetupContext::Arena& arena = ctx.arena();
+    if (arena.workspace_bytes < static_cast<std::size_t>(bias_accumulator.bytes())) return;
+    const cudnnTensorDescriptor_t dy_desc = dyd, db_desc = bd;
+    bias_cudnn_ms = median_ms(ctx.stream, [&] {
+      CB_CHECK_CUDNN(cudnnConvolutionBackwardBias(ctx.dnn, &kOne, dy_desc, arena.y, &kZero, db_desc, arena.w));
+    });
+    bias_kernel_ms = median_ms(ctx.stream, [&] {
+      kernels::channel_sum(arena.y, dy.type, dy.dims, dy.strides, static_cast<float*>(arena.workspace), arena.w,
+                           db.type, ctx.stream);
+    });
+    bias_gradient_kernel = bias_kernel_ms < bias_cudnn_ms;
+  }
+
+  // Median of five runs on `stream` after one untimed [ms].
+  template <typename Run>
+  static float median_ms(cudaStream_t stream, Run&& run) {
+    run();
+    const Event begin = make_event(), end = make_event();
+    std::vector<float> times;
+    for (int i = 0; i < 5; ++i) {
+      CB_CHECK_CUDA(cudaEventRecord(begin, stream));
+      run();
+      CB_CHECK_CUDA(cudaEventRecord(end, stream));
+      CB_CHECK_CUDA(cudaEventSynchronize(end));
+      float ms = 0;
+      CB_CHECK_CUDA(cudaEventElapsedTime(&ms, begin, end));
+      times.push_back(ms);
+    }
     std::sort(times.begin(), times.end());
     return times[times.size() / 2];
   }
@@ -216,24 +309,45 @@ class Convolution final : public LayerImpl {
 
   std::string decisions() const override {
     std::ostringstream text;
-    text << name << ":fwd=" << forward_algorithm_name(forward.algorithm) << "/" << math(forward);
+    text << name << ":fwd=";
+    if (forward_im2col)
+      text << "im2col_gemm(" << forward_im2col_ms << "ms<" << forward.time_ms << "ms "
+           << forward_algorithm_name(forward.algorithm) << ")";
+    else
+      text << forward_algorithm_name(forward.algorithm) << "/" << math(forward);
     if (folds_batch_norm) text << "+bn(folded)";
     if (fused) text << "+bias+relu";
     else if (kernel_epilogue) text << (relu_fused() ? "+bias+relu(kernel)" : "+bias(kernel)");
     if (!fallback.empty()) text << "(unfused: " << fallback << ")";
+    if (!forward_im2col && !std::isnan(forward_im2col_ms)) text << "[im2col_gemm " << forward_im2col_ms << "ms>=" << forward.time_ms << "ms]";
     if (training) {
       text << ",bwd_data=" << (data_gradient ? backward_data_algorithm_name(data.algorithm) : "-");
       if (data_gradient) text << "/" << math(data);
-      if (filter_gemm)
+      if (filter_im2col)
+        text << ",bwd_filter=im2col_gemm(" << filter_im2col_ms << "ms<" << filter.time_ms << "ms "
+             << backward_filter_algorithm_name(filter.algorithm) << ")";
+      else if (filter_gemm)
         text << ",bwd_filter=cublas_gemm(" << filter_gemm_ms << "ms<" << filter.time_ms << "ms "
              << backward_filter_algorithm_name(filter.algorithm) << ")";
       else
         text << ",bwd_filter=" << backward_filter_algorithm_name(filter.algorithm) << "/" << math(filter);
+      if (!filter_im2col && !std::isnan(filter_im2col_ms)) text << "[im2col_gemm " << filter_im2col_ms << "ms>=" << filter.time_ms << "ms]";
+      if (has_bias) {
+        text << ",bias_grad=" << (bias_gradient_kernel ? "kernel" : "cudnn");
+        if (!std::isnan(bias_kernel_ms))
+          text << "(kernel " << bias_kernel_ms << "ms, cudnn " << bias_cudnn_ms << "ms)";
+      }
     }
     return text.str();
   }
 
   void run_forward(const Exec& e) {
+    if (forward_im2col) {
+      im2col_gemm_forward(e.blas, im2col_shape(y), e.ptr_as<const float>(x), e.ptr_as<const float>(w),
+                          e.ptr_as<float>(y), e.workspace, e.stream);
+      run_epilogue(e);
+      return;
+    }
     if (fused) {
       const cudnnStatus_t status = cudnnConvolutionBiasActivationForward(
           e.dnn, &kOne, xd, e.ptr(x), wd, e.ptr(w), forward_cd,
@@ -249,6 +363,11 @@ class Convolution final : public LayerImpl {
     CB_CHECK_CUDNN(cudnnConvolutionForward(e.dnn, &kOne, xd, e.ptr(x), wd, e.ptr(w), forward_cd,
                                            static_cast<cudnnConvolutionFwdAlgo_t>(forward.algorithm), e.workspace,
                                            e.workspace_bytes, &kZero, yd, e.ptr(y)));
+    run_epilogue(e);
+  }
+
+  // The bias (and the relu, with the kernel) after an unfused forward.
+  void run_epilogue(const Exec& e) {
     if (!has_bias) return;
     if (kernel_epilogue)
       kernels::bias_activation(e.ptr(y), y.type, y.dims, y.strides, e.ptr(bias), fusion_candidate, e.stream);
@@ -257,14 +376,17 @@ class Convolution final : public LayerImpl {
   }
 
   void run_backward_filter(const Exec& e) {
-    if (filter_gemm)
+    if (filter_im2col)
+      im2col_gemm_weight_gradient(e.blas, im2col_shape(dy), e.ptr_as<const float>(x), e.ptr_as<const float>(dy),
+                                  e.ptr_as<float>(dw), e.workspace, e.stream);
+    else if (filter_gemm)
       gemm_weight_gradient(e.blas, gemm_shape(), e.ptr(x), e.ptr(dy), e.ptr(dw));
     else
       CB_CHECK_CUDNN(cudnnConvolutionBackwardFilter(e.dnn, &kOne, xd, e.ptr(x), dyd, e.ptr(dy), filter_cd,
                                                   static_cast<cudnnConvolutionBwdFilterAlgo_t>(filter.algorithm),
                                                   e.workspace, e.workspace_bytes, &kZero, wd, e.ptr(dw)));
     if (!has_bias) return;
-    if (bias_accumulator.valid())
+    if (bias_gradient_kernel)
       kernels::channel_sum(e.ptr(dy), dy.type, dy.dims, dy.strides, e.ptr_as<float>(bias_accumulator), e.ptr(db),
                            db.type, e.stream);
     else
@@ -331,7 +453,8 @@ void backward_convolution(Builder& b, int index) {
   c->dy = b.gradient(index);
   for (const Parameter& p : b.parameters)
     if (p.layer == index) (p.slot == synthetic::Slot::weight ? c->dw : c->db) = p.gradient;
-  if (c->has_bias && (b.type == DType::bf16 || c->dy.channels_last))
+  c->bias_gradient_kernel = c->has_bias && (b.type == DType::bf16 || c->dy.channels_last);
+  if (c->has_bias)  // C floats; also where the measured search may choose the kernel over cuDNN's
     c->bias_accumulator = b.new_tensor({1, c->dy.c(), 1, 1}, DType::f32, b.label(index, "bias gradient accumulator"));
   b.push(index, Stage::backward, b.label(index, "backward filter"), {c->x, c->dy, c->dw, c->db, c->bias_accumulator},
          [c](const Exec& e) { c->run_backward_filter(e); });

@@ -17,14 +17,11 @@
 
 #include "crossbench/error.hpp"
 #include "engines/cudnn/graph.hpp"
+#include "engines/cudnn/im2col_gemm.hpp"
 #include "engines/cudnn/kernels.hpp"
 
 namespace crossbench::cudnn {
 namespace {
-
-cublasComputeType_t compute_type(Precision precision) {
-  return precision == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-}
 
 class FullyConnected final : public LayerImpl {
  public:
@@ -38,7 +35,7 @@ class FullyConnected final : public LayerImpl {
     CB_CHECK_CUBLAS(cublasGemmEx(e.blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(out), static_cast<int>(rows),
                                  static_cast<int>(in), &kOne, e.ptr(w), cuda_type(w.type), static_cast<int>(in),
                                  e.ptr(x), cuda_type(x.type), static_cast<int>(in), &kZero, e.ptr(y),
-                                 cuda_type(y.type), static_cast<int>(out), compute_type(precision),
+                                 cuda_type(y.type), static_cast<int>(out), gemm_compute_type(precision),
                                  CUBLAS_GEMM_DEFAULT));
     if (has_bias) kernels::add_bias(e.ptr(y), y.type, e.ptr(bias), bias.type, rows, out, e.stream);
   }
@@ -46,14 +43,14 @@ class FullyConnected final : public LayerImpl {
     CB_CHECK_CUBLAS(cublasGemmEx(e.blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(in), static_cast<int>(rows),
                                  static_cast<int>(out), &kOne, e.ptr(w), cuda_type(w.type), static_cast<int>(in),
                                  e.ptr(dy), cuda_type(dy.type), static_cast<int>(out), &dx_beta, e.ptr(dx),
-                                 cuda_type(dx.type), static_cast<int>(in), compute_type(precision),
+                                 cuda_type(dx.type), static_cast<int>(in), gemm_compute_type(precision),
                                  CUBLAS_GEMM_DEFAULT));
   }
   void run_backward_weights(const Exec& e) const {
     CB_CHECK_CUBLAS(cublasGemmEx(e.blas, CUBLAS_OP_N, CUBLAS_OP_T, static_cast<int>(in), static_cast<int>(out),
                                  static_cast<int>(rows), &kOne, e.ptr(x), cuda_type(x.type), static_cast<int>(in),
                                  e.ptr(dy), cuda_type(dy.type), static_cast<int>(out), &kZero, e.ptr(dw),
-                                 cuda_type(dw.type), static_cast<int>(in), compute_type(precision),
+                                 cuda_type(dw.type), static_cast<int>(in), gemm_compute_type(precision),
                                  CUBLAS_GEMM_DEFAULT));
     if (has_bias) kernels::bias_gradient(e.ptr(dy), dy.type, e.ptr(db), db.type, rows, out, e.stream);
   }

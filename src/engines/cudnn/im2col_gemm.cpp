@@ -1,0 +1,84 @@
+#include "engines/cudnn/im2col_gemm.hpp"
+
+#include <limits>
+
+#include "engines/cudnn/cudnn_check.hpp"
+#include "engines/cudnn/kernels.hpp"
+
+namespace crossbench::cudnn {
+
+cublasComputeType_t gemm_compute_type(Precision precision) {
+  return precision == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
+namespace {
+
+kernels::ConvolutionGeometry geometry(const Im2colGemm& g) {
+  return {g.kernel, g.stride, g.padding, g.y_dims[2], g.y_dims[3]};
+}
+
+int to_int(std::int64_t value) { return static_cast<int>(value); }
+
+// The column matrices, one CRS x PQ block per image, and the elements between
+// blocks: the input itself for a direct (1x1) convolution, else im2col's
+// output at the start of the workspace.
+struct Columns {
+  const float* data;
+  std::int64_t image_stride;
+};
+Columns columns_of(const Im2colGemm& g, const float* x, void* workspace, cudaStream_t stream) {
+  if (g.direct()) return {x, g.x_strides[0]};
+  auto* columns = static_cast<float*>(workspace);
+  kernels::im2col(x, g.x_dims, g.x_strides, geometry(g), columns, stream);
+  return {columns, g.taps() * g.positions()};
+}
+
+}  // namespace
+
+bool Im2colGemm::supported() const {
+  constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+  const std::int64_t images = x_dims[0], rows = images * positions();
+  const bool planes = x_strides[3] == 1 && y_strides[3] == 1 && y_strides[2] == y_dims[3] &&
+                      y_strides[1] == positions() &&
+                      (!direct() || (x_strides[2] == x_dims[3] && x_strides[1] == x_dims[2] * x_dims[3]));
+  return planes && precision != Precision::fp16 && precision != Precision::bf16 && rows <= kIntMax &&
+         taps() * positions() <= kIntMax && y_strides[1] <= kIntMax && x_dims[0] * y_dims[1] * taps() <= kIntMax &&
+         x_dims[2] * x_strides[2] <= kIntMax;
+}
+
+void im2col_gemm_forward(cublasHandle_t blas, const Im2colGemm& g, const float* x, const float* w, float* y,
+                         void* workspace, cudaStream_t stream) {
+  const Columns columns = columns_of(g, x, workspace, stream);
+  // Column-major: Y_n (PQ x K, ld = the channel stride) = col_n (PQ x CRS, ld PQ) W^T (CRS x K, ld CRS).
+  const float one = 1.0f, zero = 0.0f;
+  CB_CHECK_CUBLAS(cublasGemmStridedBatchedEx(
+      blas, CUBLAS_OP_N, CUBLAS_OP_N, to_int(g.positions()), to_int(g.y_dims[1]), to_int(g.taps()), &one, columns.data,
+      CUDA_R_32F, to_int(g.positions()), columns.image_stride, w, CUDA_R_32F, to_int(g.taps()), 0, &zero, y,
+      CUDA_R_32F, to_int(g.y_strides[1]), g.y_strides[0], to_int(g.x_dims[0]), gemm_compute_type(g.precision),
+      CUBLAS_GEMM_DEFAULT));
+}
+
+void im2col_gemm_weight_gradient(cublasHandle_t blas, const Im2colGemm& g, const float* x, const float* dy, float* dw,
+                                 void* workspace, cudaStream_t stream) {
+  const std::int64_t images = g.x_dims[0], filter = g.y_dims[1] * g.taps();  // K*CRS
+  float* partials = static_cast<float*>(workspace) + g.column_bytes() / 4;
+  float* ones = partials + images * filter;
+  const Columns columns = columns_of(g, x, workspace, stream);
+  kernels::fill_constant(ones, DType::f32, images, 1.0f, stream);
+  // Column-major, per image: dW_n (CRS x K, ld CRS: the K x CRS filter) =
+  // op_T(col_n: PQ x CRS, ld PQ) dY_n (PQ x K, ld = the channel stride).
+  const float one = 1.0f, zero = 0.0f;
+  CB_CHECK_CUBLAS(cublasGemmStridedBatchedEx(
+      blas, CUBLAS_OP_T, CUBLAS_OP_N, to_int(g.taps()), to_int(g.y_dims[1]), to_int(g.positions()), &one, columns.data,
+      CUDA_R_32F, to_int(g.positions()), columns.image_stride, dy, CUDA_R_32F, to_int(g.y_strides[1]),
+      g.y_strides[0], &zero, partials, CUDA_R_32F, to_int(g.taps()), filter, to_int(images),
+      gemm_compute_type(g.precision), CUBLAS_GEMM_DEFAULT));
+  // dW (K*CRS x 1) = partials (K*CRS x N, ld K*CRS) ones (N x 1). Strict fp32
+  // whatever the precision: the sum is the cheap part, and tf32 would round
+  // the partials to 10-bit mantissas.
+  CB_CHECK_CUBLAS(cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, to_int(filter), 1, to_int(images), &one, partials,
+                               CUDA_R_32F, to_int(filter), ones, CUDA_R_32F, to_int(images), &zero, dw, CUDA_R_32F,
+                               to_int(filter), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+}  // namespace crossbench::cudnn

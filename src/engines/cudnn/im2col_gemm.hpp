@@ -1,0 +1,68 @@
+// Convolution as explicit GEMMs over im2col columns (fp32 tensors in NCHW:
+// the fp32 and tf32 precisions), offered to the measured search
+// (layer_convolution.cpp) beside cuDNN's algorithms for the forward and the
+// weight gradient. It wins where cuDNN's implicit GEMMs are poor: few input
+// channels and a large, strided window, as AlexNet's and OverFeat's first
+// layer (11x11, stride 4, 3 channels) — on an H200 with cuDNN 9.19 their tf32
+// weight gradient took 1.0 ms and their forward 0.5-0.8 ms at batch 64, where
+// the arithmetic is 2.9-14 GFLOP. The price is workspace: the columns hold
+// N*P*Q*C*R*S elements (AlexNet's conv1: 281 MB), so the search offers it only
+// where they fit the workspace limit. A 1x1, stride-1, unpadded convolution
+// needs no columns: each image's input planes are its C x PQ matrix already
+// (ResNet's and GoogLeNet's 1x1 convolutions, as direct GEMMs).
+//
+//   forward:  per image n, Y_n (K x PQ) = W (K x CRS) col_n (CRS x PQ), one
+//             strided-batched GEMM; y may be an NCHW slice (contiguous planes).
+//   weight gradient: per image n, dW_n (K x CRS) = dY_n (K x PQ) col_n^T, one
+//             strided-batched GEMM into the workspace, then dW = sum over n of
+//             dW_n as one more GEMM (the partials times a vector of ones).
+//             One GEMM over all N*PQ positions would leave the GPU idle: its
+//             K x CRS output (AlexNet's conv1: 64 x 363) is a few tiles.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <array>
+#include <cstdint>
+
+#include "crossbench/cell.hpp"
+
+namespace crossbench::cudnn {
+
+// The compute type of a GEMM on data of `precision`: fp32 CUBLAS_COMPUTE_32F
+// (strict on the session's handle, which is in CUBLAS_DEFAULT_MATH), tf32
+// CUBLAS_COMPUTE_32F_FAST_TF32, 16-bit data CUBLAS_COMPUTE_32F (fp32 accumulation).
+cublasComputeType_t gemm_compute_type(Precision precision);
+
+struct Im2colGemm {
+  Precision precision = Precision::fp32;
+  std::array<std::int64_t, 4> x_dims{};     // (N, C, H, W)
+  std::array<std::int64_t, 4> x_strides{};  // [elements], W's stride 1
+  std::array<std::int64_t, 4> y_dims{};     // (N, K, P, Q)
+  std::array<std::int64_t, 4> y_strides{};  // [elements] of y and dy: contiguous (P, Q) planes
+  int kernel = 1, stride = 1, padding = 0;
+
+  std::int64_t positions() const { return y_dims[2] * y_dims[3]; }                   // P*Q
+  std::int64_t taps() const { return x_dims[1] * kernel * kernel; }                  // C*R*S
+  bool direct() const { return kernel == 1 && stride == 1 && padding == 0; }  // x is its own column matrix
+  std::int64_t column_bytes() const { return direct() ? 0 : x_dims[0] * taps() * positions() * 4; }
+  std::size_t forward_workspace_bytes() const { return static_cast<std::size_t>(column_bytes()); }
+  std::int64_t partial_bytes() const { return x_dims[0] * y_dims[1] * taps() * 4; }  // N weight gradients
+  std::size_t weight_gradient_workspace_bytes() const {
+    return static_cast<std::size_t>(column_bytes() + partial_bytes() + x_dims[0] * 4);  // + N ones
+  }
+  // Whether the shapes fit cuBLAS's 32-bit sizes and the layouts are the ones above.
+  bool supported() const;
+};
+
+// y = conv(x, w) (no bias) on `stream`, the handle's stream; `workspace` holds
+// forward_workspace_bytes(). Throws Error (CB_CHECK_CUBLAS) on failure.
+void im2col_gemm_forward(cublasHandle_t blas, const Im2colGemm& g, const float* x, const float* w, float* y,
+                         void* workspace, cudaStream_t stream);
+
+// dw = the weight gradient of conv(x, w) for dy; `workspace` holds weight_gradient_workspace_bytes().
+void im2col_gemm_weight_gradient(cublasHandle_t blas, const Im2colGemm& g, const float* x, const float* dy, float* dw,
+                                 void* workspace, cudaStream_t stream);
+
+}  // namespace crossbench::cudnn
