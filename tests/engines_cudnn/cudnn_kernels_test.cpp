@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -361,7 +362,7 @@ void expect_im2col_gemm_matches_the_host(std::int64_t kernel, std::int64_t strid
     DeviceArray device_x(x, DType::f32), device_w(weights, DType::f32), device_dy(dy_buffer, DType::f32),
         device_y(std::vector<float>(dy_buffer.size(), 7.0f), DType::f32),
         device_dw(std::vector<float>(weights.size(), 7.0f), DType::f32),
-        workspace(std::vector<float>(shape.weight_gradient_workspace_bytes() / 4, 0.0f), DType::f32);
+        workspace(std::vector<float>(std::max(shape.weight_gradient_workspace_bytes(), shape.forward_workspace_bytes()) / 4 + 1, 0.0f), DType::f32);
     im2col_gemm_forward(blas, shape, static_cast<const float*>(device_x.get()),
                         static_cast<const float*>(device_w.get()),
                         static_cast<float*>(device_y.get()) + first_channel * p * q,

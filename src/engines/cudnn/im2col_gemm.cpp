@@ -19,9 +19,9 @@ kernels::ConvolutionGeometry geometry(const Im2colGemm& g) {
 
 int to_int(std::int64_t value) { return static_cast<int>(value); }
 
-// The column matrices, one CRS x PQ block per image, and the elements between
-// blocks: the input itself for a direct (1x1) convolution, else im2col's
-// output at the start of the workspace.
+// The column matrices, one padded_taps x PQ block per image, and the elements
+// between blocks: the input itself for a direct (1x1) convolution, else
+// im2col's output at the start of the workspace.
 struct Columns {
   const float* data;
   std::int64_t image_stride;
@@ -29,8 +29,8 @@ struct Columns {
 Columns columns_of(const Im2colGemm& g, const float* x, void* workspace, cudaStream_t stream) {
   if (g.direct()) return {x, g.x_strides[0]};
   auto* columns = static_cast<float*>(workspace);
-  kernels::im2col(x, g.x_dims, g.x_strides, geometry(g), columns, stream);
-  return {columns, g.taps() * g.positions()};
+  kernels::im2col(x, g.x_dims, g.x_strides, geometry(g), g.padded_taps(), columns, stream);
+  return {columns, g.padded_taps() * g.positions()};
 }
 
 }  // namespace
@@ -42,43 +42,43 @@ bool Im2colGemm::supported() const {
                       y_strides[1] == positions() &&
                       (!direct() || (x_strides[2] == x_dims[3] && x_strides[1] == x_dims[2] * x_dims[3]));
   return planes && precision != Precision::fp16 && precision != Precision::bf16 && rows <= kIntMax &&
-         taps() * positions() <= kIntMax && y_strides[1] <= kIntMax && x_dims[0] * y_dims[1] * taps() <= kIntMax &&
-         x_dims[2] * x_strides[2] <= kIntMax;
+         padded_taps() * positions() <= kIntMax && y_strides[1] <= kIntMax &&
+         x_dims[0] * y_dims[1] * padded_taps() <= kIntMax && x_dims[2] * x_strides[2] <= kIntMax;
 }
 
 void im2col_gemm_forward(cublasHandle_t blas, const Im2colGemm& g, const float* x, const float* w, float* y,
                          void* workspace, cudaStream_t stream) {
   const Columns columns = columns_of(g, x, workspace, stream);
-  // Column-major: Y_n (PQ x K, ld = the channel stride) = col_n (PQ x CRS, ld PQ) W^T (CRS x K, ld CRS).
+  if (g.padded_taps() != g.taps()) {  // the weights padded as the columns are
+    auto* padded = reinterpret_cast<float*>(static_cast<char*>(workspace) + g.column_bytes());
+    kernels::pad_rows(w, g.y_dims[1], g.taps(), g.padded_taps(), padded, stream);
+    w = padded;
+  }
+  // Column-major: Y_n (PQ x K, ld = the channel stride) = col_n (PQ x CRS', ld PQ) W'^T (CRS' x K, ld CRS'),
+  // CRS' = the padded taps.
   const float one = 1.0f, zero = 0.0f;
   CB_CHECK_CUBLAS(cublasGemmStridedBatchedEx(
-      blas, CUBLAS_OP_N, CUBLAS_OP_N, to_int(g.positions()), to_int(g.y_dims[1]), to_int(g.taps()), &one, columns.data,
-      CUDA_R_32F, to_int(g.positions()), columns.image_stride, w, CUDA_R_32F, to_int(g.taps()), 0, &zero, y,
-      CUDA_R_32F, to_int(g.y_strides[1]), g.y_strides[0], to_int(g.x_dims[0]), gemm_compute_type(g.precision),
-      CUBLAS_GEMM_DEFAULT));
+      blas, CUBLAS_OP_N, CUBLAS_OP_N, to_int(g.positions()), to_int(g.y_dims[1]), to_int(g.padded_taps()), &one,
+      columns.data, CUDA_R_32F, to_int(g.positions()), columns.image_stride, w, CUDA_R_32F, to_int(g.padded_taps()),
+      0, &zero, y, CUDA_R_32F, to_int(g.y_strides[1]), g.y_strides[0], to_int(g.x_dims[0]),
+      gemm_compute_type(g.precision), CUBLAS_GEMM_DEFAULT));
 }
 
 void im2col_gemm_weight_gradient(cublasHandle_t blas, const Im2colGemm& g, const float* x, const float* dy, float* dw,
                                  void* workspace, cudaStream_t stream) {
-  const std::int64_t images = g.x_dims[0], filter = g.y_dims[1] * g.taps();  // K*CRS
-  float* partials = static_cast<float*>(workspace) + g.column_bytes() / 4;
-  float* ones = partials + images * filter;
+  const std::int64_t images = g.x_dims[0];
+  auto* partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + g.column_bytes());
   const Columns columns = columns_of(g, x, workspace, stream);
-  kernels::fill_constant(ones, DType::f32, images, 1.0f, stream);
-  // Column-major, per image: dW_n (CRS x K, ld CRS: the K x CRS filter) =
-  // op_T(col_n: PQ x CRS, ld PQ) dY_n (PQ x K, ld = the channel stride).
+  // Column-major, per image: dW_n (CRS x K, ld CRS': a K x CRS' row-major
+  // matrix) = op_T(col_n: PQ x CRS, ld PQ) dY_n (PQ x K, ld = the channel stride).
   const float one = 1.0f, zero = 0.0f;
   CB_CHECK_CUBLAS(cublasGemmStridedBatchedEx(
-      blas, CUBLAS_OP_T, CUBLAS_OP_N, to_int(g.taps()), to_int(g.y_dims[1]), to_int(g.positions()), &one, columns.data,
-      CUDA_R_32F, to_int(g.positions()), columns.image_stride, dy, CUDA_R_32F, to_int(g.y_strides[1]),
-      g.y_strides[0], &zero, partials, CUDA_R_32F, to_int(g.taps()), filter, to_int(images),
-      gemm_compute_type(g.precision), CUBLAS_GEMM_DEFAULT));
-  // dW (K*CRS x 1) = partials (K*CRS x N, ld K*CRS) ones (N x 1). Strict fp32
-  // whatever the precision: the sum is the cheap part, and tf32 would round
-  // the partials to 10-bit mantissas.
-  CB_CHECK_CUBLAS(cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, to_int(filter), 1, to_int(images), &one, partials,
-                               CUDA_R_32F, to_int(filter), ones, CUDA_R_32F, to_int(images), &zero, dw, CUDA_R_32F,
-                               to_int(filter), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      blas, CUBLAS_OP_T, CUBLAS_OP_N, to_int(g.taps()), to_int(g.y_dims[1]), to_int(g.positions()), &one,
+      columns.data, CUDA_R_32F, to_int(g.positions()), columns.image_stride, dy, CUDA_R_32F, to_int(g.y_strides[1]),
+      g.y_strides[0], &zero, partials, CUDA_R_32F, to_int(g.padded_taps()), g.y_dims[1] * g.padded_taps(),
+      to_int(images), gemm_compute_type(g.precision), CUBLAS_GEMM_DEFAULT));
+  // The sum over images in fp32, whatever the precision.
+  kernels::sum_padded_matrices(partials, images, g.y_dims[1], g.taps(), g.padded_taps(), dw, stream);
 }
 
 }  // namespace crossbench::cudnn

@@ -14,10 +14,13 @@
 //   forward:  per image n, Y_n (K x PQ) = W (K x CRS) col_n (CRS x PQ), one
 //             strided-batched GEMM; y may be an NCHW slice (contiguous planes).
 //   weight gradient: per image n, dW_n (K x CRS) = dY_n (K x PQ) col_n^T, one
-//             strided-batched GEMM into the workspace, then dW = sum over n of
-//             dW_n as one more GEMM (the partials times a vector of ones).
-//             One GEMM over all N*PQ positions would leave the GPU idle: its
-//             K x CRS output (AlexNet's conv1: 64 x 363) is a few tiles.
+//             strided-batched GEMM into the workspace, then dW = the sum over n
+//             of dW_n (kernels::sum_padded_matrices). One GEMM over all N*PQ
+//             positions would leave the GPU idle: its K x CRS output
+//             (AlexNet's conv1: 64 x 363) is a few tiles.
+// CRS is padded to a multiple of 4 (zero taps; 16-byte rows: AlexNet's 363
+// would make cuBLAS fall back to kernels without vector loads), with a padded
+// copy of W for the forward.
 #pragma once
 
 #include <cublas_v2.h>
@@ -46,11 +49,16 @@ struct Im2colGemm {
   std::int64_t positions() const { return y_dims[2] * y_dims[3]; }                   // P*Q
   std::int64_t taps() const { return x_dims[1] * kernel * kernel; }                  // C*R*S
   bool direct() const { return kernel == 1 && stride == 1 && padding == 0; }  // x is its own column matrix
-  std::int64_t column_bytes() const { return direct() ? 0 : x_dims[0] * taps() * positions() * 4; }
-  std::size_t forward_workspace_bytes() const { return static_cast<std::size_t>(column_bytes()); }
-  std::int64_t partial_bytes() const { return x_dims[0] * y_dims[1] * taps() * 4; }  // N weight gradients
+  // C*R*S rounded up to 4 (a direct convolution's columns are x itself: unpadded).
+  std::int64_t padded_taps() const { return direct() ? taps() : (taps() + 3) / 4 * 4; }
+  std::int64_t column_bytes() const { return direct() ? 0 : x_dims[0] * padded_taps() * positions() * 4; }
+  std::int64_t padded_weight_bytes() const { return padded_taps() == taps() ? 0 : y_dims[1] * padded_taps() * 4; }
+  std::size_t forward_workspace_bytes() const {
+    return static_cast<std::size_t>(column_bytes() + padded_weight_bytes());
+  }
+  std::int64_t partial_bytes() const { return x_dims[0] * y_dims[1] * padded_taps() * 4; }  // N weight gradients
   std::size_t weight_gradient_workspace_bytes() const {
-    return static_cast<std::size_t>(column_bytes() + partial_bytes() + x_dims[0] * 4);  // + N ones
+    return static_cast<std::size_t>(column_bytes() + partial_bytes());
   }
   // Whether the shapes fit cuBLAS's 32-bit sizes and the layouts are the ones above.
   bool supported() const;

@@ -131,11 +131,21 @@ struct ConvolutionGeometry {
 // im2col of an fp32 NCHW tensor for convolution as explicit GEMMs
 // (im2col_gemm.hpp): a matrix of rows of P*Q output positions, one row per
 // (image n, filter tap crs = (c, r, s)) in that order, holding
-// x[n, c, p*stride - pad + r, q*stride - pad + s] (0 outside the image): each
-// image's CRS x PQ block is contiguous. x: dims (N, C, H, W) with element
-// strides `x_strides` (W's stride 1).
+// x[n, c, p*stride - pad + r, q*stride - pad + s] (0 outside the image), each
+// image's rows followed by zero rows up to `padded_taps` (>= C*R*S): each
+// image's padded_taps x PQ block is contiguous. x: dims (N, C, H, W) with
+// element strides `x_strides` (W's stride 1).
 void im2col(const float* x, std::array<std::int64_t, 4> dims, std::array<std::int64_t, 4> x_strides,
-            ConvolutionGeometry g, float* columns, cudaStream_t stream);
+            ConvolutionGeometry g, std::int64_t padded_taps, float* columns, cudaStream_t stream);
+
+// dst (rows x padded_length) = src (rows x length), zero-padded on the right.
+void pad_rows(const float* src, std::int64_t rows, std::int64_t length, std::int64_t padded_length, float* dst,
+              cudaStream_t stream);
+
+// dst (rows x length, packed) = the sum of `matrices` consecutive rows x
+// padded_length matrices (their first `length` columns), summed in order.
+void sum_padded_matrices(const float* partials, std::int64_t matrices, std::int64_t rows, std::int64_t length,
+                         std::int64_t padded_length, float* dst, cudaStream_t stream);
 
 // w -= rate * g, elementwise in fp32.
 void sgd(void* w, const void* g, DType type, std::int64_t count, float rate, cudaStream_t stream);
