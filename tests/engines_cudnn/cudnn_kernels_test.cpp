@@ -297,7 +297,8 @@ TEST(CudnnKernels, ChannelSumMatchesTheHostInEveryLayout) {
               want += stored(x[static_cast<std::size_t>(n * c.strides[0] + ch * c.strides[1] + h * c.strides[2] +
                                                         w * c.strides[3])],
                              type);
-        ASSERT_NEAR(sums[static_cast<std::size_t>(ch)], want, (type == DType::bf16 ? 2e-2 : 1e-5) * (1 + std::abs(want)))
+        const double tolerance = type == DType::bf16 ? 2e-2 : 1e-5;
+        ASSERT_NEAR(sums[static_cast<std::size_t>(ch)], want, tolerance * (1 + std::abs(want)))
             << "channel " << ch << " (the accumulator's 5s must be zeroed first)";
       }
     }
@@ -362,7 +363,9 @@ void expect_im2col_gemm_matches_the_host(std::int64_t kernel, std::int64_t strid
     DeviceArray device_x(x, DType::f32), device_w(weights, DType::f32), device_dy(dy_buffer, DType::f32),
         device_y(std::vector<float>(dy_buffer.size(), 7.0f), DType::f32),
         device_dw(std::vector<float>(weights.size(), 7.0f), DType::f32),
-        workspace(std::vector<float>(std::max(shape.weight_gradient_workspace_bytes(), shape.forward_workspace_bytes()) / 4 + 1, 0.0f), DType::f32);
+        workspace(std::vector<float>(
+                      std::max(shape.weight_gradient_workspace_bytes(), shape.forward_workspace_bytes()) / 4 + 1, 0.0f),
+                  DType::f32);
     im2col_gemm_forward(blas, shape, static_cast<const float*>(device_x.get()),
                         static_cast<const float*>(device_w.get()),
                         static_cast<float*>(device_y.get()) + first_channel * p * q,
