@@ -134,13 +134,20 @@ def _overlap(a: np.ndarray, b: np.ndarray, margin: float = 0.5) -> bool:
     return True
 
 
-def label_overlaps(fig) -> list[tuple[str, str]]:
-    """Pairs of visible text labels whose boxes overlap, as (text, text)."""
+def _boxes(fig) -> list:
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
-    boxes = [(t, _corners(t, renderer)) for t in _texts(fig)]
+    return [(t, _corners(t, renderer)) for t in _texts(fig)]
+
+
+def _overlapping(boxes) -> list[tuple[str, str]]:
     return [(a.get_text(), b.get_text()) for i, (a, pa) in enumerate(boxes) for b, pb in boxes[i + 1:]
             if _overlap(pa, pb)]
+
+
+def label_overlaps(fig) -> list[tuple[str, str]]:
+    """Pairs of visible text labels whose boxes overlap, as (text, text)."""
+    return _overlapping(_boxes(fig))
 
 
 def bars_on_log_axes(fig) -> list[str]:
@@ -162,21 +169,17 @@ def check_figure(fig) -> list[str]:
 def tidy_labels(fig) -> list[tuple[str, str]]:
     """Hide every value label (gid "value-label") that overlaps a text drawn
     before it, then return the overlaps that remain (none, for a figure of
-    this module)."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    kept = []
-    values = []
-    for t in _texts(fig):
-        (values if t.get_gid() == "value-label" else kept).append(t)
-    kept_boxes = [_corners(t, renderer) for t in kept]
-    for t in values:
-        box = _corners(t, renderer)
-        if any(_overlap(box, other) for other in kept_boxes):
+    this module). Hiding a label moves nothing, so one drawing serves both."""
+    boxes = _boxes(fig)
+    kept = [(t, box) for t, box in boxes if t.get_gid() != "value-label"]
+    for t, box in boxes:
+        if t.get_gid() != "value-label":
+            continue
+        if any(_overlap(box, other) for _, other in kept):
             t.set_visible(False)
         else:
-            kept_boxes.append(box)
-    return label_overlaps(fig)
+            kept.append((t, box))
+    return _overlapping(kept)
 
 
 def _status_patch(ax, x, width, status, text=None, frac=None):
