@@ -12,6 +12,8 @@
 #   workers   seed2017 with cudnn, pytorch, pytorch-compile, jax ($WORKER_NETWORKS), one cube
 #   agreement crossbench check of cudnn, jax, pytorch at batch 2 in fp32 ($CHECK_NETWORKS, default all
 #             nine), then the analysis package's `agreement` against cudnn
+#   nvtx      nsys profile of a small cudnn run (alexnet, bf16, layer times): the NVTX ranges per cell
+#             and stage, summed by `nsys stats`; says so when the image has no nsys
 # Environment: STEPS (timed steps, default 50), WARMUP (10), TLIMIT (seconds per stage, 240);
 # SEED_ALGO, SEED_ARGS and SEED_OUT (the seed stage's cube and log name, default seed).
 set -uo pipefail
@@ -112,6 +114,17 @@ for stage in "$@"; do
       echo "check exit $?, $(grep -c . "$OUT/check.jsonl") lines"
       PYTHONPATH=analysis python3 -m crossbench_analysis agreement "$OUT/check.jsonl" --reference cudnn \
         --markdown "$OUT/agreement.md" ;;
+    nvtx)
+      if ! command -v nsys >/dev/null; then
+        echo "nvtx: no nsys in this image; NVTX ranges need a profiler (nsys sets NVTX_INJECTION64_PATH)"
+      else
+        timeout "$TLIMIT" .bundle/run nsys profile -t cuda,nvtx --force-overwrite true -o "$OUT/nvtx" \
+          .bundle/bin/crossbench run --job jobs/seed2017.ini --set matrix.engines=cudnn --set matrix.networks=alexnet \
+          --set matrix.precisions=bf16 --set measure.min_steps=10 --set measure.warmup=2 \
+          --set measure.layer_times=true --output "$OUT/nvtx.h5" >"$OUT/nvtx.log" 2>&1
+        echo "nsys exit $?"
+        nsys stats --report nvtx_sum --format csv "$OUT/nvtx.nsys-rep" 2>&1 | tee "$OUT/nvtx_sum.csv" | cut -c1-200 | head -30
+      fi ;;
   esac
 done
 echo "=== done $(date +%T)"

@@ -27,7 +27,8 @@ def _procurement(a) -> int:
     cube = load(a.cube)
     prices = p.read_prices(a.prices, cube.devices)
     t, workload = p.procurement(cube, prices, network=a.network, phase=a.phase, precision=a.precision,
-                                batch=a.batch, engine=a.engine)
+                                batch=a.batch, engine=a.engine, all_precisions=a.all_precisions,
+                                kwh_price=a.kwh_price, years=a.years)
     print(p.render(t, workload, a.currency))
     files = p.write(t, workload, a.currency, a.output)
     print(f"\nwrote {', '.join(map(str, files))}")
@@ -42,7 +43,7 @@ def _compare(a) -> int:
         raise CubeError(str(e)) from None
     old, new = load(a.old), load(a.new)
     table = c.compare(old, new, threshold)
-    text = c.render(table, threshold)
+    text = c.render(table, threshold, c.provenance_warnings(old, new))
     print(text)
     if a.csv:
         table.to_csv(a.csv, index=False)
@@ -129,7 +130,8 @@ def _agreement(a) -> int:
 
 def _export(a) -> int:
     cube = load(a.cube)
-    df = cube.cells
+    from .report import with_provenance
+    df = with_provenance(cube, cube.cells)
     if a.drop_not_run:
         df = df[df["status"] != "not_run"]
     df.to_csv(a.csv, index=False, float_format="%.9g")
@@ -196,7 +198,12 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("--prices", required=True, metavar="FILE", help="CSV 'device,price[,power_w]' (analysis/README.md)")
     q.add_argument("--network", help="one network (default: geometric mean over the study's seven)")
     q.add_argument("--phase", help="inference or training (default training when measured)")
-    q.add_argument("--precision", help="default fp32 when measured")
+    q.add_argument("--precision", help="one precision for every device (default: each device at its best)")
+    q.add_argument("--all-precisions", action="store_true", help="one row per device and precision")
+    q.add_argument("--kwh-price", type=float, default=0.15, metavar="PRICE",
+                   help="price of a kWh in the prices' currency, for the cost of ownership (default 0.15)")
+    q.add_argument("--years", type=float, default=3.0,
+                   help="years of running flat out, for the cost of ownership (default 3)")
     q.add_argument("--batch", type=int, help="default 64 when run, else the batch with the most ok cells")
     q.add_argument("--engine", help="default: each device's fastest engine per network")
     q.add_argument("--currency", default="USD", help="name of the price unit (default USD)")

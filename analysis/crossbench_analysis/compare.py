@@ -16,6 +16,11 @@ A *regression* is a significant slowdown larger than the threshold
 unsupported, failed or timeout in NEW.  The exit status is 1 when there is at
 least one regression, else 0 (2 for an error).  Cells not run in one of the
 cubes, or absent from its axes, are listed but do not fail the comparison.
+
+Before the table: warnings when the two cubes do not come from the same
+physical GPUs (the /ranks uuid of each device key) or the same git revision
+(then a move may be the hardware's or the code's, not a change of the other),
+and the overall geometric mean of NEW ÷ OLD median over the cells ok in both.
 """
 
 from __future__ import annotations
@@ -95,6 +100,37 @@ def compare(old: Cube, new: Cube, threshold_pct: float = 5.0) -> pd.DataFrame:
     return out
 
 
+def provenance_warnings(old: Cube, new: Cube) -> list[str]:
+    """What differs between the runs beyond the code under test: physical GPUs, revision."""
+    out = []
+    ro, rn = old.attrs.get("git_revision", "?"), new.attrs.get("git_revision", "?")
+    if ro != rn:
+        out.append(f"WARNING: different git revisions: OLD {ro}, NEW {rn}")
+    for dev in sorted(set(old.devices) & set(new.devices)):
+        uo, un = _uuids(old, dev), _uuids(new, dev)
+        if uo and un and uo != un:
+            out.append(f"WARNING: {dev}: different physical GPUs: OLD {', '.join(sorted(uo))}, "
+                       f"NEW {', '.join(sorted(un))} (device-to-device variation is part of every change)")
+    return out
+
+
+def _uuids(cube: Cube, device: str) -> set[str]:
+    r = cube.ranks
+    if r.empty or "uuid" not in r.columns or "device_key" not in r.columns:
+        return set()
+    return {str(u) for u in r.loc[r["device_key"] == device, "uuid"] if str(u)}
+
+
+def geomean_ratio(table: pd.DataFrame) -> tuple[float, int]:
+    """Geometric mean of NEW ÷ OLD median over the cells ok in both, and their count."""
+    both = table[(table["status_old"] == "ok") & (table["status_new"] == "ok")]
+    ratios = (both["median_ms_new"] / both["median_ms_old"]).astype(float)
+    ratios = ratios[np.isfinite(ratios) & (ratios > 0)]
+    if ratios.empty:
+        return float("nan"), 0
+    return float(np.exp(np.log(ratios).mean())), len(ratios)
+
+
 def _nz(v: float) -> float:
     return 0.0 if not math.isfinite(v) else max(0.0, v)
 
@@ -108,11 +144,20 @@ def changed(table: pd.DataFrame) -> pd.DataFrame:
     return table[keep & ~only_old & ~only_new].reset_index(drop=True)
 
 
-def render(table: pd.DataFrame, threshold_pct: float) -> str:
+def render(table: pd.DataFrame, threshold_pct: float, warnings: list[str] | None = None) -> str:
     show = changed(table)
     n_ok = int(((table["status_old"] == "ok") & (table["status_new"] == "ok")).sum())
     n_reg = int(table["regression"].sum())
-    lines = [f"compared {len(table)} cells ({n_ok} ok in both); "
+    lines = list(warnings or [])
+    ratio, n = geomean_ratio(table)
+    if n:
+        moved = ("no overall change" if abs(ratio - 1) < 5e-4 else
+                 f"NEW {abs(1 - ratio) * 100:.1f}% {'faster' if ratio < 1 else 'slower'}")
+        lines.append(f"overall: geometric mean of NEW ÷ OLD median time over {n} cells ok in both: {ratio:.3f} "
+                     f"({moved}; speedup {1 / ratio:.3f}×)")
+    else:
+        lines.append("overall: no cell is ok in both cubes, so no geometric mean")
+    lines += [f"compared {len(table)} cells ({n_ok} ok in both); "
              f"{int((table['verdict'] == 'slower').sum())} significantly slower, "
              f"{int((table['verdict'] == 'faster').sum())} significantly faster, "
              f"{int(table['verdict'].str.contains('→').sum())} changed status; "
@@ -129,7 +174,7 @@ def render(table: pd.DataFrame, threshold_pct: float) -> str:
             _ms(r.status_new, r.median_ms_new, r.ci_low_ms_new, r.ci_high_ms_new),
             f"{r.change_pct:+.1f}%" if np.isfinite(r.change_pct) else ""])
     head = ["", "verdict", "device", "engine", "network", "precision", "batch", "phase", "gpus", "replica",
-            "OLD median [95% CI] ms", "NEW median [95% CI] ms", "change"]
+            "OLD median ms ±95% CI", "NEW median ms ±95% CI", "change"]
     lines.append("")
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "|".join("---" for _ in head) + "|")
@@ -143,4 +188,5 @@ def _ms(status, m, lo, hi) -> str:
         return "absent"
     if status != "ok":
         return label(status)
-    return f"{m:.4g} [{lo:.4g}–{hi:.4g}]"
+    from .plots import ci_pct
+    return f"{m:.4g} {ci_pct(m, lo, hi)}"

@@ -21,6 +21,9 @@ class Document:
     figure_dir: Path
     blocks: list = field(default_factory=list)
     figures: list = field(default_factory=list)   # paths of the PNG files written
+    # (figure file, problem) for what would make a figure mislead (plots.check_figure:
+    # overlapping labels, bars on a log axis): empty for every figure of plots.py.
+    figure_problems: list = field(default_factory=list)
 
     def heading(self, text: str, level: int = 2):
         self.blocks.append(("h", level, text))
@@ -46,6 +49,8 @@ class Document:
         while path in self.figures:
             path = self.figure_dir / f"{_slug(name)}-{n}.png"
             n += 1
+        from .plots import check_figure
+        self.figure_problems += [(path.name, problem) for problem in check_figure(fig)]
         fig.savefig(path, dpi=fig.dpi, facecolor="white")
         plt.close(fig)
         self.figures.append(path)

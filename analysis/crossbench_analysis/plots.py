@@ -1,6 +1,12 @@
 """The figures. Every function returns a matplotlib Figure; nothing here decides
 what to plot, only how.  A cell that is not ok is drawn as a hatched, outlined
-placeholder labelled with its status (never as a zero-height or missing bar)."""
+placeholder labelled with its status (never as a zero-height or missing bar).
+
+Rules every figure keeps (tests/python/test_analysis_figures.py checks them on
+real cubes): one colour per engine in every figure (ENGINE_PALETTE, here only);
+no bars on a log axis (times and speedups are dots with their CI whiskers);
+no text label overlaps another (value labels that would are dropped by
+`tidy_labels`, which also reports any other overlap)."""
 
 from __future__ import annotations
 
@@ -21,7 +27,17 @@ from matplotlib.transforms import blended_transform_factory  # noqa: E402
 from .analysis import batch_curve, label, ordered, NETWORK_ORDER, PHASE_ORDER  # noqa: E402
 
 DPI = 100
-ENGINE_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
+# One colour per engine, the same in every figure of every report. Engines not
+# listed get one of EXTRA_ENGINE_COLORS, chosen by a hash of the name (stable
+# across runs and cubes). No other series of any figure uses these colours.
+ENGINE_PALETTE = {
+    "cudnn": "#1f77b4", "onednn": "#ff7f0e", "pytorch": "#2ca02c", "pytorch-compile": "#17becf",
+    "jax": "#9467bd", "tensorflow": "#8c564b",
+}
+EXTRA_ENGINE_COLORS = ["#e377c2", "#bcbd22", "#7f3c8d", "#11a579", "#3969ac", "#f2b701"]
+# Series that are not engines (group sizes, devices): shades of grey, never an engine's hue.
+GREYS = ["#c7c7c7", "#969696", "#636363", "#252525", "#525252", "#b0b0b0"]
+PEAK_COLOR = "#d62728"
 STATUS_STYLE = {  # hatch, edge colour
     "oom": ("////", "#d62728"),
     "unsupported": ("\\\\\\\\", "#7f7f7f"),
@@ -41,8 +57,129 @@ def wrap(text: str, width: int = 90) -> str:
     return "\n".join(textwrap.wrap(text, width)) or text
 
 
+def engine_color(engine: str) -> str:
+    if engine in ENGINE_PALETTE:
+        return ENGINE_PALETTE[engine]
+    import zlib
+    return EXTRA_ENGINE_COLORS[zlib.crc32(engine.encode()) % len(EXTRA_ENGINE_COLORS)]
+
+
 def engine_colors(engines) -> dict:
-    return {e: ENGINE_COLORS[i % len(ENGINE_COLORS)] for i, e in enumerate(engines)}
+    return {e: engine_color(e) for e in engines}
+
+
+def ci_pct(median: float, low: float, high: float) -> str:
+    """A 95% CI as ± % of the median: the larger of the two half-widths."""
+    if not (np.isfinite(median) and np.isfinite(low) and np.isfinite(high)) or median == 0:
+        return ""
+    half = max(median - low, high - median) / abs(median) * 100
+    return f"±{half:.1f}%" if half >= 0.1 else "±<0.1%"
+
+
+# ---------------------------------------------------------------------------
+# Text labels that must not overlap
+
+def _texts(fig) -> list:
+    """Every visible, non-empty text the figure draws: titles, axis labels, tick
+    labels in view, annotations, legends, figure texts."""
+    out = list(fig.texts)
+    for leg in fig.legends:
+        out += list(leg.get_texts()) + [leg.get_title()]
+    axes = list(fig.axes)
+    for ax in list(axes):
+        axes += [c for c in getattr(ax, "child_axes", []) if c not in axes]
+    for ax in axes:
+        if not ax.get_visible():
+            continue
+        out += list(ax.texts) + [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label]
+        for axis in (ax.xaxis, ax.yaxis):
+            for tick in axis._update_ticks():
+                out += [tick.label1, tick.label2]
+        leg = ax.get_legend()
+        if leg is not None:
+            out += list(leg.get_texts()) + [leg.get_title()]
+    return [t for t in dict.fromkeys(out) if t.get_visible() and t.get_text().strip()]
+
+
+def _corners(text, renderer) -> np.ndarray:
+    """The 4 corners [px] of a text's rotated box (rotation_mode 'default': the
+    rotated box is centred on the extent's centre)."""
+    ext = text.get_window_extent(renderer)
+    angle = text.get_rotation() % 180
+    if angle == 0:
+        return np.array([[ext.x0, ext.y0], [ext.x1, ext.y0], [ext.x1, ext.y1], [ext.x0, ext.y1]])
+    text.set_rotation(0)
+    flat = text.get_window_extent(renderer)
+    text.set_rotation(angle)
+    w, h = flat.width / 2, flat.height / 2
+    c, s = math.cos(math.radians(angle)), math.sin(math.radians(angle))
+    centre = np.array([(ext.x0 + ext.x1) / 2, (ext.y0 + ext.y1) / 2])
+    local = np.array([[-w, -h], [w, -h], [w, h], [-w, h]])
+    return centre + local @ np.array([[c, s], [-s, c]])
+
+
+def _overlap(a: np.ndarray, b: np.ndarray, margin: float = 0.5) -> bool:
+    """Separating-axis test of two convex quadrilaterals, `margin` px of slack."""
+    for poly in (a, b):
+        for i in range(4):
+            edge = poly[(i + 1) % 4] - poly[i]
+            normal = np.array([-edge[1], edge[0]])
+            n = np.hypot(*normal)
+            if n == 0:
+                continue
+            normal = normal / n
+            pa, pb = a @ normal, b @ normal
+            if pa.max() <= pb.min() + margin or pb.max() <= pa.min() + margin:
+                return False
+    return True
+
+
+def _boxes(fig) -> list:
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    return [(t, _corners(t, renderer)) for t in _texts(fig)]
+
+
+def _overlapping(boxes) -> list[tuple[str, str]]:
+    return [(a.get_text(), b.get_text()) for i, (a, pa) in enumerate(boxes) for b, pb in boxes[i + 1:]
+            if _overlap(pa, pb)]
+
+
+def label_overlaps(fig) -> list[tuple[str, str]]:
+    """Pairs of visible text labels whose boxes overlap, as (text, text)."""
+    return _overlapping(_boxes(fig))
+
+
+def bars_on_log_axes(fig) -> list[str]:
+    """Titles of the axes that draw bars on a logarithmic scale (a bar's length
+    means nothing there)."""
+    from matplotlib.container import BarContainer
+    return [ax.get_title() or "untitled axes" for ax in fig.axes
+            if "log" in (ax.get_xscale(), ax.get_yscale()) and any(isinstance(c, BarContainer) for c in ax.containers)]
+
+
+def check_figure(fig) -> list[str]:
+    """Everything that would make the figure mislead, after dropping the value
+    labels that crowd others: overlapping labels and bars on log axes."""
+    problems = [f"labels overlap: {a!r} / {b!r}" for a, b in tidy_labels(fig)]
+    problems += [f"bars on a log axis: {t!r}" for t in bars_on_log_axes(fig)]
+    return problems
+
+
+def tidy_labels(fig) -> list[tuple[str, str]]:
+    """Hide every value label (gid "value-label") that overlaps a text drawn
+    before it, then return the overlaps that remain (none, for a figure of
+    this module). Hiding a label moves nothing, so one drawing serves both."""
+    boxes = _boxes(fig)
+    kept = [(t, box) for t, box in boxes if t.get_gid() != "value-label"]
+    for t, box in boxes:
+        if t.get_gid() != "value-label":
+            continue
+        if any(_overlap(box, other) for _, other in kept):
+            t.set_visible(False)
+        else:
+            kept.append((t, box))
+    return _overlapping(kept)
 
 
 def _status_patch(ax, x, width, status, text=None, frac=None):
@@ -73,15 +210,6 @@ def _short_number(v: float) -> str:
     if v >= 100:
         return f"{v:.0f}"
     return f"{v:.3g}"
-
-
-def _times(v, _=None) -> str:
-    """A speedup tick: 4×, 1×, 1/8× (log₂ axes)."""
-    if v <= 0:
-        return ""
-    if v >= 1:
-        return f"{v:g}×"
-    return f"1/{1 / v:.3g}×"
 
 
 def _header(fig, title: str, handles: list, ncol: int, legend_title: str | None = None) -> float:
@@ -140,13 +268,14 @@ def fig_time_per_batch(d: pd.DataFrame, device: str, precision: str, batch: int,
                 if status == "ok":
                     r = r.iloc[0]
                     err = [[r.median_ms - r.ci_low_ms], [r.ci_high_ms - r.median_ms]]
-                    ax.bar(x, r.median_ms, width * 0.92, color=colors[e], zorder=2, gid="cell-ok")
-                    ax.errorbar(x, r.median_ms, yerr=err, fmt="none", ecolor="black", capsize=2, lw=1,
-                                zorder=3)
+                    # A dot, not a bar: the axis is logarithmic, where a bar's length means nothing.
+                    dot = ax.errorbar(x, r.median_ms, yerr=err, fmt="o", ms=6, color=colors[e], mec="black",
+                                      mew=0.5, ecolor="black", capsize=2, lw=1, zorder=3)
+                    dot[0].set_gid("cell-ok")
                     if value_labels:
                         ax.annotate(_short_number(r.median_ms), (x, r.ci_high_ms), textcoords="offset points",
                                     xytext=(0, 2), ha="center", va="bottom", fontsize=7.5, zorder=4,
-                                    gid="value-label")
+                                    rotation=90, gid="value-label")
                 else:
                     seen_status.add(status)
                     _status_patch(ax, x, width * 0.92, status)
@@ -164,8 +293,9 @@ def fig_time_per_batch(d: pd.DataFrame, device: str, precision: str, batch: int,
         axes[0].set_ylim(0, 1)
         for ax in axes:
             ax.text(0.5, 0.6, "no ok cell at this batch", transform=ax.transAxes, ha="center")
-    axes[0].set_ylabel(f"time per batch of {batch} images [ms]\n(median, log scale; whiskers: 95% CI)")
-    handles = [Patch(color=colors[e], label=f"engine {e}") for e in engines] + _status_legend(seen_status)
+    axes[0].set_ylabel(f"time per batch of {batch} images [ms]\n(median dots, log scale; whiskers: 95% CI)")
+    handles = [Line2D([], [], marker="o", ls="none", color=colors[e], mec="black", mew=0.5, label=f"engine {e}")
+               for e in engines] + _status_legend(seen_status)
     top = _header(fig, f"Time per batch on {device} — {precision}, batch {batch} (lower is better)", handles, 6)
     fig.tight_layout(rect=(0, 0, 1, top))
     return fig
@@ -309,14 +439,16 @@ def fig_speedup(t: pd.DataFrame, title: str, series_col: str, colors: dict, ylab
                     continue
                 r = r.iloc[0]
                 if np.isfinite(r.speedup):
-                    # From 1x (the baseline) up (faster) or down (slower).
-                    ax.bar(x, r.speedup - 1.0, width * 0.92, color=colors.get(sname, "#1f77b4"), zorder=2,
-                           bottom=1.0, gid="cell-ok")
-                    ax.errorbar(x, r.speedup, yerr=[[r.speedup - r.speedup_low], [r.speedup_high - r.speedup]],
-                                fmt="none", ecolor="black", capsize=2, lw=1, zorder=3)
+                    # A dot with its interval on a linear axis: 2x reads as twice 1x.
+                    dot = ax.errorbar(x, r.speedup, yerr=[[r.speedup - r.speedup_low], [r.speedup_high - r.speedup]],
+                                      fmt="o", ms=6, color=colors.get(sname, GREYS[2]), mec="black", mew=0.5,
+                                      ecolor="black", capsize=2, lw=1, zorder=3)
+                    dot[0].set_gid("cell-ok")
                     above = r.speedup >= 1
-                    ax.text(x, r.speedup_high * 1.04 if above else r.speedup_low / 1.04, f"{r.speedup:.2g}×",
-                            ha="center", va="bottom" if above else "top", fontsize=7.5, zorder=4)
+                    ax.annotate(f"{r.speedup:.2f}×", (x, r.speedup_high if above else r.speedup_low),
+                                textcoords="offset points", xytext=(0, 3 if above else -3), rotation=90,
+                                ha="center", va="bottom" if above else "top", fontsize=7.5, zorder=4,
+                                gid="value-label")
                 else:
                     st = r.status if r.status != "ok" else r.baseline_status
                     seen.add(st)
@@ -329,12 +461,13 @@ def fig_speedup(t: pd.DataFrame, title: str, series_col: str, colors: dict, ylab
         ax.set_title(ph)
         ax.set_xlabel("network")
     if vals:
-        axes[0].set_yscale("log", base=2)
         lo, hi = min(vals + [1.0]), max(vals + [1.0])
-        axes[0].set_ylim(lo / 1.8, hi * 1.8)
-        axes[0].yaxis.set_major_formatter(FuncFormatter(_times))
+        pad = (hi - lo) * 0.25 + 0.05
+        axes[0].set_ylim(max(0.0, lo - pad), hi + pad)
+        axes[0].yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
     axes[0].set_ylabel(ylabel)
-    handles = [Patch(color=colors.get(s, "#1f77b4"), label=f"{series_col} {s}") for s in series]
+    handles = [Line2D([], [], marker="o", ls="none", color=colors.get(s, GREYS[2]), mec="black", mew=0.5,
+                      label=f"{series_col} {s}") for s in series]
     handles.append(Line2D([], [], color="black", ls="--", label="1× = as fast as the baseline"))
     handles += _status_legend(seen)
     top = _header(fig, title + " (higher is better)\n"
@@ -347,9 +480,15 @@ def fig_speedup(t: pd.DataFrame, title: str, series_col: str, colors: dict, ylab
 # Efficiency: achieved TFLOPS (and % of peak)
 
 def fig_efficiency(d: pd.DataFrame, device: str, precision: str, batch: int, engines: list[str],
-                   colors: dict, peak: float | None, peak_source: str) -> plt.Figure:
+                   colors: dict, peak: float | None, peak_source: str,
+                   above_peak: dict | None = None) -> plt.Figure:
+    """Effective TFLOP/s: the direct-convolution FLOP count of a step ÷ its
+    median time. `above_peak`: (engine, network, phase) -> why a cell beyond
+    the peak can be there (from its decisions); such bars are outlined in red,
+    marked with a letter, and the letter explained under the title."""
     networks = ordered(d["network"], NETWORK_ORDER)
     phases = ordered(d["phase"], PHASE_ORDER)
+    above_peak = above_peak or {}
     fig, axes = plt.subplots(1, len(phases), figsize=(min(16, max(8, 0.75 * len(networks) * len(phases) + 2.5)),
                                                       5.6), sharey=True, squeeze=False, dpi=DPI)
     axes = axes[0]
@@ -358,6 +497,7 @@ def fig_efficiency(d: pd.DataFrame, device: str, precision: str, batch: int, eng
     top = d.loc[d["status"] == "ok", "tflops"].max()
     # GFLOP/s for slow devices (a CPU at small batch), so that the axis reads 40, not 0.04.
     scale, unit = (1e3, "GFLOP/s") if np.isfinite(top) and top < 1 else (1.0, "TFLOP/s")
+    flagged = []   # (letter, text)
     for ax, ph in zip(axes, phases):
         p = d[d["phase"] == ph]
         for j, e in enumerate(engines):
@@ -367,44 +507,63 @@ def fig_efficiency(d: pd.DataFrame, device: str, precision: str, batch: int, eng
                 st = r["status"].iloc[0] if len(r) else "not_run"
                 if st == "ok" and np.isfinite(r["tflops"].iloc[0]):
                     v = r["tflops"].iloc[0]
-                    ax.bar(x, v * scale, width * 0.92, color=colors[e], zorder=2, gid="cell-ok")
-                    if peak:
+                    beyond = bool(peak) and v > peak
+                    ax.bar(x, v * scale, width * 0.92, color=colors[e], zorder=2, gid="cell-ok",
+                           edgecolor=PEAK_COLOR if beyond else "none", lw=1.8 if beyond else 0,
+                           hatch="//" if beyond else None)
+                    if beyond:
+                        letter = chr(ord("a") + len(flagged))
+                        reason = above_peak.get((e, n, ph), "no decisions recorded: check the measurement")
+                        flagged.append((letter, f"({letter}) {n} {ph} {e}: {100 * v / peak:.0f}% of peak; {reason}"))
+                        ax.annotate(letter, (x, v * scale), textcoords="offset points", xytext=(0, 2), ha="center",
+                                    va="bottom", fontsize=8, fontweight="bold", color=PEAK_COLOR, zorder=4)
+                    elif peak:
                         pct = 100 * v / peak
-                        ax.text(x, v * scale, f"{pct:.0f}%" if pct >= 1 else f"{pct:.2g}%", ha="center",
-                                va="bottom", fontsize=7)
+                        ax.annotate(f"{pct:.0f}%" if pct >= 1 else f"{pct:.2g}%", (x, v * scale),
+                                    textcoords="offset points", xytext=(0, 2), ha="center", va="bottom",
+                                    fontsize=7, rotation=90, gid="value-label")
                 elif st == "ok":
                     _status_patch(ax, x, width * 0.92, "not_run", text="TFLOP/s not recorded")
                 else:
                     seen.add(st)
                     _status_patch(ax, x, width * 0.92, st)
+        if peak:
+            ax.axhline(peak * scale, color=PEAK_COLOR, lw=1, ls="--", zorder=1)
         ax.set_xticks(range(len(networks)))
         ax.set_xticklabels(networks, rotation=30, ha="right")
         ax.set_xlim(-0.6, len(networks) - 0.4)
         ax.set_title(ph)
         ax.set_xlabel("network")
-    if np.isfinite(top) and top > 0:
-        axes[0].set_ylim(0, top * scale * 1.25)
-    axes[0].set_ylabel(f"achieved throughput [{unit}]")
+    ymax = max(top if np.isfinite(top) else 0, peak or 0)
+    if ymax > 0:
+        axes[0].set_ylim(0, ymax * scale * 1.25)
+    axes[0].set_ylabel(f"effective {unit}\n(direct-convolution FLOPs ÷ median step time)")
     if peak:
         pk = peak * scale
         sec = axes[-1].secondary_yaxis("right", functions=(lambda v: 100 * v / pk, lambda q: q * pk / 100))
-        sec.set_ylabel(f"% of peak ({peak:g} TFLOP/s)")
-        sub = f"bar labels: % of the {precision} peak, {peak:g} TFLOP/s ({peak_source})"
+        sec.set_ylabel(f"% of the {precision} peak ({peak:g} TFLOP/s)")
+        sub = f"bar labels: % of the {precision} peak, {peak:g} TFLOP/s ({peak_source}); dashed line: the peak"
     else:
         sub = (f"{precision} peak of this device unknown, so no % of peak "
                f"(add a row for it to crossbench_analysis/peaks.csv)")
+    if flagged:
+        sub += ("\nhatched, red-edged bars exceed the peak: the direct count overstates the work done; "
+                "their algorithms (cube's decisions):\n" + "\n".join(t for _, t in flagged))
+    if flagged:   # room for the explanation lines under the title
+        width_chars = int(fig.get_figwidth() * 10.5)
+        lines = sum(math.ceil(len(t) / width_chars) for _, t in flagged) + 2
+        fig.set_figheight(fig.get_figheight() + 0.25 * lines)
     handles = [Patch(color=colors[e], label=f"engine {e}") for e in engines] + _status_legend(seen)
-    top = _header(fig, f"Achieved {unit} on {device} — {precision}, batch {batch} (higher is better)\n" + sub,
-                  handles, 5)
-    fig.tight_layout(rect=(0, 0, 1, top))
+    if peak:
+        handles.append(Line2D([], [], color=PEAK_COLOR, ls="--", lw=1, label=f"{precision} peak"))
+    top_frac = _header(fig, f"Effective {unit} (direct-convolution FLOPs) on {device} — {precision}, batch {batch} "
+                            f"(higher is better)\n" + sub, handles, 5)
+    fig.tight_layout(rect=(0, 0, 1, top_frac))
     return fig
 
 
 # ---------------------------------------------------------------------------
 # Data-parallel scaling efficiency
-
-GPUS_COLORS = ["#2ca02c", "#1f77b4", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
-
 
 def fig_scaling(t: pd.DataFrame, device: str, precision: str, threshold: float) -> plt.Figure:
     """`t`: rows of analysis.scaling_table for one device and precision (every status).
@@ -415,7 +574,9 @@ def fig_scaling(t: pd.DataFrame, device: str, precision: str, threshold: float) 
     groups = sorted({(r.engine, r.network, int(r.batch)) for r in t.itertuples()},
                     key=lambda k: (list(dict.fromkeys(t["engine"])).index(k[0]), nets.index(k[1]), k[2]))
     gpus = sorted(int(g) for g in t["gpus"].unique())
-    colors = {g: GPUS_COLORS[i % len(GPUS_COLORS)] for i, g in enumerate(gpus)}
+    # Group sizes in greys, light to dark: no engine's colour means "2 devices".
+    shades = GREYS[: max(1, len(gpus))] if len(gpus) <= 4 else GREYS
+    colors = {g: shades[i % len(shades)] for i, g in enumerate(gpus)}
     several_engines = t["engine"].nunique() > 1
     fig, ax = plt.subplots(figsize=(min(16, max(8, 0.45 * len(groups) * len(gpus) + 2.5)), 5.8), dpi=DPI)
     width = 0.8 / max(1, len(gpus))
@@ -435,8 +596,8 @@ def fig_scaling(t: pd.DataFrame, device: str, precision: str, threshold: float) 
                 ax.bar(x, eff, width * 0.92, color=colors[g], zorder=2, gid="cell-ok",
                        edgecolor="#d62728" if r["below_threshold"] else "none", lw=1.5)
                 if labels_fit:
-                    ax.text(x, eff, f"{eff:.2f}", ha="center", va="bottom", fontsize=7, zorder=4,
-                            gid="value-label")
+                    ax.annotate(f"{eff:.2f}", (x, eff), textcoords="offset points", xytext=(0, 2), ha="center",
+                                va="bottom", fontsize=7, zorder=4, rotation=90, gid="value-label")
             elif r["status"] == "ok":   # measured, but no ok gpus = 1 cell to compare with
                 base = r["baseline_status"]
                 _status_patch(ax, x, width * 0.92, "not_run",
@@ -473,7 +634,7 @@ def fig_pareto(t: pd.DataFrame, workload: str, currency: str = "price") -> plt.F
     fig, ax = plt.subplots(figsize=(10, 6.5), dpi=DPI)
     ok = t[np.isfinite(t["images_per_s"]) & np.isfinite(t["price"])]
     front = ok[ok["pareto"]].sort_values("price")
-    ax.scatter(ok["price"], ok["images_per_s"], s=50, color="#1f77b4", zorder=3, label="device")
+    ax.scatter(ok["price"], ok["images_per_s"], s=50, color=GREYS[2], zorder=3, label="device", gid="device-point")
     if len(front):
         xs, ys = [], []
         for r in front.itertuples():
@@ -482,13 +643,14 @@ def fig_pareto(t: pd.DataFrame, workload: str, currency: str = "price") -> plt.F
                 ys.append(ys[-1])
             xs.append(r.price)
             ys.append(r.images_per_s)
-        ax.plot(xs, ys, color="#2ca02c", lw=1.5, zorder=2, label="Pareto front (no device is both cheaper and faster)")
-        ax.scatter(front["price"], front["images_per_s"], s=90, facecolor="none", edgecolor="#2ca02c",
+        ax.plot(xs, ys, color=GREYS[3], lw=1.5, zorder=2, label="Pareto front (no device is both cheaper and faster)")
+        ax.scatter(front["price"], front["images_per_s"], s=110, facecolor="none", edgecolor=GREYS[3],
                    lw=2, zorder=4)
     xmax = ok["price"].max() * 1.3 if len(ok) else 1.0
     for r in ok.itertuples():
         right = r.price > 0.6 * xmax
-        ax.annotate(wrap(r.short, 28), (r.price, r.images_per_s), textcoords="offset points",
+        ax.annotate(wrap(r.short + (f" ({r.precision})" if "precision" in t.columns else ""), 28),
+                    (r.price, r.images_per_s), textcoords="offset points",
                     xytext=(-8, 6) if right else (8, 6), ha="right" if right else "left", va="bottom", fontsize=8.5)
     missing = t[~(np.isfinite(t["images_per_s"]) & np.isfinite(t["price"]))]
     if len(missing):
@@ -504,6 +666,46 @@ def fig_pareto(t: pd.DataFrame, workload: str, currency: str = "price") -> plt.F
     ax.set_title("Throughput against price (upper left is better)", loc="left", fontsize=12)
     fig.text(0.01, 0.985, wrap("workload: " + workload, 130), ha="left", va="top", fontsize=9, color="#333333")
     fig.tight_layout(rect=(0, 0, 1, 0.93))
+    return fig
+
+
+# ---------------------------------------------------------------------------
+# Where the step goes: the stored layer times
+
+def fig_layer_times(lt: pd.DataFrame, title: str, color: str, top: int = 8) -> plt.Figure:
+    """`lt`: cube_extras.layer_times rows of several cells that differ only by
+    network. One panel per network: its `top` layers by forward + backward time,
+    forward and backward stacked (linear axis, so lengths add up)."""
+    networks = ordered(lt["network"], NETWORK_ORDER)
+    ncols = min(3, len(networks))
+    nrows = math.ceil(len(networks) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.4 * ncols, 0.3 * top * nrows + 1.4 * nrows + 1.6),
+                             squeeze=False, dpi=DPI)
+    for k, n in enumerate(networks):
+        ax = axes[k // ncols][k % ncols]
+        g = lt[lt["network"] == n].copy()
+        g["total"] = g["forward_ms"] + g["backward_ms"]
+        step = g["total"].sum()
+        g = g.sort_values("total", ascending=False).head(top).iloc[::-1]
+        y = np.arange(len(g))
+        ax.barh(y, g["forward_ms"], color=color, height=0.7, zorder=2)
+        ax.barh(y, g["backward_ms"], left=g["forward_ms"], color=color, alpha=0.45, hatch="//", height=0.7,
+                zorder=2, edgecolor="white", lw=0)
+        ax.set_yticks(y)
+        ax.set_yticklabels(g["layer"], fontsize=8)
+        ax.set_xlim(0, float(g["total"].max()) * 1.35 if len(g) and g["total"].max() > 0 else 1)
+        for yy, (tot, share) in enumerate(zip(g["total"], g["total"] / step if step > 0 else g["total"] * 0)):
+            ax.annotate(f"{100 * share:.0f}%", (tot, yy), textcoords="offset points", xytext=(3, 0), ha="left",
+                        va="center", fontsize=7.5, gid="value-label")
+        ax.set_title(f"{n} (all layers: {step:.3g} ms)", fontsize=10)
+        ax.set_xlabel("time per step [ms]")
+    for k in range(len(networks), nrows * ncols):
+        axes[k // ncols][k % ncols].set_visible(False)
+    handles = [Patch(color=color, label="forward"),
+               Patch(facecolor=color, alpha=0.45, hatch="//", edgecolor="white", label="backward")]
+    top_frac = _header(fig, title + f"\nthe {top} slowest layers per network; labels: share of the sum of all "
+                       f"layers' times (a profiling pass, not the timed steps)", handles, 2)
+    fig.tight_layout(rect=(0, 0, 1, top_frac))
     return fig
 
 

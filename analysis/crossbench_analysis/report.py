@@ -1,8 +1,10 @@
-"""`report CUBE -o DIR`: report.md and report.html (self-contained) with six sections.
+"""`report CUBE -o DIR`: report.md and report.html (self-contained): a headline
+that answers first, a summary, then seven sections.
 
-Sections 1-4 compare single devices: they use the gpus == 1 cells only.
-Section 5 is the data-parallel one (the cells with gpus > 1).  The summary,
-the replica spread and the throttled cells cover every cell, gpus included."""
+The headline and sections 1-5 compare single devices: they use the gpus == 1
+cells only.  Section 6 is the data-parallel one (the cells with gpus > 1).
+The summary, the replica spread and the throttled cells cover every cell,
+gpus included."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import plots
+from . import cube_extras, plots, procurement
 from .analysis import (NETWORK_ORDER, PHASE_ORDER, PRECISION_ORDER, SCALING_THRESHOLD, batch_curve,
                        by_design_unsupported, collapse_replicas, default_baseline_device, device_speedups,
                        engine_speedups, engines_on, focus_batch, label, native_first, ordered, replica_spread,
@@ -25,10 +27,13 @@ SECTIONS = (
     "1. Time per batch (the study's first figure)",
     "2. Batch-size efficiency (the study's second figure)",
     "3. Device against device, engine against engine",
-    "4. Efficiency: achieved TFLOP/s, % of peak, energy",
-    "5. Data-parallel scaling: efficiency and exposed communication",
-    "6. Provenance",
+    "4. Efficiency: effective TFLOP/s, % of peak, energy",
+    "5. Where the step goes: layer times",
+    "6. Data-parallel scaling: efficiency and exposed communication",
+    "7. Provenance",
 )
+HEADLINE = "Headline: the fastest engine and the device ranking"
+LAYER_TOP = 8   # layers per network in the figures; the table lists 5 per cell
 
 
 def fmt(v, digits=4) -> str:
@@ -53,13 +58,13 @@ def cell_text(r, value="median_ms", unit=" ms", ci=True) -> str:
     if not math.isfinite(v):
         return "ok (not recorded)"
     if ci and value == "median_ms":
-        return f"{fmt(v)}{unit} [{fmt(r.ci_low_ms, 3)}–{fmt(r.ci_high_ms, 3)}]"
+        return f"{fmt(v)}{unit} {plots.ci_pct(v, r.ci_low_ms, r.ci_high_ms)}".rstrip()
     return f"{fmt(v)}{unit}"
 
 
 def speed_text(r) -> str:
     if np.isfinite(r.speedup):
-        return f"{r.speedup:.3g}× [{r.speedup_low:.3g}–{r.speedup_high:.3g}]"
+        return f"{r.speedup:.3g}× {plots.ci_pct(r.speedup, r.speedup_low, r.speedup_high)}"
     return r.note
 
 
@@ -108,7 +113,7 @@ class Report:
             return False
         gpus = ", ".join(map(str, self.cube.gpus))
         self.doc.text(f"No single-device (gpus = 1) cell was attempted in this cube (its gpus axis: {gpus}), "
-                      f"so there is nothing to compare here; the data-parallel cells are in section 5.")
+                      f"so there is nothing to compare here; the data-parallel cells are in section 6.")
         return True
 
     def _no_ok(self, dp, what):
@@ -129,14 +134,103 @@ class Report:
         doc.text(f"Cube `{c.path}` (schema `{c.schema}`), created {c.attrs.get('created', 'at an unknown time')} "
                  f"by crossbench {c.attrs.get('crossbench_version', '?')} "
                  f"(revision {c.attrs.get('git_revision', '?')}).")
+        self.headline()
         self.summary()
         self.section1()
         self.section2()
         self.section3()
         self.section4()
+        self.section_layers()
         self.section5()
         self.section6()
         return doc
+
+    def headline(self):
+        """The answer first: per device, the fastest engine per network and
+        precision with its images/s; then the devices ranked by throughput."""
+        doc = self.doc
+        doc.heading(HEADLINE)
+        b = self.batch
+        ok = self.cells[(self.cells["status"] == "ok") & (self.cells["batch"] == b)]
+        if ok.empty:
+            doc.text(f"No single-device cell was measured at batch {b}: nothing to rank (the summary says why).")
+            return
+        doc.text(f"Batch {b} (`--batch`), single devices. Each entry is the fastest engine of that network, "
+                 f"precision and phase, with its images/s (higher is better) and how much faster it is than "
+                 f"the runner-up engine.")
+        for dev in self.devices:
+            d = ok[ok["device"] == dev]
+            if d.empty:
+                continue
+            rows = []
+            for ph in ordered(d["phase"], PHASE_ORDER):
+                for n in ordered(d["network"], NETWORK_ORDER):
+                    row = {"phase": ph, "network": n}
+                    for prec in ordered(d["precision"], PRECISION_ORDER):
+                        g = d[(d["phase"] == ph) & (d["network"] == n) & (d["precision"] == prec)]
+                        g = g.sort_values("images_per_s", ascending=False)
+                        if g.empty:
+                            row[prec] = "no ok cell"
+                            continue
+                        best = g.iloc[0]
+                        lead = (f", {best.images_per_s / g.iloc[1].images_per_s:.2f}× {g.iloc[1].engine}"
+                                if len(g) > 1 else "")
+                        row[prec] = f"{best.engine}: {fmt(best.images_per_s, 4)}{lead}"
+                    rows.append(row)
+            doc.heading(f"{dev}: fastest engine, images/s", 3)
+            doc.table(pd.DataFrame(rows), f"fastest engine per network and precision on {dev}, batch {b} "
+                                          f"[images/s], and its lead over the next engine")
+        phase = "training" if (ok["phase"] == "training").any() else "inference"
+        ranking = procurement.device_ranking(self.cube, phase=phase, batch=b)
+        items = []
+        for i, r in enumerate(ranking.itertuples(), start=1):
+            if np.isfinite(r.images_per_s):
+                items.append(f"**{i}. {r.device}**: {fmt(r.images_per_s, 4)} images/s at {r.precision} "
+                             f"({r.engines})")
+            else:
+                items.append(f"{r.device}: not ranked ({r.status_text})")
+        doc.text(f"**Device ranking** ({phase}, batch {b}; geometric mean over {ranking.attrs['networks']} of "
+                 f"each device's fastest engine per network, at the device's best precision):")
+        doc.bullets(items)
+        if len(ranking) == 1:
+            doc.text("The cube holds one device: run the job on others (or `crossbench merge` cubes) to rank them.")
+
+    def section_layers(self):
+        """Section 5: the stored /layer_times, the slowest layers of each profiled cell."""
+        doc = self.doc
+        doc.heading(SECTIONS[4])
+        lt = cube_extras.layer_times(self.cube)
+        lt = lt[lt["gpus"] == 1] if len(lt) else lt
+        if lt.empty:
+            doc.text("This cube stores no layer times: run with `--layer-times` (or `[measure] layer_times = "
+                     "true`) to see each layer's forward and backward time.")
+            return
+        b = self.batch if (lt["batch"] == self.batch).any() else int(lt["batch"].mode().iloc[0])
+        lt = lt[(lt["batch"] == b) & (lt["replica"] == lt["replica"].min())]
+        doc.text(f"Each layer's forward and backward time from the profiling pass after a cell's timed steps "
+                 f"(median over its repetitions; layer by layer, so the sum exceeds the fused, graphed step). "
+                 f"Batch {b}. The figures show the {LAYER_TOP} slowest layers of each network, forward solid and "
+                 f"backward hatched; the table the 5 slowest of every profiled cell.")
+        keys = ["device", "engine", "precision", "phase"]
+        for (dev, eng, prec, ph), g in lt.groupby(keys, sort=False):
+            if ph != "training" and (lt[(lt["device"] == dev) & (lt["engine"] == eng) & (lt["precision"] == prec)]
+                                     ["phase"] == "training").any():
+                continue   # training shows forward and backward; inference is in the table
+            doc.figure(plots.fig_layer_times(g, f"Where the {ph} step goes on {plots.short_device(dev)} — "
+                                                f"{eng}, {prec}, batch {b}", plots.engine_color(eng), LAYER_TOP),
+                       f"fig-layers-{self._dev_id(dev)}-{eng}-{prec}-{ph}-b{b}",
+                       f"The slowest layers of each network on {dev}, {eng}, {prec}, {ph}, batch {b}.")
+        rows = []
+        for (dev, eng, net, prec, ph), g in lt.groupby(keys[:2] + ["network"] + keys[2:], sort=False):
+            total = (g["forward_ms"] + g["backward_ms"]).sum()
+            g = g.assign(total=g["forward_ms"] + g["backward_ms"]).sort_values("total", ascending=False).head(5)
+            for r in g.itertuples():
+                rows.append({"device": self._short(dev), "engine": eng, "network": net, "precision": prec,
+                             "phase": ph, "layer": r.layer, "kind": r.kind, "forward [ms]": fmt(r.forward_ms, 3),
+                             "backward [ms]": fmt(r.backward_ms, 3),
+                             "share of all layers": f"{100 * r.total / total:.1f}%" if total > 0 else ""})
+        doc.table(pd.DataFrame(rows), f"the 5 slowest layers of each profiled cell, batch {b}",
+                  collapsed=len(rows) > 40)
 
     def summary(self):
         doc, cells = self.doc, self.cube.cells
@@ -200,7 +294,7 @@ class Report:
                 if not self._no_ok(dp, f"{prec} at batch {b}"):
                     doc.figure(plots.fig_time_per_batch(dp, dev, prec, b, engines, self.colors),
                              f"fig1-{self._dev_id(dev)}-{prec}-b{b}",
-                             f"Time per batch of {b} on {dev}, {prec}: one bar per engine; inference left, "
+                             f"Time per batch of {b} on {dev}, {prec}: one dot per engine (log axis); inference left, "
                              f"training right; hatched placeholders are cells without a measurement, labelled "
                              f"with their status.")
                 t = self._time_table(dp, engines)
@@ -321,7 +415,7 @@ class Report:
                         continue
                     colors = self.colors if mode == "same engine" else {}
                     doc.figure(plots.fig_speedup(tp, f"Speedup of {dev} over {self.baseline} — {prec}, batch {b}",
-                                                 "engine", colors, "speedup over the baseline device\n(log₂ scale)"),
+                                                 "engine", colors, "speedup over the baseline device\n(linear scale)"),
                                f"fig3-{self._dev_id(dev)}-over-{self._dev_id(self.baseline)}-{prec}-b{b}",
                                f"Speedup of {dev} over {self.baseline}, {prec}, batch {b} ({mode}); above 1× "
                                f"the device is faster.")
@@ -345,7 +439,7 @@ class Report:
                 if tp.empty or not np.isfinite(tp["speedup"]).any():
                     continue
                 doc.figure(plots.fig_speedup(tp, f"Speedup of each engine over {be} on {dev} — {prec}, batch {b}",
-                                             "engine", self.colors, f"speedup over {be}\n(log₂ scale)"),
+                                             "engine", self.colors, f"speedup over {be}\n(linear scale)"),
                            f"fig3-{self._dev_id(dev)}-engines-{prec}-b{b}",
                            f"Engines on {dev} against {be}, {prec}, batch {b}; above 1× the engine is faster.")
             doc.table(self._speed_table(t), f"speedup over {be} on {dev}, every cell", collapsed=len(t) > 40)
@@ -367,8 +461,16 @@ class Report:
         doc = self.doc
         doc.heading(SECTIONS[3])
         b = self.batch
-        doc.text("Achieved TFLOP/s = the network's FLOPs per step (forward; training adds the backward "
-                 "pass) ÷ the median step time, as recorded in the cube. % of peak uses the dense peak of the "
+        decisions = cube_extras.decisions(self.cube)
+        decisions = decisions[decisions["gpus"] == 1].drop_duplicates(
+            ["device", "engine", "network", "precision", "batch", "phase"])
+        decided = {(r.device, r.engine, r.network, r.precision, int(r.batch), r.phase): r.decisions
+                   for r in decisions.itertuples()}
+        doc.text("**Effective** TFLOP/s = the network's direct-convolution FLOP count per step (forward; training "
+                 "adds the backward pass) ÷ the median step time, as recorded in the cube. An algorithm that does "
+                 "fewer multiplications than the direct count (FFT, Winograd) can put a cell above the device's "
+                 "peak: such cells are flagged, with the algorithms from the cell's `decisions`; their effective "
+                 "rate is not the hardware's. % of peak uses the dense peak of the "
                  "device at that precision from `peaks.csv` (editable; GPUs) or from the cube (CPUs, when "
                  "known); otherwise it is unknown. Energy per image comes from the GPU's energy counter "
                  "where it was measured." + (" Single-device cells (gpus = 1) only." if self.data_parallel else ""))
@@ -384,21 +486,28 @@ class Report:
             for prec in self._precisions(d):
                 dp = d[d["precision"] == prec]
                 pk = self.peaks.peak(dev, prec, self.cube.ranks)
+                reasons = {}
+                for r in dp[dp["status"] == "ok"].itertuples():
+                    if pk.tflops and np.isfinite(r.tflops) and r.tflops > pk.tflops:
+                        reasons[(r.engine, r.network, r.phase)] = cube_extras.above_peak_reason(
+                            decided.get((dev, r.engine, r.network, prec, b, r.phase), ""), prec)
                 doc.heading(f"{dev} — {prec}, batch {b}", 3)
                 if not self._no_ok(dp, f"{prec} at batch {b}"):
-                    doc.figure(plots.fig_efficiency(dp, dev, prec, b, engines, self.colors, pk.tflops, pk.source),
+                    doc.figure(plots.fig_efficiency(dp, dev, prec, b, engines, self.colors, pk.tflops, pk.source,
+                                                    reasons),
                              f"fig4-{self._dev_id(dev)}-{prec}-b{b}",
-                             f"Achieved TFLOP/s on {dev}, {prec}, batch {b}; peak: "
+                             f"Effective TFLOP/s (direct-convolution FLOPs) on {dev}, {prec}, batch {b}; peak: "
                              f"{fmt(pk.tflops) + ' TFLOP/s (' + pk.source + ')' if pk.tflops else 'unknown'}.")
                 for r in dp.sort_values(["phase", "engine"]).itertuples():
                     ok = r.status == "ok"
                     rows.append({
                         "device": self._short(dev), "engine": r.engine, "network": r.network, "precision": prec,
                         "phase": r.phase,
-                        "TFLOP/s": fmt(r.tflops, 3) if ok else label(r.status),
+                        "effective TFLOP/s": fmt(r.tflops, 3) if ok else label(r.status),
                         "peak TFLOP/s": fmt(pk.tflops) if pk.tflops else "unknown",
                         "% of peak": (f"{100 * r.tflops / pk.tflops:.1f}%" if pk.tflops and ok and
                                       np.isfinite(r.tflops) else ("unknown" if ok else label(r.status))),
+                        "above peak because": reasons.get((r.engine, r.network, r.phase), ""),
                         "images/s": fmt(r.images_per_s) if ok else label(r.status),
                         "energy [J/image]": (fmt(r.energy_j_per_image) if np.isfinite(r.energy_j_per_image)
                                              else ("not measured" if ok else label(r.status))),
@@ -408,6 +517,10 @@ class Report:
         if rows:
             doc.table(pd.DataFrame(rows), f"efficiency at batch {b}", collapsed=len(rows) > 60)
         measured = self.cells["energy_j_per_image"].notna().sum()
+        flagged = sum(1 for r in rows if r["above peak because"])
+        if flagged:
+            doc.text(f"**{flagged} cell(s) exceed the device's peak** in effective TFLOP/s; the table's "
+                     f"\"above peak because\" column names the algorithms (from `decisions`).")
         doc.text(f"Energy was measured for {measured} ok cell(s)."
                  if measured else "No cell has an energy measurement (CPU runs and GPUs without an NVML "
                                   "energy counter have none).")
@@ -415,7 +528,7 @@ class Report:
     # 5 -------------------------------------------------------------------------
     def section5(self):
         doc = self.doc
-        doc.heading(SECTIONS[4])
+        doc.heading(SECTIONS[5])
         th = self.scaling_threshold
         if not self.data_parallel:
             why = (f"its schema, `{SCHEMA_1}`, predates data-parallel training" if self.cube.schema == SCHEMA_1
@@ -491,7 +604,7 @@ class Report:
     # 6 -------------------------------------------------------------------------
     def section6(self):
         doc, c = self.doc, self.cube
-        doc.heading(SECTIONS[5])
+        doc.heading(SECTIONS[6])
         attrs = {k: v for k, v in c.attrs.items() if k != "job_file"}
         doc.table(pd.DataFrame({"attribute": list(attrs), "value": list(attrs.values())}),
                   "root attributes of the cube (versions, command line)")
@@ -534,6 +647,27 @@ class Report:
             doc.text(f"Throttling unknown (no telemetry, e.g. CPU) for {unknown} ok cell(s).")
         if c.missing_vars:
             doc.text(f"Variables absent from this cube (shown as unknown): {', '.join(c.missing_vars)}.")
+
+
+PROVENANCE_ATTRS = ("git_revision", "crossbench_version", "created", "cuda_runtime_version", "cuda_driver_version",
+                    "cudnn_version", "cublas_version", "mpi_version", "hdf5_version", "nvml")
+
+
+def with_provenance(cube: Cube, cells: pd.DataFrame) -> pd.DataFrame:
+    """`cells` with run-level provenance columns: the cube's root attributes
+    (revision, versions, creation time) and, per cell, the host and GPU UUID of
+    the rank that ran it (from /ranks)."""
+    out = cells.copy()
+    for name in PROVENANCE_ATTRS:
+        out[name] = cube.attrs.get(name, "")
+    r = cube.ranks
+    for col, new in (("host", "host"), ("uuid", "device_uuid")):
+        if "rank" in r.columns and col in r.columns and "rank" in out.columns:
+            by_rank = dict(zip(pd.to_numeric(r["rank"], errors="coerce"), r[col].astype(str)))
+            out[new] = [by_rank.get(k, "") for k in out["rank"]]
+        else:
+            out[new] = ""
+    return out
 
 
 def write_report(cube: Cube, out_dir, **kw) -> tuple[Path, Path, list[Path]]:

@@ -8,6 +8,7 @@
 #include <new>
 #include <optional>
 
+#include "core/nvtx.hpp"
 #include "crossbench/error.hpp"
 
 namespace crossbench {
@@ -68,6 +69,7 @@ CellResult failed_cell(const CellResult& partial, std::exception_ptr thrown) {
 // never the cell: the headline stays as measured, the message says why.
 void profile_layers(Session& session, int repetitions, CellResult& result) {
   try {
+    const nvtx::Range range("profile");
     result.layer_times = session.layer_times(repetitions);
   } catch (const std::exception& error) {
     result.layer_times.clear();
@@ -97,13 +99,17 @@ Measurement measure(Session& session, const MeasureOptions& options, double seco
   // Warm-up goes through the timer too, so that an asynchronous engine has
   // finished its warm-up work before the first timed step starts.
   bool no_time_left = false;
-  for (int i = 0; i < options.warmup_steps && !no_time_left; ++i) no_time_left = agreed_step().out_of_time;
+  {
+    const nvtx::Range range("warm-up");
+    for (int i = 0; i < options.warmup_steps && !no_time_left; ++i) no_time_left = agreed_step().out_of_time;
+  }
 
   Measurement measurement;
   measurement.samples_ms.reserve(static_cast<std::size_t>(std::max(options.min_steps, 1)));
   // The stopping rule sorts the samples; checking it after every step would
   // cost O(n² log n), so it is checked at min_steps and then every 10% more steps.
   std::size_t next_check = static_cast<std::size_t>(options.min_steps);
+  const nvtx::Range timed_range("timed steps");
   session.begin_timed_steps();
   while (true) {
     if (no_time_left) {
@@ -210,10 +216,12 @@ CellResult run_cell(Engine* engine, const std::string& engine_name, const Networ
     return result;
   }
 
+  const nvtx::Range cell_range(describe(cell));  // named like the cell, for Nsight Systems
   const auto start = Clock::now();
   std::unique_ptr<Session> session;
   std::optional<CellResult> failure;
   try {
+    const nvtx::Range range("prepare");
     session = data_parallel ? engine->prepare_data_parallel(network, cell, *communicator) : engine->prepare(network, cell);
     if (!session)
       failure = without_measurements(result, Status::unsupported,

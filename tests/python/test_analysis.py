@@ -465,7 +465,7 @@ def test_report_shows_every_non_ok_cell_as_its_status(loaded, report_dir):
         text = tables[key]
         want = cubemod.STATUS_LABELS[r.status]
         if r.status == "ok":
-            assert re.match(r"^[0-9.]+(e[+-]?\d+)? ms \[", text), text
+            assert re.match(r"^[0-9.]+(e[+-]?\d+)? ms ±(<)?[0-9.]+%$", text), text  # the CI as ± %
         else:
             assert text.startswith(want), (key, text)
         checked += 1
@@ -476,8 +476,8 @@ def test_report_shows_every_non_ok_cell_as_its_status(loaded, report_dir):
 
 
 def test_figures_mark_oom_and_never_plot_zero(loaded):
-    """The bar figure draws an OOM placeholder labelled OOM for each OOM cell, a bar for
-    each ok cell, and nothing of height zero."""
+    """The time-per-batch figure draws an OOM placeholder labelled OOM for each OOM cell,
+    a dot (never a bar: the axis is logarithmic) for each ok cell, and nothing at zero."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
     cells = single_device(collapse_replicas(loaded.cells))
@@ -500,9 +500,12 @@ def test_figures_mark_oom_and_never_plot_zero(loaded):
                 n_bad = int((~d["status"].isin(["ok"])).sum())
                 assert len(texts) == n_bad
                 patches = [p for ax in fig.axes for p in ax.patches if isinstance(p, Rectangle)]
-                bars = [p for p in patches if p.get_gid() == "cell-ok"]
-                assert len(bars) == int((d["status"] == "ok").sum())
-                assert all(p.get_height() > 0 for p in bars)
+                assert not [p for p in patches if p.get_gid() == "cell-ok"], "a bar on a log axis"
+                assert plots.bars_on_log_axes(fig) == []
+                dots = [line for ax in fig.axes for line in ax.lines if line.get_gid() == "cell-ok"]
+                assert len(dots) == int((d["status"] == "ok").sum())
+                ok_ms = sorted(d.loc[d["status"] == "ok", "median_ms"])
+                assert sorted(float(line.get_ydata()[0]) for line in dots) == pytest.approx(ok_ms)
                 holders = [p.get_gid() for p in patches if (p.get_gid() or "").startswith("cell-")
                            and p.get_gid() != "cell-ok"]
                 assert sorted(holders) == sorted(f"cell-{s}" for s in d["status"] if s != "ok")
@@ -558,7 +561,7 @@ def test_report_batch_words(report_dir, loaded):
 
 def test_report_provenance(report_dir, loaded):
     md = (report_dir / "report.md").read_text()
-    sec5 = md.split(f"## {SECTIONS[5]}")[1]
+    sec5 = md.split(f"## {SECTIONS[6]}")[1]
     for key in ("schema", "command_line"):
         if key in loaded.attrs:
             assert key in sec5
@@ -875,7 +878,7 @@ def test_schema1_cube_reads_as_single_device(tmp_path):
     assert r.returncode == 0, r.stderr
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "schema `crossbench-cube/1`, from before data-parallel training" in md
-    sec5 = md.split(f"## {SECTIONS[4]}")[1].split(f"## {SECTIONS[5]}")[0]
+    sec5 = md.split(f"## {SECTIONS[5]}")[1].split(f"## {SECTIONS[6]}")[0]
     assert "no data-parallel cells" in sec5 and "predates data-parallel training" in sec5
     assert not list((tmp_path / "rep" / "figures").glob("fig5-*"))
     # scaling: nothing to scale, said so.
@@ -1025,7 +1028,7 @@ def test_scaling_cli_and_report(tmp_path):
     r = cli("report", p, "-o", out)
     assert r.returncode == 0, r.stderr
     md = (out / "report.md").read_text()
-    sec5 = md.split(f"## {SECTIONS[4]}")[1].split(f"## {SECTIONS[5]}")[0]
+    sec5 = md.split(f"## {SECTIONS[5]}")[1].split(f"## {SECTIONS[6]}")[0]
     assert "4 data-parallel training cell(s): 3 ok, 1 below 0.9 efficiency, 1 ok without an efficiency" in sec5
     assert ("**NVIDIA H100 80GB HBM3, cudnn, resnet50, fp32, batch 32, gpus 2**: efficiency 0.80, below 0.9: "
             "exposed communication 2.5 ms of 12.5 ms step (20%)") in sec5

@@ -53,8 +53,8 @@ def slurm(tmp_path_factory):
 def site_copy(script, directory, partition="debug"):
     """The shipped script, adapted as slurm/README.md tells a site: no GPUs here, the test partition."""
     text = (REPO / "slurm" / script).read_text()
-    text = re.sub(r" ?--gpus-per-task=\d+", "", text)
-    text = text.replace("#SBATCH --gpus-per-task=1\n", "")
+    text = re.sub(r"#SBATCH --gpus-per-node=\d+\n", "", text)
+    text = re.sub(r" ?--gpus-per-node=\d+", "", text)
     text = re.sub(r"--partition=[\w-]+", f"--partition={partition}", text)
     text = re.sub(r"--cpus-per-task=\d+", "--cpus-per-task=1", text)
     path = pathlib.Path(directory) / script
@@ -93,7 +93,10 @@ def test_heterogeneous_job_script(slurm, tmp_path, crossbench_binary):
     (tmp_path / "job.ini").write_text(JOB)
     output = tmp_path / "het.h5"
     script = site_copy("hetjob.sbatch", tmp_path)
-    script.write_text(script.read_text().replace("--ntasks=4", "--ntasks=2"))
+    # Component 1 asks for 2 CPUs per task: its ranks must run 2 threads, component 0's 1.
+    text = script.read_text().replace("--ntasks=4", "--ntasks=2")
+    head, tail = text.split("#SBATCH hetjob\n")
+    script.write_text(head + "#SBATCH hetjob\n" + tail.replace("--cpus-per-task=1", "--cpus-per-task=2", 1))
     result, log = sbatch(slurm, script, tmp_path,
                          {"CROSSBENCH": str(crossbench_binary), "CROSSBENCH_JOB": str(tmp_path / "job.ini"),
                           "CROSSBENCH_OUTPUT": str(output), "CROSSBENCH_ARGS": "--quiet",
@@ -107,17 +110,21 @@ def test_heterogeneous_job_script(slurm, tmp_path, crossbench_binary):
         names = {v: k for k, v in h5py.check_enum_dtype(cube["status"].dtype).items()}
         status = np.vectorize(names.get)(cube["status"][...])
         assert (status == "ok").all()  # each partition's complete matrix
+        threads = dict(zip(decoded(cube["ranks/device_key"][...]), cube["ranks/threads"][...].tolist()))
+    assert [threads[d] for d in sorted(threads)] == [1, 2], threads  # alpha: 1 CPU per task, beta: 2
 
 
-def test_long_sweep_requeues_and_resumes(slurm, tmp_path, crossbench_binary):
-    """USR1 (the time-limit warning) → the run stops after its cell, exits 3, the
-    script requeues the job, the second start resumes the journal to the end."""
+def interrupted_sweep(slurm, tmp_path, crossbench_binary, **environment):
+    """Submit the long sweep, send USR1 (the time-limit warning) once its first
+    cell is in the journal, and wait until the job has left the queue for good
+    (requeued, run again, completed; or stopped). Returns the cube path, the
+    journal and the job's log."""
     (tmp_path / "job.ini").write_text(JOB.replace("networks = alexnet", "networks = alexnet, googlenet"))
     output = tmp_path / "sweep.h5"
     script = site_copy("long-sweep.sbatch", tmp_path)
     script.write_text(script.read_text().replace("--ntasks-per-node=4", "--ntasks-per-node=2"))
     env = dict(slurm, CROSSBENCH=str(crossbench_binary), CROSSBENCH_JOB=str(tmp_path / "job.ini"),
-               CROSSBENCH_OUTPUT=str(output), CROSSBENCH_ARGS="--quiet")
+               CROSSBENCH_OUTPUT=str(output), CROSSBENCH_ARGS="--quiet", **environment)
     submitted = subprocess.run(["sbatch", "--parsable", f"--output={tmp_path}/sweep-%j.log", str(script)],
                                cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
     assert submitted.returncode == 0, submitted.stderr
@@ -128,15 +135,20 @@ def test_long_sweep_requeues_and_resumes(slurm, tmp_path, crossbench_binary):
         time.sleep(0.2)
     assert journal.exists(), "the first start wrote no result"
     subprocess.run(["scancel", "--signal=USR1", job_id], env=env, check=True, timeout=30)
-    # Wait for the job to leave the queue for good (requeued, run again, completed).
     deadline = time.time() + 600
     while time.time() < deadline:
         state = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T"], env=env, capture_output=True, text=True).stdout
         if not state.strip():
             break
         time.sleep(1)
-    log = "".join(p.read_text() for p in tmp_path.glob("sweep-*.log"))
-    assert "requeueing" in log, log
+    return output, journal, "".join(p.read_text() for p in tmp_path.glob("sweep-*.log"))
+
+
+def test_long_sweep_requeues_and_resumes(slurm, tmp_path, crossbench_binary):
+    """USR1 (the time-limit warning) → the run stops after its cell, exits 3, the
+    script requeues the job, the second start resumes the journal to the end."""
+    output, journal, log = interrupted_sweep(slurm, tmp_path, crossbench_binary)
+    assert "requeueing" in log and "requeue 1 of at most 5" in log, log
     assert "start 2" in log, log
     with h5py.File(output, "r") as cube:
         assert decoded([cube.attrs["run_state"]])[0] == "complete", log
@@ -144,3 +156,82 @@ def test_long_sweep_requeues_and_resumes(slurm, tmp_path, crossbench_binary):
         assert (np.vectorize(names.get)(cube["status"][...]) == "ok").all()
     results = [l for l in journal.read_text().splitlines() if '"type":"result"' in l]
     assert len(results) == 8  # every cell once, none twice
+
+
+SCRIPTS = sorted(p.name for p in (REPO / "slurm").glob("*.sbatch"))
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_every_script_is_benchmark_grade(script):
+    """Exclusive nodes; all of a node's GPUs visible to each task (no per-task
+    GPU cgroup, so NCCL keeps CUDA IPC and NVLink); fork-safe verbs; the power
+    cap of slurm/common.sh."""
+    text = (REPO / "slurm" / script).read_text()
+    assert "--exclusive" in text
+    assert "--gpus-per-task" not in text and "--gpus-per-node=" in text
+    assert "--gpu-bind=none" in text
+    assert "export RDMAV_FORK_SAFE=1" in text
+    assert "source \"$CROSSBENCH_SLURM_DIR/common.sh\"" in text and "crossbench_power_cap" in text
+
+
+def test_long_sweep_keeps_the_signal_lead_time():
+    assert "#SBATCH --signal=USR1@600" in (REPO / "slurm" / "long-sweep.sbatch").read_text()
+
+
+DATA_PARALLEL_JOB = """
+[matrix]
+networks = alexnet
+engines = auto
+precisions = fp32
+batches = 1
+phases = training
+gpus = 1, 2
+
+[measure]
+warmup = 1
+min_steps = 2
+max_steps = 3
+target_ci = 0.5
+update = sgd
+learning_rate = 0.001
+"""
+
+
+def test_data_parallel_script(slurm, tmp_path, crossbench_binary):
+    (tmp_path / "dp.ini").write_text(DATA_PARALLEL_JOB)
+    output = tmp_path / "dp.h5"
+    script = site_copy("data-parallel.sbatch", tmp_path)
+    script.write_text(script.read_text().replace("--ntasks-per-node=4", "--ntasks-per-node=2"))
+    result, log = sbatch(slurm, script, tmp_path,
+                         {"CROSSBENCH": str(crossbench_binary), "CROSSBENCH_JOB": str(tmp_path / "dp.ini"),
+                          "CROSSBENCH_OUTPUT": str(output), "CROSSBENCH_ARGS": "--quiet"})
+    assert result.returncode == 0, result.stderr + log
+    with h5py.File(output, "r") as cube:
+        assert cube["gpus"][...].tolist() == [1, 2]
+        names = {v: k for k, v in h5py.check_enum_dtype(cube["status"].dtype).items()}
+        status = np.vectorize(names.get)(cube["status"][...])
+        assert (status == "ok").all(), status
+        efficiency = cube["scaling_efficiency"][...][..., 1, :]
+        assert np.isfinite(efficiency).all() and (efficiency > 0).all()
+
+
+def test_a_power_cap_that_cannot_be_applied_refuses_the_job(slurm, tmp_path, crossbench_binary):
+    """No nvidia-smi on the test node: the job asked for 250 W, so it must not
+    run uncapped under a power tag; it exits 2 with the reason, no cube."""
+    (tmp_path / "job.ini").write_text(JOB)
+    output = tmp_path / "capped.h5"
+    result, log = sbatch(slurm, site_copy("single-node.sbatch", tmp_path), tmp_path,
+                         {"CROSSBENCH": str(crossbench_binary), "CROSSBENCH_JOB": str(tmp_path / "job.ini"),
+                          "CROSSBENCH_OUTPUT": str(output), "CROSSBENCH_POWER_CAP_W": "250"})
+    assert result.returncode == 2, log   # sbatch --wait exits with the job's status
+    assert "refused: the job asked for a power cap of 250 W" in log, log
+    assert "nvidia-smi not found" in log, log
+    assert not output.exists()
+
+
+def test_long_sweep_stops_requeueing_at_the_cap(slurm, tmp_path, crossbench_binary):
+    output, journal, log = interrupted_sweep(slurm, tmp_path, crossbench_binary, CROSSBENCH_MAX_REQUEUES="0")
+    assert "not requeueing" in log and "CROSSBENCH_MAX_REQUEUES=0" in log, log
+    assert "start 2" not in log, log
+    with h5py.File(output, "r") as cube:
+        assert decoded([cube.attrs["run_state"]])[0] != "complete", log
