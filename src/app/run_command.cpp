@@ -155,9 +155,10 @@ std::unique_ptr<OutputLock> lock_output(const Options& options, const MpiSession
       if (std::filesystem::is_directory(directory, ignored)) lock = std::make_unique<OutputLock>(options.output);
       check_output_is_free(options);  // names a missing directory, an earlier run's files
       const auto journal = journal_path(options.output);
-      if (options.resume && std::filesystem::is_symlink(journal, ignored))
-        throw UsageError("--resume refused: journal '" + journal.string() + "' is a symbolic link; crossbench writes "
-                         "its journal only as a regular file");
+      if (options.resume && (std::filesystem::is_symlink(journal, ignored) ||
+                             !std::filesystem::is_regular_file(journal, ignored)))
+        throw UsageError("--resume refused: journal '" + journal.string() + "' is not a regular file (a symbolic "
+                         "link, a FIFO or a device); crossbench writes its journal only as a regular file");
     } catch (const UsageError& error) {
       refusal = error.what();
     } catch (const std::exception& error) {

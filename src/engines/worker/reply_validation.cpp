@@ -69,6 +69,10 @@ std::string reply_problem(const json& reply) {
   for (const auto& [name, kind] : reply_fields()) {
     if (!reply.contains(name) || has_kind(reply[name], kind)) continue;
     const json& value = reply[name];
+    if (value.is_array() && kind == Kind::number_list)
+      for (std::size_t i = 0; i < value.size(); ++i)
+        if (!value[i].is_number() && !value[i].is_null())
+          return std::string(name) + "[" + std::to_string(i) + "] is " + type_of(value[i]) + ", not a number";
     if (value.is_string() && kind == Kind::string)
       return std::string("field '") + name + "' is a string of " + std::to_string(value.get_ref<const std::string&>().size()) +
              " bytes; at most " + std::to_string(kMaxWorkerTextBytes) + " are accepted";
