@@ -28,6 +28,7 @@
 #include "dist/mpi_session.hpp"
 #include "dist/output_lock.hpp"
 #include "dist/plan.hpp"
+#include "dist/resume.hpp"
 #include "dist/result_channel.hpp"
 #include "dist/stop_request.hpp"
 
@@ -77,64 +78,6 @@ std::map<std::string, std::string> run_attributes(const Options& options, const 
   };
   for (const auto& [name, version] : engine_library_versions()) attributes[name] = version;
   return attributes;
-}
-
-// Rank 0 reads the journal of a resumed run and tells every rank which cells
-// are done, or why the journal does not fit this run (then every rank stops
-// with the same UsageError).
-struct ResumeState {
-  std::vector<CellResult> earlier;
-  std::set<std::string> done;
-  std::vector<std::string> new_devices;  // --allow-new-devices: keys this run adds to the journal
-};
-
-std::vector<std::string> device_keys_of(const std::vector<Device>& devices) {
-  std::vector<std::string> keys;
-  for (const auto& device : devices) keys.push_back(device.key());
-  return keys;
-}
-
-ResumeState agree_on_resume(const Options& options, const MpiSession& mpi, const std::vector<Device>& devices) {
-  ResumeState state;
-  if (!options.resume) return state;
-  nlohmann::json verdict;
-  if (mpi.rank() == 0) {
-    try {
-      const auto path = journal_path(options.output);
-      JournalContents journal = read_journal(path);
-      const JournalHeader header = JournalHeader::for_run(options, device_keys_of(devices));
-      const std::string mismatch = header.mismatch(journal.header, options.allow_new_devices);
-      if (!mismatch.empty()) {
-        verdict = {{"error", "--resume refused: journal '" + path.string() + "' does not belong to this run: " + mismatch}};
-      } else {
-        // A record of a cell this run's plan does not hold (forged, or from a
-        // bug) would make the cube unwritable: it is dropped, with a warning.
-        std::set<std::string> planned;
-        for (const auto& cell : make_plan(options, devices).cells) planned.insert(cell_key(cell.device_key, cell.cell));
-        std::vector<CellResult> kept;
-        for (auto& result : journal.results) {
-          const std::string key = cell_key(result.device_key, result.cell);
-          if (planned.count(key)) {
-            kept.push_back(std::move(result));
-          } else {
-            journal.warnings.push_back(path.string() + ": dropped a record outside this run's plan: " + describe(result.cell) +
-                                       " on '" + result.device_key + "'");
-          }
-        }
-        for (const auto& warning : journal.warnings) std::cerr << "crossbench: warning: " << warning << "\n";
-        verdict = {{"done", nlohmann::json::array()}, {"new_devices", header.new_device_keys(journal.header)}};
-        for (const auto& result : kept) verdict["done"].push_back(cell_key(result.device_key, result.cell));
-        state.earlier = std::move(kept);
-        state.new_devices = verdict["new_devices"].get<std::vector<std::string>>();
-      }
-    } catch (const Error& error) {
-      verdict = {{"error", std::string("--resume refused: ") + error.what()}};
-    }
-  }
-  const nlohmann::json agreed = nlohmann::json::parse(mpi.broadcast_from_root(verdict.dump()));
-  if (agreed.contains("error")) throw UsageError(agreed["error"].get<std::string>());
-  for (const auto& key : agreed["done"]) state.done.insert(key.get<std::string>());
-  return state;
 }
 
 // Rank 0 takes the output's lock and, holding it, checks again that the
