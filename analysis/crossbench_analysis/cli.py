@@ -11,9 +11,19 @@ from .cube import CELL_DIMS, CubeError, FLOAT_VARS, load
 EXIT_ERROR = 2
 
 
+def _refuse_overwrite(a, *paths) -> None:
+    """No silent overwrite: an existing output file is replaced only with --force."""
+    if getattr(a, "force", False):
+        return
+    for path in paths:
+        if path and Path(path).exists():
+            raise CubeError(f"'{path}' exists; replace it with --force or choose another output")
+
+
 def _report(a) -> int:
     from .peaks import PeakTable
     from .report import write_report
+    _refuse_overwrite(a, Path(a.output) / "report.md", Path(a.output) / "report.html")
     cube = load(a.cube)
     peaks = PeakTable.read(a.peaks) if a.peaks else None
     md, html, figs = write_report(cube, a.output, baseline=a.baseline, batch=a.batch, peaks=peaks,
@@ -24,6 +34,7 @@ def _report(a) -> int:
 
 def _procurement(a) -> int:
     from . import procurement as p
+    _refuse_overwrite(a, *(Path(a.output) / name for name in ("procurement.md", "procurement.csv", "pareto.png")))
     cube = load(a.cube)
     prices = p.read_prices(a.prices, cube.devices)
     t, workload = p.procurement(cube, prices, network=a.network, phase=a.phase, precision=a.precision,
@@ -41,6 +52,7 @@ def _compare(a) -> int:
         threshold = c.parse_threshold(a.fail_above)
     except ValueError as e:
         raise CubeError(str(e)) from None
+    _refuse_overwrite(a, a.csv, a.markdown)
     old, new = load(a.old), load(a.new)
     table = c.compare(old, new, threshold)
     text = c.render(table, threshold, c.provenance_warnings(old, new))
@@ -57,6 +69,7 @@ def _compare(a) -> int:
 
 
 def _scaling(a) -> int:
+    _refuse_overwrite(a, a.csv, a.markdown)
     from . import analysis as an
     cube = load(a.cube)
     table = an.scaling_table(cube.cells, a.threshold)
@@ -100,6 +113,7 @@ def render_scaling(cube, table, threshold: float) -> str:
 
 
 def _agreement(a) -> int:
+    _refuse_overwrite(a, a.markdown)
     from . import agreement as ag
     lines = []
     for path in a.checks:
@@ -129,6 +143,7 @@ def _agreement(a) -> int:
 
 
 def _export(a) -> int:
+    _refuse_overwrite(a, a.csv, a.samples)
     cube = load(a.cube)
     from .report import with_provenance
     df = with_provenance(cube, cube.cells)
@@ -157,6 +172,7 @@ def _info(a) -> int:
 
 def _demo(a) -> int:
     from .synthetic import demo_cube
+    _refuse_overwrite(a, a.output)
     demo_cube(a.output)
     print(f"wrote {a.output} (made-up numbers, for trying the commands)")
     return 0
@@ -252,6 +268,8 @@ def parser() -> argparse.ArgumentParser:
     m = sub.add_parser("demo-cube", help="write a cube of made-up numbers, to try the commands")
     m.add_argument("output")
     m.set_defaults(func=_demo)
+    for command in (r, q, c, s, g, e, m):
+        command.add_argument("--force", action="store_true", help="replace output files that exist")
     return p
 
 
@@ -264,3 +282,7 @@ def main(argv=None) -> int:
         return EXIT_ERROR
     except BrokenPipeError:
         return 0
+    except OSError as e:  # a missing directory, a full disk, no permission: a message, not a traceback
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"error: {where}{e.strerror or e}", file=sys.stderr)
+        return EXIT_ERROR

@@ -27,7 +27,7 @@ std::string usage() {
          "                        print the cells each rank would run, with estimated cost\n"
          "  list networks|engines|devices\n"
          "  describe NETWORK      per layer: output shape, FLOPs, parameters, activation bytes\n"
-         "  export-network NETWORK [--output FILE]\n"
+         "  export-network NETWORK [--output FILE [--force]]\n"
          "                        the layer graph as JSON (what framework workers build from)\n"
          "  check [run options] [--cpu]\n"
          "                        each cell's output check (loss, gradient norms) as JSON lines; no timing\n"

@@ -1,4 +1,10 @@
 // `crossbench list`, `describe` and `export-network`: facts, no measurement.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -96,24 +102,56 @@ int describe_command(const CommandContext& context) {
   return 0;
 }
 
+namespace {
+
+// Writes `text` to `path` as a new file (temporary + rename): an existing file
+// is replaced only with --force, and a symlink at `path` is replaced itself,
+// never followed to its target.
+void write_new_file(const std::filesystem::path& path, const std::string& text, bool force) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) throw UsageError("export-network: '" + path.string() + "' is a directory");
+  if (!force && std::filesystem::symlink_status(path, error).type() != std::filesystem::file_type::not_found)
+    throw UsageError("export-network: '" + path.string() + "' exists; replace it with --force or choose another --output");
+  const std::filesystem::path temporary = path.string() + ".tmp." + std::to_string(::getpid());
+  const int descriptor = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (descriptor < 0) throw UsageError("export-network: cannot write '" + path.string() + "': " + std::strerror(errno));
+  std::size_t written = 0;
+  while (written < text.size()) {
+    const auto count = ::write(descriptor, text.data() + written, text.size() - written);
+    if (count < 0 && errno == EINTR) continue;
+    if (count <= 0) break;
+    written += static_cast<std::size_t>(count);
+  }
+  const int write_error = written == text.size() ? 0 : errno;
+  if (::close(descriptor) != 0 || write_error != 0 || std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(write_error != 0 ? write_error : errno);
+    ::unlink(temporary.c_str());
+    throw Error("export-network: writing '" + path.string() + "' failed: " + reason);
+  }
+}
+
+}  // namespace
+
 int export_network_command(const CommandContext& context) {
-  std::string name, output;
+  const std::string usage = "usage: crossbench export-network NETWORK [--output FILE [--force]]";
+  std::string name;
+  std::optional<std::string> output;
+  bool force = false;
   for (std::size_t i = 0; i < context.arguments.size(); ++i) {
     const std::string& argument = context.arguments[i];
     if ((argument == "--output" || argument == "-o") && i + 1 < context.arguments.size()) output = context.arguments[++i];
+    else if (argument == "--force") force = true;
     else if (name.empty() && argument.rfind("-", 0) != 0) name = argument;
-    else throw UsageError("usage: crossbench export-network NETWORK [--output FILE]; unexpected '" + argument + "'");
+    else throw UsageError(usage + "; unexpected '" + argument + "'");
   }
-  if (name.empty()) throw UsageError("usage: crossbench export-network NETWORK [--output FILE]");
+  if (name.empty()) throw UsageError(usage);
+  if (output && output->empty()) throw UsageError("export-network: --output is empty; " + usage);
   const std::string text = to_json(make_network(name)).dump(1);
-  if (output.empty()) {
+  if (!output) {
     std::cout << text << "\n";
     return 0;
   }
-  std::ofstream file(output);
-  if (!file) throw UsageError("export-network: cannot write '" + output + "'");
-  file << text << "\n";
-  if (!file.flush()) throw Error("export-network: writing '" + output + "' failed");
+  write_new_file(*output, text + "\n", force);
   return 0;
 }
 

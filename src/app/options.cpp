@@ -13,6 +13,7 @@
 
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
+#include "crossbench/text_file.hpp"
 #include "engines/worker/worker_engine.hpp"
 
 namespace po = boost::program_options;
@@ -149,17 +150,6 @@ double parse_number(const std::string& origin, const std::string& what, const st
   return value;
 }
 
-std::string read_text_file(const std::filesystem::path& path) {
-  std::error_code ignored;
-  if (std::filesystem::is_directory(path, ignored))
-    throw UsageError("cannot read job file '" + path.string() + "': it is a directory");
-  std::ifstream file(path);
-  if (!file) throw UsageError("cannot read job file '" + path.string() + "': " + std::strerror(errno));
-  std::ostringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
 // Values of the job file with the --set overrides applied: "section.key" → (value, origin).
 using Settings = std::map<std::string, std::pair<std::string, std::string>>;
 
@@ -211,7 +201,8 @@ const std::map<std::string, std::map<std::string, std::string>>& job_file_keys()
 std::string run_options_help() {
   std::ostringstream text;
   text << "usage: crossbench run|plan [--job FILE] [--set section.key=value ...] [--output PATH]\n"
-          "                           [--device-tag TAG] [--replicas R] [--layer-times] [--quiet]\n\n"
+          "                           [--device-tag TAG] [--replicas R] [--layer-times] [--quiet]\n"
+          "                           [--resume [--allow-new-devices] | --overwrite] [--checkpoint-s S] [--stop-grace-s S]\n\n"
           "Job file keys (INI sections):\n";
   for (const auto& [section, keys] : job_file_keys()) {
     text << "  [" << section << "]\n";
@@ -231,7 +222,9 @@ Options parse_run_options(const std::vector<std::string>& arguments, const std::
       "quiet", po::bool_switch(), "no per-cell lines")(
       "resume", po::bool_switch(), "continue the journal of an interrupted run")(
       "overwrite", po::bool_switch(), "replace an existing cube and journal")(
+      "allow-new-devices", po::bool_switch(), "--resume may add device keys the journal does not have")(
       "checkpoint-s", po::value<double>(), "rewrite the cube this often [s]")(
+      "stop-grace-s", po::value<double>(), "after a stop signal, the running cell may finish this long [s] (default 120)")(
       "algo", po::value<std::string>(), "= --set engine.algo=...")(
       "layout", po::value<std::string>(), "= --set engine.layout=...")(
       "update", po::value<std::string>(), "= --set measure.update=...")(
@@ -252,13 +245,20 @@ Options parse_run_options(const std::vector<std::string>& arguments, const std::
   options.resume = given["resume"].as<bool>();
   options.overwrite = given["overwrite"].as<bool>();
   if (options.resume && options.overwrite) throw UsageError("--resume and --overwrite exclude each other");
+  options.allow_new_devices = given["allow-new-devices"].as<bool>();
+  if (options.allow_new_devices && !options.resume) throw UsageError("--allow-new-devices applies to --resume only");
   if (given.count("checkpoint-s")) {
     options.checkpoint_s = given["checkpoint-s"].as<double>();
     if (!(options.checkpoint_s > 0))
       throw UsageError("--checkpoint-s " + std::to_string(options.checkpoint_s) + " must be a positive number of seconds");
   }
+  if (given.count("stop-grace-s")) {
+    options.stop_grace_s = given["stop-grace-s"].as<double>();
+    if (!(options.stop_grace_s >= 0 && options.stop_grace_s <= 1e6))
+      throw UsageError("--stop-grace-s " + std::to_string(options.stop_grace_s) + " must be 0 to 1000000 seconds");
+  }
   options.job_file = given.count("job") ? std::filesystem::path(given["job"].as<std::string>()) : default_job;
-  options.job_text = read_text_file(options.job_file);
+  options.job_text = read_regular_text_file(options.job_file, "job file");
   options.job_file = std::filesystem::absolute(options.job_file);
   options.job_name = options.job_file.stem().string();
   Settings settings = read_job_file(options.job_file, options.job_text);

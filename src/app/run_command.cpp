@@ -1,6 +1,10 @@
 // `crossbench run`: every rank binds its device, runs its share of the plan
 // and streams each result to rank 0, which journals it and writes the cube.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <tuple>
 #include <ctime>
@@ -22,7 +26,9 @@
 #include "dist/data_parallel.hpp"
 #include "dist/journal.hpp"
 #include "dist/mpi_session.hpp"
+#include "dist/output_lock.hpp"
 #include "dist/plan.hpp"
+#include "dist/resume.hpp"
 #include "dist/result_channel.hpp"
 #include "dist/stop_request.hpp"
 
@@ -74,44 +80,45 @@ std::map<std::string, std::string> run_attributes(const Options& options, const 
   return attributes;
 }
 
-// Rank 0 reads the journal of a resumed run and tells every rank which cells
-// are done, or why the journal does not fit this run (then every rank stops
-// with the same UsageError).
-struct ResumeState {
-  std::vector<CellResult> earlier;
-  std::set<std::string> done;
-};
-
-ResumeState agree_on_resume(const Options& options, const MpiSession& mpi) {
-  ResumeState state;
-  if (!options.resume) return state;
-  nlohmann::json verdict;
+// Rank 0 takes the output's lock and, holding it, checks again that the
+// output is free (another run may have finished meanwhile); every rank learns
+// the verdict, so that all of them stop with the same UsageError.
+std::unique_ptr<OutputLock> lock_output(const Options& options, const MpiSession& mpi) {
+  std::unique_ptr<OutputLock> lock;
+  std::string refusal;
   if (mpi.rank() == 0) {
     try {
-      JournalContents journal = read_journal(journal_path(options.output));
-      for (const auto& warning : journal.warnings) std::cerr << "crossbench: warning: " << warning << "\n";
-      const std::string mismatch = JournalHeader::for_run(options).mismatch(journal.header);
-      if (!mismatch.empty()) {
-        verdict = {{"error", "--resume refused: journal '" + journal_path(options.output).string() + "' does not belong to this run: " + mismatch}};
-      } else {
-        verdict = {{"done", nlohmann::json::array()}};
-        for (const auto& result : journal.results) verdict["done"].push_back(cell_key(result.device_key, result.cell));
-        state.earlier = std::move(journal.results);
-      }
-    } catch (const Error& error) {
-      verdict = {{"error", std::string("--resume refused: ") + error.what()}};
+      if (options.output.empty() || options.output.filename().empty())
+        throw UsageError("the output path '" + options.output.string() + "' names no file; give --output FILE.h5 "
+                         "or [output] path in the job file");
+      if (!options.output_from_command_line && options.output.has_parent_path())
+        std::filesystem::create_directories(options.output.parent_path());
+      const auto directory = options.output.has_parent_path() ? options.output.parent_path() : std::filesystem::path(".");
+      std::error_code ignored;
+      if (std::filesystem::is_directory(directory, ignored)) lock = std::make_unique<OutputLock>(options.output);
+      check_output_is_free(options);  // names a missing directory, an earlier run's files
+      const auto journal = journal_path(options.output);
+      if (options.resume && (std::filesystem::is_symlink(journal, ignored) ||
+                             !std::filesystem::is_regular_file(journal, ignored)))
+        throw UsageError("--resume refused: journal '" + journal.string() + "' is not a regular file (a symbolic "
+                         "link, a FIFO or a device); crossbench writes its journal only as a regular file");
+    } catch (const UsageError& error) {
+      refusal = error.what();
+    } catch (const std::exception& error) {
+      refusal = std::string("cannot lock output '") + options.output.string() + "': " + error.what();
     }
   }
-  const nlohmann::json agreed = nlohmann::json::parse(mpi.broadcast_from_root(verdict.dump()));
-  if (agreed.contains("error")) throw UsageError(agreed["error"].get<std::string>());
-  for (const auto& key : agreed["done"]) state.done.insert(key.get<std::string>());
-  return state;
+  const std::string agreed = mpi.broadcast_from_root(refusal);
+  if (!agreed.empty()) throw UsageError(agreed);
+  return lock;
 }
 
 int run_on_ranks(const Options& options, const MpiSession& mpi, const StopRequest& stop) {
+  StopBroadcast stop_broadcast(mpi);  // a stop on any rank reaches every rank
+  stop_flag::set_grace_seconds(options.stop_grace_s);
   const Device device = bind_device(mpi, options.device_tag);
   const std::vector<Device> devices = gather_devices(mpi, device);
-  ResumeState resume = agree_on_resume(options, mpi);
+  ResumeState resume = agree_on_resume(options, mpi, devices);
   const Plan plan = make_plan(options, devices, resume.done);
 
   EngineConfig engine_config = options.engine;
@@ -133,8 +140,11 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
     progress = std::make_unique<Progress>(std::cout, plan.cells.size(), plan.total_s, options.quiet);
     const auto journal = journal_path(options.output);
     if (options.output.has_parent_path()) std::filesystem::create_directories(options.output.parent_path());
+    if (options.overwrite && ::unlink(journal.c_str()) != 0 && errno != ENOENT)
+      throw Error("--overwrite: removing the old journal '" + journal.string() + "' failed: " + std::strerror(errno));
     JournalWriter writer = options.resume ? JournalWriter::append_to(journal)
-                                          : JournalWriter::create(journal, JournalHeader::for_run(options));
+                                          : JournalWriter::create(journal, JournalHeader::for_run(options, device_keys_of(devices)));
+    if (!resume.new_devices.empty()) writer.append_devices(resume.new_devices);
     collector = std::make_unique<Collector>(options, plan, devices, run_attributes(options, mpi, plan),
                                             std::move(resume.earlier), std::move(writer),
                                             [&](const CellResult& result, double estimated_s) {
@@ -152,10 +162,13 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
     } else {
       ++ranks_finished;
       interrupted = interrupted || message.interrupted;
+      if (message.stop_signal != 0) stop_flag::raise(message.stop_signal, 1);  // the signal recorded is the one received
     }
   };
   for (const auto& planned : plan.cells_of(mpi.rank())) {
-    if (stop.requested()) {
+    stop_broadcast.poll();
+    // The ranks of a data-parallel cell decide together (run_data_parallel_cell).
+    if (stop.requested() && !planned.data_parallel()) {
       interrupted = true;
       break;
     }
@@ -186,8 +199,9 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
     while (auto message = channel.poll()) handle(std::move(*message));
   }
   if (mpi.rank() != 0) {
-    channel.send_finished(results_sent, interrupted || stop.requested());
-    return interrupted ? kExitIncomplete : 0;
+    stop_broadcast.poll();
+    channel.send_finished(results_sent, interrupted || stop.requested(), stop.signal_number());
+    return interrupted || stop.requested() ? kExitIncomplete : 0;
   }
   interrupted = interrupted || stop.requested();
 
@@ -196,14 +210,17 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
     if (auto message = channel.poll()) {
       handle(std::move(*message));
     } else {
+      stop_broadcast.poll();
       collector->checkpoint_if_due();
       std::this_thread::sleep_for(std::chrono::milliseconds(20));  // between polls: rank 0 has no cells left
     }
   }
-  const std::size_t missing = plan.cells.size() - collector->new_results();
+  const std::size_t missing = plan.cells.size() - collector->new_final_results();
   interrupted = interrupted || stop.requested() || missing > 0;
-  collector->write_cube(interrupted ? "incomplete: stopped by signal " + std::to_string(stop.signal_number()) +
-                                          " with " + std::to_string(missing) + " cells not run; resume with --resume"
+  const std::string stopped_by = stop.signal_number() != 0 ? "stopped by signal " + std::to_string(stop.signal_number())
+                                                            : "stopped";
+  collector->write_cube(interrupted ? "incomplete: " + stopped_by + " with " + std::to_string(missing) +
+                                          " cells not run; resume with --resume"
                                     : "complete");
 
   std::map<Status, int> counts;
@@ -241,10 +258,10 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
 int run_command(const CommandContext& context) {
   // Parsed before MPI starts: bad input never reaches the device or the output.
   const Options options = parse_run_options(context.arguments, context.default_job, context.command_line);
-  check_output_is_free(options);
   StopRequest stop;
   MpiSession mpi;
   try {
+    const auto lock = lock_output(options, mpi);  // rank 0 holds it until the run ends
     return run_on_ranks(options, mpi, stop);
   } catch (const UsageError&) {
     throw;  // every rank sees the same bad input and stops the same way

@@ -1,4 +1,5 @@
 #include "crossbench/runner.hpp"
+#include "crossbench/stop_flag.hpp"
 
 #include <array>
 #include <chrono>
@@ -51,6 +52,8 @@ CellResult failed_cell(const CellResult& partial, std::exception_ptr thrown) {
     std::rethrow_exception(thrown);
   } catch (const Unsupported& error) {
     return without_measurements(partial, Status::unsupported, error.what());
+  } catch (const CellInterrupted& error) {
+    return without_measurements(partial, Status::not_run, error.what());
   } catch (const CellTimeout& error) {
     return without_measurements(partial, Status::timeout, error.what());
   } catch (const OutOfMemory& error) {
@@ -83,16 +86,19 @@ Measurement measure(Session& session, const MeasureOptions& options, double seco
                     StepAgreement* agreement) {
   const auto start = Clock::now();
   const auto out_of_time = [&] { return seconds_already_spent + seconds_since(start) >= options.cell_time_limit_s; };
-  // One step: its time [ms], its exposed communication [ms] and whether this
-  // rank is out of time, each the group's maximum when ranks train together.
+  // One step: its time [ms], its exposed communication [ms], whether this
+  // rank is out of time and whether a stop request ends the cell now, each
+  // the group's maximum when ranks train together (so they end together).
   struct StepFacts {
     double ms, exposed_ms;
     bool out_of_time;
   };
   const auto agreed_step = [&]() -> StepFacts {
     const double ms = timed_step(session);
-    std::array<double, 3> facts{ms, session.last_step_exposed_communication_ms(), out_of_time() ? 1.0 : 0.0};
+    std::array<double, 4> facts{ms, session.last_step_exposed_communication_ms(), out_of_time() ? 1.0 : 0.0,
+                                stop_flag::cell_must_end() ? 1.0 : 0.0};
     if (agreement != nullptr) agreement->max_over_group(facts);
+    if (facts[3] > 0) throw CellInterrupted(stop_flag::reason());
     return {facts[0], facts[1], facts[2] > 0};
   };
 

@@ -393,17 +393,28 @@ void write_contents(hid_t file, const CubeContents& contents, const CellGrid& gr
   layout::write_layer_times(file, grid.cells);  // --layer-times; nothing without them
 }
 
-void write_file(const fs::path& path, const CubeContents& contents, const CellGrid& grid,
-                const std::map<std::string, std::string>& attributes) {
+// The cube is built in memory (HDF5's core driver, no backing store) and
+// written to disk by crossbench itself. HDF5 then never sees a disk error: a
+// full disk is one POSIX error naming the file, and the library is never left
+// with a file it failed to flush (HDF5 1.10 then crashes in its exit handler).
+std::vector<char> build_image(const CubeContents& contents, const CellGrid& grid,
+                              const std::map<std::string, std::string>& attributes) {
   const hdf5::PropertyList creation(CB_CHECK_HDF5(H5Pcreate(H5P_FILE_CREATE)));
   track_creation_order(creation);
   const hdf5::PropertyList access = hdf5::file_access_properties();
   // H5Fclose fails if an object is still open, instead of leaving the file
-  // open behind our back: the close below then really flushes and closes.
+  // open behind our back: the close below then really closes.
   CB_CHECK_HDF5(H5Pset_fclose_degree(access, H5F_CLOSE_SEMI));
-  hdf5::File file(CB_CHECK_HDF5(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, creation, access)));
+  CB_CHECK_HDF5(H5Pset_fapl_core(access, /*increment=*/std::size_t{1} << 20, /*backing_store=*/false));
+  const std::string name = "crossbench-cube-in-memory-" + std::to_string(::getpid());
+  hdf5::File file(CB_CHECK_HDF5(H5Fcreate(name.c_str(), H5F_ACC_TRUNC, creation, access)));
   write_contents(file, contents, grid, attributes);
+  CB_CHECK_HDF5(H5Fflush(file, H5F_SCOPE_GLOBAL));
+  const ssize_t size = CB_CHECK_HDF5(H5Fget_file_image(file, nullptr, 0));
+  std::vector<char> image(static_cast<std::size_t>(size));
+  CB_CHECK_HDF5(H5Fget_file_image(file, image.data(), image.size()));
   file.close();
+  return image;
 }
 
 [[noreturn]] void throw_system_error(const char* call, const fs::path& path, const char* file, int line) {
@@ -411,16 +422,37 @@ void write_file(const fs::path& path, const CubeContents& contents, const CellGr
   throw_library_error("POSIX", std::string(call) + "(" + path.string() + ")", file, line, std::strerror(error));
 }
 
-// Data and metadata on stable storage before the rename makes them visible,
+// Writes `image` to a new file at `path` (never through a symlink) and puts
+// data and metadata on stable storage before the rename makes them visible,
 // so that a crash never leaves a cube that is renamed but incomplete.
-void sync_to_disk(const fs::path& path, int flags) {
-  const int descriptor = ::open(path.c_str(), flags | O_CLOEXEC);
+void write_durably(const fs::path& path, const std::vector<char>& image) {
+  const int descriptor = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (descriptor < 0) throw_system_error("open", path, __FILE__, __LINE__);
+  const auto fail = [&](const char* call, int line) {
+    const int error = errno;
+    ::close(descriptor);
+    errno = error;
+    throw_system_error(call, path, __FILE__, line);
+  };
+  std::size_t written = 0;
+  while (written < image.size()) {
+    const auto count = ::write(descriptor, image.data() + written, image.size() - written);
+    if (count < 0 && errno == EINTR) continue;
+    if (count <= 0) fail("write", __LINE__);
+    written += static_cast<std::size_t>(count);
+  }
+  if (::fsync(descriptor) != 0) fail("fsync", __LINE__);
+  if (::close(descriptor) != 0) throw_system_error("close", path, __FILE__, __LINE__);
+}
+
+void sync_directory(const fs::path& directory) {
+  const int descriptor = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (descriptor < 0) throw_system_error("open", directory, __FILE__, __LINE__);
   if (::fsync(descriptor) != 0) {
     const int error = errno;
     ::close(descriptor);
     errno = error;
-    throw_system_error("fsync", path, __FILE__, __LINE__);
+    throw_system_error("fsync", directory, __FILE__, __LINE__);
   }
   ::close(descriptor);
 }
@@ -433,20 +465,23 @@ void write_cube(const fs::path& path, const CubeContents& contents) {
   const CellGrid grid = place_cells(contents);
   const std::map<std::string, std::string> attributes = root_attributes(contents.attributes);
 
+  const std::vector<char> image = build_image(contents, grid, attributes);
   const fs::path temporary = path.string() + ".tmp." + std::to_string(::getpid());
+  std::error_code ignored;
+  fs::remove(temporary, ignored);  // left by a killed process of the same pid: ours to replace
   try {
-    write_file(temporary, contents, grid, attributes);
-    sync_to_disk(temporary, O_RDONLY);
+    write_durably(temporary, image);
     if (std::rename(temporary.c_str(), path.c_str()) != 0)
       throw_system_error("rename", temporary.string() + " -> " + path.string(), __FILE__, __LINE__);
-    const fs::path directory = path.has_parent_path() ? path.parent_path() : fs::path(".");
-    sync_to_disk(directory, O_RDONLY | O_DIRECTORY);  // makes the rename itself durable
+    sync_directory(path.has_parent_path() ? path.parent_path() : fs::path("."));  // makes the rename durable
   } catch (const Error& error) {
-    std::error_code ignored;
     fs::remove(temporary, ignored);
-    throw Error("writing cube " + path.string() + ": " + error.what());
+    // The OS error first: "No space left on device" must not hide in the middle of the line.
+    const std::string what = error.what();
+    const auto reason = what.rfind(": ");
+    throw Error("cannot write cube '" + path.string() + "': " +
+                (reason == std::string::npos ? what : what.substr(reason + 2) + " (" + what.substr(0, reason) + ")"));
   } catch (...) {
-    std::error_code ignored;
     fs::remove(temporary, ignored);
     throw;
   }

@@ -27,10 +27,16 @@ void Collector::add(CellResult result) {
                 result.device_key + " from rank " + std::to_string(result.rank));
   const double estimated_s = estimate->second;
   estimates_.erase(estimate);  // a second result for the same cell is an error too
-  journal_.append(result);     // durable before anything else happens with it
+  if (result.status != Status::not_run) journal_.append(result);  // durable before anything else happens with it
   if (on_result_) on_result_(result, estimated_s);
   results_.push_back(std::move(result));
   checkpoint_if_due();
+}
+
+std::size_t Collector::new_final_results() const {
+  std::size_t count = 0;
+  for (std::size_t i = earlier_count_; i < results_.size(); ++i) count += results_[i].status != Status::not_run;
+  return count;
 }
 
 void Collector::checkpoint_if_due() {
@@ -42,7 +48,13 @@ void Collector::write_cube(const std::string& run_state) {
   auto attributes = attributes_;
   attributes["run_state"] = run_state;
   if (options_.output.has_parent_path()) std::filesystem::create_directories(options_.output.parent_path());
-  crossbench::write_cube(options_.output, assemble_cube(options_, plan_, rank_devices_, results_, attributes));
+  try {
+    crossbench::write_cube(options_.output, assemble_cube(options_, plan_, rank_devices_, results_, attributes));
+  } catch (const Error& error) {
+    throw Error(std::string(error.what()) + "\ncrossbench: nothing finished is lost: the journal '" +
+                journal_path(options_.output).string() + "' holds every finished cell; free space and continue "
+                "with the same command and --resume");
+  }
   last_checkpoint_ = std::chrono::steady_clock::now();
 }
 

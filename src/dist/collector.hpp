@@ -25,11 +25,16 @@ class Collector {
             std::map<std::string, std::string> attributes, std::vector<CellResult> earlier, JournalWriter journal,
             OnResult on_result);
 
-  void add(CellResult result);          // journal, then memory; throws Error for a cell not in the plan
+  // Journal, then memory; throws Error for a cell not in the plan. A `not_run`
+  // result (a cell a stop interrupted) goes into the cube but not the journal,
+  // so that --resume runs it again.
+  void add(CellResult result);
   void checkpoint_if_due();             // rewrites the cube when checkpoint_s has passed
   void write_cube(const std::string& run_state);  // "complete", "incomplete: ..." → root attribute run_state
   const std::vector<CellResult>& results() const { return results_; }
   std::size_t new_results() const { return results_.size() - earlier_count_; }
+  // New results with a final status (not the `not_run` of a cell a stop interrupted).
+  std::size_t new_final_results() const;
 
  private:
   const Options& options_;

@@ -1,5 +1,7 @@
 #include "dist/data_parallel.hpp"
 
+#include <array>
+
 #include <chrono>
 #include <memory>
 #include <thread>
@@ -8,6 +10,7 @@
 
 #include "comm/make_communicator.hpp"
 #include "crossbench/error.hpp"
+#include "crossbench/stop_flag.hpp"
 #include "crossbench/runner.hpp"
 
 namespace crossbench {
@@ -104,6 +107,21 @@ std::string rank_list(const std::vector<int>& ranks) {
 CellResult run_data_parallel_cell(Engine* engine, const Network& network, const PlannedCell& planned,
                                   const Device& device, const MeasureOptions& options, const MpiSession& mpi) {
   const GroupCommunicator group(mpi.groups(), planned.group_ranks, planned.group_tag);
+  // A stop on any member stops the group before the cell: a member that
+  // stopped alone would leave the others waiting in the first all-reduce.
+  std::array<int, 2> stop{stop_flag::level(), stop_flag::signal_number()};
+  CB_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, stop.data(), 2, MPI_INT, MPI_MAX, group.get()));
+  if (stop[0] > 0) {
+    stop_flag::raise(stop[1], 1);
+    CellResult stopped;
+    stopped.device_key = device.key();
+    stopped.cell = planned.cell;
+    stopped.rank = mpi.rank();
+    stopped.status = Status::not_run;
+    stopped.message = "not started: the run was asked to stop; it runs on --resume";
+    stopped.group_ranks.assign(planned.group_ranks.begin(), planned.group_ranks.end());
+    return stopped;
+  }
   const double timeout_s = options.cell_time_limit_s;
   MpiStepAgreement agreement(group.get(), timeout_s);
   CellResult result;

@@ -1,9 +1,11 @@
 #include "dist/journal.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +15,7 @@
 
 #include "crossbench/cube.hpp"
 #include "crossbench/error.hpp"
+#include "dist/resume_settings.hpp"
 
 namespace crossbench {
 namespace {
@@ -36,7 +39,7 @@ std::filesystem::path journal_path(const std::filesystem::path& cube) {
   return std::filesystem::path(cube.string() + ".journal");
 }
 
-JournalHeader JournalHeader::for_run(const Options& options) {
+JournalHeader JournalHeader::for_run(const Options& options, std::vector<std::string> device_keys) {
   JournalHeader header;
   header.cube_schema = crossbench::cube_schema;
   header.job_name = options.job_name;
@@ -48,25 +51,70 @@ JournalHeader JournalHeader::for_run(const Options& options) {
                    {"phases", phases},                   {"replicas", options.replicas}};
   // Only when set, so that journals of single-device runs keep their header.
   if (options.matrix.gpus != std::vector<int>{1}) header.matrix["gpus"] = options.matrix.gpus;
-  header.measure = {{"warmup", options.measure.warmup_steps},
-                    {"min_steps", options.measure.min_steps},
-                    {"max_steps", options.measure.max_steps},
-                    {"target_ci", options.measure.target_ci},
-                    {"cell_time_limit_s", options.measure.cell_time_limit_s},
-                    {"seed", options.engine.seed},
-                    {"update", options.engine.update == Update::sgd ? "sgd" : "none"}};
+  header.settings = resume_settings(options);
+  header.workers = resume_worker_commands(options);
+  std::sort(device_keys.begin(), device_keys.end());
+  device_keys.erase(std::unique(device_keys.begin(), device_keys.end()), device_keys.end());
+  header.device_keys = std::move(device_keys);
   return header;
 }
 
-std::string JournalHeader::mismatch(const JournalHeader& other) const {
+namespace {
+
+// "a = 1 in the journal, 2 now" for each key of two flat objects that differs.
+void compare_flat(const std::string& what, const nlohmann::json& journal, const nlohmann::json& now,
+                  std::vector<std::string>& differences) {
+  std::set<std::string> keys;
+  for (const auto& [key, value] : journal.items()) keys.insert(key);
+  for (const auto& [key, value] : now.items()) keys.insert(key);
+  const auto shown = [](const nlohmann::json& object, const std::string& key) {
+    if (!object.contains(key)) return std::string("(not set)");
+    return object[key].is_string() ? "'" + object[key].get<std::string>() + "'" : object[key].dump();
+  };
+  for (const auto& key : keys)
+    if (!journal.contains(key) || !now.contains(key) || journal[key] != now[key])
+      differences.push_back(what + " " + key + " is " + shown(journal, key) + " in the journal, " + shown(now, key) +
+                            " in this run");
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string text;
+  for (const auto& item : items) text += (text.empty() ? "'" : ", '") + item + "'";
+  return text;
+}
+
+}  // namespace
+
+std::vector<std::string> JournalHeader::new_device_keys(const JournalHeader& other) const {
+  std::vector<std::string> added;
+  for (const auto& key : device_keys)
+    if (std::find(other.device_keys.begin(), other.device_keys.end(), key) == other.device_keys.end()) added.push_back(key);
+  return added;
+}
+
+std::string JournalHeader::mismatch(const JournalHeader& other, bool allow_new_devices) const {
   std::vector<std::string> differences;
-  if (schema != other.schema) differences.push_back("it has journal schema '" + other.schema + "', this crossbench writes '" + schema + "'");
+  if (schema != other.schema) {
+    differences.push_back("it has journal schema '" + other.schema + "', this crossbench writes '" + schema + "'");
+    return differences.front();  // the rest of an older header cannot be compared
+  }
   if (cube_schema != other.cube_schema)
     differences.push_back("it was written for cube schema '" + other.cube_schema + "', this crossbench writes '" + cube_schema + "'");
   if (job_name != other.job_name) differences.push_back("it was written by job '" + other.job_name + "', this run is job '" + job_name + "'");
   if (matrix != other.matrix) differences.push_back("its matrix " + other.matrix.dump() + " differs from this run's " + matrix.dump());
-  if (measure != other.measure)
-    differences.push_back("its measurement settings " + other.measure.dump() + " differ from this run's " + measure.dump());
+  compare_flat("setting", other.settings, settings, differences);
+  compare_flat("worker command", other.workers, workers, differences);
+  std::vector<std::string> missing;
+  for (const auto& key : other.device_keys)
+    if (std::find(device_keys.begin(), device_keys.end(), key) == device_keys.end()) missing.push_back(key);
+  if (!missing.empty())
+    differences.push_back("the journal's device key(s) " + joined(missing) +
+                          " have no rank in this run (launch the same devices, the same --device-tag and, on CPUs, "
+                          "the same threads per rank)");
+  const auto added = new_device_keys(other);
+  if (!added.empty() && !allow_new_devices)
+    differences.push_back("this run has device key(s) " + joined(added) + " that the journal does not have "
+                          "(--allow-new-devices adds their cells to this cube)");
   std::string text;
   for (const auto& difference : differences) text += (text.empty() ? "" : "; ") + difference;
   return text;
@@ -100,12 +148,25 @@ JournalContents read_journal(const std::filesystem::path& path) {
         contents.header.schema = record.at("schema").get<std::string>();
         contents.header.cube_schema = record.at("cube_schema").get<std::string>();
         contents.header.job_name = record.at("job_name").get<std::string>();
-        contents.header.matrix = record.at("matrix");
-        contents.header.measure = record.at("measure");
+        if (contents.header.schema == journal_schema) {
+          contents.header.matrix = record.at("matrix");
+          contents.header.settings = record.at("settings");
+          contents.header.workers = record.at("workers");
+          contents.header.device_keys = record.at("device_keys").get<std::vector<std::string>>();
+        }
         have_header = true;
         continue;
       }
+      if (record.value("type", "") == "devices") {
+        for (const auto& key : record.at("device_keys").get<std::vector<std::string>>())
+          if (std::find(contents.header.device_keys.begin(), contents.header.device_keys.end(), key) ==
+              contents.header.device_keys.end())
+            contents.header.device_keys.push_back(key);
+        std::sort(contents.header.device_keys.begin(), contents.header.device_keys.end());
+        continue;
+      }
       CellResult result = cell_result_from_json(record.at("result"));
+      if (result.status == Status::not_run) continue;  // an interrupted cell: it runs again
       if (!seen.insert(cell_key(result.device_key, result.cell)).second) {
         contents.warnings.push_back(where + ": dropped a second record of " + describe(result.cell));
         continue;
@@ -121,15 +182,25 @@ JournalContents read_journal(const std::filesystem::path& path) {
 }
 
 JournalWriter JournalWriter::create(const std::filesystem::path& path, const JournalHeader& header) {
-  const int descriptor = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  // O_EXCL: never truncate a file that is there (--overwrite unlinks the old
+  // journal first, which removes a symlink itself, not its target); with
+  // O_EXCL a symlink at `path` is an error too, even a dangling one.
+  const int descriptor = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0644);
   if (descriptor < 0) throw_system_error("creating journal", path);
   JournalWriter writer(path, descriptor);
-  writer.write_record({{"type", "header"},
-                       {"schema", header.schema},
-                       {"cube_schema", header.cube_schema},
-                       {"job_name", header.job_name},
-                       {"matrix", header.matrix},
-                       {"measure", header.measure}});
+  try {
+    writer.write_record({{"type", "header"},
+                         {"schema", header.schema},
+                         {"cube_schema", header.cube_schema},
+                         {"job_name", header.job_name},
+                         {"matrix", header.matrix},
+                         {"settings", header.settings},
+                         {"workers", header.workers},
+                         {"device_keys", header.device_keys}});
+  } catch (const Error&) {
+    ::unlink(path.c_str());  // ours (O_EXCL) and holding nothing: a journal without a header could not be resumed
+    throw;
+  }
   return writer;
 }
 
@@ -137,9 +208,12 @@ JournalWriter JournalWriter::append_to(const std::filesystem::path& path) {
   // A torn last line (no newline) would glue onto the next record: end it first.
   std::error_code ignored;
   const auto size = std::filesystem::file_size(path, ignored);
-  const int descriptor = ::open(path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC);
+  const int descriptor = ::open(path.c_str(), O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
   if (descriptor < 0) throw_system_error("opening journal", path);
   JournalWriter writer(path, descriptor);
+  struct stat status {};
+  if (::fstat(descriptor, &status) != 0) throw_system_error("fstat of journal", path);
+  if (!S_ISREG(status.st_mode)) throw Error("journal '" + path.string() + "' is not a regular file");
   if (size > 0) {
     char last = '\n';
     if (::pread(descriptor, &last, 1, static_cast<off_t>(size - 1)) == 1 && last != '\n' &&
@@ -159,6 +233,10 @@ JournalWriter::~JournalWriter() {
 }
 
 void JournalWriter::append(const CellResult& result) { write_record({{"type", "result"}, {"result", to_json(result)}}); }
+
+void JournalWriter::append_devices(const std::vector<std::string>& device_keys) {
+  write_record({{"type", "devices"}, {"device_keys", device_keys}});
+}
 
 void JournalWriter::write_record(const nlohmann::json& record) {
   const std::string payload = record.dump();

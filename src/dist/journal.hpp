@@ -2,8 +2,10 @@
 // before anything else is done with the result (DESIGN.md "Distribution").
 //
 // `<cube>.journal` is text, one record per line: `<crc32 as 8 hex digits> <JSON>`.
-// The first record is the header (schema, job, matrix); every other one is a
-// CellResult (the same JSON rank 0 receives over MPI). Each line is flushed
+// The first record is the header (schema, job, matrix, the settings that
+// change the numbers, the worker commands, the device keys); every other one
+// is a CellResult (the same JSON rank 0 receives over MPI), or a `devices`
+// record naming device keys that a resume with --allow-new-devices added. Each line is flushed
 // and fsync'd. A line whose checksum does not match, or that does not end in
 // a newline (the process died mid-write), is dropped with a warning: a cell
 // in it simply runs again on --resume.
@@ -20,7 +22,8 @@
 
 namespace crossbench {
 
-inline constexpr const char* journal_schema = "crossbench-journal/1";
+// 2 added the settings, worker commands and device keys that --resume compares.
+inline constexpr const char* journal_schema = "crossbench-journal/2";
 
 // What a journal was written for: a resumed run must match it.
 struct JournalHeader {
@@ -28,11 +31,16 @@ struct JournalHeader {
   std::string cube_schema;
   std::string job_name;
   nlohmann::json matrix;    // networks, engines, precisions, batches, phases, replicas
-  nlohmann::json measure;   // warm-up, steps, CI target, time limit, seed, update
+  nlohmann::json settings;  // resume_settings(): every setting that changes the numbers
+  nlohmann::json workers;   // resume_worker_commands()
+  std::vector<std::string> device_keys;  // sorted; a `devices` record adds to them
 
-  static JournalHeader for_run(const Options& options);
-  // Empty when the two match; else a sentence naming what differs.
-  std::string mismatch(const JournalHeader& other) const;
+  static JournalHeader for_run(const Options& options, std::vector<std::string> device_keys);
+  // Empty when the two match; else a sentence naming what differs. `other` is
+  // the journal's; device keys new in this run are accepted when `allow_new_devices`.
+  std::string mismatch(const JournalHeader& other, bool allow_new_devices) const;
+  // The device keys of this run that the journal `other` does not have.
+  std::vector<std::string> new_device_keys(const JournalHeader& other) const;
 };
 
 std::filesystem::path journal_path(const std::filesystem::path& cube);
@@ -48,7 +56,9 @@ JournalContents read_journal(const std::filesystem::path& path);
 
 class JournalWriter {
  public:
-  // Creates (truncating) a journal with its header, or opens an existing one to append.
+  // Creates a journal with its header, exclusively (an existing file or a
+  // symbolic link at `path` is an error: --overwrite removes the old one
+  // first), or opens an existing regular file, never through a symlink, to append.
   static JournalWriter create(const std::filesystem::path& path, const JournalHeader& header);
   static JournalWriter append_to(const std::filesystem::path& path);
   JournalWriter(JournalWriter&& other) noexcept;
@@ -57,6 +67,7 @@ class JournalWriter {
   ~JournalWriter();
 
   void append(const CellResult& result);  // write, then fsync: durable when this returns
+  void append_devices(const std::vector<std::string>& device_keys);  // keys a resume added
 
  private:
   JournalWriter(std::filesystem::path path, int descriptor) : path_(std::move(path)), descriptor_(descriptor) {}

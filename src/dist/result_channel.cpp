@@ -34,8 +34,9 @@ void ResultChannel::send(std::string payload, int tag) {
 
 void ResultChannel::send_result(const CellResult& result) { send(to_json(result).dump(), kResultTag); }
 
-void ResultChannel::send_finished(int results_sent, bool interrupted) {
-  send(nlohmann::json{{"results_sent", results_sent}, {"interrupted", interrupted}}.dump(), kFinishedTag);
+void ResultChannel::send_finished(int results_sent, bool interrupted, int stop_signal) {
+  send(nlohmann::json{{"results_sent", results_sent}, {"interrupted", interrupted}, {"stop_signal", stop_signal}}.dump(),
+       kFinishedTag);
   complete_sends();
 }
 
@@ -52,6 +53,7 @@ ChannelMessage ResultChannel::receive_probed(MPI_Message& message, const MPI_Sta
       received.kind = ChannelMessage::Kind::finished;
       received.results_sent = json.at("results_sent").get<int>();
       received.interrupted = json.at("interrupted").get<bool>();
+      received.stop_signal = json.value("stop_signal", 0);
     } else {
       received.result = cell_result_from_json(json);
     }

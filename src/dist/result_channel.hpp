@@ -22,6 +22,7 @@ struct ChannelMessage {
   CellResult result;        // kind == result
   int results_sent = 0;     // kind == finished
   bool interrupted = false; // kind == finished: stopped early on a signal
+  int stop_signal = 0;      // kind == finished: the stop signal that rank knows of, 0 if none
 };
 
 class ResultChannel {
@@ -32,7 +33,7 @@ class ResultChannel {
   ResultChannel& operator=(const ResultChannel&) = delete;
 
   void send_result(const CellResult& result);                 // any rank but 0
-  void send_finished(int results_sent, bool interrupted);     // any rank but 0; then completes all sends
+  void send_finished(int results_sent, bool interrupted, int stop_signal);  // any rank but 0; then completes all sends
   std::optional<ChannelMessage> poll();                       // rank 0: a message if one has arrived
   ChannelMessage receive();                                   // rank 0: blocks for the next message
 

@@ -1,36 +1,83 @@
 #include "dist/stop_request.hpp"
 
+#include <atomic>
 #include <csignal>
+
+#include "crossbench/error.hpp"
 
 namespace crossbench {
 namespace {
 
-// The only state a signal handler may touch: async-signal-safe by type.
-volatile std::sig_atomic_t& received_signal() {
-  static volatile std::sig_atomic_t value = 0;
-  return value;
-}
+constexpr int kStopTag = 7;
 
-extern "C" void on_stop_signal(int number) { received_signal() = number; }
+// Signals this process received itself (another rank's stop is not counted:
+// Slurm signals every task once, and that must not read as a second signal).
+std::atomic<int> signals_received{0};
+
+extern "C" void on_stop_signal(int number) {
+  const int count = signals_received.fetch_add(1) + 1;
+  stop_flag::raise(number, count >= 2 ? 2 : 1);
+}
 
 }  // namespace
 
 StopRequest::StopRequest() {
-  received_signal() = 0;
+  stop_flag::reset();
+  signals_received.store(0);
   struct sigaction action {};
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;  // MPI and file calls continue; the flag is read between cells
+  action.sa_flags = SA_RESTART;  // MPI and file calls continue; the flag is read between steps
   sigaction(SIGTERM, &action, &previous_term_);
   sigaction(SIGUSR1, &action, &previous_usr1_);
+  sigaction(SIGINT, &action, &previous_int_);
 }
 
 StopRequest::~StopRequest() {
   sigaction(SIGTERM, &previous_term_, nullptr);
   sigaction(SIGUSR1, &previous_usr1_, nullptr);
+  sigaction(SIGINT, &previous_int_, nullptr);
 }
 
-bool StopRequest::requested() const { return received_signal() != 0; }
-int StopRequest::signal_number() const { return received_signal(); }
+StopBroadcast::StopBroadcast(const MpiSession& mpi)
+    : rank_(mpi.rank()), size_(mpi.size()), guard_([this] { poll(); }) {
+  CB_CHECK_MPI(MPI_Comm_dup(mpi.world(), &comm_));
+  CB_CHECK_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+}
+
+StopBroadcast::~StopBroadcast() {
+  // Sends nobody received (a rank that had finished) are let go: MPI completes them on its own.
+  for (auto& sent : sent_)
+    for (auto& request : sent.requests)
+      if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+void StopBroadcast::poll() {
+  if (comm_ == MPI_COMM_NULL) return;
+  // Other ranks' stops.
+  while (true) {
+    int arrived = 0;
+    MPI_Status status;
+    CB_CHECK_MPI(MPI_Iprobe(MPI_ANY_SOURCE, kStopTag, comm_, &arrived, &status));
+    if (!arrived) break;
+    std::array<int, 2> message{};
+    CB_CHECK_MPI(MPI_Recv(message.data(), 2, MPI_INT, status.MPI_SOURCE, kStopTag, comm_, MPI_STATUS_IGNORE));
+    sent_level_ = std::max(sent_level_, message[1]);  // the sender tells everyone: no need to pass it on
+    stop_flag::raise(message[0], message[1]);
+  }
+  // This rank's own, once per level.
+  const int mine = stop_flag::raised_level();
+  if (mine <= sent_level_) return;
+  sent_level_ = mine;
+  Sent& sent = sent_.emplace_back();
+  sent.message = {stop_flag::signal_number(), mine};
+  for (int rank = 0; rank < size_; ++rank) {
+    if (rank == rank_) continue;
+    MPI_Request request = MPI_REQUEST_NULL;
+    CB_CHECK_MPI(MPI_Isend(sent.message.data(), 2, MPI_INT, rank, kStopTag, comm_, &request));
+    sent.requests.push_back(request);
+  }
+}
 
 }  // namespace crossbench

@@ -740,6 +740,8 @@ def test_procurement(loaded, cube_file, tmp_path):
     # A single network and phase, by substring device names.
     net = loaded.cells.loc[loaded.cells["status"] == "ok", "network"].iloc[0]
     r = cli("procurement", cube_file, "--prices", prices, "-o", out, "--network", net, "--phase", "inference")
+    assert r.returncode == 2 and "--force" in r.stderr  # never a silent overwrite
+    r = cli("procurement", cube_file, "--prices", prices, "-o", out, "--network", net, "--phase", "inference", "--force")
     assert r.returncode == 0, r.stderr
 
 

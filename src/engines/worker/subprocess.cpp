@@ -11,13 +11,12 @@
 #include <cstring>
 
 #include "crossbench/error.hpp"
+#include "crossbench/stop_flag.hpp"
 
 extern char** environ;
 
 namespace crossbench {
 namespace {
-
-constexpr std::size_t kStderrLinesKept = 20;
 
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
@@ -100,17 +99,16 @@ void Subprocess::drain_stderr(int timeout_ms) {
   if (stderr_ < 0) return;
   pollfd descriptor{stderr_, POLLIN, 0};
   while (::poll(&descriptor, 1, timeout_ms) > 0) {
-    std::array<char, 4096> chunk;
+    std::array<char, 65536> chunk;
     const auto count = ::read(stderr_, chunk.data(), chunk.size());
     if (count <= 0) {
       close_fd(stderr_);
       break;
     }
-    stderr_buffer_.append(chunk.data(), static_cast<std::size_t>(count));
-    for (auto newline = stderr_buffer_.find('\n'); newline != std::string::npos; newline = stderr_buffer_.find('\n')) {
-      stderr_lines_.push_back(stderr_buffer_.substr(0, newline));
-      stderr_buffer_.erase(0, newline + 1);
-      if (stderr_lines_.size() > kStderrLinesKept) stderr_lines_.pop_front();
+    stderr_recent_.append(chunk.data(), static_cast<std::size_t>(count));
+    if (stderr_recent_.size() > 2 * kStderrTailBytes) {  // amortised: each byte is moved at most once
+      stderr_recent_.erase(0, stderr_recent_.size() - kStderrTailBytes);
+      stderr_cut_ = true;
     }
     timeout_ms = 0;
     descriptor.revents = 0;
@@ -119,17 +117,33 @@ void Subprocess::drain_stderr(int timeout_ms) {
 
 Subprocess::ReadOutcome Subprocess::read_line(std::string& line, std::chrono::steady_clock::time_point deadline) {
   while (true) {
-    if (const auto newline = stdout_buffer_.find('\n'); newline != std::string::npos) {
+    // Only the bytes that arrived since the last look are searched: linear in the line's length.
+    if (const auto newline = stdout_buffer_.find('\n', stdout_scanned_); newline != std::string::npos) {
       line = stdout_buffer_.substr(0, newline);
       stdout_buffer_.erase(0, newline + 1);
+      stdout_scanned_ = 0;
       return ReadOutcome::line;
     }
+    stdout_scanned_ = stdout_buffer_.size();
+    if (stdout_buffer_.size() > kMaxProtocolLineBytes) {
+      kill_group();
+      stdout_buffer_.clear();
+      stdout_scanned_ = 0;
+      close_fd(stdout_);
+      throw Error("the worker wrote a protocol line longer than " + std::to_string(kMaxProtocolLineBytes >> 20) +
+                  " MiB without a newline; it was killed");
+    }
     if (stdout_ < 0) return ReadOutcome::end_of_file;
+    if (stop_flag::cell_must_end()) {
+      kill_group();
+      throw CellInterrupted(stop_flag::reason());
+    }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return ReadOutcome::deadline;
     std::array<pollfd, 2> descriptors{{{stdout_, POLLIN, 0}, {stderr_, POLLIN, 0}}};
+    // At most 200 ms between looks at the stop flag.
     const int ready = ::poll(descriptors.data(), stderr_ >= 0 ? 2 : 1,
-                             static_cast<int>(std::min<long long>(left.count(), 1000)));
+                             static_cast<int>(std::min<long long>(left.count(), 200)));
     if (ready < 0 && errno != EINTR) throw Error(std::string("poll() on the worker failed: ") + std::strerror(errno));
     if (stderr_ >= 0 && descriptors[1].revents) drain_stderr(0);
     if (descriptors[0].revents) {
@@ -147,10 +161,21 @@ Subprocess::ReadOutcome Subprocess::read_line(std::string& line, std::chrono::st
 
 std::string Subprocess::stderr_tail() {
   drain_stderr(0);
-  std::string tail;
-  for (const auto& line : stderr_lines_) tail += line + "\n";
-  if (!stderr_buffer_.empty()) tail += stderr_buffer_;
-  return tail;
+  // The last kStderrTailLines lines of the last kStderrTailBytes bytes.
+  std::string tail = stderr_recent_.size() > kStderrTailBytes
+                         ? stderr_recent_.substr(stderr_recent_.size() - kStderrTailBytes)
+                         : stderr_recent_;
+  bool cut = stderr_cut_ || tail.size() < stderr_recent_.size();
+  std::size_t newlines = 0;
+  for (std::size_t i = tail.size(); i-- > 0;) {
+    if (tail[i] != '\n' || i + 1 == tail.size()) continue;  // a final newline ends the last line
+    if (++newlines == kStderrTailLines) {
+      tail.erase(0, i + 1);
+      cut = true;
+      break;
+    }
+  }
+  return cut ? "[...]" + tail : tail;
 }
 
 bool Subprocess::running() {

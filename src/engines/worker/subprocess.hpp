@@ -1,19 +1,27 @@
 // A worker process: started directly (no shell, arguments as a list) in its
 // own process group, spoken to in lines over its stdin/stdout; its stderr is
-// drained all the time (a full pipe would block it) and the last lines kept
+// drained all the time (a full pipe would block it) and its last lines kept
 // for error messages. The destructor kills the whole group.
+//
+// A worker is not trusted with memory: one protocol line is at most
+// kMaxProtocolLineBytes (a longer one kills the worker), the stderr tail kept
+// is at most kStderrTailBytes, and both are read in time linear in their size.
 #pragma once
 
 #include <sys/types.h>
 
 #include <chrono>
-#include <deque>
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace crossbench {
+
+inline constexpr std::size_t kMaxProtocolLineBytes = std::size_t{64} << 20;  // [bytes] ~3 million samples
+inline constexpr std::size_t kStderrTailBytes = 4096;                          // [bytes] kept for messages
+inline constexpr std::size_t kStderrTailLines = 20;
 
 class Subprocess {
  public:
@@ -26,8 +34,10 @@ class Subprocess {
   void write_line(const std::string& line);  // throws Error when the process is gone
   enum class ReadOutcome { line, end_of_file, deadline };
   // Reads one line from stdout before `deadline`; on end_of_file or deadline `line` is untouched.
+  // Throws Error (after killing the worker) for a line over kMaxProtocolLineBytes,
+  // and CellInterrupted (after killing it) when the running cell must end now.
   ReadOutcome read_line(std::string& line, std::chrono::steady_clock::time_point deadline);
-  std::string stderr_tail();  // the last lines the process wrote to stderr
+  std::string stderr_tail();  // the last lines the process wrote to stderr, at most kStderrTailBytes
   void kill_group();          // SIGKILL to the whole process group, then reaps
   bool running();
   // After end of output: gives a dying process up to `timeout` to finish, so
@@ -39,8 +49,10 @@ class Subprocess {
   void drain_stderr(int timeout_ms);
   pid_t pid_ = -1;
   int stdin_ = -1, stdout_ = -1, stderr_ = -1;
-  std::string stdout_buffer_, stderr_buffer_;
-  std::deque<std::string> stderr_lines_;
+  std::string stdout_buffer_;
+  std::size_t stdout_scanned_ = 0;  // bytes of stdout_buffer_ known to hold no newline
+  std::string stderr_recent_;       // the last bytes of stderr, between kStderrTailBytes and twice that
+  bool stderr_cut_ = false;         // stderr_recent_ lost its beginning
   int wait_status_ = 0;
   bool reaped_ = false;
 };

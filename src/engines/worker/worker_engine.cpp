@@ -7,6 +7,7 @@
 
 #include "crossbench/error.hpp"
 #include "crossbench/synthetic.hpp"
+#include "engines/worker/reply_validation.hpp"
 #include "engines/worker/subprocess.hpp"
 
 namespace crossbench {
@@ -15,7 +16,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
-constexpr double kStartupSeconds = 300;  // [s] importing a framework, first CUDA context
 // Beyond the cell's limit, a silent worker gets a quarter of that limit (5 to
 // 60 s) to answer before it is declared hung.
 double grace_seconds(double limit_s) { return std::clamp(0.25 * limit_s, 5.0, 60.0); }
@@ -101,7 +101,9 @@ class WorkerEngine final : public Engine {
     } catch (const json::exception&) {
       discard("answered with a line that is not JSON: '" + line.substr(0, 200) + "'");
     }
-    if (!reply.is_object() || reply.value("protocol", -1) != kWorkerProtocol || reply.value("type", "") != expected_type)
+    if (const std::string problem = reply_problem(reply); !problem.empty())
+      discard("answered '" + request.value("type", "") + "' with a malformed reply: " + problem);
+    if (reply.value("protocol", -1) != kWorkerProtocol || reply.value("type", "") != expected_type)
       discard("answered '" + line.substr(0, 200) + "' where a protocol " + std::to_string(kWorkerProtocol) + " '" +
               expected_type + "' reply was due");
     return reply;
@@ -110,7 +112,7 @@ class WorkerEngine final : public Engine {
   // Turns a reply's status into the cell's outcome.
   void raise_for_status(const json& reply, const std::string& what) {
     const std::string status = reply.value("status", "");
-    const std::string message = name_ + " worker, " + what + ": " + reply.value("message", "");
+    const std::string message = name_ + " worker, " + what + ": " + bounded_message(reply);
     if (status == "ok") return;
     if (status == "oom") throw OutOfMemory(message);
     if (status == "unsupported") throw Unsupported(message);
@@ -143,12 +145,16 @@ class WorkerEngine final : public Engine {
                         " = <command> in the job file");
     }
     std::string line;
-    const auto outcome = worker_->read_line(line, after(kStartupSeconds));
+    // Starting counts against the cell's time limit like everything else the cell waits for.
+    const auto outcome = worker_->read_line(line, after(config_.worker_timeout_s));
     if (outcome != Subprocess::ReadOutcome::line) {
       if (outcome == Subprocess::ReadOutcome::end_of_file) worker_->wait_for_exit(std::chrono::seconds(5));
       const std::string tail = worker_->stderr_tail();
       const std::string state = worker_->exit_description();
       worker_.reset();
+      if (outcome == Subprocess::ReadOutcome::deadline)
+        throw CellTimeout("worker '" + name_ + "' did not say hello within the cell time limit of " +
+                          std::to_string(config_.worker_timeout_s) + " s" + (tail.empty() ? "" : "; stderr:\n" + tail));
       throw Error("worker '" + name_ + "' did not say hello (" + state + ")" + (tail.empty() ? "" : "; stderr:\n" + tail));
     }
     json hello;
@@ -157,6 +163,7 @@ class WorkerEngine final : public Engine {
     } catch (const json::exception&) {
       discard("said '" + line.substr(0, 200) + "' instead of a JSON hello");
     }
+    if (const std::string problem = reply_problem(hello); !problem.empty()) discard("said a malformed hello: " + problem);
     if (hello.value("type", "") != "hello") discard("said '" + line.substr(0, 200) + "' instead of hello");
     if (hello.value("protocol", -1) != kWorkerProtocol) {
       worker_.reset();
@@ -165,7 +172,7 @@ class WorkerEngine final : public Engine {
                   ": update the worker or crossbench so both match");
     }
     if (hello.value("status", "ok") == "unsupported") {
-      const std::string message = hello.value("message", "");
+      const std::string message = bounded_message(hello);
       worker_.reset();
       throw Unsupported("worker '" + name_ + "' cannot run here: " + message);
     }
@@ -196,17 +203,11 @@ std::optional<Measurement> WorkerSession::measure_itself(const MeasureOptions& o
                      {"time_limit_s", std::max(time_left_s, 0.0)}};
   const json reply = engine_.exchange(request, "measured", after(time_left_s + grace_seconds(options.cell_time_limit_s)));
   engine_.raise_for_status(reply, "measuring");
+  if (const std::string problem = samples_problem(reply, options.max_steps); !problem.empty())
+    engine_.discard("sent malformed samples: " + problem);
   Measurement measurement;
-  try {
-    for (const auto& sample : reply.at("samples_ms")) {
-      const double value = sample.get<double>();
-      if (!(value >= 0) || !std::isfinite(value)) throw Error("a step time is negative or not finite");
-      measurement.samples_ms.push_back(value);
-    }
-    measurement.stop_reason = reply.value("stop_reason", "worker");
-  } catch (const std::exception& error) {
-    engine_.discard(std::string("sent malformed samples: ") + error.what());
-  }
+  for (const auto& sample : reply["samples_ms"]) measurement.samples_ms.push_back(sample.get<double>());
+  measurement.stop_reason = reply.value("stop_reason", "worker");
   measurement.reached_min_steps = measurement.samples_ms.size() >= static_cast<std::size_t>(options.min_steps);
   if (reply.contains("peak_memory_bytes") && reply["peak_memory_bytes"].is_number())
     peak_bytes_ = reply["peak_memory_bytes"].get<double>();

@@ -1,0 +1,62 @@
+#include "dist/resume.hpp"
+
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "crossbench/error.hpp"
+#include "dist/journal.hpp"
+#include "dist/plan.hpp"
+
+namespace crossbench {
+
+std::vector<std::string> device_keys_of(const std::vector<Device>& devices) {
+  std::vector<std::string> keys;
+  for (const auto& device : devices) keys.push_back(device.key());
+  return keys;
+}
+
+ResumeState agree_on_resume(const Options& options, const MpiSession& mpi, const std::vector<Device>& devices) {
+  ResumeState state;
+  if (!options.resume) return state;
+  nlohmann::json verdict;
+  if (mpi.rank() == 0) {
+    try {
+      const auto path = journal_path(options.output);
+      JournalContents journal = read_journal(path);
+      const JournalHeader header = JournalHeader::for_run(options, device_keys_of(devices));
+      const std::string mismatch = header.mismatch(journal.header, options.allow_new_devices);
+      if (!mismatch.empty()) {
+        verdict = {{"error", "--resume refused: journal '" + path.string() + "' does not belong to this run: " + mismatch}};
+      } else {
+        // A record of a cell this run's plan does not hold (forged, or from a
+        // bug) would make the cube unwritable: it is dropped, with a warning.
+        std::set<std::string> planned;
+        for (const auto& cell : make_plan(options, devices).cells) planned.insert(cell_key(cell.device_key, cell.cell));
+        std::vector<CellResult> kept;
+        for (auto& result : journal.results) {
+          const std::string key = cell_key(result.device_key, result.cell);
+          if (planned.count(key)) {
+            kept.push_back(std::move(result));
+          } else {
+            journal.warnings.push_back(path.string() + ": dropped a record outside this run's plan: " + describe(result.cell) +
+                                       " on '" + result.device_key + "'");
+          }
+        }
+        for (const auto& warning : journal.warnings) std::cerr << "crossbench: warning: " << warning << "\n";
+        verdict = {{"done", nlohmann::json::array()}, {"new_devices", header.new_device_keys(journal.header)}};
+        for (const auto& result : kept) verdict["done"].push_back(cell_key(result.device_key, result.cell));
+        state.earlier = std::move(kept);
+        state.new_devices = verdict["new_devices"].get<std::vector<std::string>>();
+      }
+    } catch (const Error& error) {
+      verdict = {{"error", std::string("--resume refused: ") + error.what()}};
+    }
+  }
+  const nlohmann::json agreed = nlohmann::json::parse(mpi.broadcast_from_root(verdict.dump()));
+  if (agreed.contains("error")) throw UsageError(agreed["error"].get<std::string>());
+  for (const auto& key : agreed["done"]) state.done.insert(key.get<std::string>());
+  return state;
+}
+
+}  // namespace crossbench

@@ -1,0 +1,31 @@
+// Resuming a run (DESIGN.md "Distribution", resume): rank 0 reads the
+// journal, refuses one that does not belong to this run (naming each
+// difference: matrix, a setting that changes the numbers, a worker command,
+// the device keys), drops records outside this run's plan with a warning, and
+// tells every rank which cells are done.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "crossbench/device.hpp"
+#include "crossbench/options.hpp"
+#include "crossbench/result.hpp"
+#include "dist/mpi_session.hpp"
+
+namespace crossbench {
+
+struct ResumeState {
+  std::vector<CellResult> earlier;       // rank 0: the journal's results that this run keeps
+  std::set<std::string> done;            // every rank: their cell keys
+  std::vector<std::string> new_devices;  // --allow-new-devices: keys this run adds to the journal
+};
+
+// Every rank calls it; without --resume it returns an empty state. Throws
+// UsageError on every rank when the journal does not fit this run.
+ResumeState agree_on_resume(const Options& options, const MpiSession& mpi, const std::vector<Device>& devices);
+
+std::vector<std::string> device_keys_of(const std::vector<Device>& devices);
+
+}  // namespace crossbench

@@ -1,0 +1,24 @@
+// What a resumed run must share with the run that wrote the journal, beyond
+// the matrix: every setting that changes the numbers, and the worker commands.
+// A resume that changed any of them would mix two different measurements into
+// one cube, so --resume refuses it, naming what differs (DESIGN.md "Resume").
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "crossbench/options.hpp"
+
+namespace crossbench {
+
+// Every setting that changes the numbers, as "section.key" → its value as
+// text (exact: doubles with 17 significant digits). The ONE list of them: the
+// journal header records it and --resume compares it key by key.
+// (When the options schema marks `changes_numbers`, this list comes from it.)
+std::map<std::string, std::string> resume_settings(const Options& options);
+
+// The worker command of each engine of the matrix that runs a worker, as
+// "workers.<engine>" → the command's arguments joined by spaces.
+std::map<std::string, std::string> resume_worker_commands(const Options& options);
+
+}  // namespace crossbench

@@ -1,0 +1,27 @@
+// The checks of a worker's reply that the worker engine applies before it
+// reads a field: a worker is a separate program and is not trusted with the
+// shape of what it sends (README "Workers", protocol).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace crossbench {
+
+inline constexpr std::size_t kMaxWorkerTextBytes = std::size_t{1} << 20;  // [bytes] any text field
+inline constexpr std::size_t kWorkerMessageBytes = 4096;                  // [bytes] kept of a message
+
+// "" when every field the engine reads has its protocol type; else a sentence
+// naming the first field that does not ("field 'status' is a number, not a string").
+std::string reply_problem(const nlohmann::json& reply);
+
+// "" when `samples_ms` is an array of at most `max_steps` finite numbers >= 0
+// (a worker measures at most max_steps steps); else a sentence naming what is wrong.
+std::string samples_problem(const nlohmann::json& reply, int max_steps);
+
+// The reply's `message`, cut to kWorkerMessageBytes ("" when absent).
+std::string bounded_message(const nlohmann::json& reply);
+
+}  // namespace crossbench

@@ -1,0 +1,84 @@
+// The journal header's resume check: each difference that would mix two runs
+// in one cube is named; new device keys pass only when allowed.
+#include <gtest/gtest.h>
+
+#include "crossbench/options.hpp"
+#include "dist/journal.hpp"
+#include "dist/resume_settings.hpp"
+
+namespace crossbench {
+namespace {
+
+Options small_options() {
+  Options options;
+  options.job_name = "quick";
+  options.matrix.networks = {"alexnet"};
+  options.matrix.engines = {"auto"};
+  options.matrix.precisions = {Precision::fp32};
+  options.matrix.batches = {1, 2};
+  options.matrix.phases = {Phase::inference};
+  return options;
+}
+
+TEST(ResumeCheck, IdenticalRunsMatch) {
+  const Options options = small_options();
+  const auto header = JournalHeader::for_run(options, {"cpu b", "cpu a", "cpu a"});
+  EXPECT_EQ(header.device_keys, (std::vector<std::string>{"cpu a", "cpu b"}));
+  EXPECT_EQ(header.mismatch(JournalHeader::for_run(options, {"cpu a", "cpu b"}), false), "");
+}
+
+TEST(ResumeCheck, EveryNumberChangingSettingIsCompared) {
+  const Options before = small_options();
+  const auto journal = JournalHeader::for_run(before, {"cpu"});
+  Options after = before;
+  after.engine.learning_rate = 0.02;
+  after.engine.algorithm = AlgorithmPolicy::exhaustive;
+  EXPECT_EQ(JournalHeader::for_run(after, {"cpu"}).mismatch(journal, false),
+            "setting engine.algo is 'heuristic' in the journal, 'exhaustive' in this run; "
+            "setting measure.learning_rate is '0.01' in the journal, '0.02' in this run");
+  // Exact: a change in the 17th digit is a change.
+  Options close = before;
+  close.measure.target_ci = 0.01 + 1e-15;
+  EXPECT_NE(JournalHeader::for_run(close, {"cpu"}).mismatch(journal, false), "");
+}
+
+TEST(ResumeCheck, ResumeSettingsListsTheKeysOnce) {
+  const auto settings = resume_settings(small_options());
+  for (const char* key : {"measure.warmup", "measure.min_steps", "measure.max_steps", "measure.target_ci",
+                          "measure.cell_time_limit_s", "measure.seed", "measure.update", "measure.learning_rate",
+                          "measure.layer_times", "measure.layer_time_repetitions", "engine.algo",
+                          "engine.workspace_limit_mb", "engine.layout", "engine.cuda_graphs", "engine.bucket_mb"})
+    EXPECT_EQ(settings.count(key), 1u) << key;
+  EXPECT_EQ(settings.size(), 15u);
+}
+
+TEST(ResumeCheck, WorkerCommandsAreCompared) {
+  Options before = small_options();
+  before.engine.worker_commands["pytorch"] = {"python3", "worker.py"};
+  Options after = before;
+  after.engine.worker_commands["pytorch"] = {"python3", "other.py"};
+  EXPECT_EQ(JournalHeader::for_run(after, {"cpu"}).mismatch(JournalHeader::for_run(before, {"cpu"}), false),
+            "worker command workers.pytorch is 'python3 worker.py' in the journal, 'python3 other.py' in this run");
+}
+
+TEST(ResumeCheck, DeviceKeys) {
+  const Options options = small_options();
+  const auto journal = JournalHeader::for_run(options, {"cpu a"});
+  const auto more = JournalHeader::for_run(options, {"cpu a", "cpu b"});
+  EXPECT_NE(more.mismatch(journal, false).find("device key(s) 'cpu b'"), std::string::npos);
+  EXPECT_EQ(more.mismatch(journal, true), "");
+  EXPECT_EQ(more.new_device_keys(journal), (std::vector<std::string>{"cpu b"}));
+  const auto other = JournalHeader::for_run(options, {"cpu b"});
+  EXPECT_NE(other.mismatch(journal, true).find("'cpu a' have no rank in this run"), std::string::npos);
+}
+
+TEST(ResumeCheck, AnOlderJournalSchemaIsNamed) {
+  const Options options = small_options();
+  auto journal = JournalHeader::for_run(options, {"cpu"});
+  journal.schema = "crossbench-journal/1";
+  EXPECT_EQ(JournalHeader::for_run(options, {"cpu"}).mismatch(journal, false),
+            "it has journal schema 'crossbench-journal/1', this crossbench writes 'crossbench-journal/2'");
+}
+
+}  // namespace
+}  // namespace crossbench

@@ -1,0 +1,1 @@
+crossbench_test(reply_validation_test LABEL cpu LINKS crossbench_engines SOURCES ${CMAKE_CURRENT_LIST_DIR}/reply_validation_test.cpp)

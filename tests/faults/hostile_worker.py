@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""A hostile crossbench worker for the fault-injection suite: it speaks the
+protocol (src/workers/common/protocol.py) without any framework, and
+misbehaves on command.
+
+  --fault ok                answers well: step times of 1 ms
+  --fault silent-start      never says hello
+  --fault stderr-flood      writes 64 MiB to stderr (no newline) while measuring, then dies
+  --fault stdout-flood      writes 100 MiB to stdout without a newline while measuring
+  --fault too-many-samples  answers `measure` with 1000 samples whatever max_steps says
+  --fault bad-field         answers `measure` with a number where `status` is a string
+  --fault huge-message      fails `prepare` with a 50 MiB message
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "workers"))
+from common.protocol import PROTOCOL  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fault", default="ok")
+    fault = parser.parse_args().fault
+    out = sys.stdout
+
+    def reply(message):
+        message.setdefault("protocol", PROTOCOL)
+        out.write(json.dumps(message) + "\n")
+        out.flush()
+
+    if fault == "silent-start":
+        time.sleep(1e6)
+    reply({"type": "hello", "framework": "hostile 1.0"})
+    for line in sys.stdin:
+        request = json.loads(line)
+        kind = request.get("type")
+        if kind == "exit":
+            return
+        if kind == "prepare":
+            if fault == "huge-message":
+                reply({"type": "prepared", "status": "failed", "message": "x" * (50 << 20)})
+            else:
+                reply({"type": "prepared", "status": "ok", "peak_memory_bytes": 1.0})
+        elif kind == "measure":
+            steps = max(request["min_steps"], 1)
+            if fault == "stderr-flood":
+                chunk = "e" * (1 << 20)
+                for _ in range(64):
+                    sys.stderr.write(chunk)
+                sys.stderr.flush()
+                os._exit(1)
+            if fault == "stdout-flood":
+                chunk = "o" * (1 << 20)
+                for _ in range(100):
+                    out.write(chunk)
+                out.flush()
+                time.sleep(1e6)
+            if fault == "too-many-samples":
+                steps = 1000
+            status = 5 if fault == "bad-field" else "ok"
+            reply({"type": "measured", "status": status, "samples_ms": [1.0] * steps, "stop_reason": "max_steps"})
+        elif kind == "check":
+            reply({"type": "checked", "status": "ok", "finite": True, "loss": 1.0})
+        elif kind == "release":
+            reply({"type": "released", "status": "ok"})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""Hostile workers cost one cell each, with bounded messages, in bounded time."""
+import time
+
+import pytest
+
+from conftest import HOSTILE_WORKER
+from helpers import cube_cells
+
+
+def run_hostile(tmp_path, crossbench, write_job, fault, cell_time_limit_s=20):
+    extra = f"[workers]\nhostile = python3 {HOSTILE_WORKER} --fault {fault}\n"
+    job = write_job(engines="hostile", cell_time_limit_s=cell_time_limit_s, extra=extra)
+    output = tmp_path / f"{fault}.h5"
+    start = time.time()
+    result = crossbench("run", "--job", job, "--output", output, "--quiet", timeout=300)
+    assert result.returncode == 0, result.stderr
+    cells, _ = cube_cells(output)
+    assert len(cells) == 1
+    return cells[0][0], cells[0][1], time.time() - start
+
+
+def test_a_well_behaved_hostile_worker_is_ok(tmp_path, crossbench, write_job):
+    status, message, _ = run_hostile(tmp_path, crossbench, write_job, "ok")
+    assert status == "ok", message
+
+
+def test_silent_start_ends_timeout_within_the_cell_limit(tmp_path, crossbench, write_job):
+    status, message, seconds = run_hostile(tmp_path, crossbench, write_job, "silent-start", cell_time_limit_s=3)
+    assert status == "timeout" and "hello" in message, message
+    assert seconds < 30
+
+
+def test_stderr_flood_is_read_in_linear_time_and_kept_bounded(tmp_path, crossbench, write_job):
+    status, message, seconds = run_hostile(tmp_path, crossbench, write_job, "stderr-flood")
+    assert status == "failed"
+    assert len(message) < 8192, len(message)
+    assert seconds < 30, f"64 MiB of stderr took {seconds:.0f} s"
+
+
+def test_stdout_flood_is_capped(tmp_path, crossbench, write_job):
+    status, message, seconds = run_hostile(tmp_path, crossbench, write_job, "stdout-flood")
+    assert status == "failed" and "longer than 64 MiB" in message, message
+    assert seconds < 60
+
+
+@pytest.mark.parametrize("fault, evidence", [("too-many-samples", "max_steps is 3"),
+                                             ("bad-field", "field 'status' is a number, not a string")])
+def test_malformed_replies_are_refused_naming_the_field(tmp_path, crossbench, write_job, fault, evidence):
+    status, message, _ = run_hostile(tmp_path, crossbench, write_job, fault)
+    assert status == "failed" and evidence in message, message
+
+
+def test_a_huge_worker_message_is_cut(tmp_path, crossbench, write_job):
+    status, message, _ = run_hostile(tmp_path, crossbench, write_job, "huge-message")
+    assert status == "failed" and "more bytes]" in message
+    assert len(message) < 8192
