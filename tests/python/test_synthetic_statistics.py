@@ -53,3 +53,14 @@ def test_synthetic_statistics_equal_the_cpp_runners():
             assert mine[name] == pytest.approx(float(stored[name][index]), rel=1e-12, nan_ok=True), (index, name)
         compared += 1
     assert compared >= 2, "the sample cube has ok cells with samples"
+
+
+def test_amp_precisions_are_ordered_and_take_their_16_bit_peak():
+    from crossbench_analysis.analysis import PRECISION_ORDER
+    from crossbench_analysis.peaks import PeakTable
+
+    assert PRECISION_ORDER == ("fp32", "tf32", "fp16", "bf16", "amp-fp16", "amp-bf16")
+    table = PeakTable.read()
+    key = "NVIDIA H200 (132 SMs, sm_9.0, 140.0 GiB)"
+    assert table.peak(key, "amp-bf16").tflops == table.peak(key, "bf16").tflops is not None
+    assert table.peak(key, "amp-fp16").tflops == table.peak(key, "fp16").tflops
