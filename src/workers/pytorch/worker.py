@@ -169,10 +169,12 @@ class PytorchSession:
         if request.get("update") == "sgd" and self.training:
             self.optimizer = torch.optim.SGD(self.model.parameters(), lr=float(request.get("learning_rate", 0.01)))
         self.scaler = None
-        if self.recipe.loss_scaling and self.training:
-            self.scaler = torch.cuda.amp.GradScaler() if hasattr(torch, "cuda") else None
+        if self.recipe.loss_scaling and self.training:  # amp-fp16 runs on GPUs only (see above)
+            amp = getattr(torch, "amp", None)
+            self.scaler = amp.GradScaler("cuda") if hasattr(amp, "GradScaler") else torch.cuda.amp.GradScaler()
 
         self.compile_mode = None
+        self.counts_before_compile = None
         self.compile_s = None
         self.mark_step = None
         self.counts_after_compile = self.counts_before_timed = self.counts_after_timed = None
@@ -191,6 +193,7 @@ class PytorchSession:
             raise WorkerError("unsupported", f"torch {torch.__version__} has no "
                               "torch.compiler.cudagraph_mark_step_begin: CUDA graphs in training need torch 2.1 or later")
         self.compile_mode = mode
+        self.counts_before_compile = dynamo_counts(torch)  # the worker serves many cells: count this one's
         start = time.perf_counter()
         # Only the layers are compiled: the dropout step's bookkeeping stays in the eager forward
         # (model.py), so nothing that changes per step reaches a guard.
@@ -273,6 +276,8 @@ class PytorchSession:
         return float(self.torch.cuda.max_memory_allocated()) if self.cuda else math.nan
 
     def check(self):
+        if self.mark_step is not None:
+            self.mark_step()
         with self._autocast():
             return self.model.check(self.x, self.labels, self.training)
 
@@ -283,8 +288,9 @@ class PytorchSession:
         if self.compile_mode is not None:
             graphs = "on" if self.mark_step is not None else "off (CPU)"
             text += f" compile_mode={self.compile_mode} cuda_graphs={graphs} compile={self.compile_s:.1f}s(untimed)"
-            compiled = self.counts_after_compile
-            if compiled is not None:
+            compiled, before_compile = self.counts_after_compile, self.counts_before_compile
+            if compiled is not None and before_compile is not None:
+                compiled = {k: compiled[k] - before_compile[k] for k in compiled}
                 text += f" graphs={compiled['graphs']} graph_breaks={compiled['graph_breaks']}"
                 reasons = graph_break_reasons(torch)
                 if reasons:
@@ -302,6 +308,8 @@ class PytorchSession:
 
     def release(self):
         self.model = self.optimizer = self.x = self.labels = self.scaler = None
+        if self.compile_mode is not None:
+            self.torch._dynamo.reset()  # this cell's compiled graphs and CUDA graph pools go with it
         gc.collect()
         if self.cuda:
             self.torch.cuda.empty_cache()
