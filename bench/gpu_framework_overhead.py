@@ -100,6 +100,7 @@ def torch_cells(args, variant):
             mark = None
             compile_s = 0.0
             if variant != "eager":
+                model.use_device_dropout_step()  # dropout masks inside the compiled graph (model.py)
                 model.layers_forward = torch.compile(model.layers_forward, mode=variant)
                 mark = torch.compiler.cudagraph_mark_step_begin
 

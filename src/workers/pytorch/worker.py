@@ -174,6 +174,7 @@ class PytorchSession:
             self.scaler = amp.GradScaler("cuda") if hasattr(amp, "GradScaler") else torch.cuda.amp.GradScaler()
 
         self.compile_mode = None
+        self.device_dropout_step = False
         self.counts_before_compile = None
         self.compile_s = None
         self.mark_step = None
@@ -196,7 +197,9 @@ class PytorchSession:
         self.counts_before_compile = dynamo_counts(torch)  # the worker serves many cells: count this one's
         start = time.perf_counter()
         # Only the layers are compiled: the dropout step's bookkeeping stays in the eager forward
-        # (model.py), so nothing that changes per step reaches a guard.
+        # (model.py), so nothing that changes per step reaches a guard; the masks come from a step
+        # counter on the device through an opaque custom op, so dropout breaks no graph.
+        self.device_dropout_step = self.model.use_device_dropout_step()
         self.model.layers_forward = torch.compile(self.model.layers_forward, mode=mode)
         for _ in range(3):  # compilation, then the CUDA graph recording (cudagraph trees warm up, then record)
             self._one_step()
@@ -303,7 +306,8 @@ class PytorchSession:
                          f" graph_breaks={after['graph_breaks'] - before['graph_breaks']}"
                          f" cudagraph_skips={after['cudagraph_skips'] - before['cudagraph_skips']}")
         if self.training and self.model is not None and self.model._dropouts:
-            text += " dropout_masks=eager(crossbench's deterministic masks)"
+            text += (" dropout_masks=crossbench::dropout_keep_mask(device step, in the graph)" if self.device_dropout_step
+                     else " dropout_masks=eager(crossbench's deterministic masks)")
         return text
 
     def release(self):
