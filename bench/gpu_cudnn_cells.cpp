@@ -30,6 +30,7 @@
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
 #include "crossbench/statistics.hpp"
+#include "crossbench/telemetry.hpp"
 #include "engines/cudnn/cudnn_session.hpp"
 
 namespace {
@@ -135,9 +136,10 @@ int main(int argc, char** argv) {
             };
             for (int i = 0; i < warmup; ++i) timed();
             std::vector<double> samples;
-            session->begin_timed_steps();
+            TelemetrySampler sampler(device);  // the Runner's sampler, as run_cell() uses it
+            sampler.begin();
             for (int i = 0; i < steps; ++i) samples.push_back(timed());
-            const Telemetry t = session->end_timed_steps();
+            const Telemetry t = sampler.end();
             const OutputCheck check = session->check();
             const Statistics s = summarize(samples);
             const double flops = (cell.phase == Phase::training ? network.training_flops_per_image()

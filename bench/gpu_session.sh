@@ -14,6 +14,12 @@
 #             nine), then the analysis package's `agreement` against cudnn
 #   nvtx      nsys profile of a small cudnn run (alexnet, bf16, layer times): the NVTX ranges per cell
 #             and stage, summed by `nsys stats`; says so when the image has no nsys
+#   frameworks bench/gpu_framework_overhead.py: each framework in a standalone loop next to the same
+#             cells through crossbench ($FW_VARIANTS of eager,reduce-overhead,max-autotune,jax;
+#             $FW_NETWORKS, default resnet50; $FW_PRECISIONS tf32,bf16; $FW_STEPS 100); the table with ratios
+#   cube20    issue 20's cube: seed2017 with cudnn, pytorch, pytorch-compile, jax x fp32, tf32, bf16,
+#             amp-bf16, both phases ($CUBE20_NETWORKS, default all seven; $CUBE20_ENGINES); one cube,
+#             $OUT/cube20.h5; CUBE20_ARGS=--resume continues it from a journal copied into $OUT
 # Environment: STEPS (timed steps, default 50), WARMUP (10), TLIMIT (seconds per stage, 240);
 # SEED_ALGO, SEED_ARGS and SEED_OUT (the seed stage's cube and log name, default seed).
 set -uo pipefail
@@ -125,6 +131,22 @@ for stage in "$@"; do
         echo "nsys exit $?"
         nsys stats --report nvtx_sum --format csv "$OUT/nvtx.nsys-rep" 2>&1 | tee "$OUT/nvtx_sum.csv" | cut -c1-200 | head -30
       fi ;;
+    frameworks)
+      timeout "$TLIMIT" python3 bench/gpu_framework_overhead.py --crossbench "$CB" \
+        --variants "${FW_VARIANTS:-eager,reduce-overhead,jax}" --networks "${FW_NETWORKS:-resnet50}" \
+        --precisions "${FW_PRECISIONS:-tf32,bf16}" --phases "${FW_PHASES:-inference,training}" \
+        --steps "${FW_STEPS:-100}" --warmup "$WARMUP" --out "$OUT/frameworks.json" 2>&1 |
+        grep -v Warning | tee "$OUT/frameworks.log" | tail -60 ;;
+    cube20)
+      timeout "$TLIMIT" $CB run --job jobs/seed2017.ini \
+        --set "matrix.engines=${CUBE20_ENGINES:-cudnn,pytorch,pytorch-compile,jax}" \
+        --set "matrix.networks=${CUBE20_NETWORKS:-alexnet,overfeat,vgg11,googlenet,resnet50,resnet101,resnet152}" \
+        --set matrix.precisions=fp32,tf32,bf16,amp-bf16 --set matrix.phases=inference,training \
+        --set "workers.pytorch=python3 -u {workers}/pytorch/worker.py" \
+        --set "workers.pytorch-compile=python3 -u {workers}/pytorch/worker.py --compile" \
+        --set "workers.jax=python3 -u {workers}/jax/worker.py" \
+        --set measure.min_steps="${CUBE20_STEPS:-100}" --set measure.target_ci=0.02 \
+        ${CUBE20_ARGS:-} --output "$OUT/cube20.h5" 2>&1 | tee "$OUT/cube20.log" | tail -80 ;;
   esac
 done
 echo "=== done $(date +%T)"

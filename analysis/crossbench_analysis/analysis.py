@@ -28,7 +28,7 @@ MATCH = ["network", "precision", "batch", "phase", "gpus"]
 STUDY_NETWORKS = ("alexnet", "overfeat", "vgg11", "googlenet", "resnet50", "resnet101", "resnet152")
 NETWORK_ORDER = ("alexnet", "overfeat", "vgg11", "vgg16", "vgg19", "googlenet", "resnet50",
                  "resnet101", "resnet152")
-PRECISION_ORDER = ("fp32", "tf32", "fp16", "bf16")
+PRECISION_ORDER = ("fp32", "tf32", "fp16", "bf16", "amp-fp16", "amp-bf16")  # include/crossbench/cell.hpp
 PHASE_ORDER = ("inference", "training")
 NATIVE_ENGINES = ("cudnn", "onednn")
 # Severity when replicas of one cell disagree and none is ok.

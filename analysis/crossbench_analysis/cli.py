@@ -124,8 +124,11 @@ def _agreement(a) -> int:
             raise CubeError(f"{path}: not text ({error})") from None
         except OSError as error:
             raise CubeError(f"{path}: {error.strerror or error}") from None
+    if a.precision not in ag.BOUNDED_PRECISIONS:
+        raise CubeError(f"no stated agreement bounds for {a.precision} (stated: {', '.join(ag.BOUNDED_PRECISIONS)}; "
+                        "agreement.py says how the fp32 bounds were measured)")
     try:
-        checks = ag.read_checks(lines)
+        checks = ag.read_checks(lines, a.precision)
     except ValueError as error:
         raise CubeError(f"{', '.join(a.checks)}: {error}") from None
     engines = sorted({engine for _, engine in checks})
@@ -252,6 +255,8 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--reference", default="onednn", help="the engine the others are held to (default onednn; "
                    "cudnn on a GPU)")
     g.add_argument("--markdown", metavar="FILE", help="also write the table as Markdown")
+    g.add_argument("--precision", default="fp32", help="the precision whose checks are compared (default fp32; "
+                   "each engine against the reference at the same precision)")
     g.set_defaults(func=_agreement)
 
     e = sub.add_parser("export", help="one tidy CSV row per cell")

@@ -18,6 +18,8 @@ import pandas as pd
 
 DEFAULT_PEAKS = Path(__file__).with_name("peaks.csv")
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+# The mixed-precision recipes compute in 16 bits: their peak is that of their 16-bit arithmetic.
+ARITHMETIC = {"amp-fp16": "fp16", "amp-bf16": "bf16"}
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,7 @@ class PeakTable:
         return max(hits, key=lambda r: len(r["match"]))
 
     def peak(self, device_key: str, precision: str, ranks: pd.DataFrame | None = None) -> Peak:
+        precision = ARITHMETIC.get(precision, precision)
         cube_peak = _peak_from_ranks(device_key, precision, ranks)
         if cube_peak is not None:
             return Peak(cube_peak, "cube /ranks")

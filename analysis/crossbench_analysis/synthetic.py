@@ -23,19 +23,34 @@ from .cube import (FLOAT_VARS, LATEST_SCHEMA, NOT_IN_SCHEMA, RANK_COLUMNS, SCHEM
                    STATUS_NAMES)
 
 
+def median_ci_indices(n: int) -> tuple[int, int]:
+    """0-based positions in the sorted samples of the 95% CI of the median: exactly
+    median_confidence_interval() of src/core/statistics.cpp (the Runner's rule). The number of
+    samples below the median is Binomial(n, 1/2), its 95% band n/2 +- 1.96 sqrt(n)/2; the low
+    bound is the order statistic of 1-based rank floor(n/2 - band), the high one of rank
+    ceil(n/2 + band) + 1, each clamped to 1..n. tests/python/test_analysis.py holds this to the
+    statistics the C++ writer stores."""
+    half_band = 1.959963984540054 * math.sqrt(n) / 2.0
+    low_rank = math.floor(n / 2.0 - half_band)
+    high_rank = math.ceil(n / 2.0 + half_band) + 1.0
+    return int(min(max(low_rank, 1), n)) - 1, int(min(max(high_rank, 1), n)) - 1
+
+
 def _stats(samples: np.ndarray) -> dict[str, float]:
+    """The statistics of src/core/statistics.cpp's summarize(), for made-up samples."""
     s = np.sort(np.asarray(samples, dtype=float))
     n = len(s)
     med = float(np.median(s))
-    # Distribution-free CI of the median (normal approximation of the binomial).
-    half = 1.96 * math.sqrt(n) / 2
-    lo = max(0, int(math.floor(n / 2 - half)))
-    hi = min(n - 1, int(math.ceil(n / 2 + half)))
+    if n >= 2:
+        lo, hi = median_ci_indices(n)
+        ci_low, ci_high = float(s[lo]), float(s[hi])
+    else:
+        ci_low = ci_high = math.nan
     return {
-        "median_ms": med, "mean_ms": float(s.mean()), "std_ms": float(s.std(ddof=1)) if n > 1 else 0.0,
+        "median_ms": med, "mean_ms": float(s.mean()), "std_ms": float(s.std(ddof=1)) if n > 1 else math.nan,
         "min_ms": float(s[0]), "max_ms": float(s[-1]),
         "p05_ms": float(np.percentile(s, 5)), "p95_ms": float(np.percentile(s, 95)),
-        "ci_low_ms": float(s[lo]), "ci_high_ms": float(s[hi]),
+        "ci_low_ms": ci_low, "ci_high_ms": ci_high,
     }
 
 

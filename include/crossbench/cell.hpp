@@ -9,7 +9,17 @@
 
 namespace crossbench {
 
-enum class Precision : std::uint8_t { fp32, tf32, fp16, bf16 };
+// One meaning in every engine (DESIGN.md "Vocabulary"): fp32 strict (no TF32
+// anywhere); tf32: fp32 tensors, TF32 tensor-core math; fp16/bf16 "pure":
+// weights, activations and gradients in 16 bits, fp32 accumulation, loss and
+// batch-norm statistics; amp_fp16/amp_bf16 ("amp-fp16", "amp-bf16"): the
+// frameworks' mixed precision, fp32 master weights and weight gradients with
+// 16-bit compute through casts. New values go at the end (journals keep names).
+enum class Precision : std::uint8_t { fp32, tf32, fp16, bf16, amp_fp16, amp_bf16 };
+// amp_fp16, amp_bf16: the mixed-precision recipes, which only framework workers run.
+constexpr bool is_mixed_precision(Precision precision) {
+  return precision == Precision::amp_fp16 || precision == Precision::amp_bf16;
+}
 enum class Phase : std::uint8_t { inference, training };
 // Order and values are the cube's committed HDF5 enum `status_t`: never reorder.
 enum class Status : std::uint8_t { not_run = 0, ok = 1, oom = 2, unsupported = 3, failed = 4, timeout = 5 };

@@ -80,18 +80,17 @@ class Session {
   // algorithm of every convolution (forward, backward-data, backward-filter),
   // the layout, whether the step is a CUDA graph. Stored in the cube's `decisions`.
   virtual std::string decisions() const { return {}; }
-  // A session that runs its own timing loop (a framework worker, timing with
-  // the framework's device timer) returns its raw samples here, having
-  // followed `options` exactly; the Runner then computes the statistics as for
-  // any other session. Native sessions return nullopt: the Runner times them.
-  virtual std::optional<Measurement> measure_itself(const MeasureOptions& options, double seconds_already_spent) {
+  // A session whose steps run in another process (a framework worker) cannot
+  // be timed here step by step: the Runner asks it for `count` steps at a
+  // time (the batches of its stopping rule, so the protocol costs nothing per
+  // step) and gets back each step's time [ms], measured with the framework's
+  // device timer; fewer than `count` when `seconds_left` [s] runs out first.
+  // `warmup`: the steps are warm-up, their times are discarded. The Runner
+  // alone decides how many batches to ask for and when to stop. In-process
+  // sessions return nullopt: the Runner times step() with timer() itself.
+  virtual std::optional<std::vector<double>> run_steps_elsewhere(int count, double seconds_left, bool warmup) {
     return std::nullopt;
   }
-  // Telemetry: the Runner calls begin_timed_steps() right before the first
-  // timed step and end_timed_steps() after the last one has finished; an
-  // engine that reads device sensors returns what it measured in between.
-  virtual void begin_timed_steps() {}
-  virtual Telemetry end_timed_steps() { return {}; }
   // An extra profiling pass, outside the timed steps: each layer's forward and
   // backward time (device events around its ops), median of `repetitions`
   // steps, in layer order. Empty when the engine cannot profile.
@@ -124,6 +123,9 @@ struct EngineConfig {
   // Framework workers: engine name → the worker's command line (argv, no shell).
   std::map<std::string, std::vector<std::string>> worker_commands;
   double worker_timeout_s = 600;      // [s] a worker's preparation or check, like a cell's time limit
+  // pytorch-compile: torch.compile's mode, "reduce-overhead" (CUDA graphs) or "max-autotune"
+  // (CUDA graphs and autotuned kernels); sent to every worker, which records what ran.
+  std::string compile_mode = "reduce-overhead";
 };
 
 class Engine {

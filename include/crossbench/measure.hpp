@@ -1,5 +1,5 @@
-// Measurement settings and raw results: shared by the Runner and by sessions
-// that measure themselves (framework workers follow the same rules).
+// Measurement settings and raw results of the Runner (src/core/runner.cpp),
+// the one owner of the stopping rule for every engine, framework workers included.
 #pragma once
 
 #include <cstdint>
@@ -21,8 +21,9 @@ struct MeasureOptions {
   int layer_time_repetitions = 10;   // profiled steps; each layer's time is their median
 };
 
-// Device telemetry over the timed steps of a cell (GPU engines: NVML). NaN
-// (or -1) where the device or the engine cannot tell.
+// Device telemetry over the timed steps of a cell (any engine on a GPU: the
+// Runner's NVML sampler, include/crossbench/telemetry.hpp). NaN (or -1) where
+// the device cannot tell.
 struct Telemetry {
   double energy_j = std::numeric_limits<double>::quiet_NaN();               // energy counter difference [J]
   double mean_sm_clock_mhz = std::numeric_limits<double>::quiet_NaN();      // [MHz]

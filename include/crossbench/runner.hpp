@@ -22,11 +22,17 @@ class StepAgreement {
   virtual void max_over_group(std::span<double> values) = 0;
 };
 
-// Times steps of a prepared session by the rules above. `seconds_already_spent`
-// counts preparation against the cell's time limit [s]. With `agreement`, the
-// samples are the group's per-step maxima.
+class TelemetrySampler;
+
+// Times steps of a prepared session by the rules above: warm-up, then batches
+// of timed steps (min_steps, then 10% more, at least 10, up to max_steps)
+// with the stopping rule checked after each batch. A worker session runs
+// each batch in its process (Session::run_steps_elsewhere); the rule is this
+// one either way. `seconds_already_spent` counts preparation against the
+// cell's time limit [s]. With `agreement`, the samples are the group's
+// per-step maxima. With `telemetry`, it samples the device over the timed steps.
 Measurement measure(Session& session, const MeasureOptions& options, double seconds_already_spent = 0,
-                    StepAgreement* agreement = nullptr);
+                    StepAgreement* agreement = nullptr, TelemetrySampler* telemetry = nullptr);
 
 // The statistics and rates of a measured, checked session: `result` gets its
 // status (ok, failed, timeout), samples, statistics, images/s (batch *

@@ -28,7 +28,7 @@ const std::vector<std::tuple<std::string, std::string, std::string>>& key_table(
   static const std::vector<std::tuple<std::string, std::string, std::string>> table{
       {"matrix", "networks", "networks to run, comma-separated (crossbench list networks)"},
       {"matrix", "engines", "engines, comma-separated; auto = each device's native engine"},
-      {"matrix", "precisions", "fp32, tf32, fp16, bf16"},
+      {"matrix", "precisions", "fp32, tf32, fp16, bf16, amp-fp16, amp-bf16 (DESIGN.md: one meaning per precision)"},
       {"matrix", "batches", "batch sizes (images per step), comma-separated integers"},
       {"matrix", "phases", "inference, training"},
       {"matrix", "gpus", "devices of one key training together, data parallel, comma-separated (default 1; batch is per device)"},
@@ -46,6 +46,7 @@ const std::vector<std::tuple<std::string, std::string, std::string>>& key_table(
       {"engine", "workspace_limit_mb", "GPU convolution workspace limit per convolution [MiB] (default 1024)"},
       {"engine", "layout", "auto (NCHW for fp32/tf32, NHWC for fp16/bf16), nchw or nhwc (default auto)"},
       {"engine", "cuda_graphs", "true: capture each step as a CUDA graph and replay it (default false)"},
+      {"engine", "compile_mode", "pytorch-compile: torch.compile mode, reduce-overhead (CUDA graphs) or max-autotune (default reduce-overhead)"},
       {"engine", "bucket_mb", "data-parallel gradient all-reduce bucket size [MiB] (default 25)"},
       {"output", "path", "the results cube (default results/<job name>.h5)"},
   };
@@ -416,6 +417,13 @@ Options parse_run_options(const std::vector<std::string>& arguments, const std::
     if (graphs->first == "true") options.engine.cuda_graphs = true;
     else if (graphs->first == "false") options.engine.cuda_graphs = false;
     else throw UsageError(graphs->second + ": [engine] cuda_graphs must be true or false, not '" + graphs->first + "'");
+  }
+
+  if (const auto* mode = value("engine.compile_mode")) {
+    if (mode->first != "reduce-overhead" && mode->first != "max-autotune")
+      throw UsageError(mode->second + ": unknown [engine] compile_mode '" + mode->first +
+                       "'; valid: reduce-overhead, max-autotune");
+    options.engine.compile_mode = mode->first;
   }
 
   // [output] and the command line.

@@ -72,6 +72,7 @@ std::map<std::string, std::string> run_attributes(const Options& options, const 
       {"engine_workspace_limit_bytes", std::to_string(options.engine.workspace_limit_bytes)},
       {"engine_layout", options.engine.layout == Layout::nchw ? "nchw" : options.engine.layout == Layout::nhwc ? "nhwc" : "auto"},
       {"engine_cuda_graphs", options.engine.cuda_graphs ? "true" : "false"},
+      {"engine_compile_mode", options.engine.compile_mode},
       {"statistics", "median of per-step times; 95% CI of the median from order statistics; "
                      "percentiles by linear interpolation"},
       {"resumed", options.resume ? "true" : "false"},

@@ -17,7 +17,7 @@ std::vector<std::string> as_vector(const std::array<std::string_view, N>& names)
   return {names.begin(), names.end()};
 }
 
-constexpr std::array<std::string_view, 4> kPrecisions{"fp32", "tf32", "fp16", "bf16"};
+constexpr std::array<std::string_view, 6> kPrecisions{"fp32", "tf32", "fp16", "bf16", "amp-fp16", "amp-bf16"};
 constexpr std::array<std::string_view, 2> kPhases{"inference", "training"};
 constexpr std::array<std::string_view, 6> kStatuses{"not_run", "ok", "oom", "unsupported", "failed", "timeout"};
 

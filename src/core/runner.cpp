@@ -1,6 +1,7 @@
 #include "crossbench/runner.hpp"
 #include "crossbench/stop_flag.hpp"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -11,6 +12,7 @@
 
 #include "core/nvtx.hpp"
 #include "crossbench/error.hpp"
+#include "crossbench/telemetry.hpp"
 
 namespace crossbench {
 namespace {
@@ -83,51 +85,71 @@ void profile_layers(Session& session, int repetitions, CellResult& result) {
 }  // namespace
 
 Measurement measure(Session& session, const MeasureOptions& options, double seconds_already_spent,
-                    StepAgreement* agreement) {
+                    StepAgreement* agreement, TelemetrySampler* telemetry) {
   const auto start = Clock::now();
-  const auto out_of_time = [&] { return seconds_already_spent + seconds_since(start) >= options.cell_time_limit_s; };
-  // One step: its time [ms], its exposed communication [ms], whether this
-  // rank is out of time and whether a stop request ends the cell now, each
-  // the group's maximum when ranks train together (so they end together).
+  const auto seconds_left = [&] { return options.cell_time_limit_s - seconds_already_spent - seconds_since(start); };
+  // One step timed here: its time [ms], its exposed communication [ms],
+  // whether this rank is out of time and whether a stop request ends the cell
+  // now, each the group's maximum when ranks train together (so they end together).
   struct StepFacts {
     double ms, exposed_ms;
     bool out_of_time;
   };
   const auto agreed_step = [&]() -> StepFacts {
     const double ms = timed_step(session);
-    std::array<double, 4> facts{ms, session.last_step_exposed_communication_ms(), out_of_time() ? 1.0 : 0.0,
+    std::array<double, 4> facts{ms, session.last_step_exposed_communication_ms(), seconds_left() <= 0 ? 1.0 : 0.0,
                                 stop_flag::cell_must_end() ? 1.0 : 0.0};
     if (agreement != nullptr) agreement->max_over_group(facts);
     if (facts[3] > 0) throw CellInterrupted(stop_flag::reason());
     return {facts[0], facts[1], facts[2] > 0};
   };
 
-  // Warm-up goes through the timer too, so that an asynchronous engine has
-  // finished its warm-up work before the first timed step starts.
+  Measurement measurement;
+  // Runs up to `count` steps in one go, keeping their times unless they are
+  // warm-up; returns whether the cell is out of time. A session whose steps
+  // run in a worker process runs the whole batch there (one request, one
+  // reply); any other session is timed here, step by step. Warm-up goes
+  // through the timer too, so that an asynchronous engine has finished its
+  // warm-up work before the first timed step starts.
+  const auto run_batch = [&](std::size_t count, bool warmup) -> bool {
+    if (auto elsewhere = session.run_steps_elsewhere(static_cast<int>(count), std::max(seconds_left(), 0.0), warmup)) {
+      if (!warmup) measurement.samples_ms.insert(measurement.samples_ms.end(), elsewhere->begin(), elsewhere->end());
+      return elsewhere->size() < count || seconds_left() <= 0;
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      const StepFacts step = agreed_step();
+      if (!warmup) {
+        measurement.samples_ms.push_back(step.ms);
+        if (!std::isnan(step.exposed_ms)) measurement.exposed_communication_ms.push_back(step.exposed_ms);
+      }
+      if (step.out_of_time) return true;
+    }
+    return false;
+  };
+
   bool no_time_left = false;
   {
     const nvtx::Range range("warm-up");
-    for (int i = 0; i < options.warmup_steps && !no_time_left; ++i) no_time_left = agreed_step().out_of_time;
+    no_time_left = options.warmup_steps > 0 && run_batch(static_cast<std::size_t>(options.warmup_steps), true);
   }
 
-  Measurement measurement;
-  measurement.samples_ms.reserve(static_cast<std::size_t>(std::max(options.min_steps, 1)));
+  const auto min_steps = static_cast<std::size_t>(std::max(options.min_steps, 1));
+  const auto max_steps = static_cast<std::size_t>(std::max(options.max_steps, 1));
+  measurement.samples_ms.reserve(min_steps);
   // The stopping rule sorts the samples; checking it after every step would
-  // cost O(n² log n), so it is checked at min_steps and then every 10% more steps.
-  std::size_t next_check = static_cast<std::size_t>(options.min_steps);
+  // cost O(n² log n), so it is checked at min_steps and then every 10% more
+  // steps (at least 10). The steps between two checks are one batch.
+  std::size_t next_check = min_steps;
   const nvtx::Range timed_range("timed steps");
-  session.begin_timed_steps();
+  if (telemetry != nullptr) telemetry->begin();
   while (true) {
     if (no_time_left) {
       measurement.stop_reason = "time_limit";
       break;
     }
-    const StepFacts step = agreed_step();
-    measurement.samples_ms.push_back(step.ms);
-    if (!std::isnan(step.exposed_ms)) measurement.exposed_communication_ms.push_back(step.exposed_ms);
-    no_time_left = step.out_of_time;
+    no_time_left = run_batch(std::min(next_check, max_steps) - measurement.samples_ms.size(), false);
     const std::size_t steps = measurement.samples_ms.size();
-    if (steps >= static_cast<std::size_t>(options.max_steps)) {
+    if (steps >= max_steps) {
       measurement.stop_reason = "max_steps";
       break;
     }
@@ -139,9 +161,8 @@ Measurement measure(Session& session, const MeasureOptions& options, double seco
       next_check = steps + std::max<std::size_t>(10, steps / 10);
     }
   }
-  measurement.telemetry = session.end_timed_steps();
-  measurement.reached_min_steps =
-      measurement.samples_ms.size() >= static_cast<std::size_t>(options.min_steps);
+  if (telemetry != nullptr) measurement.telemetry = telemetry->end();
+  measurement.reached_min_steps = measurement.samples_ms.size() >= static_cast<std::size_t>(options.min_steps);
   return measurement;
 }
 
@@ -246,9 +267,9 @@ CellResult run_cell(Engine* engine, const std::string& engine_name, const Networ
   if (failure) return *failure;
   try {
     const double preparation_s = seconds_since(start);
-    const auto measured_itself = data_parallel ? std::nullopt : session->measure_itself(options, preparation_s);
-    const Measurement measurement =
-        measured_itself ? *measured_itself : measure(*session, options, preparation_s, agreement);
+    // Telemetry on the rank's device (a worker runs on it too), for every engine.
+    TelemetrySampler telemetry(device);
+    const Measurement measurement = measure(*session, options, preparation_s, agreement, &telemetry);
     const OutputCheck check = session->check();
     result.peak_memory_bytes = static_cast<double>(session->memory().peak_bytes);
     result.decisions = session->decisions();

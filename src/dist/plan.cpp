@@ -20,12 +20,15 @@ constexpr double kPreparationSeconds = 0.2;      // [s] building primitives, all
 constexpr double kUnsupportedCellSeconds = 0.001; // [s]
 
 double precision_speedup(const Device& device, Precision precision) {
-  if (device.kind == DeviceKind::cpu) return precision == Precision::bf16 ? 2.0 : 1.0;
+  if (device.kind == DeviceKind::cpu)
+    return precision == Precision::bf16 || precision == Precision::amp_bf16 ? 2.0 : 1.0;
   switch (precision) {
     case Precision::fp32: return 1.0;
     case Precision::tf32: return 4.0;
     case Precision::fp16:
     case Precision::bf16: return 8.0;
+    case Precision::amp_fp16:
+    case Precision::amp_bf16: return 6.0;  // 16-bit math plus the casts and fp32 gradients
   }
   return 1.0;
 }

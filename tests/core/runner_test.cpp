@@ -110,6 +110,105 @@ TEST(Measure, PreparationCountsAgainstTheTimeLimit) {
   EXPECT_EQ(m.stop_reason, "time_limit");
 }
 
+// A session whose steps run elsewhere (as a framework worker's): it runs the
+// batches the Runner asks for, with the same script of step times, and logs
+// each request (count, warm-up) so that the batch schedule can be checked.
+class BatchedSession final : public Session {
+ public:
+  struct Request {
+    int count;
+    bool warmup;
+    bool operator==(const Request&) const = default;
+  };
+  explicit BatchedSession(std::function<double(int)> script, std::chrono::milliseconds sleep = {})
+      : script_(std::move(script)), sleep_(sleep) {}
+  void step() override { ADD_FAILURE() << "the Runner must not call step() on a session that runs steps elsewhere"; }
+  StepTimer& timer() override { return unused_; }
+  MemoryUse memory() const override { return {1}; }
+  OutputCheck check() override { return {true, 6.9, 1.0, NAN, {}}; }
+  std::optional<std::vector<double>> run_steps_elsewhere(int count, double seconds_left, bool warmup) override {
+    requests.push_back({count, warmup});
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<double> times;
+    while (static_cast<int>(times.size()) < count &&
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds_left) {
+      if (sleep_.count()) std::this_thread::sleep_for(sleep_);
+      times.push_back(script_(calls_++));
+    }
+    return times;
+  }
+  std::vector<Request> requests;
+
+ private:
+  std::function<double(int)> script_;
+  std::chrono::milliseconds sleep_;
+  ScriptedTimer unused_{[](int) { return 0.0; }};
+  int calls_ = 0;
+};
+
+TEST(MeasureInBatches, TheBatchesAreTheStoppingRulesCheckSchedule) {
+  // Noisy times never meet the CI target: warm-up, min_steps, then +10 (10% of
+  // the steps, at least 10) per check, the last batch cut at max_steps.
+  BatchedSession session([](int call) { return call % 2 ? 1.0 : 3.0; });
+  MeasureOptions options;
+  options.warmup_steps = 3;
+  options.min_steps = 10;
+  options.max_steps = 57;
+  const Measurement m = measure(session, options);
+  using R = BatchedSession::Request;
+  const std::vector<R> expected{{3, true}, {10, false}, {10, false}, {10, false}, {10, false}, {10, false}, {7, false}};
+  EXPECT_EQ(session.requests, expected);
+  EXPECT_EQ(m.samples_ms.size(), 57u);
+  EXPECT_EQ(m.stop_reason, "max_steps");
+}
+
+TEST(MeasureInBatches, BatchesGrowByTenPercentOfTheSteps) {
+  BatchedSession session([](int call) { return call % 2 ? 1.0 : 3.0; });
+  MeasureOptions options;
+  options.warmup_steps = 0;
+  options.min_steps = 200;
+  options.max_steps = 300;
+  (void)measure(session, options);
+  using R = BatchedSession::Request;
+  // 200, +20 = 220, +22 = 242, +24 = 266, +26 = 292, then 8 up to max_steps.
+  const std::vector<R> expected{{200, false}, {20, false}, {22, false}, {24, false}, {26, false}, {8, false}};
+  EXPECT_EQ(session.requests, expected);
+}
+
+TEST(MeasureInBatches, SameSamplesAndDecisionAsStepByStep) {
+  // The one rule decides: a session timed here step by step and one that runs
+  // batches elsewhere, with the same step times, stop at the same step for the same reason.
+  const auto script = [](int call) { return call < 43 ? 1.0 + 0.1 * (call % 7) : 1.3; };
+  for (int min_steps : {5, 30, 100}) {
+    MeasureOptions options;
+    options.warmup_steps = 2;
+    options.min_steps = min_steps;
+    options.max_steps = 5000;
+    ScriptedSession here([&](int call) { return call < 2 ? 50.0 : script(call - 2); });
+    BatchedSession elsewhere([&](int call) { return call < 2 ? 50.0 : script(call - 2); });
+    const Measurement a = measure(here, options);
+    const Measurement b = measure(elsewhere, options);
+    EXPECT_EQ(a.samples_ms, b.samples_ms) << "min_steps " << min_steps;
+    EXPECT_EQ(a.stop_reason, b.stop_reason) << "min_steps " << min_steps;
+    EXPECT_EQ(a.stop_reason, "ci_target");
+  }
+}
+
+TEST(MeasureInBatches, ABatchCutShortByTheTimeLimitEndsTheCell) {
+  BatchedSession session([](int) { return 20.0; }, std::chrono::milliseconds(20));
+  MeasureOptions options;
+  options.warmup_steps = 0;
+  options.min_steps = 1000;
+  options.cell_time_limit_s = 0.2;
+  const Measurement m = measure(session, options);
+  EXPECT_EQ(m.stop_reason, "time_limit");
+  EXPECT_FALSE(m.reached_min_steps);
+  ASSERT_EQ(session.requests.size(), 1u);
+  EXPECT_EQ(session.requests[0].count, 1000);
+  EXPECT_GT(m.samples_ms.size(), 0u);
+  EXPECT_LT(m.samples_ms.size(), 20u);
+}
+
 // An engine whose prepare() does what the test says: the Runner must turn each outcome into a status.
 class ScriptedEngine final : public Engine {
  public:

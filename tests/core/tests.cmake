@@ -3,3 +3,4 @@ crossbench_test(statistics_test LABEL cpu LINKS crossbench_base SOURCES ${CMAKE_
 crossbench_test(runner_test LABEL cpu LINKS crossbench_engines SOURCES ${CMAKE_CURRENT_LIST_DIR}/runner_test.cpp)
 crossbench_test(nvtx_test LABEL cpu LINKS crossbench_base SOURCES ${CMAKE_CURRENT_LIST_DIR}/nvtx_test.cpp)
 crossbench_test(stop_flag_test LABEL cpu LINKS crossbench_base SOURCES ${CMAKE_CURRENT_LIST_DIR}/stop_flag_test.cpp)
+crossbench_test(telemetry_test LABEL cpu LINKS crossbench_base SOURCES ${CMAKE_CURRENT_LIST_DIR}/telemetry_test.cpp)

@@ -28,6 +28,7 @@
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
 #include "crossbench/runner.hpp"
+#include "crossbench/telemetry.hpp"
 #include "engines/cudnn/cudnn_session.hpp"
 #include "engines_cudnn/tiny_networks.hpp"
 
@@ -347,9 +348,14 @@ TEST(CudnnSession, TelemetryOverTimedSteps) {
   session->step();
   session->timer().stop();
   session->timer().elapsed_ms();
-  session->begin_timed_steps();
+  // The Runner's sampler on the session's device, as run_cell() uses it.
+  TelemetrySampler sampler(probe_gpu(0, ""));
+  sampler.begin();
   for (int i = 0; i < 20; ++i) session->step();
-  const Telemetry t = session->end_timed_steps();
+  session->timer().start();
+  session->timer().stop();
+  session->timer().elapsed_ms();  // waits for the 20 steps
+  const Telemetry t = sampler.end();
   std::cerr << "telemetry: energy " << t.energy_j << " J, SM " << t.mean_sm_clock_mhz << " MHz, memory "
             << t.mean_memory_clock_mhz << " MHz, power " << t.mean_power_w << " W, max " << t.max_temperature_c
             << " C, throttled " << int(t.throttled) << ", " << t.samples << " samples\n";

@@ -27,7 +27,7 @@ TEST(ReplyValidation, AMalformedFieldIsNamed) {
 TEST(ReplyValidation, SamplesBeyondMaxStepsAreRefused) {
   const json reply{{"samples_ms", json(std::vector<double>(6, 1.0))}};
   EXPECT_EQ(samples_problem(reply, 6), "");
-  EXPECT_EQ(samples_problem(reply, 5), "field 'samples_ms' holds 6 step times; max_steps is 5");
+  EXPECT_EQ(samples_problem(reply, 5), "field 'samples_ms' holds 6 step times; 5 were asked for");
   EXPECT_EQ(samples_problem(json{{"samples_ms", {1.0, -2.0}}}, 5), "samples_ms[1] = -2.0 is not a finite step time >= 0 ms");
   EXPECT_EQ(samples_problem(json{{"samples_ms", {1.0, nullptr}}}, 5), "samples_ms[1] is null, not a number");
   EXPECT_EQ(samples_problem(json::object(), 5), "field 'samples_ms' is missing");

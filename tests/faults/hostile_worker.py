@@ -5,10 +5,10 @@ misbehaves on command.
 
   --fault ok                answers well: step times of 1 ms
   --fault silent-start      never says hello
-  --fault stderr-flood      writes 64 MiB to stderr (no newline) while measuring, then dies
-  --fault stdout-flood      writes 100 MiB to stdout without a newline while measuring
-  --fault too-many-samples  answers `measure` with 1000 samples whatever max_steps says
-  --fault bad-field         answers `measure` with a number where `status` is a string
+  --fault stderr-flood      writes 64 MiB to stderr (no newline) while running steps, then dies
+  --fault stdout-flood      writes 100 MiB to stdout without a newline while running steps
+  --fault too-many-samples  answers `steps` with 1000 step times whatever count it asked for
+  --fault bad-field         answers `steps` with a number where `status` is a string
   --fault huge-message      fails `prepare` with a 50 MiB message
 """
 import argparse
@@ -45,8 +45,8 @@ def main():
                 reply({"type": "prepared", "status": "failed", "message": "x" * (50 << 20)})
             else:
                 reply({"type": "prepared", "status": "ok", "peak_memory_bytes": 1.0})
-        elif kind == "measure":
-            steps = max(request["min_steps"], 1)
+        elif kind == "steps":  # protocol 2: run `count` steps, return their times
+            steps = max(request["count"], 1)
             if fault == "stderr-flood":
                 chunk = "e" * (1 << 20)
                 for _ in range(64):
@@ -62,7 +62,7 @@ def main():
             if fault == "too-many-samples":
                 steps = 1000
             status = 5 if fault == "bad-field" else "ok"
-            reply({"type": "measured", "status": status, "samples_ms": [1.0] * steps, "stop_reason": "max_steps"})
+            reply({"type": "stepped", "status": status, "samples_ms": [1.0] * steps})
         elif kind == "check":
             reply({"type": "checked", "status": "ok", "finite": True, "loss": 1.0})
         elif kind == "release":

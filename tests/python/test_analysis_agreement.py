@@ -100,3 +100,15 @@ def test_bad_input_exits_2_and_names_it(tmp_path):
     assert result.returncode == 2 and "no 'cudnn' checks (engines: jax)" in result.stderr
     result = report("agreement", tmp_path / "missing.jsonl")
     assert result.returncode == 2 and "missing.jsonl: No such file or directory" in result.stderr
+
+
+def test_only_the_checks_of_one_precision_are_compared(alexnet_checks, tmp_path):
+    # bf16 lines beside the fp32 ones (numbers far off) are not held to the fp32 bounds...
+    far = [dict(row, precision="bf16", loss=row["loss"] * 2) for row in alexnet_checks]
+    path = write_lines(tmp_path / "mixed.jsonl", alexnet_checks + far)
+    result = report("agreement", path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 comparison(s) against onednn: 1 agree" in result.stdout
+    # ... and a precision without stated bounds is refused, naming it.
+    refused = report("agreement", path, "--precision", "bf16")
+    assert refused.returncode == 2 and "no stated agreement bounds for bf16" in refused.stderr

@@ -76,25 +76,27 @@ def alexnet_graph():
 
 
 def converse(python, worker, graph, *, seed=42, batch=2, phase="training", precision="fp32"):
-    """hello, prepare, measure, check, release, exit; returns the replies by type."""
+    """hello, prepare, steps (warm-up 1, then 2 timed), check, release, exit; returns the replies by
+    type (the timed `steps` reply as "stepped")."""
     requests = [
         dict(type="prepare", cell=dict(network=graph["name"], precision=precision, batch=batch, phase=phase,
                                        replica=0),
              graph=graph, seed=seed, update="none", learning_rate=0.01, threads=2, layout="auto"),
-        dict(type="measure", warmup=1, min_steps=2, max_steps=2, target_ci=0.5, time_limit_s=300),
+        dict(type="steps", count=1, warmup=True, time_limit_s=300),
+        dict(type="steps", count=2, warmup=False, time_limit_s=300),
         dict(type="check"),
         dict(type="release"),
         dict(type="exit"),
     ]
-    text = "".join(json.dumps(dict(protocol=1, **r)) + "\n" for r in requests)
+    text = "".join(json.dumps(dict(protocol=2, **r)) + "\n" for r in requests)
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", JAX_PLATFORMS="cpu", OMP_NUM_THREADS="2")
     result = subprocess.run([python, "-u", str(worker)], input=text, capture_output=True, text=True,
                             timeout=600, env=env)
     assert result.returncode == 0, result.stderr[-4000:]
     replies = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
-    assert all(r["protocol"] == 1 for r in replies)
-    by_type = {r["type"]: r for r in replies}
-    assert [r["type"] for r in replies] == ["hello", "prepared", "measured", "checked", "released"], \
+    assert all(r["protocol"] == 2 for r in replies)
+    by_type = {r["type"]: r for r in replies}  # the later (timed) `stepped` reply wins
+    assert [r["type"] for r in replies] == ["hello", "prepared", "stepped", "stepped", "checked", "released"], \
         (replies, result.stderr[-4000:])
     return by_type
 
@@ -104,7 +106,7 @@ def test_jax_unsupported_without_site_packages():
                             text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     hello = json.loads(result.stdout.splitlines()[0])
-    assert hello["type"] == "hello" and hello["protocol"] == 1 and hello["worker"] == "jax"
+    assert hello["type"] == "hello" and hello["protocol"] == 2 and hello["worker"] == "jax"
     assert hello["status"] == "unsupported"
     assert "JAX is not importable by" in hello["message"]
     assert "pip install jax (CPU) or jax[cuda12]" in hello["message"]
@@ -116,7 +118,7 @@ def test_jax_alexnet_training_matches_pytorch(alexnet_graph, jax_interpreter):
     hello = jax_replies["hello"]
     assert hello["status"] == "ok" and hello["framework"].startswith("jax ") and hello["device"]
     assert jax_replies["prepared"]["status"] == "ok", jax_replies["prepared"]
-    measured = jax_replies["measured"]
+    measured = jax_replies["stepped"]
     assert measured["status"] == "ok", measured
     assert len(measured["samples_ms"]) == 2 and all(t > 0 for t in measured["samples_ms"])
     assert "jax" in measured["decisions"]

@@ -360,3 +360,26 @@ def test_losses_agree_with_the_onednn_engine(exported, tmp_path):
             ours = net.check(x, labels, training=phase == "training")
             assert ours["finite"]
             assert ours["loss"] == pytest.approx(native, rel=2e-5), (name, phase)
+
+
+def test_dropout_masks_from_a_step_on_the_device_are_the_same():
+    # What a compiled model uses (CrossbenchModel.use_device_dropout_step): the step a 0-d int64
+    # tensor, the stream state computed from it on the device.
+    count, rate = 5000, 0.4
+    for seed in (42, 2**63 + 5):
+        for step in (0, 1, 5, 2**31):
+            device = pt_model.device_step_keep_mask(torch.tensor(step, dtype=torch.int64), pt_model._signed(seed),
+                                                    15, count, rate)
+            assert np.array_equal(device.numpy(), synthetic.dropout_keep_mask(seed, 15, step, count, rate)), (seed, step)
+
+
+def test_a_model_with_the_device_step_trains_as_the_host_step():
+    graph = small_graph()
+    if not pt_model.CrossbenchModel(graph, seed=3).use_device_dropout_step():
+        pytest.skip(f"torch {torch.__version__} has no torch.library.custom_op")
+    host, device = pt_model.CrossbenchModel(graph, seed=3), pt_model.CrossbenchModel(graph, seed=3)
+    assert device.use_device_dropout_step()
+    x, labels = host.synthetic_input(4), host.synthetic_labels(4)
+    for _ in range(3):  # steps 0, 1, 2: a fresh mask each
+        a, b = host.training_step(x, labels), device.training_step(x, labels)
+        assert torch.equal(a, b)

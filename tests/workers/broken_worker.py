@@ -2,7 +2,7 @@
 """A deliberately broken crossbench worker, for fault-injection tests.
 
 It is the real PyTorch worker (src/workers/pytorch/worker.py) except for the
-cells of one network, where it misbehaves on command while measuring:
+cells of one network, where it misbehaves on command when asked to run steps:
 
   --fault crash     the process dies (exit status 3) after a line on stderr
   --fault hang      it stops answering (sleeps far past any time limit)
@@ -35,9 +35,9 @@ class BrokenAdapter(PytorchAdapter):
     def prepare(self, request):
         session = super().prepare(request)
         if request["cell"]["network"] == self.network:
-            original_step = session.step
+            original_run_steps = session.run_steps
 
-            def broken_step():
+            def broken_run_steps(count, time_limit_s, warmup):
                 if self.fault == "crash":
                     print("broken worker: crashing on purpose", file=sys.stderr, flush=True)
                     os._exit(3)
@@ -49,9 +49,9 @@ class BrokenAdapter(PytorchAdapter):
                     self.protocol_out.write("this is not a JSON reply\n")
                     self.protocol_out.flush()
                     time.sleep(1e6)
-                return original_step()
+                return original_run_steps(count, time_limit_s, warmup)
 
-            session.step = broken_step
+            session.run_steps = broken_run_steps
         return session
 
 

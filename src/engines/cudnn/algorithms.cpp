@@ -53,6 +53,7 @@ cudnnMathType_t initial_math_type(Precision precision) {
     case Precision::tf32: return CUDNN_DEFAULT_MATH;
     case Precision::fp16:
     case Precision::bf16: return CUDNN_TENSOR_OP_MATH;
+    case Precision::amp_fp16: case Precision::amp_bf16: break;  // unsupported by supports()
   }
   return CUDNN_FMA_MATH;
 }

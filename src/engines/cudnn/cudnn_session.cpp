@@ -108,7 +108,6 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const E
 
   timer_ = std::make_unique<EventTimer>(stream_);
   timer_->watch(communicator_);
-  telemetry_ = std::make_unique<TelemetrySampler>(device.uuid, device.pci_bus_id);
   if (config.cuda_graphs) capture_graph();
 
   std::ostringstream text;
@@ -373,16 +372,6 @@ OutputCheck CudnnSession::check() {
   }
   result.finite = finite;
   return result;
-}
-
-void CudnnSession::begin_timed_steps() {
-  if (telemetry_) telemetry_->begin();
-}
-
-Telemetry CudnnSession::end_timed_steps() {
-  if (!telemetry_) return {};
-  CB_CHECK_CUDA(cudaStreamSynchronize(stream_));
-  return telemetry_->end();
 }
 
 Exec CudnnSession::make_exec(bool check, bool probing) const {

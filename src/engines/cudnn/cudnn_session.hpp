@@ -12,7 +12,6 @@
 #include "crossbench/gradient_buckets.hpp"
 #include "engines/cudnn/event_timer.hpp"
 #include "engines/cudnn/graph.hpp"
-#include "engines/cudnn/telemetry.hpp"
 
 namespace crossbench::cudnn {
 
@@ -30,8 +29,6 @@ class CudnnSession final : public Session {
   MemoryUse memory() const override;
   OutputCheck check() override;
   std::string decisions() const override { return decisions_; }
-  void begin_timed_steps() override;
-  Telemetry end_timed_steps() override;
   std::vector<LayerTime> layer_times(int repetitions) override;
   // The same profile per op ("conv1 backward filter"), median [ms] over the
   // repetitions, in step order: where a layer's time goes (bench tooling).
@@ -84,7 +81,6 @@ class CudnnSession final : public Session {
   Graph graph_;
   GraphExec graph_exec_;
   std::unique_ptr<EventTimer> timer_;
-  std::unique_ptr<TelemetrySampler> telemetry_;
   std::uint64_t steps_ = 0;
   std::string decisions_;
   // Data parallel: the group's communicator, the buckets over the gradients,

@@ -81,13 +81,13 @@ std::string reply_problem(const json& reply) {
   return {};
 }
 
-std::string samples_problem(const json& reply, int max_steps) {
+std::string samples_problem(const json& reply, int steps_asked) {
   if (!reply.contains("samples_ms")) return "field 'samples_ms' is missing";
   const json& samples = reply["samples_ms"];
   if (!samples.is_array()) return "field 'samples_ms' is " + type_of(samples) + ", not a list of numbers";
-  if (samples.size() > static_cast<std::size_t>(std::max(max_steps, 0)))
-    return "field 'samples_ms' holds " + std::to_string(samples.size()) + " step times; max_steps is " +
-           std::to_string(max_steps);
+  if (samples.size() > static_cast<std::size_t>(std::max(steps_asked, 0)))
+    return "field 'samples_ms' holds " + std::to_string(samples.size()) + " step times; " +
+           std::to_string(steps_asked) + " were asked for";
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const json& sample = samples[i];
     if (!sample.is_number()) return "samples_ms[" + std::to_string(i) + "] is " + type_of(sample) + ", not a number";

@@ -17,9 +17,10 @@ inline constexpr std::size_t kWorkerMessageBytes = 4096;                  // [by
 // naming the first field that does not ("field 'status' is a number, not a string").
 std::string reply_problem(const nlohmann::json& reply);
 
-// "" when `samples_ms` is an array of at most `max_steps` finite numbers >= 0
-// (a worker measures at most max_steps steps); else a sentence naming what is wrong.
-std::string samples_problem(const nlohmann::json& reply, int max_steps);
+// "" when `samples_ms` is an array of at most `steps_asked` finite numbers >= 0
+// (the Runner asks a worker for a batch of steps; it never gets more, so no
+// worker can go past max_steps); else a sentence naming what is wrong.
+std::string samples_problem(const nlohmann::json& reply, int steps_asked);
 
 // The reply's `message`, cut to kWorkerMessageBytes ("" when absent).
 std::string bounded_message(const nlohmann::json& reply);

@@ -30,12 +30,12 @@ class WorkerSession final : public Session {
  public:
   WorkerSession(WorkerEngine& engine, double peak_bytes) : engine_(engine), peak_bytes_(peak_bytes) {}
   ~WorkerSession() override;
-  void step() override { throw Error("a worker session times its own steps (measure_itself); step() is not used"); }
+  void step() override { throw Error("a worker session runs its steps in batches (run_steps_elsewhere); step() is not used"); }
   StepTimer& timer() override { return unused_timer_; }
   MemoryUse memory() const override { return {static_cast<std::int64_t>(peak_bytes_)}; }
   OutputCheck check() override;
   std::string decisions() const override { return decisions_; }
-  std::optional<Measurement> measure_itself(const MeasureOptions& options, double seconds_already_spent) override;
+  std::optional<std::vector<double>> run_steps_elsewhere(int count, double seconds_left, bool warmup) override;
 
  private:
   WorkerEngine& engine_;
@@ -73,7 +73,8 @@ class WorkerEngine final : public Engine {
                        {"update", config_.update == Update::sgd ? "sgd" : "none"},
                        {"learning_rate", config_.learning_rate},
                        {"threads", config_.threads},
-                       {"layout", config_.layout == Layout::nchw ? "nchw" : config_.layout == Layout::nhwc ? "nhwc" : "auto"}};
+                       {"layout", config_.layout == Layout::nchw ? "nchw" : config_.layout == Layout::nhwc ? "nhwc" : "auto"},
+                       {"compile_mode", config_.compile_mode}};
     const json reply = exchange(request, "prepared", after(config_.worker_timeout_s));
     raise_for_status(reply, "preparing " + describe(cell));
     const auto& peak = reply.contains("peak_memory_bytes") ? reply["peak_memory_bytes"] : json();
@@ -195,24 +196,22 @@ WorkerSession::~WorkerSession() {
   }
 }
 
-std::optional<Measurement> WorkerSession::measure_itself(const MeasureOptions& options, double seconds_already_spent) {
-  const double time_left_s = options.cell_time_limit_s - seconds_already_spent;
-  const json request{{"protocol", kWorkerProtocol},  {"type", "measure"},
-                     {"warmup", options.warmup_steps}, {"min_steps", options.min_steps},
-                     {"max_steps", options.max_steps}, {"target_ci", options.target_ci},
-                     {"time_limit_s", std::max(time_left_s, 0.0)}};
-  const json reply = engine_.exchange(request, "measured", after(time_left_s + grace_seconds(options.cell_time_limit_s)));
-  engine_.raise_for_status(reply, "measuring");
-  if (const std::string problem = samples_problem(reply, options.max_steps); !problem.empty())
-    engine_.discard("sent malformed samples: " + problem);
-  Measurement measurement;
-  for (const auto& sample : reply["samples_ms"]) measurement.samples_ms.push_back(sample.get<double>());
-  measurement.stop_reason = reply.value("stop_reason", "worker");
-  measurement.reached_min_steps = measurement.samples_ms.size() >= static_cast<std::size_t>(options.min_steps);
+std::optional<std::vector<double>> WorkerSession::run_steps_elsewhere(int count, double seconds_left, bool warmup) {
+  const json request{{"protocol", kWorkerProtocol}, {"type", "steps"},
+                     {"count", count},             {"warmup", warmup},
+                     {"time_limit_s", std::max(seconds_left, 0.0)}};
+  const double limit_s = engine_.config().worker_timeout_s;
+  const json reply = engine_.exchange(request, "stepped", after(seconds_left + grace_seconds(limit_s)));
+  engine_.raise_for_status(reply, warmup ? "warming up" : "running timed steps");
+  // At most the steps asked for, each a finite time >= 0 (reply_validation.hpp names the bad field).
+  if (const std::string problem = samples_problem(reply, count); !problem.empty())
+    engine_.discard("sent malformed step times: " + problem);
+  std::vector<double> samples;
+  for (const auto& sample : reply["samples_ms"]) samples.push_back(sample.get<double>());
   if (reply.contains("peak_memory_bytes") && reply["peak_memory_bytes"].is_number())
     peak_bytes_ = reply["peak_memory_bytes"].get<double>();
-  decisions_ = reply.value("decisions", "");
-  return measurement;
+  decisions_ = reply.value("decisions", decisions_);
+  return samples;
 }
 
 OutputCheck WorkerSession::check() {

@@ -12,7 +12,9 @@
 
 namespace crossbench {
 
-inline constexpr int kWorkerProtocol = 1;
+// 2: the Runner drives the steps ("steps" requests in batches, raw times
+// back); 1 had the worker run the stopping rule itself ("measure").
+inline constexpr int kWorkerProtocol = 2;
 
 // Where the workers shipped with crossbench live (src/workers/): next to the
 // binary's build or install tree, else the source tree it was built from.

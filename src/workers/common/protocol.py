@@ -7,15 +7,21 @@ the loop for a framework adapter:
 
     adapter.hello()                 -> dict: framework, device, status ("ok"/"unsupported"), message
     adapter.prepare(request)        -> session object (raises WorkerError(status, message))
-    session.step()                  -> time of one step [ms], measured with the framework's device timer
+    session.run_steps(count, time_limit_s, warmup)
+                                    -> times of up to `count` steps back to back [ms], measured with
+                                       the framework's device timer; fewer when time_limit_s [s] runs out
     session.peak_memory_bytes()     -> float or None
     session.check()                 -> dict: finite, loss, logits_checksum, gradient_norm, gradient_norms
     session.decisions()             -> str
     session.release()
 
-The stopping rule is crossbench's Runner's (src/core/runner.cpp), so a
-worker's samples obey the same warm-up, minimum and maximum steps, CI target
-and time limit as a native engine's.
+A session may instead offer ``session.step()`` (one step's time [ms]);
+``run_steps`` then calls it in a loop (``steps_one_by_one``).
+
+The worker never decides how many steps to run: crossbench's Runner
+(src/core/runner.cpp) sends ``steps`` requests (warm-up, then its stopping
+rule's batches: min_steps, then 10% more at a time) and decides from the raw
+times it gets back when to stop. There is no copy of the stopping rule here.
 """
 import json
 import math
@@ -24,7 +30,7 @@ import sys
 import time
 import traceback
 
-PROTOCOL = 1
+PROTOCOL = 2  # 2: the Runner sends `steps` batches; 1 had a `measure` request
 
 
 class WorkerError(Exception):
@@ -36,60 +42,24 @@ class WorkerError(Exception):
         self.message = message
 
 
-def percentile_of_sorted(values, q):
-    if not values:
-        return math.nan
-    position = q * (len(values) - 1)
-    below = int(math.floor(position))
-    above = min(below + 1, len(values) - 1)
-    return values[below] + (position - below) * (values[above] - values[below])
-
-
-def relative_ci_half_width(samples):
-    """(ci_high - ci_low) / 2 / median, the 95% CI of the median from order statistics."""
-    n = len(samples)
-    if n < 2:
-        return math.inf
-    ordered = sorted(samples)
-    median = percentile_of_sorted(ordered, 0.5)
-    half_band = 1.959963984540054 * math.sqrt(n) / 2.0
-    low_rank = math.floor(n / 2.0 - half_band)
-    high_rank = math.ceil(n / 2.0 + half_band) + 1.0
-
-    def at(rank):
-        return ordered[int(min(max(rank, 1.0), n) - 1)]
-
-    if not median > 0:
-        return math.inf
-    return (at(high_rank) - at(low_rank)) / 2.0 / median
-
-
-def measure(session, request):
-    """The Runner's loop: warm-up, timed steps, stopping rule. Returns (samples, stop_reason)."""
+def steps_one_by_one(step, count, time_limit_s):
+    """Up to `count` calls of step() (each returns its time [ms]), stopping early once
+    `time_limit_s` [s] has passed; the times in order."""
     start = time.monotonic()
-    limit = float(request["time_limit_s"])
+    times = []
+    while len(times) < count and time.monotonic() - start < time_limit_s:
+        times.append(float(step()))
+    return times
 
-    def out_of_time():
-        return time.monotonic() - start >= limit
 
-    for _ in range(int(request["warmup"])):
-        if out_of_time():
-            break
-        session.step()
-    samples, reason = [], "time_limit"
-    min_steps, max_steps, target = int(request["min_steps"]), int(request["max_steps"]), float(request["target_ci"])
-    next_check = min_steps
-    while not out_of_time():
-        samples.append(float(session.step()))
-        if len(samples) >= max_steps:
-            reason = "max_steps"
-            break
-        if len(samples) >= next_check:
-            if relative_ci_half_width(samples) <= target:
-                reason = "ci_target"
-                break
-            next_check = len(samples) + max(10, len(samples) // 10)
-    return samples, reason
+def run_steps(session, request):
+    """A `steps` request: the session's own batch loop, else its step() one by one."""
+    count, limit, warmup = int(request["count"]), float(request["time_limit_s"]), bool(request.get("warmup", False))
+    if count < 0:
+        raise WorkerError("failed", f"steps request with count {count}")
+    batch = getattr(session, "run_steps", None)
+    times = batch(count, limit, warmup) if batch is not None else steps_one_by_one(session.step, count, limit)
+    return [float(t) for t in times]
 
 
 def _finite_or_none(value):
@@ -129,7 +99,7 @@ def serve(adapter):
         kind = request.get("type")
         if kind == "exit":
             return
-        answer = {"prepare": "prepared", "measure": "measured", "check": "checked", "release": "released"}.get(kind)
+        answer = {"prepare": "prepared", "steps": "stepped", "check": "checked", "release": "released"}.get(kind)
         if answer is None:
             print(f"crossbench worker: unknown request type {kind!r}", file=sys.stderr)
             return
@@ -140,9 +110,11 @@ def serve(adapter):
                     session = None
                 session = adapter.prepare(request)
                 reply(dict(type=answer, status="ok", peak_memory_bytes=_finite_or_none(session.peak_memory_bytes())))
-            elif kind == "measure":
-                samples, reason = measure(session, request)
-                reply(dict(type=answer, status="ok", samples_ms=samples, stop_reason=reason,
+            elif kind == "steps":
+                if session is None:
+                    raise WorkerError("failed", "steps request without a prepared cell")
+                samples = run_steps(session, request)
+                reply(dict(type=answer, status="ok", samples_ms=samples,
                            peak_memory_bytes=_finite_or_none(session.peak_memory_bytes()),
                            decisions=session.decisions()))
             elif kind == "check":

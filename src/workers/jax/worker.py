@@ -21,9 +21,16 @@ Conventions are those of src/workers/pytorch/model.py (and the oneDNN engine):
 - loss: mean softmax cross-entropy in fp32 against synthetic.labels.
 - training step: jax.value_and_grad of the loss w.r.t. the parameters (no update;
   with update=sgd the parameters take a plain SGD step inside the jit).
-- fp16/bf16: parameters and input cast to the dtype, the logits to fp32 for the loss.
-  fp32 runs with jax.default_matmul_precision("float32") (strict), tf32 with
-  "tensorfloat32".
+- precision (``Recipe``, DESIGN.md's one meaning per precision): fp32 strict
+  (jax.default_matmul_precision "float32", i.e. highest: no TF32), tf32
+  ("tensorfloat32"); fp16/bf16 "pure": convolution and fully-connected weights,
+  the input, activations and their gradients in 16 bits, batch-norm gamma/beta
+  and statistics in fp32, the loss in fp32; amp-fp16/amp-bf16: every parameter
+  and the input kept in fp32 (so the gradients are fp32) and cast to 16 bits
+  inside the jitted step (the usual JAX mixed-precision recipe).
+- jit once: the steps are compiled in prepare (untimed, time reported); every
+  trace is counted, and a trace during the timed steps (a retrace) is recorded
+  in ``decisions``.
 - timing: time.perf_counter around the jitted call and block_until_ready.
 """
 import argparse
@@ -209,6 +216,36 @@ class Network:
         return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=1))
 
 
+# ---- Precision --------------------------------------------------------------------------------
+
+class Recipe:
+    """What a precision means in JAX: the parameters' storage dtype, the compute dtype inside
+    the step, and the matmul precision (see the module docstring)."""
+
+    def __init__(self, precision):
+        import jax.numpy as jnp
+
+        sixteen = {"fp16": jnp.float16, "bf16": jnp.bfloat16}
+        amp = {"amp-fp16": jnp.float16, "amp-bf16": jnp.bfloat16}
+        if precision not in ("fp32", "tf32") and precision not in sixteen and precision not in amp:
+            raise WorkerError("unsupported", f"unknown precision {precision!r}")
+        self.precision = precision
+        self.compute_dtype = sixteen.get(precision) or amp.get(precision) or jnp.float32
+        self.storage_dtype = sixteen.get(precision, jnp.float32)  # weights and input as stored
+        self.mixed = precision in amp
+        self.matmul_precision = "tensorfloat32" if precision == "tf32" else "float32"
+
+    def describe(self):
+        if self.precision == "fp32":
+            return "recipe=fp32-strict(matmul_precision=highest)"
+        if self.precision == "tf32":
+            return "recipe=tf32(fp32 tensors, matmul_precision=tensorfloat32)"
+        if not self.mixed:
+            return (f"recipe=pure-{self.precision}(weights/activations/gradients {self.precision}; "
+                    "fp32 loss and batch-norm)")
+        return f"recipe={self.precision}(fp32 params and gradients cast to {self.precision[4:]} in the step)"
+
+
 # ---- A cell -----------------------------------------------------------------------------------
 
 class JaxSession:
@@ -221,37 +258,55 @@ class JaxSession:
         self.training = self.phase == "training"
         self.device = jax.devices()[0]
         self.cpu = self.device.platform == "cpu"
-        if self.cpu and self.precision in ("tf32", "fp16"):
+        if self.cpu and self.precision in ("tf32", "fp16", "amp-fp16"):
             raise WorkerError("unsupported", f"{self.precision} on the CPU: "
                               + ("tf32 is a GPU tensor-core mode" if self.precision == "tf32"
                                  else "XLA's CPU path has no fast fp16 training"))
-        self.dtype = {"fp16": jnp.float16, "bf16": jnp.bfloat16}.get(self.precision, jnp.float32)
-        self.matmul_precision = "tensorfloat32" if self.precision == "tf32" else "float32"
+        self.recipe = Recipe(self.precision)
+        self.dtype = self.recipe.compute_dtype
+        self.matmul_precision = self.recipe.matmul_precision
         self.net = Network(request["graph"], int(request["seed"]))
+        self.traces = 0  # times the steps were traced (jit compiles); see decisions()
+        self.traces_before_timed = self.traces_after_timed = None
         self.sgd = request.get("update") == "sgd" and self.training
         self.learning_rate = float(request.get("learning_rate", 0.01))
         put = lambda a: jax.device_put(a, self.device)  # noqa: E731
-        self.params = [put(np.asarray(p)).astype(self.dtype) for p in self.net.host_params]
-        self.x = put(synthetic.input(self.net.graph, self.batch, self.net.seed)).astype(self.dtype)
+        # Batch-norm gamma/beta stay fp32 in every recipe (as cuDNN's batch-norm takes them).
+        batch_norm = {position for slots in self.net.slots.values() for slot, position in slots.items()
+                      if slot in (synthetic.BN_GAMMA, synthetic.BN_BETA)}
+        self.batch_norm_params = batch_norm
+        self.params = [put(np.asarray(p)).astype(jnp.float32 if i in batch_norm else self.recipe.storage_dtype)
+                       for i, p in enumerate(self.net.host_params)]
+        self.x = put(synthetic.input(self.net.graph, self.batch, self.net.seed)).astype(self.recipe.storage_dtype)
         self.labels = put(synthetic.labels(self.net.graph, self.batch, self.net.seed))
         self.step_index = 0  # dropout step of the next training step
         self.mask_dtype = np.float32 if self.dtype == jnp.float32 else (
             np.float16 if self.dtype == jnp.float16 else jnp.bfloat16)
 
         net, training, sgd, lr = self.net, self.training, self.sgd, self.learning_rate
+        compute, mixed = self.dtype, self.recipe.mixed
+
+        def to_compute(params, x):
+            """amp-*: the fp32 parameters (except batch-norm's) and input cast to 16 bits."""
+            if not mixed:
+                return params, x
+            return ([p if i in batch_norm else p.astype(compute) for i, p in enumerate(params)],
+                    x.astype(compute))
 
         def loss_and_logits(params, x, labels, masks):
-            logits = net.forward(params, x, masks, training)
+            logits = net.forward(*to_compute(params, x), masks, training)
             return net.loss(logits, labels), logits
 
         def train_step(params, x, labels, masks):
+            self.traces += 1  # runs only while jax traces (compiles) the step
             (loss, logits), grads = jax.value_and_grad(loss_and_logits, has_aux=True)(params, x, labels, masks)
             if sgd:
                 params = [p - jnp.asarray(lr, p.dtype) * g for p, g in zip(params, grads)]
             return loss, grads, params, logits
 
         def infer_step(params, x):
-            return net.forward(params, x, [], False)
+            self.traces += 1
+            return net.forward(*to_compute(params, x), [], False)
 
         # check() reuses these two compiled steps (compiling the network again for it would double
         # the worker's compile time per cell); only the loss of the inference logits is its own,
@@ -289,6 +344,19 @@ class JaxSession:
             self._one_step(masks)
             return (time.perf_counter() - begin) * 1e3
 
+    def run_steps(self, count, time_limit_s, warmup):
+        """`count` steps, each timed alone; fewer once `time_limit_s` [s] has passed. Traces
+        during non-warm-up batches are retraces in the timed steps (decisions())."""
+        if not warmup and self.traces_before_timed is None:
+            self.traces_before_timed = self.traces
+        begin = time.monotonic()
+        times = []
+        while len(times) < count and time.monotonic() - begin < time_limit_s:
+            times.append(self.step())
+        if not warmup:
+            self.traces_after_timed = self.traces
+        return times
+
     def peak_memory_bytes(self):
         try:
             stats = self.device.memory_stats()
@@ -324,12 +392,13 @@ class JaxSession:
         return result
 
     def decisions(self):
-        text = f"jax {self.jax.__version__} jit matmul_precision={self.matmul_precision} layout=NCHW"
-        if self.precision in ("fp16", "bf16"):
-            text += f" dtype={self.precision}"
+        text = (f"jax {self.jax.__version__} jit {self.recipe.describe()} "
+                f"matmul_precision={self.matmul_precision} layout=NCHW")
         if self.training:
             text += " dropout_masks=host-per-step(untimed)"
-        text += f" compile={self.compile_s:.1f}s"
+        text += f" compile={self.compile_s:.1f}s(untimed) traces={self.traces}"
+        if self.traces_before_timed is not None and self.traces_after_timed is not None:
+            text += f" timed_steps: retraces={self.traces_after_timed - self.traces_before_timed}"
         return text
 
     def release(self):

@@ -133,12 +133,8 @@ def dropout_keep_mask(seed: int, layer_index: int, step: int, count: int, rate: 
     Equal to synthetic.dropout_keep_mask: int64 tensors wrap modulo 2**64 like uint64, and the
     logical shifts are masked arithmetic shifts."""
     state = synthetic.stream_state(seed, synthetic.dropout_tensor_id(layer_index, step))
-    z = torch.arange(1, count + 1, dtype=torch.int64, device=device)  # index + 1
-    z.mul_(_G).add_(_signed(state))
-    z.bitwise_xor_(_shr(z, 30)).mul_(_C1)
-    z.bitwise_xor_(_shr(z, 27)).mul_(_C2)
-    z.bitwise_xor_(_shr(z, 31))
-    return _shr(z, 40) >= synthetic.dropout_threshold(rate)
+    z = torch.arange(1, count + 1, dtype=torch.int64, device=device) * _G + _signed(state)  # index + 1
+    return _shr(_mix_tensor(z), 40) >= synthetic.dropout_threshold(rate)
 
 
 def _outside_compilation(function):
@@ -152,7 +148,70 @@ def _outside_compilation(function):
     return disable(function) if disable is not None else function
 
 
-_dropout_keep_mask_eager = _outside_compilation(dropout_keep_mask)
+def _mix_tensor(z: torch.Tensor) -> torch.Tensor:
+    """The splitmix64 finaliser on int64 bit patterns (wrapping, logical shifts)."""
+    z = z ^ _shr(z, 30)
+    z = z * _C1
+    z = z ^ _shr(z, 27)
+    z = z * _C2
+    return z ^ _shr(z, 31)
+
+
+def device_step_keep_mask(step: torch.Tensor, seed_bits: int, layer_index: int, count: int,
+                          rate: float) -> torch.Tensor:
+    """dropout_keep_mask with the step a 0-d int64 tensor on the mask's device: the stream state,
+    mix(seed ^ dropout_tensor_id(layer, step) * G), is computed there too, so nothing needs the
+    step's value on the host and a CUDA graph can replay it. `seed_bits`: the seed as int64 bits."""
+    tensor_id = (step.to(torch.int64) << 32) + synthetic.tensor_id(layer_index, synthetic.DROPOUT_MASK)
+    state = _mix_tensor((tensor_id * _G) ^ seed_bits)
+    z = torch.arange(1, count + 1, dtype=torch.int64, device=step.device) * _G + state
+    return _shr(_mix_tensor(z), 40) >= synthetic.dropout_threshold(rate)
+
+
+def _register_device_mask_op():
+    """device_step_keep_mask as the custom op crossbench::dropout_keep_mask (torch >= 2.4):
+    torch.compile keeps it opaque (no graph break, and Inductor does not generate code for its
+    wrapping int64 arithmetic, which its Triton backend failed on); None on older torch."""
+    library = getattr(torch, "library", None)
+    if library is None or not hasattr(library, "custom_op"):
+        return None
+
+    @library.custom_op("crossbench::dropout_keep_mask", mutates_args=())
+    def dropout_keep_mask_op(step: torch.Tensor, seed_bits: int, layer_index: int, count: int,
+                             rate: float) -> torch.Tensor:
+        return device_step_keep_mask(step, seed_bits, layer_index, count, rate)
+
+    @dropout_keep_mask_op.register_fake
+    def _(step, seed_bits, layer_index, count, rate):
+        return torch.empty(count, dtype=torch.bool, device=step.device)
+
+    return dropout_keep_mask_op
+
+
+_device_mask_op = _register_device_mask_op()
+
+
+class DropoutClock:
+    """The training step that selects the dropout masks, shared by a model's dropout layers.
+
+    A plain object: ``step`` is read only inside the eager mask function, so a compiled forward
+    never sees the changing Python int (an int read by traced code would be guarded and make
+    dynamo recompile at every step). With ``tensor`` set (CrossbenchModel.use_device_dropout_step)
+    the masks come from that 0-d int64 device tensor instead, through the custom op."""
+
+    __slots__ = ("step", "tensor")
+
+    def __init__(self):
+        self.step = 0
+        self.tensor = None
+
+
+def _clocked_keep_mask(seed: int, layer_index: int, clock: DropoutClock, count: int, rate: float,
+                       device) -> torch.Tensor:
+    return dropout_keep_mask(seed, layer_index, clock.step, count, rate, device)
+
+
+_dropout_keep_mask_eager = _outside_compilation(_clocked_keep_mask)
 
 
 # ---- Layer modules that torch.nn lacks --------------------------------------------------------
@@ -160,13 +219,13 @@ _dropout_keep_mask_eager = _outside_compilation(dropout_keep_mask)
 class SyntheticDropout(nn.Module):
     """Inverted dropout with crossbench's deterministic mask (see the module docstring)."""
 
-    def __init__(self, layer_index: int, rate: float, seed: int):
+    def __init__(self, layer_index: int, rate: float, seed: int, clock: Optional[DropoutClock] = None):
         super().__init__()
         self.layer_index = int(layer_index)
         self.rate = float(rate)
         self.seed = int(seed)
         self.scale = float(np.float32(1.0 / (1.0 - self.rate))) if self.rate < 1 else 0.0
-        self.step = 0  # set by CrossbenchModel before each forward
+        self.clock = clock if clock is not None else DropoutClock()  # set by CrossbenchModel before each forward
 
     def extra_repr(self) -> str:
         return f"rate={self.rate}, layer_index={self.layer_index}"
@@ -174,7 +233,10 @@ class SyntheticDropout(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or self.rate <= 0:
             return x
-        keep = _dropout_keep_mask_eager(self.seed, self.layer_index, self.step, x.numel(), self.rate, x.device)
+        if self.clock.tensor is not None:
+            keep = _device_mask_op(self.clock.tensor, _signed(self.seed), self.layer_index, x.numel(), self.rate)
+        else:
+            keep = _dropout_keep_mask_eager(self.seed, self.layer_index, self.clock, x.numel(), self.rate, x.device)
         # The mask is in logical NCHW order: shape it like x (any memory format) and scale the kept.
         factor = keep.view(x.shape).to(x.dtype) * self.scale
         return x * factor
@@ -210,11 +272,21 @@ class FullyConnected(nn.Linear):
 
 
 class BatchNorm(nn.BatchNorm2d):
-    """BatchNorm2d that also takes (N, C) (a batch-norm after a fully-connected layer)."""
+    """BatchNorm2d that also takes (N, C) (a batch-norm after a fully-connected layer).
+
+    Its parameters and statistics stay fp32 whatever the activations' dtype (DESIGN.md:
+    16-bit precisions keep batch-norm statistics in fp32, as cuDNN's batch-norm does). On a
+    GPU PyTorch's batch-norm takes 16-bit activations with fp32 parameters directly; where
+    it cannot (the CPU), the activation is normalised in fp32 and cast back."""
 
     def _check_input_dim(self, x: torch.Tensor) -> None:
         if x.dim() not in (2, 4):
             raise ValueError(f"batch_norm expects a 2-D or 4-D input, got {x.dim()}-D")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        if x.dtype == self.weight.dtype or x.is_cuda:
+            return super().forward(x)
+        return super().forward(x.float()).to(x.dtype)
 
 
 class SoftmaxCrossEntropy(nn.Module):
@@ -245,6 +317,7 @@ class CrossbenchModel(nn.Module):
         self.seed = int(seed)
         self.channels_last = bool(channels_last)
         self.step = 0  # dropout step of the next training-mode forward
+        self._clock = DropoutClock()  # what the dropout layers read: self.step, set around each forward
         layers = self.network["layers"]
         self._kinds: List[str] = [layer["kind"] for layer in layers]
         self._inputs: List[List[int]] = [[int(j) for j in layer["inputs"]] for layer in layers]
@@ -300,11 +373,12 @@ class CrossbenchModel(nn.Module):
                                               k=float(p["k"]))
             elif kind == "relu":
                 module = nn.ReLU(inplace=may_overwrite(ins[0]))
-            elif kind == "batch_norm":
+            elif kind == "batch_norm":  # fp32 parameters and statistics (BatchNorm's docstring)
                 module = nn.utils.skip_init(BatchNorm, self._outputs[i][0], eps=float(p["epsilon"]),
-                                            momentum=float(p["momentum"]), **factory)
+                                            momentum=float(p["momentum"]), device=factory["device"],
+                                            dtype=torch.float32)
             elif kind == "dropout":
-                module = SyntheticDropout(i, float(p["rate"]), self.seed)
+                module = SyntheticDropout(i, float(p["rate"]), self.seed, self._clock)
                 self._dropouts.append(module)
             elif kind == "concat":
                 module = Concat()
@@ -434,11 +508,33 @@ class CrossbenchModel(nn.Module):
     # -- execution --------------------------------------------------------------------------
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """The logits (N, classes) of the input batch (N, C, H, W)."""
+        """The logits (N, classes) of the input batch (N, C, H, W).
+
+        The dropout step's bookkeeping happens here, around ``layers_forward``: a worker
+        compiles ``layers_forward`` alone (torch.compile), which then never sees the step."""
         training = self.training
         if training:
-            for d in self._dropouts:
-                d.step = self.step
+            self._clock.step = self.step
+            if self._clock.tensor is not None:
+                self._clock.tensor.fill_(self.step)
+        logits = self.layers_forward(x)
+        if training:
+            self.step += 1
+        return logits
+
+    def use_device_dropout_step(self) -> bool:
+        """Dropout masks from a step counter on the device (a 0-d int64 tensor that forward() sets)
+        through the custom op crossbench::dropout_keep_mask: a compiled ``layers_forward`` then has
+        no graph break and no per-step recompilation, and a CUDA graph replays the masks. The masks
+        are the same. False (nothing changes) where this torch has no torch.library.custom_op."""
+        if _device_mask_op is None:
+            return False
+        device, _ = self._parameter_placement()
+        self._clock.tensor = torch.zeros((), dtype=torch.int64, device=device)
+        return True
+
+    def layers_forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The layers from the input to the logits, without any Python state that changes per step."""
         values: List[Optional[torch.Tensor]] = [None] * self.loss_index
         values[0] = self.prepare_input(x)
         layers, inputs, release = self.layers, self._inputs, self._release
@@ -451,8 +547,6 @@ class CrossbenchModel(nn.Module):
                 values[i] = module(*[values[j] for j in ins])
             for j in release[i]:
                 values[j] = None
-        if training:
-            self.step += 1
         logits = values[self.logits_index]
         return torch.flatten(logits, 1) if logits.dim() > 2 else logits
 

@@ -4,10 +4,19 @@
 Started by the rank (src/engines/worker/) with the rank's device binding in
 CUDA_VISIBLE_DEVICES; speaks the protocol of src/workers/common/protocol.py.
 Per cell: the model from the network JSON (model.py, crossbench's synthetic
-weights and inputs), torch.backends.cudnn.benchmark = True, TF32 switched as
-the precision says, channels_last + autocast for fp16/bf16, CUDA events on the
-GPU and a monotonic clock on the CPU; an out-of-memory ends the cell as `oom`
-and the worker stays usable.
+weights and inputs), torch.backends.cudnn.benchmark = True, the precision's
+recipe (``Recipe``: DESIGN.md's one meaning per precision), channels_last where
+PyTorch would pick it (16-bit compute on a GPU), CUDA events on the GPU and a
+monotonic clock on the CPU; an out-of-memory ends the cell as `oom` and the
+worker stays usable.
+
+--compile (pytorch-compile) is PyTorch at its best as practitioners run it:
+torch.compile of the model's layers in the request's ``compile_mode``
+(``reduce-overhead``: CUDA graphs, by default; ``max-autotune``: CUDA graphs
+and autotuned kernels), compiled once per cell in prepare (untimed, its time
+reported), each step marked with torch.compiler.cudagraph_mark_step_begin();
+recompilations, graph breaks and skipped CUDA graphs during the timed steps
+are counted from torch._dynamo's counters and recorded in ``decisions``.
 """
 import argparse
 import gc
@@ -19,6 +28,55 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from common.protocol import WorkerError, serve  # noqa: E402
+
+COMPILE_MODES = ("reduce-overhead", "max-autotune")
+
+
+class Recipe:
+    """What a precision means in PyTorch (DESIGN.md "Vocabulary").
+
+    - fp32: fp32 tensors, TF32 off everywhere (strict).
+    - tf32: fp32 tensors, TF32 tensor-core math for matmuls and convolutions.
+    - fp16, bf16 ("pure"): the model's weights, activations and weight gradients in 16 bits;
+      fp32 accumulation (the libraries'), an fp32 loss and fp32 batch-norm parameters and
+      statistics (model.BatchNorm).
+    - amp-fp16, amp-bf16: PyTorch's automatic mixed precision: fp32 master weights and
+      gradients, autocast to 16-bit compute; amp-fp16 trains with a GradScaler.
+    """
+
+    def __init__(self, torch, precision):
+        sixteen = {"fp16": torch.float16, "bf16": torch.bfloat16}
+        amp = {"amp-fp16": torch.float16, "amp-bf16": torch.bfloat16}
+        if precision not in ("fp32", "tf32") and precision not in sixteen and precision not in amp:
+            raise WorkerError("unsupported", f"unknown precision {precision!r}")
+        self.precision = precision
+        self.tf32 = precision == "tf32"
+        self.parameter_dtype = sixteen.get(precision, torch.float32)
+        self.autocast_dtype = amp.get(precision)
+        self.compute_dtype = self.autocast_dtype or self.parameter_dtype
+        self.loss_scaling = precision == "amp-fp16"
+
+    @property
+    def sixteen_bit_compute(self):
+        return self.precision not in ("fp32", "tf32")
+
+    def apply_math_flags(self, torch):
+        """TF32 exactly as the precision says: on for tf32, off for everything else."""
+        torch.backends.cuda.matmul.allow_tf32 = self.tf32
+        torch.backends.cudnn.allow_tf32 = self.tf32
+        if hasattr(torch, "set_float32_matmul_precision"):
+            torch.set_float32_matmul_precision("high" if self.tf32 else "highest")
+
+    def describe(self):
+        if self.precision == "fp32":
+            return "recipe=fp32-strict(tf32=off)"
+        if self.precision == "tf32":
+            return "recipe=tf32(fp32 tensors, tf32 math)"
+        if self.autocast_dtype is None:
+            return (f"recipe=pure-{self.precision}(weights/activations/gradients {self.precision}; "
+                    "fp32 loss and batch-norm) tf32=off")
+        return (f"recipe={self.precision}(torch.autocast {self.precision[4:]}; fp32 master weights and gradients"
+                + ("; GradScaler" if self.loss_scaling else "") + ") tf32=off")
 
 
 class PytorchAdapter:
@@ -57,6 +115,26 @@ class PytorchAdapter:
             self.torch.cuda.empty_cache()
 
 
+def dynamo_counts(torch):
+    """Compiled graphs, graph breaks and skipped CUDA graphs so far in this process (torch._dynamo's
+    counters); None where this torch has no such counters."""
+    try:
+        from torch._dynamo.utils import counters
+    except Exception:
+        return None
+    return {"graphs": int(counters["stats"].get("unique_graphs", 0)),
+            "graph_breaks": int(sum(counters["graph_break"].values())),
+            "cudagraph_skips": int(counters["inductor"].get("cudagraph_skips", 0))}
+
+
+def graph_break_reasons(torch, limit=3):
+    try:
+        from torch._dynamo.utils import counters
+    except Exception:
+        return []
+    return [reason.splitlines()[0][:80] for reason, _ in counters["graph_break"].most_common(limit)]
+
+
 class PytorchSession:
     def __init__(self, torch, request, compile_model):
         from pytorch.model import CrossbenchModel
@@ -64,42 +142,72 @@ class PytorchSession:
         self.torch = torch
         cell = request["cell"]
         self.precision, self.phase, self.batch = cell["precision"], cell["phase"], int(cell["batch"])
+        self.training = self.phase == "training"
         self.cuda = torch.cuda.is_available()
         device = torch.device("cuda" if self.cuda else "cpu")
+        self.recipe = Recipe(torch, self.precision)
         if not self.cuda:
-            if self.precision in ("tf32", "fp16"):
+            if self.precision in ("tf32", "fp16", "amp-fp16"):
                 raise WorkerError("unsupported", f"{self.precision} on the CPU: "
                                   + ("tf32 is a GPU tensor-core mode" if self.precision == "tf32"
                                      else "PyTorch's CPU path has no fast fp16 training"))
             torch.set_num_threads(max(1, int(request.get("threads", 1))))
-        # TF32 exactly as the precision says (fp32 is strict).
-        allow_tf32 = self.precision == "tf32"
-        torch.backends.cuda.matmul.allow_tf32 = allow_tf32
-        torch.backends.cudnn.allow_tf32 = allow_tf32
+        self.recipe.apply_math_flags(torch)
         torch.backends.cudnn.benchmark = True
-        sixteen = self.precision in ("fp16", "bf16")
-        self.autocast_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(self.precision)
+        # channels_last where PyTorch picks it: 16-bit tensor-core convolutions on a GPU.
         layout = request.get("layout", "auto")
-        channels_last = layout == "nhwc" or (layout == "auto" and sixteen and self.cuda)
+        channels_last = layout == "nhwc" or (layout == "auto" and self.recipe.sixteen_bit_compute and self.cuda)
+        self.layout = "channels_last" if channels_last else "contiguous"
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()
         self.model = CrossbenchModel(request["graph"], seed=int(request["seed"]), device=device,
-                                     channels_last=channels_last)
-        self.model.train(self.phase == "training")
+                                     dtype=self.recipe.parameter_dtype, channels_last=channels_last)
+        self.model.train(self.training)
         self.x = self.model.synthetic_input(self.batch)
         self.labels = self.model.synthetic_labels(self.batch)
         self.optimizer = None
-        if request.get("update") == "sgd" and self.phase == "training":
+        if request.get("update") == "sgd" and self.training:
             self.optimizer = torch.optim.SGD(self.model.parameters(), lr=float(request.get("learning_rate", 0.01)))
-        self.runner = self.model
+        self.scaler = None
+        if self.recipe.loss_scaling and self.training:  # amp-fp16 runs on GPUs only (see above)
+            amp = getattr(torch, "amp", None)
+            self.scaler = amp.GradScaler("cuda") if hasattr(amp, "GradScaler") else torch.cuda.amp.GradScaler()
+
+        self.compile_mode = None
+        self.device_dropout_step = False
+        self.counts_before_compile = None
         self.compile_s = None
+        self.mark_step = None
+        self.counts_after_compile = self.counts_before_timed = self.counts_after_timed = None
         if compile_model:
-            start = time.perf_counter()
-            self.runner = torch.compile(self.model)
-            self._one_step()  # compilation happens here, untimed
-            self._synchronize()
-            self.compile_s = time.perf_counter() - start
-        self.layout = "channels_last" if channels_last else "contiguous"
+            self._compile(request.get("compile_mode", "reduce-overhead"))
+
+    # -- torch.compile ----------------------------------------------------------------------
+
+    def _compile(self, mode):
+        torch = self.torch
+        if mode not in COMPILE_MODES:
+            raise WorkerError("unsupported", f"torch.compile mode {mode!r}: crossbench runs {', '.join(COMPILE_MODES)}")
+        compiler = getattr(torch, "compiler", None)
+        self.mark_step = getattr(compiler, "cudagraph_mark_step_begin", None) if self.cuda else None
+        if self.cuda and self.mark_step is None:
+            raise WorkerError("unsupported", f"torch {torch.__version__} has no "
+                              "torch.compiler.cudagraph_mark_step_begin: CUDA graphs in training need torch 2.1 or later")
+        self.compile_mode = mode
+        self.counts_before_compile = dynamo_counts(torch)  # the worker serves many cells: count this one's
+        start = time.perf_counter()
+        # Only the layers are compiled: the dropout step's bookkeeping stays in the eager forward
+        # (model.py), so nothing that changes per step reaches a guard; the masks come from a step
+        # counter on the device through an opaque custom op, so dropout breaks no graph.
+        self.device_dropout_step = self.model.use_device_dropout_step()
+        self.model.layers_forward = torch.compile(self.model.layers_forward, mode=mode)
+        for _ in range(3):  # compilation, then the CUDA graph recording (cudagraph trees warm up, then record)
+            self._one_step()
+        self._synchronize()
+        self.compile_s = time.perf_counter() - start
+        self.counts_after_compile = dynamo_counts(torch)
+
+    # -- steps ------------------------------------------------------------------------------
 
     def _synchronize(self):
         if self.cuda:
@@ -107,55 +215,105 @@ class PytorchSession:
 
     def _autocast(self):
         torch = self.torch
-        if self.autocast_dtype is None:
-            return torch.autocast("cuda" if self.cuda else "cpu", enabled=False)
-        return torch.autocast("cuda" if self.cuda else "cpu", dtype=self.autocast_dtype)
+        device_type = "cuda" if self.cuda else "cpu"
+        if self.recipe.autocast_dtype is None:
+            return torch.autocast(device_type, enabled=False)
+        return torch.autocast(device_type, dtype=self.recipe.autocast_dtype)
 
     def _one_step(self):
         torch = self.torch
-        if self.phase == "training":
+        if self.mark_step is not None:
+            self.mark_step()  # a new iteration for cudagraph trees: last step's outputs may be overwritten
+        if self.training:
             self.model.zero_grad(set_to_none=True)
             with self._autocast():
-                logits = self.runner(self.x)
-            loss = self.model.loss(logits.float(), self.labels)
-            loss.backward()
-            if self.optimizer is not None:
-                self.optimizer.step()
+                logits = self.model(self.x)
+                loss = self.model.loss(logits, self.labels)  # fp32 (model.SoftmaxCrossEntropy)
+            if self.scaler is not None:
+                self.scaler.scale(loss).backward()
+                if self.optimizer is not None:
+                    self.scaler.step(self.optimizer)
+                    self.scaler.update()
+            else:
+                loss.backward()
+                if self.optimizer is not None:
+                    self.optimizer.step()
         else:
             with torch.no_grad(), self._autocast():
-                self.runner(self.x)
+                self.model(self.x)
+
+    def run_steps(self, count, time_limit_s, warmup):
+        """`count` steps back to back, each between two device events (CUDA) or clock readings
+        (CPU); on the GPU the host waits once, after the last step, so that the batch adds
+        no synchronisation between steps. Fewer steps once `time_limit_s` [s] has passed."""
+        torch = self.torch
+        if not warmup and self.counts_before_timed is None:
+            self.counts_before_timed = dynamo_counts(torch)
+        begin = time.monotonic()
+        times = []
+        if self.cuda:
+            events = []
+            while len(events) < count and time.monotonic() - begin < time_limit_s:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                self._one_step()
+                end.record()
+                events.append((start, end))
+            if events:
+                events[-1][1].synchronize()
+            times = [start.elapsed_time(end) for start, end in events]
+        else:
+            while len(times) < count and time.monotonic() - begin < time_limit_s:
+                tick = time.perf_counter()
+                self._one_step()
+                times.append((time.perf_counter() - tick) * 1e3)
+        if not warmup:
+            self.counts_after_timed = dynamo_counts(torch)
+        return times
 
     def step(self):
-        """One step, timed with the framework's own device timer [ms]."""
-        torch = self.torch
-        if self.cuda:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            self._one_step()
-            end.record()
-            end.synchronize()
-            return start.elapsed_time(end)
-        begin = time.perf_counter()
-        self._one_step()
-        return (time.perf_counter() - begin) * 1e3
+        """One step [ms] (the batch of one)."""
+        return self.run_steps(1, math.inf, False)[0]
 
     def peak_memory_bytes(self):
         return float(self.torch.cuda.max_memory_allocated()) if self.cuda else math.nan
 
     def check(self):
-        return self.model.check(self.x, self.labels, self.phase == "training")
+        if self.mark_step is not None:
+            self.mark_step()
+        with self._autocast():
+            return self.model.check(self.x, self.labels, self.training)
 
     def decisions(self):
-        text = f"torch {self.torch.__version__} cudnn.benchmark=on layout={self.layout}"
-        text += f" tf32={'on' if self.precision == 'tf32' else 'off'}"
-        if self.autocast_dtype is not None:
-            text += f" autocast={self.precision}"
-        if self.compile_s is not None:
-            text += f" torch.compile={self.compile_s:.1f}s"
+        torch = self.torch
+        text = (f"torch {torch.__version__} {'eager' if self.compile_mode is None else 'torch.compile'} "
+                f"{self.recipe.describe()} cudnn.benchmark=on layout={self.layout}")
+        if self.compile_mode is not None:
+            graphs = "on" if self.mark_step is not None else "off (CPU)"
+            text += f" compile_mode={self.compile_mode} cuda_graphs={graphs} compile={self.compile_s:.1f}s(untimed)"
+            compiled, before_compile = self.counts_after_compile, self.counts_before_compile
+            if compiled is not None and before_compile is not None:
+                compiled = {k: compiled[k] - before_compile[k] for k in compiled}
+                text += f" graphs={compiled['graphs']} graph_breaks={compiled['graph_breaks']}"
+                reasons = graph_break_reasons(torch)
+                if reasons:
+                    text += " (" + "; ".join(reasons) + ")"
+                if compiled["cudagraph_skips"]:
+                    text += f" cudagraph_skips={compiled['cudagraph_skips']}"
+            before, after = self.counts_before_timed, self.counts_after_timed
+            if before is not None and after is not None:
+                text += (f" timed_steps: recompilations={after['graphs'] - before['graphs']}"
+                         f" graph_breaks={after['graph_breaks'] - before['graph_breaks']}"
+                         f" cudagraph_skips={after['cudagraph_skips'] - before['cudagraph_skips']}")
+        if self.training and self.model is not None and self.model._dropouts:
+            text += (" dropout_masks=crossbench::dropout_keep_mask(device step, in the graph)" if self.device_dropout_step
+                     else " dropout_masks=eager(crossbench's deterministic masks)")
         return text
 
     def release(self):
-        self.model = self.runner = self.optimizer = self.x = self.labels = None
+        self.model = self.optimizer = self.x = self.labels = self.scaler = None
+        if self.compile_mode is not None:
+            self.torch._dynamo.reset()  # this cell's compiled graphs and CUDA graph pools go with it
         gc.collect()
         if self.cuda:
             self.torch.cuda.empty_cache()
@@ -163,7 +321,8 @@ class PytorchSession:
 
 def main():
     parser = argparse.ArgumentParser(description="crossbench PyTorch worker (JSON lines on stdin/stdout)")
-    parser.add_argument("--compile", action="store_true", help="torch.compile the model (pytorch-compile)")
+    parser.add_argument("--compile", action="store_true",
+                        help="torch.compile the model (pytorch-compile); the mode comes with each request")
     arguments = parser.parse_args()
     serve(PytorchAdapter(arguments.compile))
 

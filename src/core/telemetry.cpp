@@ -1,6 +1,6 @@
 // NVML through dlopen: the few entry points we use, declared here with the
 // types of nvml.h (stable C ABI since NVML 4; the _v2 names since CUDA 5).
-#include "engines/cudnn/telemetry.hpp"
+#include "crossbench/telemetry.hpp"
 
 #include <dlfcn.h>
 
@@ -8,16 +8,13 @@
 #include <chrono>
 #include <cmath>
 
-namespace crossbench::cudnn {
+namespace crossbench {
 namespace {
 
 using nvmlReturn_t = int;  // NVML_SUCCESS = 0
 using nvmlDevice_t = void*;
 constexpr int kNvmlClockSm = 1, kNvmlClockMemory = 2;  // nvmlClockType_t
 constexpr int kNvmlTemperatureGpu = 0;                 // nvmlTemperatureSensors_t
-// nvmlClocksEventReasons: the ones that mean the device slowed itself down
-// (software power cap, hardware slowdown, software/hardware thermal, power brake).
-constexpr unsigned long long kThrottleReasons = 0x4ULL | 0x8ULL | 0x20ULL | 0x40ULL | 0x80ULL;
 
 struct Nvml {
   void* library = nullptr;
@@ -83,32 +80,64 @@ std::string nvml_version() {
   return "available";
 }
 
-TelemetrySampler::TelemetrySampler(const std::string& uuid, const std::string& pci_bus_id) {
+Telemetry summarize_telemetry(const std::vector<TelemetrySample>& samples, double seconds,
+                              std::optional<double> counter_energy_j, bool reasons_known) {
+  Telemetry t;
+  double sm = 0, memory = 0, power = 0;
+  int sm_count = 0, memory_count = 0, power_count = 0;
+  double hottest = NAN;
+  bool throttled = false;
+  for (const TelemetrySample& s : samples) {
+    if (std::isfinite(s.sm_mhz)) sm += s.sm_mhz, ++sm_count;
+    if (std::isfinite(s.memory_mhz)) memory += s.memory_mhz, ++memory_count;
+    if (std::isfinite(s.power_w)) power += s.power_w, ++power_count;
+    if (std::isfinite(s.temperature_c)) hottest = std::isfinite(hottest) ? std::max(hottest, s.temperature_c) : s.temperature_c;
+    throttled = throttled || (s.reasons & kThrottleReasons) != 0;
+  }
+  if (sm_count > 0) t.mean_sm_clock_mhz = sm / sm_count;
+  if (memory_count > 0) t.mean_memory_clock_mhz = memory / memory_count;
+  if (power_count > 0) t.mean_power_w = power / power_count;
+  if (counter_energy_j && seconds >= 1.0) t.energy_j = *counter_energy_j;
+  else if (power_count > 0) t.energy_j = t.mean_power_w * seconds;  // see summarize_telemetry's comment
+  t.max_temperature_c = hottest;
+  t.throttled = reasons_known ? (throttled ? 1 : 0) : -1;
+  t.samples = static_cast<int>(samples.size());
+  return t;
+}
+
+TelemetrySampler::TelemetrySampler(const Device& device) {
+  if (device.kind != DeviceKind::gpu) {
+    why_ = "the device is a CPU";
+    return;
+  }
   Nvml& n = nvml();
   if (!n.initialised) {
     why_ = n.why;
     return;
   }
-  nvmlDevice_t device = nullptr;
-  if (n.by_uuid != nullptr && !uuid.empty() && n.by_uuid(uuid.c_str(), &device) == 0) device_ = device;
-  else if (n.by_pci != nullptr && !pci_bus_id.empty() && n.by_pci(pci_bus_id.c_str(), &device) == 0) device_ = device;
+  const std::string& uuid = device.uuid;
+  const std::string& pci_bus_id = device.pci_bus_id;
+  nvmlDevice_t handle = nullptr;
+  if (n.by_uuid != nullptr && !uuid.empty() && n.by_uuid(uuid.c_str(), &handle) == 0) device_ = handle;
+  else if (n.by_pci != nullptr && !pci_bus_id.empty() && n.by_pci(pci_bus_id.c_str(), &handle) == 0) device_ = handle;
   else why_ = "NVML does not know the device " + uuid + " (" + pci_bus_id + ")";
 }
 
-TelemetrySampler::~TelemetrySampler() {
-  if (thread_.joinable()) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    thread_.join();
+TelemetrySampler::~TelemetrySampler() { stop_thread(); }
+
+void TelemetrySampler::stop_thread() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
   }
+  wake_.notify_all();
+  thread_.join();
 }
 
-TelemetrySampler::Sample TelemetrySampler::sample() const {
+TelemetrySample TelemetrySampler::sample() const {
   Nvml& n = nvml();
-  Sample s{NAN, NAN, NAN, NAN, 0};
+  TelemetrySample s{NAN, NAN, NAN, NAN, 0};
   unsigned int value = 0;
   if (n.clock != nullptr && n.clock(device_, kNvmlClockSm, &value) == 0) s.sm_mhz = value;
   if (n.clock != nullptr && n.clock(device_, kNvmlClockMemory, &value) == 0) s.memory_mhz = value;
@@ -123,7 +152,7 @@ void TelemetrySampler::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_) {
     lock.unlock();
-    const Sample s = sample();
+    const TelemetrySample s = sample();
     lock.lock();
     samples_.push_back(s);
     wake_.wait_for(lock, std::chrono::milliseconds(10), [this] { return stop_; });
@@ -132,7 +161,7 @@ void TelemetrySampler::run() {
 
 void TelemetrySampler::begin() {
   if (!available()) return;
-  if (thread_.joinable()) (void)end();
+  stop_thread();
   Nvml& n = nvml();
   samples_.clear();
   stop_ = false;
@@ -142,39 +171,16 @@ void TelemetrySampler::begin() {
 }
 
 Telemetry TelemetrySampler::end() {
-  Telemetry t;
-  if (!available() || !thread_.joinable()) return t;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
-  }
-  wake_.notify_all();
-  thread_.join();
+  if (!available() || !thread_.joinable()) return {};
+  stop_thread();
   Nvml& n = nvml();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin_time_).count();
   unsigned long long energy_end_mj = 0;
-  if (energy_ok_ && n.energy(device_, &energy_end_mj) == 0 && energy_end_mj > energy_begin_mj_ && seconds >= 1.0)
-    t.energy_j = static_cast<double>(energy_end_mj - energy_begin_mj_) / 1e3;
+  std::optional<double> counter_energy_j;
+  if (energy_ok_ && n.energy(device_, &energy_end_mj) == 0 && energy_end_mj > energy_begin_mj_)
+    counter_energy_j = static_cast<double>(energy_end_mj - energy_begin_mj_) / 1e3;
   samples_.push_back(sample());  // at least one sample, however short the steps
-  double sm = 0, memory = 0, power = 0;
-  int sm_count = 0, memory_count = 0, power_count = 0;
-  double hottest = NAN;
-  bool throttled = false;
-  for (const Sample& s : samples_) {
-    if (std::isfinite(s.sm_mhz)) sm += s.sm_mhz, ++sm_count;
-    if (std::isfinite(s.memory_mhz)) memory += s.memory_mhz, ++memory_count;
-    if (std::isfinite(s.power_w)) power += s.power_w, ++power_count;
-    if (std::isfinite(s.temperature_c)) hottest = std::isfinite(hottest) ? std::max(hottest, s.temperature_c) : s.temperature_c;
-    throttled = throttled || (s.reasons & kThrottleReasons) != 0;
-  }
-  if (sm_count > 0) t.mean_sm_clock_mhz = sm / sm_count;
-  if (memory_count > 0) t.mean_memory_clock_mhz = memory / memory_count;
-  if (power_count > 0) t.mean_power_w = power / power_count;
-  if (std::isnan(t.energy_j) && power_count > 0) t.energy_j = t.mean_power_w * seconds;  // see telemetry.hpp
-  t.max_temperature_c = hottest;
-  t.throttled = n.reasons != nullptr ? (throttled ? 1 : 0) : -1;
-  t.samples = static_cast<int>(samples_.size());
-  return t;
+  return summarize_telemetry(samples_, seconds, counter_energy_j, n.reasons != nullptr);
 }
 
-}  // namespace crossbench::cudnn
+}  // namespace crossbench

@@ -1,0 +1,378 @@
+#!/usr/bin/env python3
+"""Does the harness add anything? Each framework timed OUTSIDE crossbench, in a standalone loop on
+the same exported network, next to the same cells measured THROUGH crossbench (worker, protocol,
+Runner), on one GPU. Target (issue 20): every crossbench row within 3% of its standalone loop.
+
+Variants (--variants):
+  eager            PyTorch eager                                  crossbench engine `pytorch`
+  reduce-overhead  torch.compile(mode="reduce-overhead"), CUDA graphs   `pytorch-compile`
+  max-autotune     torch.compile(mode="max-autotune")            `pytorch-compile`, engine.compile_mode=max-autotune
+  jax              jax.jit                                        `jax`
+
+The standalone loops are written here, not borrowed from the workers: the network from
+`crossbench export-network` built by the workers' graph builders (src/workers/pytorch/model.py,
+the Network class of src/workers/jax/worker.py), the precision's recipe of DESIGN.md (tf32: fp32
+tensors with TF32 math; bf16: pure bf16 weights, activations and gradients, batch-norm in fp32,
+channels_last for PyTorch), weights drawn at random on the device (the synthetic values take
+numpy seconds per cell and do not change a dense kernel's time), torch.backends.cudnn.benchmark
+on; training = forward + fp32 cross-entropy + backward, no update; inference = eval under
+no_grad. PyTorch: CUDA events around each step, one synchronisation after the last;
+torch.compile compiles the layers once (untimed) and each step starts with
+torch.compiler.cudagraph_mark_step_begin(). JAX: one jitted step (dropout masks fixed on the
+device), perf_counter around each call and block_until_ready. Warm-up, then --steps steps; the
+median. Through crossbench: `crossbench run` with warmup = --warmup and min_steps = max_steps =
+--steps, the median from the cube.
+
+  python3 bench/gpu_framework_overhead.py --networks resnet50 --variants eager,reduce-overhead,jax \\
+      --crossbench ".bundle/run .bundle/bin/crossbench" --out /tmp/out/frameworks.json
+
+Each variant's standalone cells run in a child process of their own (a framework's CUDA
+context and allocator never share the GPU with another's); results are printed and written
+(--out) after every variant, so a stage cut short by its time limit keeps what it measured.
+"""
+import argparse
+import json
+import math
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+WORKERS = REPO / "src" / "workers"
+VARIANTS = {  # variant: (crossbench engine, extra --set)
+    "eager": ("pytorch", []),
+    "reduce-overhead": ("pytorch-compile", ["engine.compile_mode=reduce-overhead"]),
+    "max-autotune": ("pytorch-compile", ["engine.compile_mode=max-autotune"]),
+    "jax": ("jax", []),
+}
+TARGET = 0.03  # crossbench within 3% of the standalone loop
+
+
+def median(values):
+    ordered = sorted(values)
+    n = len(ordered)
+    if n == 0:
+        return math.nan
+    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+
+
+# ---- Standalone loops (run in a child process: --standalone VARIANT) ---------------------------
+
+def torch_cells(args, variant):
+    import torch
+
+    sys.path.insert(0, str(WORKERS))
+    from pytorch import model as pt_model
+
+    @torch.no_grad()
+    def random_weights(self, seed=None):
+        for module in self.modules():
+            if isinstance(module, (torch.nn.Conv2d, torch.nn.Linear)):
+                bound = math.sqrt(6.0 / module.weight[0].numel())
+                module.weight.uniform_(-bound, bound)
+                if module.bias is not None:
+                    module.bias.zero_()
+            elif isinstance(module, torch.nn.BatchNorm2d):
+                module.weight.fill_(1)
+                module.bias.zero_()
+                module.reset_running_stats()
+        self.step = 0
+
+    pt_model.CrossbenchModel.reset_parameters = random_weights
+    torch.backends.cudnn.benchmark = True
+    for network, precision, phase in cells_of(args):
+        tf32 = precision == "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+        torch.set_float32_matmul_precision("high" if tf32 else "highest")
+        dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+        channels_last = precision == "bf16"
+        training = phase == "training"
+        started = time.time()
+        try:
+            model = pt_model.CrossbenchModel(str(graph_path(args, network)), seed=42, device="cuda", dtype=dtype,
+                                             channels_last=channels_last)
+            model.train(training)
+            x = model.prepare_input((torch.rand(args.batch, *model._outputs[0], device="cuda") * 2 - 1).to(dtype))
+            labels = torch.randint(0, model.classes, (args.batch,), device="cuda")
+            mark = None
+            compile_s = 0.0
+            if variant != "eager":
+                model.use_device_dropout_step()  # dropout masks inside the compiled graph (model.py)
+                model.layers_forward = torch.compile(model.layers_forward, mode=variant)
+                mark = torch.compiler.cudagraph_mark_step_begin
+
+            def step():
+                if mark is not None:
+                    mark()
+                if training:
+                    model.zero_grad(set_to_none=True)
+                    model.loss(model(x), labels).backward()
+                else:
+                    with torch.no_grad():
+                        model(x)
+
+            tick = time.perf_counter()
+            for _ in range(3 if mark is not None else 1):
+                step()
+            torch.cuda.synchronize()
+            compile_s = time.perf_counter() - tick
+            for _ in range(args.warmup):
+                step()
+            torch.cuda.synchronize()
+            events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                      for _ in range(args.steps)]
+            for begin, end in events:
+                begin.record()
+                step()
+                end.record()
+            torch.cuda.synchronize()
+            row = dict(status="ok", median_ms=median([b.elapsed_time(e) for b, e in events]), compile_s=compile_s)
+        except torch.cuda.OutOfMemoryError as error:
+            row = dict(status="oom", median_ms=math.nan, message=str(error).splitlines()[0])
+        except Exception as error:  # a failed cell is data
+            row = dict(status="failed", median_ms=math.nan, message=f"{type(error).__name__}: {error}"[:300])
+        model = x = labels = None
+        torch.cuda.empty_cache()
+        if variant != "eager":
+            torch._dynamo.reset()
+        yield dict(network=network, precision=precision, phase=phase, seconds=time.time() - started, **row)
+
+
+def jax_cells(args):
+    import importlib.util
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    sys.path.insert(0, str(WORKERS))
+    spec = importlib.util.spec_from_file_location("crossbench_jax_worker", WORKERS / "jax" / "worker.py")
+    worker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(worker)
+    from common import synthetic
+
+    worker.np, worker.synthetic = np, synthetic
+    for network, precision, phase in cells_of(args):
+        started = time.time()
+        graph = json.loads(graph_path(args, network).read_text())
+        training = phase == "training"
+        dtype = jnp.bfloat16 if precision == "bf16" else jnp.float32
+        matmul = "tensorfloat32" if precision == "tf32" else "float32"
+        try:
+            # The network's structure without its synthetic values: Network() with a stand-in
+            # parameter generator of the right shapes (zeros), then random values on the device.
+            real_parameter = synthetic.parameter
+            synthetic.parameter = lambda g, i, slot, seed: np.zeros(real_parameter_shape(real_parameter, g, i, slot),
+                                                                     np.float32)
+            try:
+                net = worker.Network(graph, 42)
+            finally:
+                synthetic.parameter = real_parameter
+            key = jax.random.PRNGKey(0)
+            batch_norm = {pos for slots in net.slots.values() for slot, pos in slots.items()
+                          if slot in (synthetic.BN_GAMMA, synthetic.BN_BETA)}
+            params = []
+            for i, host in enumerate(net.host_params):
+                key, sub = jax.random.split(key)
+                fan_in = max(1, int(np.prod(host.shape[1:]))) if host.ndim > 1 else 1
+                value = (jnp.ones(host.shape, jnp.float32) if i in batch_norm else
+                         jax.random.uniform(sub, host.shape, jnp.float32, -1, 1) * math.sqrt(6.0 / fan_in))
+                params.append(value if i in batch_norm else value.astype(dtype))
+            shape = (args.batch, *graph["layers"][0]["output"])
+            x = jax.random.uniform(key, shape, jnp.float32, -1, 1).astype(dtype)
+            labels = jnp.asarray(np.arange(args.batch) % int(graph.get("classes", 1000)), jnp.int32)
+            masks = [jax.device_put(m) for m in net.dropout_masks(args.batch, 0, np.float32 if dtype == jnp.float32
+                                                                  else jnp.bfloat16)] if training else []
+
+            def loss_of(params, x, labels, masks):
+                return net.loss(net.forward(params, x, masks, True), labels)
+
+            train = jax.jit(jax.value_and_grad(loss_of))
+            infer = jax.jit(lambda params, x: net.forward(params, x, [], False))
+
+            def step():
+                out = train(params, x, labels, masks) if training else infer(params, x)
+                jax.block_until_ready(out)
+
+            with jax.default_matmul_precision(matmul):
+                tick = time.perf_counter()
+                step()
+                compile_s = time.perf_counter() - tick
+                for _ in range(args.warmup):
+                    step()
+                times = []
+                for _ in range(args.steps):
+                    begin = time.perf_counter()
+                    step()
+                    times.append((time.perf_counter() - begin) * 1e3)
+            row = dict(status="ok", median_ms=median(times), compile_s=compile_s)
+        except Exception as error:
+            text = f"{type(error).__name__}: {error}"
+            row = dict(status="oom" if "RESOURCE_EXHAUSTED" in text else "failed", median_ms=math.nan,
+                       message=text[:300])
+        params = x = masks = None
+        jax.clear_caches()
+        yield dict(network=network, precision=precision, phase=phase, seconds=time.time() - started, **row)
+
+
+def real_parameter_shape(parameter, graph, index, slot):
+    """The shape synthetic.parameter gives, from the layer's declared sizes (no values drawn)."""
+    layer = graph["layers"][index]
+    p = layer["params"]
+    inputs = [graph["layers"][int(j)]["output"] for j in layer["inputs"]]
+    from common import synthetic
+    if layer["kind"] == "convolution":
+        k, c = int(p["kernel"]), int(inputs[0][0])
+        return (int(p["out_channels"]), c, k, k) if slot == synthetic.WEIGHT else (int(p["out_channels"]),)
+    if layer["kind"] == "fully_connected":
+        features = int(math.prod(int(v) for v in inputs[0]))
+        return (int(p["out_features"]), features) if slot == synthetic.WEIGHT else (int(p["out_features"]),)
+    return (int(layer["output"][0]),)  # batch-norm gamma, beta
+
+
+def cells_of(args):
+    for network in args.networks.split(","):
+        for precision in args.precisions.split(","):
+            for phase in args.phases.split(","):
+                yield network, precision, phase
+
+
+def graph_path(args, network):
+    return pathlib.Path(args.graphs_dir) / f"{network}.json"
+
+
+def run_standalone(args):
+    cells = jax_cells(args) if args.standalone == "jax" else torch_cells(args, args.standalone)
+    for row in cells:
+        print("STANDALONE " + json.dumps(row), flush=True)
+
+
+# ---- The orchestrator --------------------------------------------------------------------------
+
+def standalone_rows(args, variant):
+    """The standalone loops of one variant, in a child process; {(network, precision, phase): row}."""
+    command = [sys.executable, "-u", __file__, "--standalone", variant] + passthrough(args)
+    env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false")
+    rows = {}
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env) as child:
+        for line in child.stdout:
+            if line.startswith("STANDALONE "):
+                row = json.loads(line[len("STANDALONE "):])
+                rows[(row["network"], row["precision"], row["phase"])] = row
+                print(f"  standalone {variant:15s} {row['network']:10s} {row['precision']:5s} {row['phase']:9s} "
+                      f"{row['median_ms']:9.3f} ms  {row['status']}", flush=True)
+            else:
+                print("  " + line.rstrip(), flush=True)
+    return rows
+
+
+def crossbench_rows(args, variant):
+    """The same cells through crossbench: one run of the variant's engine; {(network, precision, phase): row}."""
+    sys.path.insert(0, str(REPO / "bench"))
+    import cube_cells
+
+    engine, settings = VARIANTS[variant]
+    cube = pathlib.Path(args.work_dir) / f"crossbench-{variant}.h5"
+    for leftover in (cube, pathlib.Path(str(cube) + ".journal"), pathlib.Path(str(cube) + ".lock")):
+        leftover.unlink(missing_ok=True)
+    python = args.python
+    command = args.crossbench.split() + [
+        "run", "--job", str(REPO / "jobs" / "seed2017.ini"), "--output", str(cube), "--quiet",
+        "--set", f"matrix.engines={engine}", "--set", f"matrix.networks={args.networks}",
+        "--set", f"matrix.precisions={args.precisions}", "--set", f"matrix.phases={args.phases}",
+        "--set", f"matrix.batches={args.batch}", "--set", f"measure.warmup={args.warmup}",
+        "--set", f"measure.min_steps={args.steps}", "--set", f"measure.max_steps={args.steps}",
+        "--set", f"measure.cell_time_limit_s={args.cell_time_limit}",
+        "--set", f"workers.pytorch={python} -u {{workers}}/pytorch/worker.py",
+        "--set", f"workers.pytorch-compile={python} -u {{workers}}/pytorch/worker.py --compile",
+        "--set", f"workers.jax={python} -u {{workers}}/jax/worker.py"]
+    for setting in settings:
+        command += ["--set", setting]
+    started = time.time()
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        print(f"  crossbench {variant}: exit {result.returncode}\n{result.stderr[-2000:]}", flush=True)
+    rows = {}
+    if cube.exists():
+        with_status = cube_cells.cudnn_cells(str(cube), engine)
+        for (network, precision, phase, batch), cell in with_status.items():
+            rows[(network, precision, phase)] = dict(median_ms=cell["median_ms"])
+    print(f"  crossbench {variant}: {len(rows)} ok cells in {time.time() - started:.0f} s", flush=True)
+    return rows
+
+
+def passthrough(args):
+    return ["--networks", args.networks, "--precisions", args.precisions, "--phases", args.phases,
+            "--batch", str(args.batch), "--warmup", str(args.warmup), "--steps", str(args.steps),
+            "--graphs-dir", args.graphs_dir]
+
+
+def print_table(rows):
+    print(f"\n{'network':10s} {'prec':5s} {'phase':9s} {'variant':15s} {'standalone':>11s} {'crossbench':>11s} "
+          f"{'ratio':>7s}  within 3%")
+    ratios = []
+    for r in rows:
+        ratio = r["crossbench_ms"] / r["standalone_ms"] if r["standalone_ms"] > 0 else math.nan
+        r["ratio"] = ratio
+        ok = "yes" if abs(ratio - 1) <= TARGET else ("NO" if ratio == ratio else "-")
+        if ratio == ratio:
+            ratios.append(ratio)
+        print(f"{r['network']:10s} {r['precision']:5s} {r['phase']:9s} {r['variant']:15s} "
+              f"{r['standalone_ms']:9.3f}ms {r['crossbench_ms']:9.3f}ms {ratio:7.3f}  {ok}")
+    if ratios:
+        geomean = math.exp(sum(math.log(v) for v in ratios) / len(ratios))
+        print(f"geometric mean crossbench / standalone: {geomean:.4f} over {len(ratios)} cells; "
+              f"within 3%: {sum(abs(v - 1) <= TARGET for v in ratios)} of {len(ratios)}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--variants", default="eager,reduce-overhead,max-autotune,jax")
+    parser.add_argument("--networks", default="resnet50,vgg11,googlenet,alexnet")
+    parser.add_argument("--precisions", default="tf32,bf16")
+    parser.add_argument("--phases", default="inference,training")
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--cell-time-limit", type=float, default=600, help="crossbench's per-cell limit [s]")
+    parser.add_argument("--crossbench", default=".bundle/run .bundle/bin/crossbench",
+                        help="the command that runs the crossbench binary")
+    parser.add_argument("--python", default="python3", help="the python that runs the workers")
+    parser.add_argument("--graphs-dir", default="/tmp/crossbench-graphs")
+    parser.add_argument("--work-dir", default="/tmp/crossbench-frameworks", help="crossbench's cubes")
+    parser.add_argument("--out", help="JSON with every row, rewritten after each variant")
+    parser.add_argument("--standalone", help=argparse.SUPPRESS)  # child process: one variant's loops
+    args = parser.parse_args()
+    if args.standalone:
+        run_standalone(args)
+        return
+    for variant in args.variants.split(","):
+        if variant not in VARIANTS:
+            parser.error(f"unknown variant {variant!r}; valid: {', '.join(VARIANTS)}")
+    os.makedirs(args.graphs_dir, exist_ok=True)
+    os.makedirs(args.work_dir, exist_ok=True)
+    for network in args.networks.split(","):
+        path = graph_path(args, network)
+        if not path.exists():
+            subprocess.run(args.crossbench.split() + ["export-network", network, "--output", str(path)], check=True,
+                           stdout=subprocess.DEVNULL)
+    rows = []
+    for variant in args.variants.split(","):
+        print(f"=== {variant} {time.strftime('%H:%M:%S')}", flush=True)
+        mine = standalone_rows(args, variant)
+        theirs = crossbench_rows(args, variant)
+        for key, row in mine.items():
+            rows.append(dict(network=key[0], precision=key[1], phase=key[2], variant=variant,
+                             standalone_ms=row["median_ms"], standalone_status=row["status"],
+                             compile_s=row.get("compile_s"),
+                             crossbench_ms=theirs.get(key, {}).get("median_ms", math.nan)))
+        print_table(rows)
+        if args.out:
+            pathlib.Path(args.out).write_text(json.dumps(rows, indent=1, allow_nan=True))
+
+
+if __name__ == "__main__":
+    main()
