@@ -285,23 +285,10 @@ void CudnnSession::run(std::size_t begin, std::size_t end, bool check, bool prob
 }
 
 void CudnnSession::capture_graph() {
-  // Relaxed: cuDNN and cuBLAS may query the device during capture; nothing
-  // else in this process captures, and the session's stream is its own.
-  CB_CHECK_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
-  cudaGraph_t captured = nullptr;
-  try {
-    run(0, step_end(), false);
-  } catch (...) {
-    (void)cudaStreamEndCapture(stream_, &captured);
-    if (captured != nullptr) (void)cudaGraphDestroy(captured);
-    (void)cudaGetLastError();
-    throw;
-  }
-  CB_CHECK_CUDA(cudaStreamEndCapture(stream_, &captured));
-  graph_ = Graph(captured);
-  cudaGraphExec_t exec = nullptr;
-  CB_CHECK_CUDA(cudaGraphInstantiate(&exec, graph_, 0));
-  graph_exec_ = GraphExec(exec);
+  StreamCapture capture(stream_);
+  run(0, step_end(), false);
+  graph_ = capture.finish();
+  graph_exec_ = instantiate(graph_);
   CB_CHECK_CUDA(cudaGraphUpload(graph_exec_, stream_));
   CB_CHECK_CUDA(cudaStreamSynchronize(stream_));
 }
@@ -418,21 +405,9 @@ std::vector<std::vector<double>> CudnnSession::profile_ops(int repetitions) {
   };
   GraphExec profile;
   if (graph_exec_) {
-    CB_CHECK_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
-    cudaGraph_t captured = nullptr;
-    try {
-      enqueue(cudaEventRecordExternal);
-    } catch (...) {
-      (void)cudaStreamEndCapture(stream_, &captured);
-      if (captured != nullptr) (void)cudaGraphDestroy(captured);
-      (void)cudaGetLastError();
-      throw;
-    }
-    CB_CHECK_CUDA(cudaStreamEndCapture(stream_, &captured));
-    const Graph graph(captured);
-    cudaGraphExec_t exec = nullptr;
-    CB_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-    profile = GraphExec(exec);
+    StreamCapture capture(stream_);
+    enqueue(cudaEventRecordExternal);
+    profile = instantiate(capture.finish());
   }
   std::vector<std::vector<double>> times;
   for (int r = 0; r < std::max(repetitions, 1); ++r) {

@@ -71,7 +71,7 @@ class CudnnSession final : public Session {
   Stream stream_;
   CudnnHandle dnn_;
   CublasHandle blas_;
-  DevicePool pool_;
+  MemoryPool pool_;
   std::vector<Op> ops_;
   std::vector<Parameter> parameters_;
   std::vector<std::unique_ptr<LayerImpl>> impls_;

@@ -1,5 +1,5 @@
 // The compiled form of a network for one cell on the GPU: tensors placed in
-// a DevicePool, and a flat list of ops that one step enqueues, in order, on
+// a MemoryPool, and a flat list of ops that one step enqueues, in order, on
 // the session's stream. Built once in prepare() in three phases:
 //
 //   1. build    the per-layer builders (layer_*.cpp) create tensors and ops,
@@ -29,7 +29,7 @@
 #include "crossbench/engine.hpp"
 #include "crossbench/network.hpp"
 #include "crossbench/synthetic.hpp"
-#include "engines/cudnn/device_pool.hpp"
+#include "engines/cudnn/memory_pool.hpp"
 #include "engines/cudnn/handles.hpp"
 #include "engines/cudnn/tensor.hpp"
 
@@ -48,7 +48,7 @@ struct Exec {
   cudnnHandle_t dnn = nullptr;
   cublasHandle_t blas = nullptr;
   cudaStream_t stream = nullptr;
-  const DevicePool* pool = nullptr;
+  const MemoryPool* pool = nullptr;
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
   bool check = false;    // check(): leave the model as it is (no running-statistics update)
@@ -160,14 +160,14 @@ class LayerImpl {
 // Build-time context shared by the per-layer builders.
 class Builder {
  public:
-  Builder(const Network& network, const CellSpec& cell, const EngineConfig& config, DevicePool& pool,
+  Builder(const Network& network, const CellSpec& cell, const EngineConfig& config, MemoryPool& pool,
           std::vector<Op>& ops, std::vector<Parameter>& parameters,
           std::vector<std::unique_ptr<LayerImpl>>& impls);
 
   const Network& network;
   const CellSpec& cell;
   const EngineConfig& config;
-  DevicePool& pool;
+  MemoryPool& pool;
   std::vector<Op>& ops;
   std::vector<Parameter>& parameters;
   std::vector<std::unique_ptr<LayerImpl>>& impls;

@@ -1,7 +1,7 @@
 // Out-of-line parts of the RAII owners and the checked-call helpers.
 #include <string>
 
-#include "engines/cudnn/device_pool.hpp"
+#include "engines/cudnn/memory_pool.hpp"
 #include "engines/cudnn/handles.hpp"
 
 namespace crossbench::cudnn {

@@ -10,27 +10,16 @@
 #include <string>
 
 #include "crossbench/error.hpp"
+#include "crossbench/splitmix64.hpp"
 #include "engines/cudnn/kernels.hpp"
 
 namespace crossbench::cudnn::kernels {
 namespace {
 
-constexpr std::uint64_t kGoldenGamma = 0x9E3779B97F4A7C15ULL;
 constexpr int kThreads = 256;
 
-__device__ __forceinline__ std::uint64_t mix(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-__device__ __forceinline__ std::uint64_t stream_state(std::uint64_t seed, std::uint64_t tensor_id) {
-  return mix(seed ^ (tensor_id * kGoldenGamma));
-}
-
 __device__ __forceinline__ float unit(std::uint64_t state, std::uint64_t index) {
-  const std::uint64_t bits = mix(state + (index + 1) * kGoldenGamma);
-  return static_cast<float>(bits >> 40) * (1.0f / 16777216.0f);  // exact: 24 bits times a power of two
+  return splitmix64::to_unit_interval(splitmix64::stream_element(state, index));
 }
 
 // Loads and stores in fp32 for the three storage types.
@@ -108,7 +97,7 @@ __global__ void dropout_forward_kernel(const void* x, void* y, std::uint8_t* mas
                                        bool channels_last, std::uint64_t seed, std::uint64_t mask_tensor_id,
                                        const std::uint64_t* step, double rate, float scale, std::int64_t count,
                                        std::uint64_t first_index) {
-  const std::uint64_t state = stream_state(seed, mask_tensor_id + (*step << 32));
+  const std::uint64_t state = splitmix64::stream_state(seed, mask_tensor_id + (*step << 32));
   for (std::int64_t p = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; p < count;
        p += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const std::int64_t i = canonical_index(p, dims, channels_last);
@@ -612,13 +601,8 @@ void fill_synthetic(void* dst, DType type, std::array<std::int64_t, 4> canonical
   if (stored_d1 <= d.d1 || !channels_last) stored_d1 = 0;
   const std::int64_t count = d.d0 * (stored_d1 > 0 ? stored_d1 : d.d1) * d.d2 * d.d3;
   if (count == 0) return;
-  // The stream state is computed on the host: the same splitmix64 finaliser.
-  auto host_mix = [](std::uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  };
-  const std::uint64_t state = host_mix(seed ^ (tensor_id * kGoldenGamma));
+  // The stream state is computed on the host, by the same splitmix64.
+  const std::uint64_t state = splitmix64::stream_state(seed, tensor_id);
   fill_synthetic_kernel<<<blocks_for(count), kThreads, 0, stream>>>(dst, type, d, channels_last, state, scale, count,
                                                                      stored_d1, first_index);
   check_launch("fill_synthetic");
