@@ -32,6 +32,7 @@
 #include "engines/cudnn/memory_pool.hpp"
 #include "engines/cudnn/handles.hpp"
 #include "engines/cudnn/tensor.hpp"
+#include "engines/kit/graph_state.hpp"
 
 namespace crossbench::cudnn {
 
@@ -41,7 +42,7 @@ constexpr std::int64_t kCublasWorkspace = std::int64_t{32} << 20;
 
 // Where an op belongs in a step: check() runs forward, loss and backward;
 // step() runs forward (inference) or everything (training).
-enum class Stage : std::uint8_t { forward, loss, backward, update, bookkeeping };
+using Stage = OpStage;  // crossbench/layer_time.hpp: forward, loss, backward, update, bookkeeping
 
 // What an op sees when it runs.
 struct Exec {
@@ -58,10 +59,7 @@ struct Exec {
   T* ptr_as(const Tensor& t) const { return reinterpret_cast<T*>(ptr(t)); }
 };
 
-struct Op {
-  std::string label;  // "conv1 forward": error messages and layer profiles
-  int layer = 0;
-  Stage stage = Stage::forward;
+struct Op : OpTag {  // label, layer, stage (crossbench/layer_time.hpp)
   std::function<void(const Exec&)> run;
 };
 
@@ -121,15 +119,7 @@ class SetupContext {
 
 // The state of one layer of the network while building (see Builder).
 class LayerImpl;
-struct LayerState {
-  Tensor out;                  // the layer's output (may be a view of another layer's bytes)
-  std::optional<Tensor> grad;  // the gradient of the loss with respect to `out` (training)
-  int consumers = 0;
-  int contributions = 0;       // gradient contributions received so far (backward order)
-  bool needs_grad = false;     // a weight at or before this layer needs a gradient through it
-  bool value_needed = false;   // a backward op reads `out`'s bytes as this value
-  bool exclusive = true;       // `out`'s bytes hold no other live value
-  bool in_place = false;       // relu/add: writes its output over its (first) input
+struct LayerState : kit::LayerState<Tensor> {  // out, grad and the kit's flags (engines/kit/graph_state.hpp)
   std::optional<Tensor> placement;  // where the producer must write its output (a concat slice)
   int fusable_relu = -1;       // convolution (or a batch-norm folded into one): the in-place relu after it, which it may fuse
   // Inference: a batch-norm right after a convolution (its only reader) is
@@ -222,10 +212,9 @@ class Builder {
                     bool channels_last, Parameter::Init init, float scale = 0, std::int64_t stored_channels = 0);
   const Parameter& parameter(int id) const { return parameters[static_cast<std::size_t>(id)]; }
 
-  // Gradient plumbing. The first contribution to a tensor's gradient writes it
-  // (beta 0), later ones accumulate into it (beta 1): tensors read by several
-  // layers (residual adds, inception fan-out) get the sum of their consumers'
-  // gradients. `alias` lets the first contribution be that tensor itself
+  // Gradient plumbing, by the kit's contribution rule (kit::take_contribution):
+  // the first contribution to a tensor's gradient writes it (beta 0), later
+  // ones accumulate into it (beta 1). `alias` lets the first contribution be that tensor itself
   // (in-place backward: relu, dropout, flatten views, concat slices).
   struct Sink {
     Tensor target;
@@ -239,7 +228,7 @@ class Builder {
   void contribute(int index, int tensor, const Tensor& g, bool may_alias, const std::string& what);
 
   // Whether layer `input`'s output may be overwritten by its consumer (in-place relu / add).
-  bool can_overwrite(int input) const;
+  bool can_overwrite(int input) const { return kit::can_overwrite(states[static_cast<std::size_t>(input)], input); }
 
   // Tensors the session fills with a constant after allocation (batch-norm running statistics).
   void initialise(const Tensor& t, float value) { constants.emplace_back(t, value); }

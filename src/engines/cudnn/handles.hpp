@@ -9,7 +9,7 @@
 
 #include <utility>
 
-#include "engines/cudnn/cudnn_check.hpp"
+#include "core/cuda/cudnn_check.hpp"
 
 namespace crossbench::cudnn {
 
