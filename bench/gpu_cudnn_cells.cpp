@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
                            {"decisions", session->decisions()}});
             if (op_repetitions > 0) {
               if (auto* cudnn_session = dynamic_cast<cudnn::CudnnSession*>(session.get())) {
-                auto ops = cudnn_session->op_times(op_repetitions);
+                auto ops = op_medians(cudnn_session->profile(op_repetitions));
                 double total = 0;
                 for (const auto& op : ops) total += op.second;
                 json op_list = json::array();
@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
               }
             }
             if (layer_repetitions > 0) {
-              auto times = session->layer_times(layer_repetitions);
+              auto times = layer_medians(session->profile(layer_repetitions));
               json layers = json::array();
               for (const LayerTime& lt : times)
                 layers.push_back({{"layer", lt.layer}, {"kind", lt.kind}, {"forward_ms", lt.forward_ms},

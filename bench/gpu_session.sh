@@ -10,6 +10,9 @@
 #   dp        mpirun -np $GPUS crossbench run --job jobs/data-parallel.ini (gpus = 1 .. $GPUS)
 #   seedmpi   mpirun -np $GPUS: seed2017 (cudnn, 4 precisions) split over every GPU, one cube
 #   workers   seed2017 with cudnn, pytorch, pytorch-compile, jax ($WORKER_NETWORKS), one cube
+#   kitcompare seed2017 (cudnn; fp32, tf32, bf16; exhaustive search, CUDA graphs) with the BEFORE
+#             build ($CB_BEFORE, e.g. ".bundle-before/run .bundle-before/bin/crossbench") and with this
+#             bundle, interleaved per precision, then bench/compare_cubes.py (flags >2% or memory growth)
 #   agreement crossbench check of cudnn, jax, pytorch at batch 2 in fp32 ($CHECK_NETWORKS, default all
 #             nine), then the analysis package's `agreement` against cudnn
 #   nvtx      nsys profile of a small cudnn run (alexnet, bf16, layer times): the NVTX ranges per cell
@@ -82,6 +85,18 @@ for stage in "$@"; do
         --set matrix.precisions=fp32,tf32,fp16,bf16 --set measure.min_steps="$STEPS" \
         --set measure.target_ci=0.02 ${SEED_ARGS:-} --output "$OUT/${SEED_OUT:-seed}.h5" 2>&1 |
         tee "$OUT/${SEED_OUT:-seed}.log" | tail -70 ;;
+    kitcompare)
+      for precision in fp32 tf32 bf16; do
+        for side in before after; do
+          if [ $side = before ]; then cb=${CB_BEFORE:?"kitcompare needs CB_BEFORE"}; else cb=$CB; fi
+          timeout "$TLIMIT" $cb run --job jobs/seed2017.ini --set matrix.engines=cudnn --algo exhaustive \
+            --set engine.cuda_graphs=true --set matrix.precisions=$precision --set measure.min_steps="$STEPS" \
+            --set measure.target_ci=0.02 --output "$OUT/kit_${side}_$precision.h5" >"$OUT/kit_${side}_$precision.log" 2>&1
+          echo "$side $precision exit $?"
+        done
+        python3 bench/compare_cubes.py "$OUT/kit_before_$precision.h5" "$OUT/kit_after_$precision.h5" \
+          --markdown "$OUT/kit_compare_$precision.md" | head -30
+      done ;;
     sweep)
       timeout "$TLIMIT" $CB run --job jobs/batch-sweep.ini --set matrix.engines=cudnn --set matrix.networks=resnet50,alexnet \
         --set matrix.precisions=tf32 --set "matrix.batches=${SWEEP_BATCHES:-64,256,512,1024,2048,4096}" \

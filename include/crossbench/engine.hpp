@@ -91,10 +91,11 @@ class Session {
   virtual std::optional<std::vector<double>> run_steps_elsewhere(int count, double seconds_left, bool warmup) {
     return std::nullopt;
   }
-  // An extra profiling pass, outside the timed steps: each layer's forward and
-  // backward time (device events around its ops), median of `repetitions`
-  // steps, in layer order. Empty when the engine cannot profile.
-  virtual std::vector<LayerTime> layer_times(int repetitions) { return {}; }
+  // --layer-times: an extra profiling pass, outside the timed steps. Every op
+  // of `repetitions` steps timed (device events or the steady clock around
+  // it), raw and tagged (layer, stage); the Runner takes the medians
+  // (layer_medians). No ops when the engine cannot profile.
+  virtual OpSamples profile(int repetitions) { return {}; }
   // Data-parallel sessions: how long the last step waited, after its backward
   // pass, for gradient averages that computation did not hide [ms]; valid once
   // the step's timer has returned its time. NaN for single-device sessions.
@@ -138,17 +139,15 @@ class Engine {
   virtual bool runs_on(DeviceKind kind) const { return kind == device_kind(); }
   virtual Support supports(const Device& device, const CellSpec& cell) const = 0;
   // Allocates everything the cell needs; throws OutOfMemory when an allocation fails.
-  virtual std::unique_ptr<Session> prepare(const Network& network, const CellSpec& cell) = 0;
-  // Data-parallel training (cell.gpus > 1): this rank trains shard
-  // communicator.rank() of a global batch of communicator.size() * cell.batch
-  // images (the synthetic images, labels and dropout masks of those positions)
-  // and every step averages its weight gradients over the group, in buckets of
-  // EngineConfig::bucket_bytes, before the weight update. nullptr: the engine
-  // cannot (the cell is then `unsupported`).
-  virtual std::unique_ptr<Session> prepare_data_parallel(const Network& network, const CellSpec& cell,
-                                                         Communicator& communicator) {
-    return nullptr;
-  }
+  // With a `communicator`, data-parallel training (cell.gpus > 1): this rank
+  // trains shard communicator->rank() of a global batch of
+  // communicator->size() * cell.batch images (the synthetic images, labels and
+  // dropout masks of those positions) and every step averages its weight
+  // gradients over the group, in buckets of EngineConfig::bucket_bytes, before
+  // the weight update; an engine that cannot returns nullptr (the cell is then
+  // `unsupported`).
+  virtual std::unique_ptr<Session> prepare(const Network& network, const CellSpec& cell,
+                                           Communicator* communicator = nullptr) = 0;
 };
 
 // The registry: every engine this build knows, whether or not it was built.

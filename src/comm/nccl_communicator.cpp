@@ -7,29 +7,11 @@
 #include <thread>
 
 #include "core/cuda/cuda_check.hpp"
+#include "core/cuda/nccl_check.hpp"
 #include "crossbench/error.hpp"
-
-// NCCL member of the checked-call macro family: the call, file:line, rank,
-// host (throw_library_error adds them) and NCCL's messages. A non-blocking
-// communicator returns ncclInProgress for work it is still setting up: that is
-// not a failure, the caller then waits for it (wait_until_idle).
-#define CB_CHECK_NCCL(comm, expr)                                                                 \
-  do {                                                                                            \
-    const ncclResult_t cb_nccl_status_ = (expr);                                                  \
-    if (cb_nccl_status_ != ncclSuccess && cb_nccl_status_ != ncclInProgress)                      \
-      ::crossbench::throw_library_error("NCCL", #expr, __FILE__, __LINE__,                        \
-                                        nccl_message(comm, cb_nccl_status_), false);              \
-  } while (false)
 
 namespace crossbench {
 namespace {
-
-std::string nccl_message(ncclComm_t comm, ncclResult_t status) {
-  std::string text = ncclGetErrorString(status);
-  if (comm != nullptr)
-    if (const char* last = ncclGetLastError(comm); last != nullptr && *last != '\0') text += " (" + std::string(last) + ")";
-  return text;
-}
 
 ncclDataType_t nccl_type(ElementType type) {
   switch (type) {

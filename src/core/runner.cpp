@@ -12,6 +12,7 @@
 
 #include "core/nvtx.hpp"
 #include "crossbench/error.hpp"
+#include "crossbench/statistics.hpp"
 #include "crossbench/telemetry.hpp"
 
 namespace crossbench {
@@ -75,7 +76,7 @@ CellResult failed_cell(const CellResult& partial, std::exception_ptr thrown) {
 void profile_layers(Session& session, int repetitions, CellResult& result) {
   try {
     const nvtx::Range range("profile");
-    result.layer_times = session.layer_times(repetitions);
+    result.layer_times = layer_medians(session.profile(repetitions));
   } catch (const std::exception& error) {
     result.layer_times.clear();
     result.message += std::string("; layer times not measured: ") + error.what();
@@ -83,6 +84,41 @@ void profile_layers(Session& session, int repetitions, CellResult& result) {
 }
 
 }  // namespace
+
+std::vector<LayerTime> layer_medians(const OpSamples& samples) {
+  if (samples.ops.empty()) return {};
+  const std::size_t layers = samples.layers.size();
+  // Per layer, one sum per repetition [ms].
+  std::vector<std::vector<double>> forward(layers), backward(layers);
+  for (const std::vector<double>& repetition : samples.ms) {
+    std::vector<double> f(layers, 0.0), b(layers, 0.0);
+    for (std::size_t i = 0; i < samples.ops.size() && i < repetition.size(); ++i) {
+      const OpTag& op = samples.ops[i];
+      const auto layer = static_cast<std::size_t>(op.layer);
+      (op.stage == OpStage::forward || op.stage == OpStage::loss ? f : b).at(layer) += repetition[i];
+    }
+    for (std::size_t l = 0; l < layers; ++l) {
+      forward[l].push_back(f[l]);
+      backward[l].push_back(b[l]);
+    }
+  }
+  std::vector<LayerTime> times;
+  times.reserve(layers);
+  for (std::size_t l = 0; l < layers; ++l)
+    times.push_back({samples.layers[l].name, samples.layers[l].kind, summarize(forward[l]).median_ms,
+                     summarize(backward[l]).median_ms});
+  return times;
+}
+
+std::vector<std::pair<std::string, double>> op_medians(const OpSamples& samples) {
+  std::vector<std::pair<std::string, double>> times;
+  for (std::size_t i = 0; i < samples.ops.size(); ++i) {
+    std::vector<double> per_repetition;
+    for (const std::vector<double>& repetition : samples.ms) per_repetition.push_back(repetition.at(i));
+    times.emplace_back(samples.ops[i].label, summarize(per_repetition).median_ms);
+  }
+  return times;
+}
 
 Measurement measure(Session& session, const MeasureOptions& options, double seconds_already_spent,
                     StepAgreement* agreement, TelemetrySampler* telemetry) {
@@ -249,7 +285,7 @@ CellResult run_cell(Engine* engine, const std::string& engine_name, const Networ
   std::optional<CellResult> failure;
   try {
     const nvtx::Range range("prepare");
-    session = data_parallel ? engine->prepare_data_parallel(network, cell, *communicator) : engine->prepare(network, cell);
+    session = engine->prepare(network, cell, data_parallel ? communicator : nullptr);
     if (!session)
       failure = without_measurements(result, Status::unsupported,
                                      "engine '" + engine_name + "' cannot train data parallel (gpus > 1)");

@@ -6,26 +6,14 @@
 #include <cmath>
 
 #include "crossbench/error.hpp"
+#include "crossbench/splitmix64.hpp"
 
 namespace crossbench::synthetic {
 namespace {
 
-constexpr std::uint64_t kGoldenGamma = 0x9E3779B97F4A7C15ULL;  // splitmix64's increment
-constexpr float kTwoToMinus24 = 1.0f / 16777216.0f;
-
-// The splitmix64 finaliser (Steele, Lea and Flood 2014; Vigna's constants).
-std::uint64_t mix(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-// The state of the splitmix64 stream of one tensor: element i is output i of that stream.
-std::uint64_t stream_state(std::uint64_t seed, std::uint64_t tensor_id) { return mix(seed ^ (tensor_id * kGoldenGamma)); }
-
-std::uint64_t stream_element(std::uint64_t state, std::uint64_t index) { return mix(state + (index + 1) * kGoldenGamma); }
-
-float to_unit_interval(std::uint64_t bits) { return static_cast<float>(bits >> 40) * kTwoToMinus24; }
+using splitmix64::stream_element;
+using splitmix64::stream_state;
+using splitmix64::to_unit_interval;
 
 const Layer& layer_at(const Network& network, int layer_index) {
   if (layer_index < 0 || static_cast<std::size_t>(layer_index) >= network.layers().size())

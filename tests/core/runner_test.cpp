@@ -218,7 +218,7 @@ class ScriptedEngine final : public Engine {
   std::string_view name() const override { return "scripted"; }
   DeviceKind device_kind() const override { return kind_; }
   Support supports(const Device&, const CellSpec&) const override { return support_; }
-  std::unique_ptr<Session> prepare(const Network&, const CellSpec&) override { return prepare_(); }
+  std::unique_ptr<Session> prepare(const Network&, const CellSpec&, Communicator*) override { return prepare_(); }
 
  private:
   std::function<std::unique_ptr<Session>()> prepare_;
@@ -314,14 +314,28 @@ class ProfiledSession final : public Session {
     log_.checked_at = log_.steps;
     return {finite_, finite_ ? 6.9 : NAN, 1.0, 1.0, {}};
   }
-  std::vector<LayerTime> layer_times(int repetitions) override {
+  OpSamples profile(int repetitions) override {
     ++log_.profiles;
     log_.profiled_at = log_.steps;
     log_.repetitions = repetitions;
     for (int i = 0; i < repetitions; ++i) timer_.elapsed_ms();  // a profiled step must not reach the samples
     log_.steps += repetitions;
     if (throws_) throw Error("cudaEventRecord failed");
-    return {{"conv1", "convolution", 1.5, 2.5}, {"fc", "fully_connected", 0.25, 0.5}};
+    OpSamples samples;
+    samples.layers = {{"conv1", "convolution"}, {"fc", "fully_connected"}};
+    samples.ops = {{"conv1 forward", 0, OpStage::forward},
+                   {"fc forward", 1, OpStage::forward},
+                   {"loss", 1, OpStage::loss},
+                   {"fc backward", 1, OpStage::backward},
+                   {"fc update", 1, OpStage::update},
+                   {"conv1 backward", 0, OpStage::backward}};
+    // Repetition r: every op takes (r + 1) x its base time [ms]; the medians
+    // over 1..repetitions are then (repetitions + 1) / 2 x the base sums.
+    for (int r = 0; r < repetitions; ++r) {
+      const double k = r + 1;
+      samples.ms.push_back({1.0 * k, 0.25 * k, 0.5 * k, 0.75 * k, 0.125 * k, 2.0 * k});
+    }
+    return samples;
   }
 
  private:
@@ -349,14 +363,41 @@ TEST_F(RunCell, LayerTimesOnlyWhenAskedAndNeverInTheHeadline) {
   EXPECT_EQ(profiled.checked_at, plain.checked_at);
   EXPECT_EQ(profiled.profiled_at, profiled.checked_at) << "the profile pass runs after the timed steps and the check";
   ASSERT_EQ(r.layer_times.size(), 2u);
+  // The Runner's medians of the raw samples: (7 + 1) / 2 = 4 x each base sum.
   EXPECT_EQ(r.layer_times[0].layer, "conv1");
-  EXPECT_EQ(r.layer_times[1].backward_ms, 0.5);
+  EXPECT_EQ(r.layer_times[0].kind, "convolution");
+  EXPECT_DOUBLE_EQ(r.layer_times[0].forward_ms, 4 * 1.0);
+  EXPECT_DOUBLE_EQ(r.layer_times[0].backward_ms, 4 * 2.0);
+  EXPECT_EQ(r.layer_times[1].layer, "fc");
+  EXPECT_DOUBLE_EQ(r.layer_times[1].forward_ms, 4 * (0.25 + 0.5)) << "the loss counts as its layer's forward";
+  EXPECT_DOUBLE_EQ(r.layer_times[1].backward_ms, 4 * (0.75 + 0.125)) << "the update as its layer's backward";
   // The headline is that of the run without profiling, to the bit.
   EXPECT_EQ(r.steps, reference.steps);
   EXPECT_EQ(r.samples_ms, reference.samples_ms);
   EXPECT_EQ(r.statistics.median_ms, reference.statistics.median_ms);
   EXPECT_EQ(r.images_per_s, reference.images_per_s);
   EXPECT_EQ(r.message, reference.message);
+}
+
+TEST(LayerMedians, EvenRepetitionsAndOpMedians) {
+  OpSamples samples;
+  samples.layers = {{"a", "relu"}, {"b", "add"}};
+  samples.ops = {{"a forward", 0, OpStage::forward}, {"b backward", 1, OpStage::backward},
+                 {"b bookkeeping", 1, OpStage::bookkeeping}};
+  samples.ms = {{1.0, 4.0, 1.0}, {3.0, 2.0, 0.0}, {2.0, 9.0, 1.0}, {10.0, 1.0, 0.0}};
+  const std::vector<LayerTime> layers = layer_medians(samples);
+  ASSERT_EQ(layers.size(), 2u);
+  EXPECT_DOUBLE_EQ(layers[0].forward_ms, 2.5);   // median of 1, 3, 2, 10
+  EXPECT_DOUBLE_EQ(layers[0].backward_ms, 0.0);
+  EXPECT_DOUBLE_EQ(layers[1].forward_ms, 0.0);
+  EXPECT_DOUBLE_EQ(layers[1].backward_ms, 3.5);  // median of 5, 2, 10, 1
+  const auto ops = op_medians(samples);
+  ASSERT_EQ(ops.size(), 3u);
+  EXPECT_EQ(ops[1].first, "b backward");
+  EXPECT_DOUBLE_EQ(ops[0].second, 2.5);
+  EXPECT_DOUBLE_EQ(ops[1].second, 3.0);  // median of 4, 2, 9, 1
+  EXPECT_DOUBLE_EQ(ops[2].second, 0.5);
+  EXPECT_TRUE(layer_medians(OpSamples{}).empty()) << "an engine that cannot profile gives no layer times";
 }
 
 TEST_F(RunCell, FailedLayerProfileKeepsTheCellOk) {

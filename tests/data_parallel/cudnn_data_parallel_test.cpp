@@ -58,7 +58,7 @@ TEST(CudnnDataParallel, OneStepEqualsTheConcatenatedBatchAndEveryRankAgrees) {
   NcclCommunicator communicator(MPI_COMM_WORLD, device_index, 120);
   auto engine = make_engine("cudnn", gpu, config);
   CellSpec shard{"cudnn", network.name(), Precision::fp32, kBatchPerRank, Phase::training, 0, ranks};
-  const auto session = engine->prepare_data_parallel(network, shard, communicator);
+  const auto session = engine->prepare(network, shard, &communicator);
   ASSERT_NE(session, nullptr);
   const auto trained = parameters_after_one_step(*session);
   EXPECT_GE(session->last_step_exposed_communication_ms(), 0.0);

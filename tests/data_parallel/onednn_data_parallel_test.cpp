@@ -61,7 +61,7 @@ TEST(OnednnDataParallel, OneStepEqualsTheConcatenatedBatchAndEveryRankAgrees) {
   MpiCommunicator communicator(MPI_COMM_WORLD, 120);
   auto engine = make_engine("onednn", cpu, config);
   CellSpec shard{"onednn", network.name(), Precision::fp32, kBatchPerRank, Phase::training, 0, ranks};
-  const auto session = engine->prepare_data_parallel(network, shard, communicator);
+  const auto session = engine->prepare(network, shard, &communicator);
   ASSERT_NE(session, nullptr);
   EXPECT_NE(session->decisions().find("buckets"), std::string::npos) << session->decisions();
   const auto trained = parameters_after_one_step(*session, network);

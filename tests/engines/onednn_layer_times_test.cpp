@@ -1,4 +1,4 @@
-// OnednnSession::layer_times (--layer-times): every layer of the network in
+// OnednnSession::profile (--layer-times), as the Runner's layer_medians sees it: every layer of the network in
 // network order, non-negative times, backward 0 in inference and present in
 // training, and a profile pass that leaves the model as it found it.
 #include <gtest/gtest.h>
@@ -33,7 +33,7 @@ void expect_every_layer_in_order(const Network& network, const std::vector<Layer
 TEST(OnednnLayerTimes, InferenceHasEveryLayerAndNoBackward) {
   const Network network = make_network("alexnet");
   onednn::OnednnSession session(network, alexnet_cell(Phase::inference), one_thread());
-  const std::vector<LayerTime> times = session.layer_times(3);
+  const std::vector<LayerTime> times = layer_medians(session.profile(3));
   expect_every_layer_in_order(network, times);
   for (const LayerTime& t : times) {
     EXPECT_EQ(t.backward_ms, 0) << t.layer;
@@ -45,7 +45,7 @@ TEST(OnednnLayerTimes, TrainingHasBackwardAndLeavesTheModelAsItWas) {
   const Network network = make_network("alexnet");
   onednn::OnednnSession session(network, alexnet_cell(Phase::training), one_thread());
   const OutputCheck before = session.check();
-  const std::vector<LayerTime> times = session.layer_times(2);
+  const std::vector<LayerTime> times = layer_medians(session.profile(2));
   expect_every_layer_in_order(network, times);
   for (const LayerTime& t : times)
     if (t.kind == "convolution" || t.kind == "fully_connected") {
@@ -61,7 +61,7 @@ TEST(OnednnLayerTimes, TrainingHasBackwardAndLeavesTheModelAsItWas) {
 TEST(OnednnLayerTimes, SgdUpdateCountsInTheBackwardOfItsLayer) {
   const Network network = make_network("alexnet");
   onednn::OnednnSession session(network, alexnet_cell(Phase::training), one_thread(Update::sgd));
-  const std::vector<LayerTime> times = session.layer_times(1);
+  const std::vector<LayerTime> times = layer_medians(session.profile(1));
   expect_every_layer_in_order(network, times);
   // conv1 has no input gradient: its backward is its weight gradient and update.
   EXPECT_GT(times[1].backward_ms, 0) << times[1].layer;

@@ -4,3 +4,6 @@ if(CROSSBENCH_ENABLE_ONEDNN)
                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/onednn_layers_test.cpp ${CMAKE_CURRENT_LIST_DIR}/reference_network.cpp
                           ${CMAKE_CURRENT_LIST_DIR}/onednn_layer_times_test.cpp)
 endif()
+# The engine kit shared by both native engines (src/engines/kit/).
+crossbench_test(engine_kit_test LABEL cpu LINKS crossbench_engines
+                SOURCES ${CMAKE_CURRENT_LIST_DIR}/buffer_plan_test.cpp ${CMAKE_CURRENT_LIST_DIR}/graph_state_test.cpp)

@@ -282,7 +282,7 @@ TEST(CudnnSession, CudaGraphReplayGivesTheSameResults) {
     // The layer profile of a graphed session runs as a graph of its own (event
     // nodes between ops): every layer is timed, and the session's own graph
     // and results are untouched by it.
-    const auto layers = graphed->layer_times(2);
+    const auto layers = layer_medians(graphed->profile(2));
     EXPECT_EQ(layers.size(), network.layers().size()) << name;
     double sum = 0;
     for (const LayerTime& t : layers) {
@@ -327,7 +327,7 @@ TEST(CudnnSession, RecordsItsDecisionsAndExactMemory) {
     EXPECT_LT(pool, static_cast<double>(cudnn_session->unshared_bytes())) << "buffers are reused within a step";
     std::cerr << "googlenet fp16 b32 training: pool " << pool / (1 << 20) << " MiB, without reuse "
               << static_cast<double>(cudnn_session->unshared_bytes()) / (1 << 20) << " MiB\n";
-    const auto times = session->layer_times(3);
+    const auto times = layer_medians(session->profile(3));
     ASSERT_EQ(times.size(), network.layers().size());
     double sum = 0;
     for (const LayerTime& t : times) sum += t.forward_ms + t.backward_ms;

@@ -19,7 +19,8 @@
 #include "engines/cudnn/gemm_weight_gradient.hpp"
 #include "engines/cudnn/handles.hpp"
 #include "engines/cudnn/im2col_gemm.hpp"
-#include "engines/cudnn/kernels.hpp"
+#include "engines/cudnn/kernels_epilogue.hpp"
+#include "engines/cudnn/kernels_pooling_lrn.hpp"
 
 namespace crossbench::cudnn {
 namespace {

@@ -14,7 +14,7 @@ namespace crossbench::cudnn {
 namespace {
 
 struct Plan {
-  DevicePool pool;
+  MemoryPool pool;
   std::vector<Op> ops;
   std::vector<Parameter> parameters;
   std::vector<std::unique_ptr<LayerImpl>> impls;
@@ -49,6 +49,12 @@ TEST(CudnnPlan, EveryNetworkPlansInEveryConfiguration) {
         std::unique_ptr<Plan> p;
         ASSERT_NO_THROW(p = plan(network, precision, phase, 64)) << name;
         EXPECT_LT(p->bytes, p->pool.unshared_bytes()) << name << ": buffers are reused";
+        // The cuDNN engine placed lowest-gap only before the kit: its peak may not grow.
+        const std::int64_t lowest = p->pool.plan_with(kit::GapRule::lowest);
+        const std::int64_t tightest = p->pool.plan_with(kit::GapRule::tightest);
+        EXPECT_EQ(p->bytes, std::min(lowest, tightest)) << name;
+        EXPECT_EQ(p->pool.plan(), p->bytes) << name << ": planning again gives the same plan";
+        std::cerr << "  lowest-gap " << lowest << " B, tightest-gap " << tightest << " B\n";
         if (phase == Phase::training) {
           std::size_t gradients = 0;
           for (const Parameter& q : p->parameters) gradients += q.gradient.valid();

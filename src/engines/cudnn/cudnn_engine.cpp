@@ -50,17 +50,7 @@ class CudnnEngine final : public Engine {
   DeviceKind device_kind() const override { return DeviceKind::gpu; }
   Support supports(const Device& device, const CellSpec& cell) const override { return cudnn::supports(device, cell); }
 
-  std::unique_ptr<Session> prepare(const Network& network, const CellSpec& cell) override {
-    return prepare_session(network, cell, nullptr);
-  }
-
-  std::unique_ptr<Session> prepare_data_parallel(const Network& network, const CellSpec& cell,
-                                                 Communicator& communicator) override {
-    return prepare_session(network, cell, &communicator);
-  }
-
- private:
-  std::unique_ptr<Session> prepare_session(const Network& network, const CellSpec& cell, Communicator* communicator) {
+  std::unique_ptr<Session> prepare(const Network& network, const CellSpec& cell, Communicator* communicator) override {
     try {
       return std::make_unique<CudnnSession>(network, cell, config_, device_, communicator);
     } catch (const std::bad_alloc&) {

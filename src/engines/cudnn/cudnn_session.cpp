@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "crossbench/error.hpp"
-#include "engines/cudnn/kernels.hpp"
+#include "engines/cudnn/kernels_elementwise.hpp"
 
 namespace crossbench::cudnn {
 namespace {
@@ -284,23 +284,10 @@ void CudnnSession::run(std::size_t begin, std::size_t end, bool check, bool prob
 }
 
 void CudnnSession::capture_graph() {
-  // Relaxed: cuDNN and cuBLAS may query the device during capture; nothing
-  // else in this process captures, and the session's stream is its own.
-  CB_CHECK_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
-  cudaGraph_t captured = nullptr;
-  try {
-    run(0, step_end(), false);
-  } catch (...) {
-    (void)cudaStreamEndCapture(stream_, &captured);
-    if (captured != nullptr) (void)cudaGraphDestroy(captured);
-    (void)cudaGetLastError();
-    throw;
-  }
-  CB_CHECK_CUDA(cudaStreamEndCapture(stream_, &captured));
-  graph_ = Graph(captured);
-  cudaGraphExec_t exec = nullptr;
-  CB_CHECK_CUDA(cudaGraphInstantiate(&exec, graph_, 0));
-  graph_exec_ = GraphExec(exec);
+  StreamCapture capture(stream_);
+  run(0, step_end(), false);
+  graph_ = capture.finish();
+  graph_exec_ = instantiate(graph_);
   CB_CHECK_CUDA(cudaGraphUpload(graph_exec_, stream_));
   CB_CHECK_CUDA(cudaStreamSynchronize(stream_));
 }
@@ -392,7 +379,7 @@ Exec CudnnSession::make_exec(bool check, bool probing) const {
 // that no op waits for the host to issue it. Issued op by op instead, a
 // host-bound cell's ops include the GPU's wait for the host (16-bit ResNets at
 // batch 64 on an H200: layers sum 15.6 ms against a 3.1 ms step).
-std::vector<std::vector<double>> CudnnSession::profile_ops(int repetitions) {
+OpSamples CudnnSession::profile(int repetitions) {
   const std::size_t end = step_end();
   std::vector<Event> marks;
   marks.reserve(end + 1);
@@ -405,27 +392,17 @@ std::vector<std::vector<double>> CudnnSession::profile_ops(int repetitions) {
     }
     CB_CHECK_CUDA(cudaEventRecordWithFlags(marks[end], stream_, flags));
   };
-  GraphExec profile;
+  GraphExec profile_graph;
   if (graph_exec_) {
-    CB_CHECK_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
-    cudaGraph_t captured = nullptr;
-    try {
-      enqueue(cudaEventRecordExternal);
-    } catch (...) {
-      (void)cudaStreamEndCapture(stream_, &captured);
-      if (captured != nullptr) (void)cudaGraphDestroy(captured);
-      (void)cudaGetLastError();
-      throw;
-    }
-    CB_CHECK_CUDA(cudaStreamEndCapture(stream_, &captured));
-    const Graph graph(captured);
-    cudaGraphExec_t exec = nullptr;
-    CB_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-    profile = GraphExec(exec);
+    StreamCapture capture(stream_);
+    enqueue(cudaEventRecordExternal);
+    profile_graph = instantiate(capture.finish());
   }
-  std::vector<std::vector<double>> times;
+  OpSamples samples;
+  for (std::size_t l = 0; l < layer_names_.size(); ++l) samples.layers.push_back({layer_names_[l], layer_kinds_[l]});
+  samples.ops.assign(ops_.begin(), ops_.begin() + static_cast<std::ptrdiff_t>(end));
   for (int r = 0; r < std::max(repetitions, 1); ++r) {
-    if (profile) CB_CHECK_CUDA(cudaGraphLaunch(profile, stream_));
+    if (profile_graph) CB_CHECK_CUDA(cudaGraphLaunch(profile_graph, stream_));
     else enqueue(cudaEventRecordDefault);
     CB_CHECK_CUDA(cudaEventSynchronize(marks[end]));
     ++steps_;
@@ -435,51 +412,9 @@ std::vector<std::vector<double>> CudnnSession::profile_ops(int repetitions) {
       CB_CHECK_CUDA(cudaEventElapsedTime(&ms, marks[i], marks[i + 1]));
       per_op[i] = ms;
     }
-    times.push_back(std::move(per_op));
+    samples.ms.push_back(std::move(per_op));
   }
-  return times;
-}
-
-namespace {
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0.0 : n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-}  // namespace
-
-std::vector<LayerTime> CudnnSession::layer_times(int repetitions) {
-  const auto profile = profile_ops(repetitions);
-  // Per layer, per repetition: forward and backward milliseconds.
-  std::vector<std::vector<double>> forward(layer_names_.size()), backward(layer_names_.size());
-  for (const std::vector<double>& per_op : profile) {
-    std::vector<double> f(layer_names_.size(), 0.0), bwd(layer_names_.size(), 0.0);
-    for (std::size_t i = 0; i < per_op.size(); ++i) {
-      const auto layer = static_cast<std::size_t>(ops_[i].layer);
-      const Stage stage = ops_[i].stage;
-      if (stage == Stage::forward || stage == Stage::loss) f[layer] += per_op[i];
-      else bwd[layer] += per_op[i];
-    }
-    for (std::size_t l = 0; l < layer_names_.size(); ++l) {
-      forward[l].push_back(f[l]);
-      backward[l].push_back(bwd[l]);
-    }
-  }
-  std::vector<LayerTime> times;
-  for (std::size_t l = 0; l < layer_names_.size(); ++l)
-    times.push_back({layer_names_[l], layer_kinds_[l], median_of(forward[l]), median_of(backward[l])});
-  return times;
-}
-
-std::vector<std::pair<std::string, double>> CudnnSession::op_times(int repetitions) {
-  const auto profile = profile_ops(repetitions);
-  std::vector<std::pair<std::string, double>> times;
-  for (std::size_t i = 0; i < step_end(); ++i) {
-    std::vector<double> samples;
-    for (const std::vector<double>& per_op : profile) samples.push_back(per_op[i]);
-    times.emplace_back(ops_[i].label, median_of(samples));
-  }
-  return times;
+  return samples;
 }
 
 }  // namespace crossbench::cudnn

@@ -19,7 +19,7 @@ class CudnnSession final : public Session {
  public:
   // Builds, plans, allocates and initialises everything; throws OutOfMemory
   // (having released all it took) when the cell does not fit.
-  // With `communicator`: data-parallel training (Engine::prepare_data_parallel).
+  // With `communicator`: data-parallel training (Engine::prepare with a communicator).
   CudnnSession(const Network& network, const CellSpec& cell, const EngineConfig& config, const Device& device,
                Communicator* communicator = nullptr);
   ~CudnnSession() override;
@@ -29,10 +29,7 @@ class CudnnSession final : public Session {
   MemoryUse memory() const override;
   OutputCheck check() override;
   std::string decisions() const override { return decisions_; }
-  std::vector<LayerTime> layer_times(int repetitions) override;
-  // The same profile per op ("conv1 backward filter"), median [ms] over the
-  // repetitions, in step order: where a layer's time goes (bench tooling).
-  std::vector<std::pair<std::string, double>> op_times(int repetitions);
+  OpSamples profile(int repetitions) override;
   double last_step_exposed_communication_ms() override;
 
   // ---- For tests and benches ----
@@ -46,8 +43,6 @@ class CudnnSession final : public Session {
   std::vector<float> parameter_storage(std::size_t index);
 
  private:
-  // Events around every op of a step, `repetitions` times: [repetition][op] [ms].
-  std::vector<std::vector<double>> profile_ops(int repetitions);
   // What an op sees (graph.hpp's Exec): the session's handles, stream, pool and workspace.
   Exec make_exec(bool check, bool probing) const;
   void run(std::size_t begin, std::size_t end, bool check, bool probing = false);
@@ -68,7 +63,7 @@ class CudnnSession final : public Session {
   Stream stream_;
   CudnnHandle dnn_;
   CublasHandle blas_;
-  DevicePool pool_;
+  MemoryPool pool_;
   std::vector<Op> ops_;
   std::vector<Parameter> parameters_;
   std::vector<std::unique_ptr<LayerImpl>> impls_;

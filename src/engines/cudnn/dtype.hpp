@@ -1,5 +1,5 @@
 // Element types of device tensors. Kept free of library headers so that the
-// CUDA kernels (kernels.cu) can share it.
+// CUDA kernels (kernels_*.cu) can share it.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 #include "engines/cudnn/gemm_weight_gradient.hpp"
 
-#include "engines/cudnn/cudnn_check.hpp"
+#include "core/cuda/cudnn_check.hpp"
 #include "engines/cudnn/tensor.hpp"
 
 namespace crossbench::cudnn {

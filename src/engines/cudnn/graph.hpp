@@ -1,5 +1,5 @@
 // The compiled form of a network for one cell on the GPU: tensors placed in
-// a DevicePool, and a flat list of ops that one step enqueues, in order, on
+// a MemoryPool, and a flat list of ops that one step enqueues, in order, on
 // the session's stream. Built once in prepare() in three phases:
 //
 //   1. build    the per-layer builders (layer_*.cpp) create tensors and ops,
@@ -29,9 +29,10 @@
 #include "crossbench/engine.hpp"
 #include "crossbench/network.hpp"
 #include "crossbench/synthetic.hpp"
-#include "engines/cudnn/device_pool.hpp"
+#include "engines/cudnn/memory_pool.hpp"
 #include "engines/cudnn/handles.hpp"
 #include "engines/cudnn/tensor.hpp"
+#include "engines/kit/graph_state.hpp"
 
 namespace crossbench::cudnn {
 
@@ -41,14 +42,14 @@ constexpr std::int64_t kCublasWorkspace = std::int64_t{32} << 20;
 
 // Where an op belongs in a step: check() runs forward, loss and backward;
 // step() runs forward (inference) or everything (training).
-enum class Stage : std::uint8_t { forward, loss, backward, update, bookkeeping };
+using Stage = OpStage;  // crossbench/layer_time.hpp: forward, loss, backward, update, bookkeeping
 
 // What an op sees when it runs.
 struct Exec {
   cudnnHandle_t dnn = nullptr;
   cublasHandle_t blas = nullptr;
   cudaStream_t stream = nullptr;
-  const DevicePool* pool = nullptr;
+  const MemoryPool* pool = nullptr;
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
   bool check = false;    // check(): leave the model as it is (no running-statistics update)
@@ -58,10 +59,7 @@ struct Exec {
   T* ptr_as(const Tensor& t) const { return reinterpret_cast<T*>(ptr(t)); }
 };
 
-struct Op {
-  std::string label;  // "conv1 forward": error messages and layer profiles
-  int layer = 0;
-  Stage stage = Stage::forward;
+struct Op : OpTag {  // label, layer, stage (crossbench/layer_time.hpp)
   std::function<void(const Exec&)> run;
 };
 
@@ -121,15 +119,7 @@ class SetupContext {
 
 // The state of one layer of the network while building (see Builder).
 class LayerImpl;
-struct LayerState {
-  Tensor out;                  // the layer's output (may be a view of another layer's bytes)
-  std::optional<Tensor> grad;  // the gradient of the loss with respect to `out` (training)
-  int consumers = 0;
-  int contributions = 0;       // gradient contributions received so far (backward order)
-  bool needs_grad = false;     // a weight at or before this layer needs a gradient through it
-  bool value_needed = false;   // a backward op reads `out`'s bytes as this value
-  bool exclusive = true;       // `out`'s bytes hold no other live value
-  bool in_place = false;       // relu/add: writes its output over its (first) input
+struct LayerState : kit::LayerState<Tensor> {  // out, grad and the kit's flags (engines/kit/graph_state.hpp)
   std::optional<Tensor> placement;  // where the producer must write its output (a concat slice)
   int fusable_relu = -1;       // convolution (or a batch-norm folded into one): the in-place relu after it, which it may fuse
   // Inference: a batch-norm right after a convolution (its only reader) is
@@ -160,14 +150,14 @@ class LayerImpl {
 // Build-time context shared by the per-layer builders.
 class Builder {
  public:
-  Builder(const Network& network, const CellSpec& cell, const EngineConfig& config, DevicePool& pool,
+  Builder(const Network& network, const CellSpec& cell, const EngineConfig& config, MemoryPool& pool,
           std::vector<Op>& ops, std::vector<Parameter>& parameters,
           std::vector<std::unique_ptr<LayerImpl>>& impls);
 
   const Network& network;
   const CellSpec& cell;
   const EngineConfig& config;
-  DevicePool& pool;
+  MemoryPool& pool;
   std::vector<Op>& ops;
   std::vector<Parameter>& parameters;
   std::vector<std::unique_ptr<LayerImpl>>& impls;
@@ -222,10 +212,9 @@ class Builder {
                     bool channels_last, Parameter::Init init, float scale = 0, std::int64_t stored_channels = 0);
   const Parameter& parameter(int id) const { return parameters[static_cast<std::size_t>(id)]; }
 
-  // Gradient plumbing. The first contribution to a tensor's gradient writes it
-  // (beta 0), later ones accumulate into it (beta 1): tensors read by several
-  // layers (residual adds, inception fan-out) get the sum of their consumers'
-  // gradients. `alias` lets the first contribution be that tensor itself
+  // Gradient plumbing, by the kit's contribution rule (kit::take_contribution):
+  // the first contribution to a tensor's gradient writes it (beta 0), later
+  // ones accumulate into it (beta 1). `alias` lets the first contribution be that tensor itself
   // (in-place backward: relu, dropout, flatten views, concat slices).
   struct Sink {
     Tensor target;
@@ -239,7 +228,7 @@ class Builder {
   void contribute(int index, int tensor, const Tensor& g, bool may_alias, const std::string& what);
 
   // Whether layer `input`'s output may be overwritten by its consumer (in-place relu / add).
-  bool can_overwrite(int input) const;
+  bool can_overwrite(int input) const { return kit::can_overwrite(states[static_cast<std::size_t>(input)], input); }
 
   // Tensors the session fills with a constant after allocation (batch-norm running statistics).
   void initialise(const Tensor& t, float value) { constants.emplace_back(t, value); }

@@ -7,7 +7,7 @@
 
 #include "crossbench/error.hpp"
 #include "engines/cudnn/graph.hpp"
-#include "engines/cudnn/kernels.hpp"
+#include "engines/cudnn/kernels_elementwise.hpp"
 
 namespace crossbench::cudnn {
 
@@ -65,7 +65,7 @@ cudnnActivationDescriptor_t relu_descriptor() {
 
 // ---- Builder -------------------------------------------------------------------
 
-Builder::Builder(const Network& network_, const CellSpec& cell_, const EngineConfig& config_, DevicePool& pool_,
+Builder::Builder(const Network& network_, const CellSpec& cell_, const EngineConfig& config_, MemoryPool& pool_,
                  std::vector<Op>& ops_, std::vector<Parameter>& parameters_,
                  std::vector<std::unique_ptr<LayerImpl>>& impls_)
     : network(network_), cell(cell_), config(config_), pool(pool_), ops(ops_), parameters(parameters_), impls(impls_),
@@ -144,13 +144,12 @@ Builder::Sink Builder::gradient_sink(int tensor, const Tensor* alias) {
   LayerState& s = state(tensor);
   if (!s.needs_grad) throw Error("cuDNN engine: " + label(tensor, "output") + " needs no gradient");
   Sink sink;
-  if (s.contributions == 0) {
+  if (kit::take_contribution(s) == kit::Contribution::first_writes) {
     s.grad = alias != nullptr ? *alias : new_tensor(s.out.dims, type, label(tensor, "output gradient"));
     sink.beta = 0;
   } else {
     sink.beta = 1;
   }
-  ++s.contributions;
   sink.target = *s.grad;
   return sink;
 }
@@ -187,22 +186,8 @@ void TensorCopy::run(const Exec& e) {
   kernels::strided_add(e.ptr(x_), x_.strides, e.ptr(y_), y_.strides, x_.dims, x_.type, beta_, e.stream);
 }
 
-// Writing a layer's output over its input (torchvision's ReLU(inplace=True) and
-// `out += identity`) is safe when nothing else reads the input: it is not the
-// network input (reused every step), this layer is its only consumer, no
-// backward op reads it as a value, and its bytes hold nothing else.
-bool Builder::can_overwrite(int input) const {
-  if (input == 0) return false;
-  const LayerState& s = states[static_cast<std::size_t>(input)];
-  return s.consumers == 1 && !s.value_needed && s.exclusive;
-}
-
 // ---- build_graph ------------------------------------------------------------------
 namespace {
-
-bool has_parameters(LayerKind kind) {
-  return kind == LayerKind::convolution || kind == LayerKind::fully_connected || kind == LayerKind::batch_norm;
-}
 
 // Layers whose backward reads their own output (so a relu may not overwrite it).
 bool backward_reads_own_output(LayerKind kind) {
@@ -267,15 +252,7 @@ void in_layer(Builder& b, int index, const char* what, Build&& build) {
 // into the convolution before them) and where concat inputs are written.
 void pre_pass(Builder& b) {
   const int count = static_cast<int>(b.network.layers().size());
-  for (int index = 0; index < count; ++index)
-    for (int from : b.layer(index).inputs) ++b.state(from).consumers;
-  if (b.training)
-    for (int index = 1; index < count; ++index) {
-      const Layer& layer = b.layer(index);
-      bool needs = has_parameters(layer.kind);
-      for (int from : layer.inputs) needs = needs || b.state(from).needs_grad;
-      b.state(index).needs_grad = needs && layer.kind != LayerKind::softmax_cross_entropy;
-    }
+  kit::mark_consumers_and_gradients(b.network, b.training, b.states);
   // Inference: a batch-norm whose input only it reads, from a convolution, folds into it.
   if (!b.training)
     for (int index = 1; index < count; ++index) {

@@ -1,34 +1,10 @@
-// Out-of-line parts of the RAII owners and the checked-call helpers.
+// Out-of-line parts of the RAII owners.
 #include <string>
 
-#include "engines/cudnn/device_pool.hpp"
+#include "engines/cudnn/memory_pool.hpp"
 #include "engines/cudnn/handles.hpp"
 
 namespace crossbench::cudnn {
-
-const char* cublas_status_name(cublasStatus_t status) {
-  switch (status) {
-    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
-    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
-    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
-    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
-    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
-    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
-    case CUBLAS_STATUS_LICENSE_ERROR: return "CUBLAS_STATUS_LICENSE_ERROR";
-  }
-  return "unknown cuBLAS status";
-}
-
-std::string cudnn_message(cudnnStatus_t status) {
-  std::string message = cudnnGetErrorString(status);
-  char detail[512] = {};
-  cudnnGetLastErrorString(detail, sizeof detail);
-  if (detail[0] != '\0') message += std::string(" (") + detail + ")";
-  return message;
-}
 
 DeviceBuffer::DeviceBuffer(std::size_t bytes, const char* what) {
   void* data = nullptr;

@@ -9,7 +9,7 @@
 
 #include <utility>
 
-#include "engines/cudnn/cudnn_check.hpp"
+#include "core/cuda/cudnn_check.hpp"
 
 namespace crossbench::cudnn {
 
@@ -57,6 +57,41 @@ using PoolDesc = Owner<cudnnPoolingDescriptor_t, cudnnDestroyPoolingDescriptor>;
 using LrnDesc = Owner<cudnnLRNDescriptor_t, cudnnDestroyLRNDescriptor>;
 using ActivationDesc = Owner<cudnnActivationDescriptor_t, cudnnDestroyActivationDescriptor>;
 using OpTensorDesc = Owner<cudnnOpTensorDescriptor_t, cudnnDestroyOpTensorDescriptor>;
+
+// One stream capture (RAII): begun on construction; finish() ends it and
+// returns the graph. Left unfinished (the enqueueing threw), the destructor
+// ends the capture, destroys the partial graph and clears the error, so the
+// stream is usable again. Relaxed: cuDNN and cuBLAS may query the device
+// during capture; nothing else in this process captures on the stream.
+class StreamCapture {
+ public:
+  explicit StreamCapture(cudaStream_t stream) : stream_(stream) {
+    CB_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
+  }
+  StreamCapture(const StreamCapture&) = delete;
+  StreamCapture& operator=(const StreamCapture&) = delete;
+  ~StreamCapture() {
+    if (stream_ == nullptr) return;
+    cudaGraph_t partial = nullptr;
+    (void)cudaStreamEndCapture(stream_, &partial);
+    if (partial != nullptr) (void)cudaGraphDestroy(partial);
+    (void)cudaGetLastError();
+  }
+  Graph finish() {
+    cudaGraph_t captured = nullptr;
+    CB_CHECK_CUDA(cudaStreamEndCapture(std::exchange(stream_, nullptr), &captured));
+    return Graph(captured);
+  }
+
+ private:
+  cudaStream_t stream_;
+};
+
+inline GraphExec instantiate(const Graph& graph) {
+  cudaGraphExec_t exec = nullptr;
+  CB_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  return GraphExec(exec);
+}
 
 inline CudnnHandle make_cudnn_handle() {
   cudnnHandle_t h = nullptr;

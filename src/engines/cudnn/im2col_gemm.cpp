@@ -2,8 +2,8 @@
 
 #include <limits>
 
-#include "engines/cudnn/cudnn_check.hpp"
-#include "engines/cudnn/kernels.hpp"
+#include "core/cuda/cudnn_check.hpp"
+#include "engines/cudnn/kernels_im2col.hpp"
 
 namespace crossbench::cudnn {
 

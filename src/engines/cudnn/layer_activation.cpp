@@ -15,7 +15,7 @@
 // each replay, as real frameworks do. check() uses step 0.
 #include "crossbench/error.hpp"
 #include "engines/cudnn/graph.hpp"
-#include "engines/cudnn/kernels.hpp"
+#include "engines/cudnn/kernels_elementwise.hpp"
 
 namespace crossbench::cudnn {
 namespace {

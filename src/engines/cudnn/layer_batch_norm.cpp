@@ -11,7 +11,7 @@
 // (layer_convolution.cpp) and has no op of its own.
 #include "crossbench/error.hpp"
 #include "engines/cudnn/graph.hpp"
-#include "engines/cudnn/kernels.hpp"
+#include "engines/cudnn/kernels_epilogue.hpp"
 
 namespace crossbench::cudnn {
 namespace {
@@ -26,7 +26,7 @@ class BatchNorm final : public LayerImpl {
   Tensor dy, dx, dgamma, dbeta;
   float dx_beta = 0;
   bool data_gradient = false;
-  DevicePool* pool = nullptr;
+  MemoryPool* pool = nullptr;
   TensorDesc xd, yd, bnd, dyd, dxd;
   std::size_t forward_workspace = 0, backward_workspace = 0, reserve_bytes = 0;
 

@@ -45,7 +45,7 @@
 #include "engines/cudnn/gemm_weight_gradient.hpp"
 #include "engines/cudnn/graph.hpp"
 #include "engines/cudnn/im2col_gemm.hpp"
-#include "engines/cudnn/kernels.hpp"
+#include "engines/cudnn/kernels_epilogue.hpp"
 
 namespace crossbench::cudnn {
 namespace {

@@ -18,7 +18,7 @@
 #include "crossbench/error.hpp"
 #include "engines/cudnn/graph.hpp"
 #include "engines/cudnn/im2col_gemm.hpp"
-#include "engines/cudnn/kernels.hpp"
+#include "engines/cudnn/kernels_epilogue.hpp"
 
 namespace crossbench::cudnn {
 namespace {

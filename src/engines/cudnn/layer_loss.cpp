@@ -5,7 +5,7 @@
 // batch is taken on the host by check() (it is never needed in a timed step).
 #include "crossbench/error.hpp"
 #include "engines/cudnn/graph.hpp"
-#include "engines/cudnn/kernels.hpp"
+#include "engines/cudnn/kernels_elementwise.hpp"
 
 namespace crossbench::cudnn {
 namespace {

@@ -22,7 +22,7 @@
 // LRN refuses bf16 (CUDNN_STATUS_NOT_SUPPORTED).
 #include "crossbench/error.hpp"
 #include "engines/cudnn/graph.hpp"
-#include "engines/cudnn/kernels.hpp"
+#include "engines/cudnn/kernels_pooling_lrn.hpp"
 
 namespace crossbench::cudnn {
 namespace {
@@ -35,7 +35,7 @@ class Pooling final : public LayerImpl {
   Tensor x, y, dy, dx, argmax;
   float dx_beta = 0;
   bool training = false;
-  bool own_kernel = false;  // NHWC max pooling: kernels.hpp
+  bool own_kernel = false;  // NHWC max pooling: kernels_pooling_lrn.hpp
   TensorDesc xd, yd, dyd, dxd;
   PoolDesc pd;
 
@@ -78,7 +78,7 @@ class Lrn final : public LayerImpl {
   double alpha = 1e-4, beta = 0.75, k = 1.0;
   Tensor x, y, dy, dx;
   float dx_beta = 0;
-  bool own_kernel = false;  // NHWC or bf16: kernels.hpp
+  bool own_kernel = false;  // NHWC or bf16: kernels_pooling_lrn.hpp
   TensorDesc xd, yd, dyd, dxd;
   LrnDesc ld;
 

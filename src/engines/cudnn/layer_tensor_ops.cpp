@@ -23,7 +23,8 @@
 // PyTorch's cat does.
 #include "crossbench/error.hpp"
 #include "engines/cudnn/graph.hpp"
-#include "engines/cudnn/kernels.hpp"
+#include "engines/cudnn/kernels_elementwise.hpp"
+#include "engines/cudnn/kernels_epilogue.hpp"
 
 namespace crossbench::cudnn {
 namespace {

@@ -22,6 +22,7 @@
 #include "crossbench/engine.hpp"
 #include "crossbench/network.hpp"
 #include "crossbench/synthetic.hpp"
+#include "engines/kit/graph_state.hpp"
 #include "engines/onednn/dnnl_util.hpp"
 #include "engines/onednn/memory_pool.hpp"
 
@@ -39,9 +40,9 @@ struct Tensor {
 
 // One thing a step does: a primitive with its arguments, or a host loop
 // (dropout, loss, SGD) for what oneDNN has no primitive.
-struct Op {
-  std::string label;  // "conv1 forward", for error messages
-  int layer = -1;     // the network layer whose work this is (reorders and gradient sums included), for --layer-times
+// label, layer (whose work this is: reorders and gradient sums included) and
+// stage (set once the graph is built, from the ranges below): crossbench/layer_time.hpp.
+struct Op : OpTag {
   dnnl::primitive primitive;
   std::vector<std::pair<int, Tensor>> args;
   std::unordered_map<int, dnnl::memory> bound;  // args as memory objects, made once after allocation
@@ -111,18 +112,10 @@ std::unique_ptr<Graph> build_graph(const Network& network, const CellSpec& cell,
 // ---- What the per-layer builders (layer_*.cpp) share --------------------------
 
 // Bookkeeping of one layer's output while building.
-struct LayerState {
-  Tensor out;
-  std::optional<Tensor> diff;  // gradient of `out`, created by its first contribution
-  bool needs_grad = false;     // some weight upstream of or at this layer needs a gradient through it
-  int consumers = 0;
-  int contributions = 0;       // gradient contributions received so far (backward order)
-  bool exclusive = true;       // `out`'s buffer holds no other live value
-  bool value_needed = false;   // a backward op reads `out`'s buffer as this value (in-place ReLU)
+struct LayerState : kit::LayerState<Tensor> {  // out, grad and the kit's flags (engines/kit/graph_state.hpp)
   std::any forward_pd;         // the layer's forward primitive descriptor: the hint of its backward
   std::vector<Tensor> saved;   // tensors the backward needs (src as used, workspace, mean, variance, mask)
   std::vector<int> parameters; // indices into Graph::parameters
-  bool in_place = false;
 };
 
 // A place where a backward primitive writes the gradient for one of its inputs:
@@ -134,9 +127,9 @@ struct GradientSink {
   bool direct = false;
 };
 
-class BuildContext {
+class Builder {
  public:
-  BuildContext(Graph& graph, const Network& network, const CellSpec& cell, const EngineConfig& config,
+  Builder(Graph& graph, const Network& network, const CellSpec& cell, const EngineConfig& config,
                const GraphOptions& options);
 
   Graph& graph;
@@ -148,11 +141,11 @@ class BuildContext {
   dt data_type;
   bool training;
   std::int64_t batch;
-  std::vector<LayerState> layers;
+  std::vector<LayerState> states;
   int current_layer = -1;  // the layer being built: every op pushed now is charged to it (Op::layer)
 
   const Layer& layer(int index) const { return network.layers()[static_cast<std::size_t>(index)]; }
-  LayerState& state(int index) { return layers[static_cast<std::size_t>(index)]; }
+  LayerState& state(int index) { return states[static_cast<std::size_t>(index)]; }
   LayerState& input_state(int index, int which = 0) { return state(layer(index).inputs[static_cast<std::size_t>(which)]); }
   int input_of(int index, int which = 0) const { return layer(index).inputs[static_cast<std::size_t>(which)]; }
   std::string label(int index, const char* what) const;
@@ -192,8 +185,8 @@ class BuildContext {
   // Runs after allocation: initialisation of persistent buffers.
   void after_allocation(std::function<void()> run) { initialisers.push_back(std::move(run)); }
 
-  // Whether a layer may write its output over input `input` (see layer_relu.cpp).
-  bool can_overwrite(int input) ;
+  // Whether a layer may write its output over input `input` (kit::can_overwrite; tests may turn in-place off).
+  bool can_overwrite(int input) { return options.in_place && kit::can_overwrite(state(input), input); }
 
   std::vector<std::function<void()>> initialisers;
   int scratchpad = -1;  // one buffer for every primitive's scratchpad: steps run one primitive at a time
@@ -202,29 +195,29 @@ class BuildContext {
 // Per-layer builders (one file per layer family). forward_* appends the forward
 // ops and sets state(index).out; backward_* appends the ops that turn the
 // gradient of the output into gradients of the inputs and parameters.
-void forward_input(BuildContext& ctx, int index);
-void forward_convolution(BuildContext& ctx, int index);
-void backward_convolution(BuildContext& ctx, int index);
-void forward_inner_product(BuildContext& ctx, int index);
-void backward_inner_product(BuildContext& ctx, int index);
-void forward_pooling(BuildContext& ctx, int index);
-void backward_pooling(BuildContext& ctx, int index);
-void forward_lrn(BuildContext& ctx, int index);
-void backward_lrn(BuildContext& ctx, int index);
-void forward_relu(BuildContext& ctx, int index);
-void backward_relu(BuildContext& ctx, int index);
-void forward_batch_norm(BuildContext& ctx, int index);
-void backward_batch_norm(BuildContext& ctx, int index);
-void forward_dropout(BuildContext& ctx, int index);
-void backward_dropout(BuildContext& ctx, int index);
-void forward_concat(BuildContext& ctx, int index);
-void backward_concat(BuildContext& ctx, int index);
-void forward_add(BuildContext& ctx, int index);
-void backward_add(BuildContext& ctx, int index);
-void forward_flatten(BuildContext& ctx, int index);
-void backward_flatten(BuildContext& ctx, int index);
+void forward_input(Builder& ctx, int index);
+void forward_convolution(Builder& ctx, int index);
+void backward_convolution(Builder& ctx, int index);
+void forward_fully_connected(Builder& ctx, int index);
+void backward_fully_connected(Builder& ctx, int index);
+void forward_pooling(Builder& ctx, int index);
+void backward_pooling(Builder& ctx, int index);
+void forward_lrn(Builder& ctx, int index);
+void backward_lrn(Builder& ctx, int index);
+void forward_relu(Builder& ctx, int index);
+void backward_relu(Builder& ctx, int index);
+void forward_batch_norm(Builder& ctx, int index);
+void backward_batch_norm(Builder& ctx, int index);
+void forward_dropout(Builder& ctx, int index);
+void backward_dropout(Builder& ctx, int index);
+void forward_concat(Builder& ctx, int index);
+void backward_concat(Builder& ctx, int index);
+void forward_add(Builder& ctx, int index);
+void backward_add(Builder& ctx, int index);
+void forward_flatten(Builder& ctx, int index);
+void backward_flatten(Builder& ctx, int index);
 // The loss op computes the mean cross-entropy and, in training, its gradient.
-void build_loss(BuildContext& ctx, int index);
-void build_sgd(BuildContext& ctx);
+void build_loss(Builder& ctx, int index);
+void build_sgd(Builder& ctx);
 
 }  // namespace crossbench::onednn

@@ -1,5 +1,5 @@
 // build_graph(): the driver that walks the network forward (and backward in
-// training), and the BuildContext helpers the per-layer builders share.
+// training), and the Builder helpers the per-layer builders share.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -10,30 +10,30 @@
 
 namespace crossbench::onednn {
 
-// ---- BuildContext -------------------------------------------------------------
+// ---- Builder -------------------------------------------------------------
 
-BuildContext::BuildContext(Graph& graph_, const Network& network_, const CellSpec& cell_, const EngineConfig& config_,
+Builder::Builder(Graph& graph_, const Network& network_, const CellSpec& cell_, const EngineConfig& config_,
                            const GraphOptions& options_)
     : graph(graph_), network(network_), cell(cell_), config(config_), options(options_),
       data_type(data_type_of(cell_.precision)), training(cell_.phase == Phase::training), batch(cell_.batch),
-      layers(network_.layers().size()) {
+      states(network_.layers().size()) {
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
 }
 
-std::string BuildContext::label(int index, const char* what) const {
+std::string Builder::label(int index, const char* what) const {
   return "layer '" + layer(index).name + "' (" + std::string(to_string(layer(index).kind)) + ") " + what;
 }
 
-dims BuildContext::shape_of(int index) const {
+dims Builder::shape_of(int index) const {
   const TensorShape& s = layer(index).output;
   return {batch, s.channels, s.height, s.width};
 }
 
-Tensor BuildContext::new_tensor(const md& desc, const std::string& what, bool persistent) {
+Tensor Builder::new_tensor(const md& desc, const std::string& what, bool persistent) {
   return Tensor{desc, graph.pool.request(desc.get_size(), persistent, what), 0};
 }
 
-void BuildContext::push_primitive(const std::string& what, const dnnl::primitive_desc_base& pd,
+void Builder::push_primitive(const std::string& what, const dnnl::primitive_desc_base& pd,
                                   std::vector<std::pair<int, Tensor>> args) {
   Op op;
   op.label = what;
@@ -51,7 +51,7 @@ void BuildContext::push_primitive(const std::string& what, const dnnl::primitive
   graph.ops.push_back(std::move(op));
 }
 
-void BuildContext::push_host(const std::string& what, const std::vector<Tensor>& touches, std::function<void()> run) {
+void Builder::push_host(const std::string& what, const std::vector<Tensor>& touches, std::function<void()> run) {
   Op op;
   op.label = what;
   op.layer = current_layer;
@@ -61,7 +61,7 @@ void BuildContext::push_host(const std::string& what, const std::vector<Tensor>&
   graph.ops.push_back(std::move(op));
 }
 
-void BuildContext::push_reorder(const std::string& what, const Tensor& from, const Tensor& to) {
+void Builder::push_reorder(const std::string& what, const Tensor& from, const Tensor& to) {
   if (from.desc == to.desc && from.desc.data.offset0 == 0) {
     // Same layout: a plain parallel copy (oneDNN's generic reorder is slower at it).
     const std::size_t bytes = to.desc.get_size();
@@ -83,61 +83,59 @@ void BuildContext::push_reorder(const std::string& what, const Tensor& from, con
   push_primitive(what + " (reorder)", pd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
 }
 
-void BuildContext::push_accumulate(const std::string& what, const Tensor& into, const Tensor& add) {
+void Builder::push_accumulate(const std::string& what, const Tensor& into, const Tensor& add) {
   const Tensor addend = ensure(add, into.desc, what);
   const dnnl::binary::desc desc(dnnl::algorithm::binary_add, into.desc, addend.desc, into.desc);
   const auto pd = CB_CHECK_DNNL(dnnl::binary::primitive_desc(desc, attr, graph.engine));
   push_primitive(what + " (accumulate)", pd, {{DNNL_ARG_SRC_0, into}, {DNNL_ARG_SRC_1, addend}, {DNNL_ARG_DST, into}});
 }
 
-Tensor BuildContext::ensure(const Tensor& t, const md& desc, const std::string& what) {
+Tensor Builder::ensure(const Tensor& t, const md& desc, const std::string& what) {
   if (t.desc == desc) return t;
   Tensor copy = new_tensor(desc, what + " (reordered copy)");
   push_reorder(what, t, copy);
   return copy;
 }
 
-GradientSink BuildContext::begin_gradient(int tensor, const md& produced, const std::string& what,
+GradientSink Builder::begin_gradient(int tensor, const md& produced, const std::string& what,
                                           const Tensor* in_place) {
   LayerState& s = state(tensor);
-  if (s.contributions == 0 && produced == s.out.desc) {
-    s.diff = in_place && options.in_place ? view(*in_place, s.out.desc)
+  if (s.contributions == 0 && produced == s.out.desc) {  // the first contribution, written in place
+    kit::take_contribution(s);
+    s.grad = in_place && options.in_place ? view(*in_place, s.out.desc)
                                           : new_tensor(s.out.desc, label(tensor, "output gradient"));
-    ++s.contributions;
-    return {tensor, *s.diff, true};
+    return {tensor, *s.grad, true};
   }
   return {tensor, new_tensor(produced, what + " partial gradient"), false};
 }
 
-void BuildContext::end_gradient(const GradientSink& sink, const std::string& what) {
+void Builder::end_gradient(const GradientSink& sink, const std::string& what) {
   if (!sink.direct) contribute(sink.tensor, sink.target, true, what);
 }
 
-void BuildContext::contribute(int tensor, const Tensor& g, bool may_alias, const std::string& what) {
+void Builder::contribute(int tensor, const Tensor& g, bool may_alias, const std::string& what) {
   LayerState& s = state(tensor);
   if (!s.needs_grad) return;
-  if (s.contributions == 0) {
-    // The first contribution (in backward order) writes the gradient; later ones add to it.
+  if (kit::take_contribution(s) == kit::Contribution::first_writes) {
     if (may_alias && options.in_place && g.desc == s.out.desc) {
-      s.diff = g;
+      s.grad = g;
     } else {
-      s.diff = new_tensor(s.out.desc, label(tensor, "output gradient"));
-      push_reorder(what, g, *s.diff);
+      s.grad = new_tensor(s.out.desc, label(tensor, "output gradient"));
+      push_reorder(what, g, *s.grad);
     }
   } else {
-    push_accumulate(what, *s.diff, g);
+    push_accumulate(what, *s.grad, g);
   }
-  ++s.contributions;
 }
 
-const Tensor& BuildContext::gradient(int index) {
+const Tensor& Builder::gradient(int index) {
   LayerState& s = state(index);
-  if (!s.diff)
+  if (!s.grad)
     throw Error("oneDNN engine: " + label(index, "output") + " receives no gradient: it does not reach the loss");
-  return *s.diff;
+  return *s.grad;
 }
 
-int BuildContext::add_parameter(int index, synthetic::Slot slot, const md& desc, const md& canonical) {
+int Builder::add_parameter(int index, synthetic::Slot slot, const md& desc, const md& canonical) {
   Parameter p;
   p.layer = index;
   p.slot = slot;
@@ -158,25 +156,15 @@ int BuildContext::add_parameter(int index, synthetic::Slot slot, const md& desc,
   return id;
 }
 
-void BuildContext::set_parameter_gradient(int parameter, const md& desc) {
+void Builder::set_parameter_gradient(int parameter, const md& desc) {
   Parameter& p = graph.parameters[static_cast<std::size_t>(parameter)];
   p.gradient = new_tensor(desc, label(p.layer, "parameter gradient"), true);
-}
-
-// Writing a layer's output over its input (PyTorch's inplace=True ReLU and
-// `out += identity`) is safe when nothing else will read the input: it is not
-// the network input (reused every step), this layer is its only consumer, its
-// buffer holds no other live tensor, and no backward op reads it as a value.
-bool BuildContext::can_overwrite(int input) {
-  if (!options.in_place || input == 0) return false;
-  const LayerState& s = state(input);
-  return s.consumers == 1 && s.exclusive && !s.value_needed;
 }
 
 // ---- build_graph --------------------------------------------------------------
 namespace {
 
-void forward_layer(BuildContext& ctx, int index) {
+void forward_layer(Builder& ctx, int index) {
   switch (ctx.layer(index).kind) {
     case LayerKind::input: forward_input(ctx, index); break;
     case LayerKind::convolution: forward_convolution(ctx, index); break;
@@ -188,13 +176,13 @@ void forward_layer(BuildContext& ctx, int index) {
     case LayerKind::dropout: forward_dropout(ctx, index); break;
     case LayerKind::concat: forward_concat(ctx, index); break;
     case LayerKind::add: forward_add(ctx, index); break;
-    case LayerKind::fully_connected: forward_inner_product(ctx, index); break;
+    case LayerKind::fully_connected: forward_fully_connected(ctx, index); break;
     case LayerKind::flatten: forward_flatten(ctx, index); break;
     case LayerKind::softmax_cross_entropy: break;  // build_loss
   }
 }
 
-void backward_layer(BuildContext& ctx, int index) {
+void backward_layer(Builder& ctx, int index) {
   switch (ctx.layer(index).kind) {
     case LayerKind::convolution: backward_convolution(ctx, index); break;
     case LayerKind::max_pool:
@@ -205,20 +193,16 @@ void backward_layer(BuildContext& ctx, int index) {
     case LayerKind::dropout: backward_dropout(ctx, index); break;
     case LayerKind::concat: backward_concat(ctx, index); break;
     case LayerKind::add: backward_add(ctx, index); break;
-    case LayerKind::fully_connected: backward_inner_product(ctx, index); break;
+    case LayerKind::fully_connected: backward_fully_connected(ctx, index); break;
     case LayerKind::flatten: backward_flatten(ctx, index); break;
     case LayerKind::input:
     case LayerKind::softmax_cross_entropy: break;
   }
 }
 
-bool has_parameters(LayerKind kind) {
-  return kind == LayerKind::convolution || kind == LayerKind::fully_connected || kind == LayerKind::batch_norm;
-}
-
 // Runs one layer's builder; failures name the layer (OutOfMemory stays OutOfMemory).
 template <typename Build>
-void with_layer_context(BuildContext& ctx, int index, const char* what, Build&& build) {
+void with_layer_context(Builder& ctx, int index, const char* what, Build&& build) {
   ctx.current_layer = index;
   try {
     build();
@@ -235,7 +219,7 @@ void with_layer_context(BuildContext& ctx, int index, const char* what, Build&& 
 }
 
 // Data parallel: after a layer's backward ops, its parameters' gradients are final.
-void push_gradients_ready(BuildContext& ctx, int index) {
+void push_gradients_ready(Builder& ctx, int index) {
   DataParallelState* data_parallel = ctx.graph.data_parallel.get();
   std::vector<std::size_t> parameters(ctx.state(index).parameters.begin(), ctx.state(index).parameters.end());
   std::vector<Tensor> gradients;
@@ -247,7 +231,7 @@ void push_gradients_ready(BuildContext& ctx, int index) {
 
 // Data parallel: the end of the backward pass waits for every average; the
 // wait is the step's exposed communication.
-void push_wait_for_averages(BuildContext& ctx) {
+void push_wait_for_averages(Builder& ctx) {
   DataParallelState* data_parallel = ctx.graph.data_parallel.get();
   std::vector<Tensor> gradients;  // live until here, whatever the pool would otherwise reuse
   for (const Parameter& p : ctx.graph.parameters) gradients.push_back(p.gradient);
@@ -325,16 +309,8 @@ std::unique_ptr<Graph> build_graph(const Network& network, const CellSpec& cell,
   graph->outputs.resize(static_cast<std::size_t>(count));
   graph->gradients.resize(static_cast<std::size_t>(count));
 
-  BuildContext ctx(*graph, network, cell, config, options);
-  for (int index = 0; index < count; ++index)
-    for (int from : ctx.layer(index).inputs) ++ctx.state(from).consumers;
-  if (ctx.training)
-    for (int index = 1; index < count; ++index) {
-      const Layer& layer = ctx.layer(index);
-      bool needs = has_parameters(layer.kind);
-      for (int from : layer.inputs) needs = needs || ctx.state(from).needs_grad;
-      ctx.state(index).needs_grad = needs && layer.kind != LayerKind::softmax_cross_entropy;
-    }
+  Builder ctx(*graph, network, cell, config, options);
+  kit::mark_consumers_and_gradients(network, ctx.training, ctx.states);
 
   const int loss = count - 1;
   for (int index = 0; index < loss; ++index) {
@@ -352,11 +328,20 @@ std::unique_ptr<Graph> build_graph(const Network& network, const CellSpec& cell,
   if (data_parallel) push_wait_for_averages(ctx);
   graph->backward_end = graph->ops.size();
   if (ctx.training && config.update == Update::sgd) build_sgd(ctx);
-  for (const Op& op : graph->ops)  // --layer-times charges every op to a layer: none may be left out
+  for (std::size_t i = 0; i < graph->ops.size(); ++i) {
+    Op& op = graph->ops[i];
+    // --layer-times charges every op to a layer: none may be left out. The
+    // loss (and its gradient) is the loss layer's forward; the backward and
+    // the update (--update sgd) their layers' backward.
     if (op.layer < 0 || op.layer >= count)
       throw Error("oneDNN engine: op '" + op.label + "' belongs to no layer (a builder bug)");
+    op.stage = i < graph->forward_end    ? OpStage::forward
+               : i < graph->loss_end     ? OpStage::loss
+               : i < graph->backward_end ? OpStage::backward
+                                         : OpStage::update;
+  }
   for (int index = 0; index < count; ++index)
-    if (ctx.state(index).diff) graph->gradients[static_cast<std::size_t>(index)] = *ctx.state(index).diff;
+    if (ctx.state(index).grad) graph->gradients[static_cast<std::size_t>(index)] = *ctx.state(index).grad;
 
   // Plan, check against free memory, allocate, bind, initialise.
   graph->pool.plan(options.reuse_memory);

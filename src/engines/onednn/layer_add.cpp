@@ -8,7 +8,7 @@
 
 namespace crossbench::onednn {
 
-void forward_add(BuildContext& ctx, int index) {
+void forward_add(Builder& ctx, int index) {
   const int a = ctx.input_of(index, 0), b = ctx.input_of(index, 1);
   const Tensor first = ctx.state(a).out;
   const Tensor second = ctx.ensure(ctx.state(b).out, first.desc, ctx.label(index, "second input"));
@@ -22,7 +22,7 @@ void forward_add(BuildContext& ctx, int index) {
                      {{DNNL_ARG_SRC_0, first}, {DNNL_ARG_SRC_1, second}, {DNNL_ARG_DST, s.out}});
 }
 
-void backward_add(BuildContext& ctx, int index) {
+void backward_add(Builder& ctx, int index) {
   const int a = ctx.input_of(index, 0), b = ctx.input_of(index, 1);
   const Tensor dy = ctx.gradient(index);
   // Only one input may alias dy: the other's producer could otherwise write

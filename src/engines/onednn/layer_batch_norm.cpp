@@ -11,7 +11,7 @@ namespace {
 
 const auto kScaleShift = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
 
-void fill(BuildContext& ctx, const Tensor& t, float value) {
+void fill(Builder& ctx, const Tensor& t, float value) {
   MemoryPool* pool = &ctx.graph.pool;
   ctx.after_allocation([pool, t, value] {
     auto* data = static_cast<float*>(pool->address(t.buffer, t.offset));
@@ -21,7 +21,7 @@ void fill(BuildContext& ctx, const Tensor& t, float value) {
 
 }  // namespace
 
-void forward_batch_norm(BuildContext& ctx, int index) {
+void forward_batch_norm(Builder& ctx, int index) {
   const Layer& layer = ctx.layer(index);
   const Tensor& src = ctx.input_state(index).out;
   const std::int64_t channels = layer.output.channels;
@@ -82,7 +82,7 @@ void forward_batch_norm(BuildContext& ctx, int index) {
   }
 }
 
-void backward_batch_norm(BuildContext& ctx, int index) {
+void backward_batch_norm(Builder& ctx, int index) {
   const Layer& layer = ctx.layer(index);
   const int from = ctx.input_of(index);
   LayerState& s = ctx.state(index);

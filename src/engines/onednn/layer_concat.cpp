@@ -8,7 +8,7 @@
 
 namespace crossbench::onednn {
 
-void forward_concat(BuildContext& ctx, int index) {
+void forward_concat(Builder& ctx, int index) {
   const Layer& layer = ctx.layer(index);
   std::vector<md> descs;
   std::vector<std::pair<int, Tensor>> args;
@@ -24,7 +24,7 @@ void forward_concat(BuildContext& ctx, int index) {
   ctx.push_primitive(ctx.label(index, "forward"), pd, std::move(args));
 }
 
-void backward_concat(BuildContext& ctx, int index) {
+void backward_concat(Builder& ctx, int index) {
   const Layer& layer = ctx.layer(index);
   const Tensor dy = ctx.gradient(index);
   std::optional<Tensor> plain;  // made once, only if a slice of dy's layout is not a valid view

@@ -16,7 +16,7 @@ struct Geometry {
 
 // Right padding: oneDNN wants out = (in - k + pl + pr) / s + 1 exactly. With
 // the network's floor rounding, pr = pl reproduces it.
-Geometry geometry(const BuildContext& ctx, int index) {
+Geometry geometry(const Builder& ctx, int index) {
   const Layer& layer = ctx.layer(index);
   const auto& p = layer.params;
   Geometry g;
@@ -33,7 +33,7 @@ Geometry geometry(const BuildContext& ctx, int index) {
 
 }  // namespace
 
-void forward_convolution(BuildContext& ctx, int index) {
+void forward_convolution(Builder& ctx, int index) {
   const Layer& layer = ctx.layer(index);
   const bool bias = layer.params.bias;
   const Geometry g = geometry(ctx, index);
@@ -64,7 +64,7 @@ void forward_convolution(BuildContext& ctx, int index) {
   s.saved = {in};
 }
 
-void backward_convolution(BuildContext& ctx, int index) {
+void backward_convolution(Builder& ctx, int index) {
   const Layer& layer = ctx.layer(index);
   const bool bias = layer.params.bias;
   const Geometry g = geometry(ctx, index);

@@ -9,7 +9,7 @@
 
 namespace crossbench::onednn {
 
-void forward_dropout(BuildContext& ctx, int index) {
+void forward_dropout(Builder& ctx, int index) {
   const int from = ctx.input_of(index);
   const LayerState& in_state = ctx.state(from);
   LayerState& s = ctx.state(index);
@@ -48,7 +48,7 @@ void forward_dropout(BuildContext& ctx, int index) {
   });
 }
 
-void backward_dropout(BuildContext& ctx, int index) {
+void backward_dropout(Builder& ctx, int index) {
   const int from = ctx.input_of(index);
   if (!ctx.state(from).needs_grad) return;
   LayerState& s = ctx.state(index);

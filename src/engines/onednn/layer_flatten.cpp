@@ -6,7 +6,7 @@
 
 namespace crossbench::onednn {
 
-void forward_flatten(BuildContext& ctx, int index) {
+void forward_flatten(Builder& ctx, int index) {
   const int from = ctx.input_of(index);
   const LayerState& in_state = ctx.state(from);
   LayerState& s = ctx.state(index);
@@ -23,7 +23,7 @@ void forward_flatten(BuildContext& ctx, int index) {
   }
 }
 
-void backward_flatten(BuildContext& ctx, int index) {
+void backward_flatten(Builder& ctx, int index) {
   const int from = ctx.input_of(index);
   const Tensor& dy = ctx.gradient(index);
   ctx.contribute(from, ctx.view(dy, ctx.state(index).saved[0].desc), true, ctx.label(index, "backward"));

@@ -4,7 +4,7 @@
 
 namespace crossbench::onednn {
 
-void forward_input(BuildContext& ctx, int index) {
+void forward_input(Builder& ctx, int index) {
   const Tensor batch = ctx.new_tensor(plain_md(ctx.shape_of(index), ctx.data_type), ctx.label(index, "batch"), true);
   ctx.state(index).out = batch;
   Graph& graph = ctx.graph;

@@ -10,7 +10,7 @@
 
 namespace crossbench::onednn {
 
-void build_loss(BuildContext& ctx, int index) {
+void build_loss(Builder& ctx, int index) {
   const int from = ctx.input_of(index);
   const Tensor plain = ctx.ensure_plain(ctx.state(from).out, ctx.label(index, "logits"));
   const std::int64_t images = ctx.batch, classes = elements_of(plain.desc) / ctx.batch;

@@ -6,7 +6,7 @@
 
 namespace crossbench::onednn {
 
-void forward_lrn(BuildContext& ctx, int index) {
+void forward_lrn(Builder& ctx, int index) {
   const auto& p = ctx.layer(index).params;
   const Tensor& src = ctx.input_state(index).out;
   const auto prop = ctx.training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
@@ -39,7 +39,7 @@ void forward_lrn(BuildContext& ctx, int index) {
   s.forward_pd = pd;
 }
 
-void backward_lrn(BuildContext& ctx, int index) {
+void backward_lrn(Builder& ctx, int index) {
   const auto& p = ctx.layer(index).params;
   const int from = ctx.input_of(index);
   LayerState& s = ctx.state(index);

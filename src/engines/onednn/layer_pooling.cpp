@@ -18,7 +18,7 @@ struct Geometry {
   dnnl::algorithm algorithm;
 };
 
-Geometry geometry(const BuildContext& ctx, int index) {
+Geometry geometry(const Builder& ctx, int index) {
   const Layer& layer = ctx.layer(index);
   const auto& p = layer.params;
   const dims src = ctx.shape_of(layer.inputs.front());
@@ -40,7 +40,7 @@ Geometry geometry(const BuildContext& ctx, int index) {
 
 }  // namespace
 
-void forward_pooling(BuildContext& ctx, int index) {
+void forward_pooling(Builder& ctx, int index) {
   const Geometry g = geometry(ctx, index);
   const Tensor& src = ctx.input_state(index).out;
   const auto prop = ctx.training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
@@ -74,7 +74,7 @@ void forward_pooling(BuildContext& ctx, int index) {
   s.forward_pd = pd;
 }
 
-void backward_pooling(BuildContext& ctx, int index) {
+void backward_pooling(Builder& ctx, int index) {
   const Geometry g = geometry(ctx, index);
   const int from = ctx.input_of(index);
   LayerState& s = ctx.state(index);

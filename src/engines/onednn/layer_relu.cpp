@@ -1,5 +1,5 @@
 // ReLU (oneDNN eltwise). Like torchvision's ReLU(inplace=True) it overwrites
-// its input when nothing else reads it (BuildContext::can_overwrite); its
+// its input when nothing else reads it (Builder::can_overwrite); its
 // backward then derives the mask from its output (eltwise_relu_use_dst_for_bwd,
 // dst > 0 exactly where src > 0) and writes the input gradient over the output
 // gradient.
@@ -15,7 +15,7 @@ dnnl::algorithm algorithm_of(const LayerState& s) {
 
 }  // namespace
 
-void forward_relu(BuildContext& ctx, int index) {
+void forward_relu(Builder& ctx, int index) {
   const int from = ctx.input_of(index);
   const Tensor src = ctx.state(from).out;
   LayerState& s = ctx.state(index);
@@ -31,7 +31,7 @@ void forward_relu(BuildContext& ctx, int index) {
   s.saved = {src};
 }
 
-void backward_relu(BuildContext& ctx, int index) {
+void backward_relu(Builder& ctx, int index) {
   const int from = ctx.input_of(index);
   if (!ctx.state(from).needs_grad) return;
   LayerState& s = ctx.state(index);

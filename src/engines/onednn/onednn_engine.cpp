@@ -67,17 +67,7 @@ class OnednnEngine final : public Engine {
     return Support::no("unknown precision");
   }
 
-  std::unique_ptr<Session> prepare(const Network& network, const CellSpec& cell) override {
-    return prepare_session(network, cell, nullptr);
-  }
-
-  std::unique_ptr<Session> prepare_data_parallel(const Network& network, const CellSpec& cell,
-                                                 Communicator& communicator) override {
-    return prepare_session(network, cell, &communicator);
-  }
-
- private:
-  std::unique_ptr<Session> prepare_session(const Network& network, const CellSpec& cell, Communicator* communicator) {
+  std::unique_ptr<Session> prepare(const Network& network, const CellSpec& cell, Communicator* communicator) override {
     if (cell.precision != Precision::fp32) {  // oneDNN would fall back to reference kernels, or fail late
       Device cpu;
       const Support support = supports(cpu, cell);

@@ -16,7 +16,7 @@ namespace crossbench::onednn {
 
 class OnednnSession final : public Session {
  public:
-  // With `communicator`: data-parallel training (Engine::prepare_data_parallel).
+  // With `communicator`: data-parallel training (Engine::prepare with a communicator).
   OnednnSession(const Network& network, const CellSpec& cell, const EngineConfig& config,
                 const GraphOptions& options = {}, Communicator* communicator = nullptr);
 
@@ -26,8 +26,8 @@ class OnednnSession final : public Session {
   OutputCheck check() override;
   std::string decisions() const override;
   double last_step_exposed_communication_ms() override;
-  // --layer-times: each layer's forward and backward [ms], median over `repetitions` profiled steps (layer_profile.cpp).
-  std::vector<LayerTime> layer_times(int repetitions) override;
+  // --layer-times: every op of `repetitions` steps timed, raw (profile.cpp).
+  OpSamples profile(int repetitions) override;
 
   // ---- For tests: values in canonical layouts (synthetic.hpp), as fp32 ----
   // A parameter's value and gradient (after check() or step() in training).

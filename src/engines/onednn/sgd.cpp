@@ -7,7 +7,7 @@
 
 namespace crossbench::onednn {
 
-void build_sgd(BuildContext& ctx) {
+void build_sgd(Builder& ctx) {
   const float rate = static_cast<float>(ctx.config.learning_rate);
   MemoryPool* pool = &ctx.graph.pool;
   for (const Parameter& p : ctx.graph.parameters) {

@@ -62,7 +62,8 @@ class WorkerEngine final : public Engine {
   bool runs_on(DeviceKind) const override { return true; }  // the worker says what it can do
   Support supports(const Device&, const CellSpec&) const override { return Support::yes(); }
 
-  std::unique_ptr<Session> prepare(const Network& network, const CellSpec& cell) override {
+  std::unique_ptr<Session> prepare(const Network& network, const CellSpec& cell, Communicator* communicator) override {
+    if (communicator != nullptr) return nullptr;  // workers train on one device
     start_if_needed();
     const json request{{"protocol", kWorkerProtocol},
                        {"type", "prepare"},

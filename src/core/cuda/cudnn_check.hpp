@@ -1,9 +1,5 @@
-// The cuDNN and cuBLAS members of the checked-call macro family of
-// crossbench/error.hpp (CB_CHECK_CUDA lives in src/core/cuda/cuda_check.hpp).
-//
-// Every failing call becomes a crossbench::Error naming the call, file:line,
-// rank and host and the library's own message; allocation failures become
-// crossbench::OutOfMemory so that the cell's status is `oom`, as
+// The cuDNN and cuBLAS members of the checked-call macro family (see
+// cuda_check.hpp). Allocation failures become crossbench::OutOfMemory, as
 // cudaErrorMemoryAllocation does in CB_CHECK_CUDA:
 //   cuDNN 9: CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED (the old
 //            CUDNN_STATUS_ALLOC_FAILED) and ..._DEVICE_ALLOCATION_FAILED;
@@ -18,27 +14,47 @@
 #include "core/cuda/cuda_check.hpp"
 #include "crossbench/error.hpp"
 
-namespace crossbench::cudnn {
+namespace crossbench {
 
-inline bool is_allocation_failure(cudnnStatus_t status) {
+inline bool is_cudnn_allocation_failure(cudnnStatus_t status) {
   return status == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
          status == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
 }
 
-const char* cublas_status_name(cublasStatus_t status);
-
 // cudnnGetErrorString plus cuDNN's own last-error detail, when it has one.
-std::string cudnn_message(cudnnStatus_t status);
+inline std::string cudnn_message(cudnnStatus_t status) {
+  std::string message = cudnnGetErrorString(status);
+  char detail[512] = {};
+  cudnnGetLastErrorString(detail, sizeof detail);
+  if (detail[0] != '\0') message += std::string(" (") + detail + ")";
+  return message;
+}
 
-}  // namespace crossbench::cudnn
+inline const char* cublas_status_name(cublasStatus_t status) {
+  switch (status) {
+    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    case CUBLAS_STATUS_LICENSE_ERROR: return "CUBLAS_STATUS_LICENSE_ERROR";
+  }
+  return "unknown cuBLAS status";
+}
+
+}  // namespace crossbench
 
 #define CB_CHECK_CUDNN(expr)                                                                        \
   do {                                                                                              \
     const cudnnStatus_t cb_cudnn_status_ = (expr);                                                  \
     if (cb_cudnn_status_ != CUDNN_STATUS_SUCCESS)                                                   \
       ::crossbench::throw_library_error("cuDNN", #expr, __FILE__, __LINE__,                         \
-                                        ::crossbench::cudnn::cudnn_message(cb_cudnn_status_),       \
-                                        ::crossbench::cudnn::is_allocation_failure(cb_cudnn_status_)); \
+                                        ::crossbench::cudnn_message(cb_cudnn_status_),       \
+                                        ::crossbench::is_cudnn_allocation_failure(cb_cudnn_status_)); \
   } while (false)
 
 #define CB_CHECK_CUBLAS(expr)                                                                       \
@@ -46,6 +62,6 @@ std::string cudnn_message(cudnnStatus_t status);
     const cublasStatus_t cb_cublas_status_ = (expr);                                                \
     if (cb_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                                 \
       ::crossbench::throw_library_error("cuBLAS", #expr, __FILE__, __LINE__,                        \
-                                        ::crossbench::cudnn::cublas_status_name(cb_cublas_status_), \
+                                        ::crossbench::cublas_status_name(cb_cublas_status_), \
                                         cb_cublas_status_ == CUBLAS_STATUS_ALLOC_FAILED);           \
   } while (false)

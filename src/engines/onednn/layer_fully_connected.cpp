@@ -14,7 +14,7 @@ struct Shapes {
   dims src, weights, bias, dst;
 };
 
-Shapes shapes(const BuildContext& ctx, int index, const md& src) {
+Shapes shapes(const Builder& ctx, int index, const md& src) {
   const auto& p = ctx.layer(index).params;
   Shapes s;
   s.src = src.dims();
@@ -27,7 +27,7 @@ Shapes shapes(const BuildContext& ctx, int index, const md& src) {
 
 }  // namespace
 
-void forward_inner_product(BuildContext& ctx, int index) {
+void forward_fully_connected(Builder& ctx, int index) {
   const Layer& layer = ctx.layer(index);
   const bool bias = layer.params.bias;
   const Tensor& src = ctx.input_state(index).out;
@@ -61,7 +61,7 @@ void forward_inner_product(BuildContext& ctx, int index) {
   s.saved = {in};
 }
 
-void backward_inner_product(BuildContext& ctx, int index) {
+void backward_fully_connected(Builder& ctx, int index) {
   const Layer& layer = ctx.layer(index);
   const bool bias = layer.params.bias;
   LayerState& s = ctx.state(index);
