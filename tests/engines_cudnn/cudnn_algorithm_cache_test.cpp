@@ -153,6 +153,48 @@ TEST(MeasuredChoice, ClearlyFasterNeedsMoreThanTheMargin) {
   EXPECT_FALSE(clearly_faster(0.5, std::nan("")));
 }
 
+// ---- The key -------------------------------------------------------------------
+
+ConvolutionSignature conv1() {
+  ConvolutionSignature s;
+  s.x = {"f32", {64, 3, 224, 224}, {150528, 50176, 224, 1}};
+  s.y = {"f32", {64, 64, 55, 55}, {193600, 3025, 55, 1}};
+  s.filter_type = "f32";
+  s.filter_format = "nchw";
+  s.filter_dims = {64, 3, 11, 11};
+  s.padding = {2, 2};
+  s.stride = {4, 4};
+  s.dilation = {1, 1};
+  s.mode = "xcorr";
+  s.compute_type = "f32";
+  s.math = "fma";
+  s.workspace_limit_bytes = 1 << 30;
+  return s;
+}
+
+TEST(ConvolutionSignature, TextNamesEveryField) {
+  EXPECT_EQ(conv1().text(),
+            "x=f32[64,3,224,224/150528,50176,224,1] w=f32:nchw[64,3,11,11] y=f32[64,64,55,55/193600,3025,55,1] "
+            "pad=2,2 stride=4,4 dilation=1,1 groups=1 mode=xcorr compute=f32 math=fma workspace_limit=1073741824");
+}
+
+TEST(ConvolutionSignature, EveryFieldThatDecidesSpeedChangesTheKey) {
+  const std::string base = conv1().text();
+  std::vector<ConvolutionSignature> variants(10, conv1());
+  variants[0].x.type = "bf16";
+  variants[1].x.strides = {150528, 1, 672, 3};  // NHWC
+  variants[2].y.strides = {387200, 3025, 55, 1};  // a slice of a concat
+  variants[3].filter_format = "nhwc";
+  variants[4].filter_dims[0] = 96;
+  variants[5].padding = {1, 1};
+  variants[6].stride = {2, 2};
+  variants[7].math = "default";  // tf32 against strict fp32
+  variants[8].workspace_limit_bytes = 256 << 20;
+  variants[9].x.dims[0] = 32;
+  for (std::size_t i = 0; i < variants.size(); ++i) EXPECT_NE(variants[i].text(), base) << i;
+  EXPECT_EQ(conv1().text(), base);
+}
+
 // ---- The cache -----------------------------------------------------------------
 
 TEST_F(TempDir, InMemoryCacheCountsHitsAndMissesAndWritesNothing) {

@@ -167,6 +167,34 @@ void write_atomically(const std::filesystem::path& path, const std::string& text
 
 }  // namespace
 
+std::string ConvolutionSignature::text() const {
+  std::ostringstream out;
+  const auto list = [&](const auto& values) {
+    for (std::size_t i = 0; i < values.size(); ++i) out << (i ? "," : "") << values[i];
+  };
+  const auto tensor = [&](const char* name, const Tensor& t) {
+    out << name << "=" << t.type << "[";
+    list(t.dims);
+    out << "/";
+    list(t.strides);
+    out << "] ";
+  };
+  tensor("x", x);
+  out << "w=" << filter_type << ":" << filter_format << "[";
+  list(filter_dims);
+  out << "] ";
+  tensor("y", y);
+  out << "pad=";
+  list(padding);
+  out << " stride=";
+  list(stride);
+  out << " dilation=";
+  list(dilation);
+  out << " groups=" << groups << " mode=" << mode << " compute=" << compute_type << " math=" << math
+      << " workspace_limit=" << workspace_limit_bytes;
+  return out.str();
+}
+
 double median_ms(std::vector<double> samples) {
   samples.erase(std::remove_if(samples.begin(), samples.end(), [](double v) { return std::isnan(v); }),
                 samples.end());
@@ -205,7 +233,13 @@ AlgorithmCache::AlgorithmCache(std::filesystem::path path, MeasurementContext co
   if (!std::filesystem::exists(path_, error)) return;  // a cold cache: created by the first save()
   if (std::filesystem::is_directory(path_, error))
     throw UsageError("algorithm cache " + path_.string() + " is a directory; --algo-cache names a file");
-  merge_json(parse(read_all(path_), path_.string()), path_.string());
+  std::string text;
+  try {
+    text = read_all(path_);
+  } catch (const Error& error) {
+    throw UsageError("algorithm cache " + path_.string() + " cannot be read: " + error.what());
+  }
+  merge_json(parse(text, path_.string()), path_.string());
   unsaved_ = false;
 }
 

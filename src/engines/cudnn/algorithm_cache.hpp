@@ -19,6 +19,7 @@
 // Plain C++ (no CUDA): the file format, keys and the choice are tested on the CPU.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <filesystem>
 #include <map>
@@ -37,6 +38,25 @@ struct MeasurementContext {
   std::string device;     // "NVIDIA H200 cc=9.0 sms=132"
   std::string libraries;  // "cudnn=9.19.0 cublas=12.9.1 cudart=12.9"
   bool operator==(const MeasurementContext&) const = default;
+};
+
+// What decides a convolution's speed, as its descriptors say: the cache key
+// (with the op's direction in front). Built from the descriptors by
+// algorithms.cpp; `text()` is the signature, readable in the cache file.
+struct ConvolutionSignature {
+  struct Tensor {
+    std::string type;                 // "f32", "bf16", ...
+    std::array<int, 4> dims{};        // N, C, H, W
+    std::array<int, 4> strides{};     // [elements]: the layout (NCHW, NHWC, a concat slice)
+  };
+  Tensor x, y;                        // input and output (backward data: dx and dy; backward filter: x and dy)
+  std::string filter_type, filter_format;  // "f32", "nchw" / "nhwc"
+  std::array<int, 4> filter_dims{};   // K, C, R, S
+  std::array<int, 2> padding{}, stride{}, dilation{};
+  int groups = 1;
+  std::string mode, compute_type, math;  // "xcorr", "f32", "fma" / "default" / "tc"
+  std::size_t workspace_limit_bytes = 0;
+  std::string text() const;
 };
 
 // One measured candidate of one op.
