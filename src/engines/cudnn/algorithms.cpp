@@ -74,24 +74,73 @@ using Search = std::function<int(bool measured, int max_count)>;
 // Runs one algorithm on the search arena with its math type: the status.
 using RunAlgorithm = std::function<cudnnStatus_t(const AlgorithmChoice&)>;
 
-// Median of kRetimeRepetitions runs of `run` on `stream` after one untimed
-// [ms]; NaN where the algorithm fails.
-double retime(cudaStream_t stream, const AlgorithmChoice& choice, const RunAlgorithm& run) {
-  if (run(choice) != CUDNN_STATUS_SUCCESS) return NAN;
-  const Event begin = make_event(), end = make_event();
+// The [ms] between consecutive events, once the last has completed.
+std::vector<double> intervals_ms(const std::vector<Event>& events) {
+  CB_CHECK_CUDA(cudaEventSynchronize(events.back()));
   std::vector<double> samples;
-  for (int i = 0; i < kRetimeRepetitions; ++i) {
-    CB_CHECK_CUDA(cudaEventRecord(begin, stream));
-    const cudnnStatus_t status = run(choice);
-    CB_CHECK_CUDA(cudaEventRecord(end, stream));
-    CB_CHECK_CUDA(cudaEventSynchronize(end));
-    if (status != CUDNN_STATUS_SUCCESS) return NAN;
+  for (std::size_t i = 0; i + 1 < events.size(); ++i) {
     float ms = 0;
-    CB_CHECK_CUDA(cudaEventElapsedTime(&ms, begin, end));
+    CB_CHECK_CUDA(cudaEventElapsedTime(&ms, events[i], events[i + 1]));
     samples.push_back(ms);
   }
-  return median_ms(std::move(samples));
+  return samples;
 }
+
+// kRetimeRepetitions runs back to back, an event between each two, captured
+// as one CUDA graph and replayed twice (the first replay untimed): how a
+// graphed step runs them, with no host launch gap in the times. Empty where
+// the runs cannot be captured (the caller then times them eagerly).
+std::vector<double> graphed_runs(cudaStream_t stream, const std::function<bool()>& run) {
+  std::vector<Event> events;
+  for (int i = 0; i <= kRetimeRepetitions; ++i) events.push_back(make_event());
+  CB_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));  // as CudnnSession::capture_graph
+  bool captured_all = true;
+  cudaGraph_t captured = nullptr;
+  try {
+    for (int i = 0; i <= kRetimeRepetitions && captured_all; ++i) {
+      captured_all = cudaEventRecordWithFlags(events[static_cast<std::size_t>(i)], stream, cudaEventRecordExternal) ==
+                     cudaSuccess;
+      if (captured_all && i < kRetimeRepetitions) captured_all = run();
+    }
+  } catch (...) {
+    (void)cudaStreamEndCapture(stream, &captured);  // never leave the stream capturing
+    if (captured != nullptr) (void)cudaGraphDestroy(captured);
+    (void)cudaGetLastError();
+    throw;
+  }
+  const cudaError_t ended = cudaStreamEndCapture(stream, &captured);
+  const Graph graph(captured);
+  cudaGraphExec_t exec = nullptr;
+  if (!captured_all || ended != cudaSuccess || captured == nullptr ||
+      cudaGraphInstantiate(&exec, captured, 0) != cudaSuccess) {
+    (void)cudaGetLastError();  // a refused capture is not the next call's error
+    return {};
+  }
+  const GraphExec replay(exec);
+  CB_CHECK_CUDA(cudaGraphLaunch(replay, stream));
+  CB_CHECK_CUDA(cudaGraphLaunch(replay, stream));
+  CB_CHECK_CUDA(cudaStreamSynchronize(stream));  // the events were recorded by the graph's nodes
+  return intervals_ms(events);
+}
+
+// kRetimeRepetitions runs enqueued back to back, an event between each two:
+// how an ungraphed step runs them. Empty where a run fails.
+std::vector<double> eager_runs(cudaStream_t stream, const std::function<bool()>& run) {
+  std::vector<Event> events;
+  for (int i = 0; i <= kRetimeRepetitions; ++i) events.push_back(make_event());
+  for (int i = 0; i < kRetimeRepetitions; ++i) {
+    CB_CHECK_CUDA(cudaEventRecord(events[static_cast<std::size_t>(i)], stream));
+    if (!run()) {
+      CB_CHECK_CUDA(cudaStreamSynchronize(stream));
+      return {};
+    }
+  }
+  CB_CHECK_CUDA(cudaEventRecord(events.back(), stream));
+  return intervals_ms(events);
+}
+
+// Graphed and eager runs are different timing contexts (median_in_context_ms): each has its own records.
+const char* timing_of(const SetupContext& ctx) { return ctx.config.cuda_graphs ? " timing=graphed" : " timing=eager"; }
 
 bool same(const AlgorithmChoice& a, const AlgorithmChoice& b) { return a.algorithm == b.algorithm && a.math == b.math; }
 
@@ -107,7 +156,7 @@ std::vector<AlgorithmChoice> candidates_by_policy(SetupContext& ctx, const Convo
     if (choices.empty()) none_fits(direction, limit);
     return choices;
   }
-  const std::string signature = std::string("conv.") + direction + " " + problem_signature(ctx, p);
+  const std::string signature = std::string("conv.") + direction + " " + problem_signature(ctx, p) + timing_of(ctx);
   std::vector<MeasuredCandidate> measured;
   const MeasuredChoice* cached = ctx.algorithm_cache ? ctx.algorithm_cache->find(signature) : nullptr;
   if (cached != nullptr) {
@@ -138,7 +187,7 @@ std::vector<AlgorithmChoice> candidates_by_policy(SetupContext& ctx, const Convo
           m.heuristic_rank = static_cast<int>(rank);
           break;
         }
-      m.median_ms = retime(ctx.stream, c, run);
+      m.median_ms = median_in_context_ms(ctx, [&] { return run(c) == CUDNN_STATUS_SUCCESS; });
       m.repetitions = kRetimeRepetitions;
       measured.push_back(m);
     }
@@ -345,11 +394,21 @@ std::vector<AlgorithmChoice> backward_filter_candidates(SetupContext& ctx, const
                              run, -1);
 }
 
+double median_in_context_ms(const SetupContext& ctx, const std::function<bool()>& run) {
+  if (!run()) return NAN;
+  CB_CHECK_CUDA(cudaStreamSynchronize(ctx.stream));
+  std::vector<double> samples;
+  if (ctx.config.cuda_graphs) samples = graphed_runs(ctx.stream, run);
+  if (samples.empty()) samples = eager_runs(ctx.stream, run);
+  return median_ms(std::move(samples));
+}
+
 std::vector<float> measured_times_ms(SetupContext& ctx, const std::string& signature,
                                      const std::vector<std::string>& names,
                                      const std::function<std::vector<float>()>& measure) {
   std::vector<float> times(names.size(), NAN);
-  const MeasuredChoice* cached = ctx.algorithm_cache ? ctx.algorithm_cache->find(signature) : nullptr;
+  const std::string key = signature + timing_of(ctx);
+  const MeasuredChoice* cached = ctx.algorithm_cache ? ctx.algorithm_cache->find(key) : nullptr;
   if (cached != nullptr) {
     for (std::size_t i = 0; i < names.size(); ++i)
       for (const MeasuredCandidate& m : cached->candidates)
@@ -365,7 +424,7 @@ std::vector<float> measured_times_ms(SetupContext& ctx, const std::string& signa
     m.median_ms = measured[i];
     record.candidates.push_back(m);
   }
-  if (ctx.algorithm_cache) ctx.algorithm_cache->insert(signature, std::move(record));
+  if (ctx.algorithm_cache) ctx.algorithm_cache->insert(key, std::move(record));
   return times;
 }
 

@@ -6,9 +6,11 @@
 //               cudnnFind*AlgorithmEx ranks every algorithm; its top
 //               candidates (plus the heuristic's first choice, and for the
 //               forward IMPLICIT_PRECOMP_GEMM, the one cuDNN fuses bias and
-//               relu with) are then re-timed on the session's stream and
-//               workspace, kRetimeRepetitions runs each, and ordered by
-//               MEDIAN with algorithm_cache.hpp's tie rule. cudnnFind's
+//               relu with) are then re-timed as the step runs them
+//               (median_in_context_ms: the session's stream, the search
+//               workspace, inside a CUDA graph where the steps are graphed),
+//               kRetimeRepetitions runs each, and ordered by MEDIAN with
+//               algorithm_cache.hpp's tie rule. cudnnFind's
 //               isolated single timings disagreed with in-graph times and
 //               picked differently in every process (GoogLeNet bf16
 //               inference: 3.85-5.47 ms over six processes on the H200).
@@ -74,6 +76,15 @@ std::string problem_signature(const SetupContext& ctx, const ConvolutionProblem&
 std::vector<AlgorithmChoice> forward_candidates(SetupContext& ctx, const ConvolutionProblem& p);
 std::vector<AlgorithmChoice> backward_data_candidates(SetupContext& ctx, const ConvolutionProblem& p);
 std::vector<AlgorithmChoice> backward_filter_candidates(SetupContext& ctx, const ConvolutionProblem& p);
+
+// The median [ms] of kRetimeRepetitions runs of `run` in the context the
+// step runs in, after one untimed run: on the session's stream, back to back
+// with an event between each two, captured as one CUDA graph and replayed
+// where the cell's steps are graphed (else, or where capture is refused,
+// enqueued eagerly), so host launch gaps that a graphed step does not have
+// do not rank the candidates. `run` returns false where the candidate fails
+// (NaN then); its exceptions pass through.
+double median_in_context_ms(const SetupContext& ctx, const std::function<bool()>& run);
 
 // Candidates of our own (cuBLAS GEMMs, our kernels), one time each [ms] in
 // the order of `names`: replayed from ctx.algorithm_cache where it holds

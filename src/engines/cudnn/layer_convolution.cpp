@@ -255,8 +255,8 @@ class Convolution final : public LayerImpl {
       gemm_weight_gradient(ctx.blas, gemm_shape(), a.x, a.y, a.w);
     });
   }
-  // Median of five runs of a cuBLAS-based candidate on the search arena
-  // (after one untimed) [ms]. The arena's workspace holds the workspace the
+  // The median of a cuBLAS-based candidate's runs on the search arena
+  // (median_in_context_ms) [ms]. The arena's workspace holds the workspace the
   // steps will give cuBLAS (its choice of split-K depends on it), then
   // `scratch_bytes` for the candidate. NaN where the arena's workspace is
   // smaller or cuBLAS refuses, so that cuDNN's algorithm stays.
@@ -269,7 +269,10 @@ class Convolution final : public LayerImpl {
     float ms = NAN;
     try {
       CB_CHECK_CUBLAS(cublasSetWorkspace(ctx.blas, arena.workspace, blas_bytes));
-      ms = median_ms(ctx.stream, [&] { run(arena, scratch); });
+      ms = static_cast<float>(median_in_context_ms(ctx, [&] {
+        run(arena, scratch);
+        return true;
+      }));
     } catch (const OutOfMemory&) {
       throw;  // the cell's answer is oom, as for any allocation
     } catch (const Error&) {
@@ -291,37 +294,20 @@ class Convolution final : public LayerImpl {
       const SetupContext::Arena& arena = ctx.arena();
       if (arena.workspace_bytes < static_cast<std::size_t>(bias_accumulator.bytes())) return std::vector<float>{NAN, NAN};
       const cudnnTensorDescriptor_t dy_desc = dyd, db_desc = bd;
-      const float cudnn_ms = median_ms(ctx.stream, [&] {
+      const double cudnn_ms = median_in_context_ms(ctx, [&] {
         CB_CHECK_CUDNN(cudnnConvolutionBackwardBias(ctx.dnn, &kOne, dy_desc, arena.y, &kZero, db_desc, arena.w));
+        return true;
       });
-      const float kernel_ms = median_ms(ctx.stream, [&] {
+      const double kernel_ms = median_in_context_ms(ctx, [&] {
         kernels::channel_sum(arena.y, dy.type, dy.dims, dy.strides, static_cast<float*>(arena.workspace), arena.w,
                              db.type, ctx.stream);
+        return true;
       });
-      return std::vector<float>{cudnn_ms, kernel_ms};
+      return std::vector<float>{static_cast<float>(cudnn_ms), static_cast<float>(kernel_ms)};
     });
     bias_cudnn_ms = times[0];
     bias_kernel_ms = times[1];
     bias_gradient_kernel = clearly_faster(bias_kernel_ms, bias_cudnn_ms);  // near-ties keep cuDNN's
-  }
-
-  // Median of five runs on `stream` after one untimed [ms].
-  template <typename Run>
-  static float median_ms(cudaStream_t stream, Run&& run) {
-    run();
-    const Event begin = make_event(), end = make_event();
-    std::vector<float> times;
-    for (int i = 0; i < 5; ++i) {
-      CB_CHECK_CUDA(cudaEventRecord(begin, stream));
-      run();
-      CB_CHECK_CUDA(cudaEventRecord(end, stream));
-      CB_CHECK_CUDA(cudaEventSynchronize(end));
-      float ms = 0;
-      CB_CHECK_CUDA(cudaEventElapsedTime(&ms, begin, end));
-      times.push_back(ms);
-    }
-    std::sort(times.begin(), times.end());
-    return times[times.size() / 2];
   }
 
   // The relu after it is applied here: by cuDNN's fused call or by our epilogue kernel.
