@@ -6,7 +6,8 @@
 For every cell measured in all the cubes: the medians, max ÷ min of them (the
 target is <= 1.02), whether the plans agree (the cell's `decisions` with every
 measured time taken out: the same algorithms, layouts and fusions), and the
-algorithm cache's hits and misses per cube. With --logs: the wall time each
+algorithm cache's hits and misses per cube; last/1st and its geometric mean
+compare two settings (e.g. --layout nchw then nhwc). With --logs: the wall time each
 seed log records (gpu_session.sh's seed stage ends its log with
 "seed wall_s N"). Exit 1 when a cell's spread exceeds --limit.
 
@@ -14,6 +15,7 @@ h5py only (bench/cube_cells.py's reader), so it runs on the GPU machine too.
 """
 
 import argparse
+import math
 import pathlib
 import re
 import sys
@@ -49,12 +51,15 @@ def spread_table(cubes, limit, engine="cudnn"):
         rows.append((key, medians, ratio, same_plan, cache))
     print(f"{'network':10} {'precision':9} {'phase':9} {'batch':>5}  "
           + "  ".join(f"{'cube' + str(i + 1):>8}" for i in range(len(cubes)))
-          + f"  {'max/min':>7}  plan  cache hits/misses")
+          + f"  {'max/min':>7}  {'last/1st':>8}  plan  cache hits/misses")
     for (network, precision, phase, batch), medians, ratio, same_plan, cache in rows:
         flag = "" if ratio <= limit else "  <-- over " + str(limit)
         print(f"{network:10} {precision:9} {phase:9} {batch:5}  " + "  ".join(f"{m:8.3f}" for m in medians)
-              + f"  {ratio:7.4f}  {'same' if same_plan else 'DIFF':4}  {cache}{flag}")
+              + f"  {ratio:7.4f}  {medians[-1] / medians[0]:8.4f}  {'same' if same_plan else 'DIFF':4}  {cache}{flag}")
     over = sum(1 for r in rows if r[2] > limit)
+    if rows:  # e.g. cube1 = --layout nchw, cube2 = --layout nhwc: below 1, the last is faster
+        geomean = math.exp(sum(math.log(r[1][-1] / r[1][0]) for r in rows) / len(rows))
+        print(f"\ngeometric mean of last/first cube's medians: {geomean:.4f}")
     print(f"\n{len(rows)} cells in all {len(cubes)} cubes; worst max/min {worst:.4f}; "
           f"{over} over {limit}; {sum(1 for r in rows if not r[3])} with different plans")
     missing = set.union(*(set(c) for c in cells)) - set(common)

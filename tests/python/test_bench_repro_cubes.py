@@ -43,7 +43,8 @@ def test_spread_is_max_over_min_of_each_cells_medians(cubes):
         assert float(fields[4]) == pytest.approx(a[phase], abs=5e-4)
         assert float(fields[5]) == pytest.approx(b[phase], abs=5e-4)
         assert float(fields[6]) == pytest.approx(max(a[phase], b[phase]) / min(a[phase], b[phase]), abs=5e-4)
-        assert fields[7] == "same"  # the same engine and options: the same plan
+        assert float(fields[7]) == pytest.approx(b[phase] / a[phase], abs=5e-4)
+        assert fields[8] == "same"  # the same engine and options: the same plan
     assert "2 cells in all 2 cubes" in result.stdout
 
 
