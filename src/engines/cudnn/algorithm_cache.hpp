@@ -125,7 +125,7 @@ class AlgorithmCache {
   std::filesystem::path path_;
   MeasurementContext context_;
   std::map<std::string, MeasuredChoice> records_;      // this context's, by signature
-  std::map<std::string, nlohmann::json> foreign_;      // other contexts' records, verbatim, by device|libraries|signature
+  std::map<std::string, nlohmann::json> foreign_;      // other contexts' records, verbatim, by context and signature
   Counts counts_;
   bool unsaved_ = false;
 };

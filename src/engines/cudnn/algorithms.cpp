@@ -210,7 +210,8 @@ std::vector<AlgorithmChoice> candidates_by_policy(SetupContext& ctx, const Convo
 
 // Sets the descriptor's math type to the candidate's where the precision allows (see adopt_math_type).
 void use_math(const SetupContext& ctx, cudnnConvolutionDescriptor_t conv, const AlgorithmChoice& c) {
-  CB_CHECK_CUDNN(cudnnSetConvolutionMathType(conv, adopt_math_type(ctx.precision) ? c.math : initial_math_type(ctx.precision)));
+  const cudnnMathType_t math = adopt_math_type(ctx.precision) ? c.math : initial_math_type(ctx.precision);
+  CB_CHECK_CUDNN(cudnnSetConvolutionMathType(conv, math));
 }
 
 [[noreturn]] void none_fits(const char* direction, std::size_t limit) {

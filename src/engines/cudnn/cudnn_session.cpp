@@ -84,7 +84,8 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const E
   }
   const AlgorithmCache::Counts counts_before = algorithm_cache->counts();
   {
-    SetupContext ctx(dnn_, stream_, config, cell.precision, config.workspace_limit_bytes);
+    // config_, not config: data parallel runs its steps (and so times its candidates) without graphs.
+    SetupContext ctx(dnn_, stream_, config_, cell.precision, config_.workspace_limit_bytes);
     ctx.blas = blas_;
     ctx.algorithm_cache = algorithm_cache;
     for (auto& impl : impls_) impl->plan_search(ctx);
