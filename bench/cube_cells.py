@@ -15,7 +15,7 @@ def _text(value):
 
 
 def cudnn_cells(path, engine_name="cudnn"):
-    """{(network, precision, phase, batch): {"median_ms", "loss", "peak_memory_bytes", "status"}}
+    """{(network, precision, phase, batch): {"median_ms", "loss", "peak_memory_bytes", "decisions"}}
     for every measured cell of `engine_name` at gpus = 1 and replica 0 of the first device."""
     cells = {}
     with h5py.File(path, "r") as cube:
@@ -26,6 +26,7 @@ def cudnn_cells(path, engine_name="cudnn"):
         # Schema 2 has a gpus axis between phase and replica: the single-GPU cells are at gpus = 1.
         gpus_axis = ((list(cube["gpus"][()]).index(1),) if "gpus" in cube else ())
         median, peak, message = cube["median_ms"][()], cube["peak_memory_bytes"][()], cube["message"][()]
+        decisions = cube["decisions"][()] if "decisions" in cube else None
         engine = names["engine"].index(engine_name)
         for i_n, network in enumerate(names["network"]):
             for i_p, precision in enumerate(names["precision"]):
@@ -37,5 +38,6 @@ def cudnn_cells(path, engine_name="cudnn"):
                         text = _text(message[at])
                         loss = float(text.rsplit("loss ", 1)[1]) if "loss " in text else float("nan")
                         cells[(network, precision, phase, int(batch))] = {
-                            "median_ms": float(median[at]), "loss": loss, "peak_memory_bytes": float(peak[at])}
+                            "median_ms": float(median[at]), "loss": loss, "peak_memory_bytes": float(peak[at]),
+                            "decisions": _text(decisions[at]) if decisions is not None else ""}
     return cells

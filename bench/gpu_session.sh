@@ -24,7 +24,8 @@
 #             amp-bf16, both phases ($CUBE20_NETWORKS, default all seven; $CUBE20_ENGINES); one cube,
 #             $OUT/cube20.h5; CUBE20_ARGS=--resume continues it from a journal copied into $OUT
 # Environment: STEPS (timed steps, default 50), WARMUP (10), TLIMIT (seconds per stage, 240);
-# SEED_ALGO, SEED_ARGS and SEED_OUT (the seed stage's cube and log name, default seed).
+# SEED_ALGO, SEED_ARGS and SEED_OUT (the seed stage's cube and log name, default seed;
+# e.g. SEED_ARGS="--algo-cache $OUT/algorithms.json" to save and replay the measured choices).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -81,10 +82,13 @@ for stage in "$@"; do
     seed)
       # --algo exhaustive by default: the PyTorch stage compares against cudnn.benchmark = True,
       # which measures its algorithms too (heuristic fp32 picks implicit GEMM where FFT/Winograd win).
+      # The log ends with "seed wall_s N" (bench/repro_cubes.py --logs reads it).
+      seed_start=$SECONDS
       timeout "$TLIMIT" $CB run --job jobs/seed2017.ini --set matrix.engines=cudnn --algo "${SEED_ALGO:-exhaustive}" \
         --set matrix.precisions=fp32,tf32,fp16,bf16 --set measure.min_steps="$STEPS" \
         --set measure.target_ci=0.02 ${SEED_ARGS:-} --output "$OUT/${SEED_OUT:-seed}.h5" 2>&1 |
-        tee "$OUT/${SEED_OUT:-seed}.log" | tail -70 ;;
+        tee "$OUT/${SEED_OUT:-seed}.log" | tail -70
+      echo "seed wall_s $((SECONDS - seed_start))" | tee -a "$OUT/${SEED_OUT:-seed}.log" ;;
     kitcompare)
       for precision in fp32 tf32 bf16; do
         for side in before after; do

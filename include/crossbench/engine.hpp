@@ -115,6 +115,7 @@ struct EngineConfig {
   int threads = 1;                // CPU engines: threads of the rank's binding
   // GPU engines:
   AlgorithmPolicy algorithm = AlgorithmPolicy::heuristic;  // convolution algorithm choice
+  std::string algorithm_cache_path;  // exhaustive: measured choices saved and replayed (JSON); empty: in memory
   std::int64_t workspace_limit_bytes = 1LL << 30;          // per convolution [bytes]
   Layout layout = Layout::automatic;  // automatic: NCHW for fp32/tf32, NHWC for fp16/bf16
   bool cuda_graphs = false;           // capture the step as a CUDA graph and replay it

@@ -14,6 +14,7 @@
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
 #include "crossbench/text_file.hpp"
+#include "engines/cudnn/algorithm_cache.hpp"
 #include "engines/worker/worker_engine.hpp"
 
 namespace po = boost::program_options;
@@ -43,6 +44,7 @@ const std::vector<std::tuple<std::string, std::string, std::string>>& key_table(
       {"measure", "layer_times", "true: after an ok cell's timed steps, a separate pass times each layer's forward and backward; never changes the headline (default false); --layer-times"},
       {"measure", "layer_time_repetitions", "profiled steps of --layer-times; each layer's time is their median (default 10)"},
       {"engine", "algo", "GPU convolution algorithms: heuristic (the library's first choice) or exhaustive (measured search, untimed) (default heuristic)"},
+      {"engine", "algo_cache", "exhaustive: a JSON file of measured algorithm choices, keyed by device, library versions and layer signature; a warm cache replays them with no search, misses are searched and appended (default: none, choices kept in memory for the run); --algo-cache"},
       {"engine", "workspace_limit_mb", "GPU convolution workspace limit per convolution [MiB] (default 1024)"},
       {"engine", "layout", "auto (NCHW for fp32/tf32, NHWC for fp16/bf16), nchw or nhwc (default auto)"},
       {"engine", "cuda_graphs", "true: capture each step as a CUDA graph and replay it (default false)"},
@@ -227,6 +229,7 @@ Options parse_run_options(const std::vector<std::string>& arguments, const std::
       "checkpoint-s", po::value<double>(), "rewrite the cube this often [s]")(
       "stop-grace-s", po::value<double>(), "after a stop signal, the running cell may finish this long [s] (default 120)")(
       "algo", po::value<std::string>(), "= --set engine.algo=...")(
+      "algo-cache", po::value<std::string>(), "= --set engine.algo_cache=FILE")(
       "layout", po::value<std::string>(), "= --set engine.layout=...")(
       "update", po::value<std::string>(), "= --set measure.update=...")(
       "gpus", po::value<std::string>(), "= --set matrix.gpus=...")(
@@ -267,6 +270,7 @@ Options parse_run_options(const std::vector<std::string>& arguments, const std::
     for (const auto& assignment : given["set"].as<std::vector<std::string>>()) apply_override(settings, assignment);
   // Flags that are shorthands for job-file keys, validated the same way.
   if (given.count("algo")) apply_override(settings, "engine.algo=" + given["algo"].as<std::string>());
+  if (given.count("algo-cache")) apply_override(settings, "engine.algo_cache=" + given["algo-cache"].as<std::string>());
   if (given.count("layout")) apply_override(settings, "engine.layout=" + given["layout"].as<std::string>());
   if (given.count("update")) apply_override(settings, "measure.update=" + given["update"].as<std::string>());
   if (given.count("gpus")) apply_override(settings, "matrix.gpus=" + given["gpus"].as<std::string>());
@@ -404,6 +408,14 @@ Options parse_run_options(const std::vector<std::string>& arguments, const std::
     if (algo->first == "heuristic") options.engine.algorithm = AlgorithmPolicy::heuristic;
     else if (algo->first == "exhaustive") options.engine.algorithm = AlgorithmPolicy::exhaustive;
     else throw UsageError(algo->second + ": unknown [engine] algo '" + algo->first + "'; valid: heuristic, exhaustive");
+  }
+  if (const auto* cache = value("engine.algo_cache")) {
+    if (cache->first.empty()) throw UsageError(cache->second + ": [engine] algo_cache needs a file name");
+    if (options.engine.algorithm != AlgorithmPolicy::exhaustive)
+      throw UsageError(cache->second + ": [engine] algo_cache applies to algo = exhaustive (the measured search) only");
+    options.engine.algorithm_cache_path = std::filesystem::absolute(cache->first).string();
+    // Read once here, before MPI starts, so that a corrupt file is refused (exit 2) before any output exists.
+    cudnn::AlgorithmCache(options.engine.algorithm_cache_path, {});
   }
   options.engine.workspace_limit_bytes = integer_setting("engine.workspace_limit_mb", 1024, 0, 1 << 24) << 20;
   if (const auto* layout = value("engine.layout")) {

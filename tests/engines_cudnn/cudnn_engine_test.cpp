@@ -12,6 +12,7 @@
 // tests/engines_cudnn/reference.json under the working directory (the GPU
 // machine runs from the repository root), else under the source directory.
 #include <cuda_runtime.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -336,6 +337,70 @@ TEST(CudnnSession, RecordsItsDecisionsAndExactMemory) {
   ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
   EXPECT_LE(static_cast<double>(free_before) - static_cast<double>(free_after), 64.0 * (1 << 20))
       << "a finished session gives its memory back";
+}
+
+// "algo_cache=FILE(hits=H,misses=M)" taken out: the rest of the decisions
+// (choices and the candidates' medians) must be replayed exactly.
+std::string without_cache_use(const std::string& decisions, int& hits, int& misses) {
+  const auto at = decisions.find(" algo_cache=");
+  if (at == std::string::npos) return decisions;
+  const auto end = decisions.find(')', at);
+  const std::string use = decisions.substr(at, end - at);
+  hits = std::stoi(use.substr(use.find("hits=") + 5));
+  misses = std::stoi(use.substr(use.find("misses=") + 7));
+  return decisions.substr(0, at) + decisions.substr(end + 1);
+}
+
+TEST(CudnnEngine, AlgorithmCacheReplaysThePlanWithNoSearch) {
+  SKIP_WITHOUT_GPU();
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("cb_algo_cache_gpu_" + std::to_string(::getpid()) + ".json");
+  std::filesystem::remove(file);
+  const Network network = make_network("googlenet");
+  const CellSpec cell{"cudnn", "googlenet", Precision::bf16, 8, Phase::training, 0};
+  EngineConfig config;
+  config.algorithm = AlgorithmPolicy::exhaustive;
+  config.cuda_graphs = true;
+  config.algorithm_cache_path = file.string();
+  const Device device = probe_gpu(0, "");
+  std::string cold_plan;
+  OutputCheck cold_check;
+  {
+    auto engine = make_engine("cudnn", device, config);
+    auto session = engine->prepare(network, cell);
+    int hits = -1, misses = -1;
+    cold_plan = without_cache_use(session->decisions(), hits, misses);
+    EXPECT_GT(misses, 0) << session->decisions();
+    EXPECT_NE(cold_plan.find("search_arena="), std::string::npos) << cold_plan;
+    cold_check = session->check();
+    session.reset();
+    // The same cell again in this process: every choice from the engine's memory.
+    auto again = engine->prepare(network, cell);
+    EXPECT_EQ(without_cache_use(again->decisions(), hits, misses), cold_plan);
+    EXPECT_EQ(misses, 0) << again->decisions();
+  }
+  ASSERT_TRUE(std::filesystem::exists(file));
+  // A new engine (as a new process): the file replays the plan, with no search at all.
+  auto engine = make_engine("cudnn", device, config);
+  auto session = engine->prepare(network, cell);
+  int hits = -1, misses = -1;
+  const std::string warm_plan = without_cache_use(session->decisions(), hits, misses);
+  EXPECT_EQ(misses, 0) << session->decisions();
+  EXPECT_GT(hits, 0);
+  EXPECT_EQ(warm_plan.find("search_arena="), std::string::npos) << "a warm cache allocates no search arena";
+  // Every layer's choice and its candidates' medians, replayed exactly.
+  EXPECT_EQ(cold_plan.substr(cold_plan.find(';')), warm_plan.substr(warm_plan.find(';')));
+  // The same algorithms compute the same numbers (the weight gradients'
+  // algorithms may sum in a different order: relative 1e-3).
+  const OutputCheck warm_check = session->check();
+  EXPECT_NEAR(warm_check.loss, cold_check.loss, 1e-5 * std::abs(cold_check.loss));
+  EXPECT_NEAR(warm_check.logits_checksum, cold_check.logits_checksum, 1e-5 * std::abs(cold_check.logits_checksum) + 1e-6);
+  ASSERT_EQ(warm_check.gradient_norms.size(), cold_check.gradient_norms.size());
+  for (std::size_t i = 0; i < warm_check.gradient_norms.size(); ++i)
+    EXPECT_NEAR(warm_check.gradient_norms[i], cold_check.gradient_norms[i], 1e-3 * cold_check.gradient_norms[i])
+        << "tensor " << i;
+  std::filesystem::remove(file);
+  std::filesystem::remove(file.string() + ".lock");
 }
 
 TEST(CudnnSession, TelemetryOverTimedSteps) {

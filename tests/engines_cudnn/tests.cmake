@@ -1,6 +1,12 @@
 # The native cuDNN engine's tests (src/engines/cudnn/). Built when the CUDA
 # toolkit and cuDNN are (CROSSBENCH_ENABLE_CUDA); the `gpu` tests skip with a
 # reason where no GPU is visible and run for real on a GPU machine.
+
+# The algorithm cache and the measured choice's ordering are plain C++: tested
+# in every build, on the CPU (the source compiles into the test directly).
+crossbench_test(cudnn_algorithm_cache_test LABEL cpu LINKS crossbench_base
+                SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_algorithm_cache_test.cpp
+                        ${CMAKE_SOURCE_DIR}/src/engines/cudnn/algorithm_cache.cpp)
 if(CROSSBENCH_ENABLE_CUDA)
   crossbench_test(cudnn_engine_test LABEL gpu LINKS crossbench_engines
                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_engine_test.cpp)

@@ -81,6 +81,29 @@ def test_set_override_is_validated_like_the_job_file(tmp_path, run_crossbench):
     assert not (tmp_path / "o.h5").exists()
 
 
+def test_algo_cache_is_checked_before_anything_runs(tmp_path, run_crossbench):
+    job = write_job(tmp_path, TINY_JOB)
+    cache = tmp_path / "algorithms.json"
+    output = tmp_path / "o.h5"
+    # Only the measured search has choices to cache.
+    result = run_crossbench("run", "--job", job, "--algo-cache", cache, "--output", output)
+    assert result.returncode == 2 and "algo_cache applies to algo = exhaustive" in result.stderr, result.stderr
+    # A file that is not a cache: exit 2 naming it, and nothing written.
+    for text, problem in [("{not json", "not valid JSON"),
+                          ('{"format": "crossbench-algorithm-cache/9", "records": []}', "format 'crossbench-algorithm-cache/9'"),
+                          ('{"format": "crossbench-algorithm-cache/1", "records": [{"device": "d"}]}', "record 0 has no 'libraries'")]:
+        cache.write_text(text)
+        result = run_crossbench("run", "--job", job, "--algo", "exhaustive", "--algo-cache", cache, "--output", output)
+        assert result.returncode == 2, result.stderr
+        assert str(cache) in result.stderr and problem in result.stderr, result.stderr
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["algorithms.json", "job.ini"]
+    # A missing file is a cold cache, and the job-file key is the same option.
+    cache.unlink()
+    result = run_crossbench("plan", "--job", job, "--set", "engine.algo=exhaustive", "--set", f"engine.algo_cache={cache}")
+    assert result.returncode == 0, result.stderr
+    assert not cache.exists()
+
+
 def test_missing_job_file(tmp_path, run_crossbench):
     result = run_crossbench("run", "--job", tmp_path / "absent.ini", "--output", tmp_path / "o.h5")
     assert result.returncode == 2

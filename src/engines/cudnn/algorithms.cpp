@@ -1,9 +1,14 @@
 // Algorithm candidates of the three convolution directions, by policy.
 #include "engines/cudnn/algorithms.hpp"
 
+#include <algorithm>
+#include <iomanip>
+#include <sstream>
 #include <vector>
 
 #include "crossbench/error.hpp"
+#include "engines/cudnn/algorithm_cache.hpp"
+#include "engines/cudnn/handles.hpp"
 
 namespace crossbench::cudnn {
 namespace {
@@ -38,6 +43,175 @@ std::vector<AlgorithmChoice> usable(const Perf* results, int count, std::size_t 
     choices.push_back(c);
   }
   return choices;
+}
+
+[[noreturn]] void none_fits(const char* direction, std::size_t limit);
+
+const char* type_name(cudnnDataType_t type) {
+  switch (type) {
+    case CUDNN_DATA_FLOAT: return "f32";
+    case CUDNN_DATA_DOUBLE: return "f64";
+    case CUDNN_DATA_HALF: return "f16";
+    case CUDNN_DATA_BFLOAT16: return "bf16";
+    case CUDNN_DATA_INT8: return "i8";
+    case CUDNN_DATA_INT32: return "i32";
+    default: return "?";
+  }
+}
+
+ConvolutionSignature::Tensor tensor_signature(cudnnTensorDescriptor_t desc) {
+  cudnnDataType_t type{};
+  ConvolutionSignature::Tensor t;
+  CB_CHECK_CUDNN(cudnnGetTensor4dDescriptor(desc, &type, &t.dims[0], &t.dims[1], &t.dims[2], &t.dims[3],
+                                            &t.strides[0], &t.strides[1], &t.strides[2], &t.strides[3]));
+  t.type = type_name(type);
+  return t;
+}
+
+// Fills `perf` with cudnnFind (measured) or the heuristic; returns how many it wrote.
+using Search = std::function<int(bool measured, int max_count)>;
+
+// Runs one algorithm on the search arena with its math type: the status.
+using RunAlgorithm = std::function<cudnnStatus_t(const AlgorithmChoice&)>;
+
+// The [ms] between consecutive events, once the last has completed.
+std::vector<double> intervals_ms(const std::vector<Event>& events) {
+  CB_CHECK_CUDA(cudaEventSynchronize(events.back()));
+  std::vector<double> samples;
+  for (std::size_t i = 0; i + 1 < events.size(); ++i) {
+    float ms = 0;
+    CB_CHECK_CUDA(cudaEventElapsedTime(&ms, events[i], events[i + 1]));
+    samples.push_back(ms);
+  }
+  return samples;
+}
+
+// kRetimeRepetitions runs back to back, an event between each two, captured
+// as one CUDA graph and replayed twice (the first replay untimed): how a
+// graphed step runs them, with no host launch gap in the times. Empty where
+// the runs cannot be captured (the caller then times them eagerly).
+std::vector<double> graphed_runs(cudaStream_t stream, const std::function<bool()>& run) {
+  std::vector<Event> events;
+  for (int i = 0; i <= kRetimeRepetitions; ++i) events.push_back(make_event());
+  CB_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));  // as CudnnSession::capture_graph
+  bool captured_all = true;
+  cudaGraph_t captured = nullptr;
+  try {
+    for (int i = 0; i <= kRetimeRepetitions && captured_all; ++i) {
+      captured_all = cudaEventRecordWithFlags(events[static_cast<std::size_t>(i)], stream, cudaEventRecordExternal) ==
+                     cudaSuccess;
+      if (captured_all && i < kRetimeRepetitions) captured_all = run();
+    }
+  } catch (...) {
+    (void)cudaStreamEndCapture(stream, &captured);  // never leave the stream capturing
+    if (captured != nullptr) (void)cudaGraphDestroy(captured);
+    (void)cudaGetLastError();
+    throw;
+  }
+  const cudaError_t ended = cudaStreamEndCapture(stream, &captured);
+  const Graph graph(captured);
+  cudaGraphExec_t exec = nullptr;
+  if (!captured_all || ended != cudaSuccess || captured == nullptr ||
+      cudaGraphInstantiate(&exec, captured, 0) != cudaSuccess) {
+    (void)cudaGetLastError();  // a refused capture is not the next call's error
+    return {};
+  }
+  const GraphExec replay(exec);
+  CB_CHECK_CUDA(cudaGraphLaunch(replay, stream));
+  CB_CHECK_CUDA(cudaGraphLaunch(replay, stream));
+  CB_CHECK_CUDA(cudaStreamSynchronize(stream));  // the events were recorded by the graph's nodes
+  return intervals_ms(events);
+}
+
+// kRetimeRepetitions runs enqueued back to back, an event between each two:
+// how an ungraphed step runs them. Empty where a run fails.
+std::vector<double> eager_runs(cudaStream_t stream, const std::function<bool()>& run) {
+  std::vector<Event> events;
+  for (int i = 0; i <= kRetimeRepetitions; ++i) events.push_back(make_event());
+  for (int i = 0; i < kRetimeRepetitions; ++i) {
+    CB_CHECK_CUDA(cudaEventRecord(events[static_cast<std::size_t>(i)], stream));
+    if (!run()) {
+      CB_CHECK_CUDA(cudaStreamSynchronize(stream));
+      return {};
+    }
+  }
+  CB_CHECK_CUDA(cudaEventRecord(events.back(), stream));
+  return intervals_ms(events);
+}
+
+// Graphed and eager runs are different timing contexts (median_in_context_ms): each has its own records.
+const char* timing_of(const SetupContext& ctx) { return ctx.config.cuda_graphs ? " timing=graphed" : " timing=eager"; }
+
+bool same(const AlgorithmChoice& a, const AlgorithmChoice& b) { return a.algorithm == b.algorithm && a.math == b.math; }
+
+// The candidates of one direction by policy (see algorithms.hpp).
+// `always`: an algorithm re-timed whatever its rank (-1: none).
+template <typename Perf>
+std::vector<AlgorithmChoice> candidates_by_policy(SetupContext& ctx, const ConvolutionProblem& p, const char* direction,
+                                                 const char* (*name)(int), int max_count, std::vector<Perf>& results,
+                                                 const Search& search, const RunAlgorithm& run, int always) {
+  const std::size_t limit = limit_of(ctx);
+  if (ctx.config.algorithm != AlgorithmPolicy::exhaustive) {
+    auto choices = usable(results.data(), search(false, max_count), limit, false);
+    if (choices.empty()) none_fits(direction, limit);
+    return choices;
+  }
+  const std::string signature = std::string("conv.") + direction + " " + problem_signature(ctx, p) + timing_of(ctx);
+  std::vector<MeasuredCandidate> measured;
+  const MeasuredChoice* cached = ctx.algorithm_cache ? ctx.algorithm_cache->find(signature) : nullptr;
+  if (cached != nullptr) {
+    measured = cached->candidates;
+  } else {
+    const auto heuristic = usable(results.data(), search(false, max_count), limit, false);
+    const auto found = usable(results.data(), search(true, max_count), limit, true);
+    std::vector<AlgorithmChoice> retimed;
+    const auto add = [&](const AlgorithmChoice& c) {
+      if (std::none_of(retimed.begin(), retimed.end(), [&](const AlgorithmChoice& r) { return same(r, c); }))
+        retimed.push_back(c);
+    };
+    for (std::size_t i = 0; i < found.size() && i < static_cast<std::size_t>(kRetimeCandidates); ++i) add(found[i]);
+    if (!heuristic.empty()) add(heuristic.front());
+    for (const AlgorithmChoice& c : found)
+      if (c.algorithm == always) {
+        add(c);
+        break;
+      }
+    for (const AlgorithmChoice& c : retimed) {
+      MeasuredCandidate m;
+      m.name = std::string(name(c.algorithm)) + "/" + math_type_name(c.math);
+      m.algorithm = c.algorithm;
+      m.math = static_cast<int>(c.math);
+      m.workspace_bytes = c.workspace_bytes;
+      for (std::size_t rank = 0; rank < heuristic.size(); ++rank)
+        if (same(heuristic[rank], c)) {
+          m.heuristic_rank = static_cast<int>(rank);
+          break;
+        }
+      m.median_ms = median_in_context_ms(ctx, [&] { return run(c) == CUDNN_STATUS_SUCCESS; });
+      m.repetitions = kRetimeRepetitions;
+      measured.push_back(m);
+    }
+    CB_CHECK_CUDNN(cudnnSetConvolutionMathType(p.conv, initial_math_type(ctx.precision)));
+    order_by_median(measured);
+    if (ctx.algorithm_cache) ctx.algorithm_cache->insert(signature, MeasuredChoice{measured});
+  }
+  std::vector<AlgorithmChoice> choices;
+  for (const MeasuredCandidate& m : measured) {
+    AlgorithmChoice c;
+    c.algorithm = m.algorithm;
+    c.math = static_cast<cudnnMathType_t>(m.math);
+    c.workspace_bytes = m.workspace_bytes;
+    c.time_ms = static_cast<float>(m.median_ms);
+    choices.push_back(c);
+  }
+  if (choices.empty()) none_fits(direction, limit);
+  return choices;
+}
+
+// Sets the descriptor's math type to the candidate's where the precision allows (see adopt_math_type).
+void use_math(const SetupContext& ctx, cudnnConvolutionDescriptor_t conv, const AlgorithmChoice& c) {
+  const cudnnMathType_t math = adopt_math_type(ctx.precision) ? c.math : initial_math_type(ctx.precision);
+  CB_CHECK_CUDNN(cudnnSetConvolutionMathType(conv, math));
 }
 
 [[noreturn]] void none_fits(const char* direction, std::size_t limit) {
@@ -108,67 +282,163 @@ const char* math_type_name(cudnnMathType_t math) {
   return "?";
 }
 
+std::string problem_signature(const SetupContext& ctx, const ConvolutionProblem& p) {
+  ConvolutionSignature s;
+  s.x = tensor_signature(p.x);
+  s.y = tensor_signature(p.y);
+  cudnnDataType_t filter_type{};
+  cudnnTensorFormat_t format{};
+  CB_CHECK_CUDNN(cudnnGetFilter4dDescriptor(p.w, &filter_type, &format, &s.filter_dims[0], &s.filter_dims[1],
+                                            &s.filter_dims[2], &s.filter_dims[3]));
+  s.filter_type = type_name(filter_type);
+  s.filter_format = format == CUDNN_TENSOR_NHWC ? "nhwc" : format == CUDNN_TENSOR_NCHW ? "nchw" : "other";
+  cudnnConvolutionMode_t mode{};
+  cudnnDataType_t compute{};
+  CB_CHECK_CUDNN(cudnnGetConvolution2dDescriptor(p.conv, &s.padding[0], &s.padding[1], &s.stride[0], &s.stride[1],
+                                                 &s.dilation[0], &s.dilation[1], &mode, &compute));
+  CB_CHECK_CUDNN(cudnnGetConvolutionGroupCount(p.conv, &s.groups));
+  cudnnMathType_t math{};
+  CB_CHECK_CUDNN(cudnnGetConvolutionMathType(p.conv, &math));
+  s.mode = mode == CUDNN_CROSS_CORRELATION ? "xcorr" : "conv";
+  s.compute_type = type_name(compute);
+  s.math = math_type_name(math);
+  s.workspace_limit_bytes = limit_of(ctx);
+  return s.text();
+}
+
 std::vector<AlgorithmChoice> forward_candidates(SetupContext& ctx, const ConvolutionProblem& p) {
   int max_count = 0;
   CB_CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithmMaxCount(ctx.dnn, &max_count));
-  std::vector<cudnnConvolutionFwdAlgoPerf_t> results(static_cast<std::size_t>(std::max(max_count, 1)));
-  int returned = 0;
-  const bool measured = ctx.config.algorithm == AlgorithmPolicy::exhaustive;
-  if (measured) {
+  max_count = std::max(max_count, 1);
+  std::vector<cudnnConvolutionFwdAlgoPerf_t> results(static_cast<std::size_t>(max_count));
+  const Search search = [&](bool measured, int count) {
+    int returned = 0;
+    if (measured) {
+      const SetupContext::Arena& a = ctx.arena();
+      for (int pass = 0; pass < kFindPasses; ++pass)
+        CB_CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(ctx.dnn, p.x, a.x, p.w, a.w, p.conv, p.y, a.y, count,
+                                                              &returned, results.data(), a.workspace,
+                                                              a.workspace_bytes));
+    } else {
+      CB_CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(ctx.dnn, p.x, p.w, p.conv, p.y, count, &returned,
+                                                            results.data()));
+    }
+    return returned;
+  };
+  const RunAlgorithm run = [&](const AlgorithmChoice& c) {
     const SetupContext::Arena& a = ctx.arena();
-    for (int pass = 0; pass < kFindPasses; ++pass)
-      CB_CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(ctx.dnn, p.x, a.x, p.w, a.w, p.conv, p.y, a.y, max_count,
-                                                            &returned, results.data(), a.workspace,
-                                                            a.workspace_bytes));
-  } else {
-    CB_CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(ctx.dnn, p.x, p.w, p.conv, p.y, max_count, &returned,
-                                                          results.data()));
-  }
-  auto choices = usable(results.data(), returned, limit_of(ctx), measured);
-  if (choices.empty()) none_fits("forward", limit_of(ctx));
-  return choices;
+    use_math(ctx, p.conv, c);
+    return cudnnConvolutionForward(ctx.dnn, &kOne, p.x, a.x, p.w, a.w, p.conv,
+                                   static_cast<cudnnConvolutionFwdAlgo_t>(c.algorithm), a.workspace,
+                                   a.workspace_bytes, &kZero, p.y, a.y);
+  };
+  return candidates_by_policy(ctx, p, "forward", forward_algorithm_name, max_count, results, search, run,
+                             CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
 }
 
 std::vector<AlgorithmChoice> backward_data_candidates(SetupContext& ctx, const ConvolutionProblem& p) {
   int max_count = 0;
   CB_CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(ctx.dnn, &max_count));
-  std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(static_cast<std::size_t>(std::max(max_count, 1)));
-  int returned = 0;
-  const bool measured = ctx.config.algorithm == AlgorithmPolicy::exhaustive;
-  if (measured) {
+  max_count = std::max(max_count, 1);
+  std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(static_cast<std::size_t>(max_count));
+  const Search search = [&](bool measured, int count) {
+    int returned = 0;
+    if (measured) {
+      const SetupContext::Arena& a = ctx.arena();
+      for (int pass = 0; pass < kFindPasses; ++pass)
+        CB_CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(ctx.dnn, p.w, a.w, p.y, a.y, p.conv, p.x, a.x,
+                                                                   count, &returned, results.data(), a.workspace,
+                                                                   a.workspace_bytes));
+    } else {
+      CB_CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx.dnn, p.w, p.y, p.conv, p.x, count, &returned,
+                                                                 results.data()));
+    }
+    return returned;
+  };
+  const RunAlgorithm run = [&](const AlgorithmChoice& c) {
     const SetupContext::Arena& a = ctx.arena();
-    for (int pass = 0; pass < kFindPasses; ++pass)
-      CB_CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(ctx.dnn, p.w, a.w, p.y, a.y, p.conv, p.x, a.x,
-                                                                 max_count, &returned, results.data(), a.workspace,
-                                                                 a.workspace_bytes));
-  } else {
-    CB_CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx.dnn, p.w, p.y, p.conv, p.x, max_count, &returned,
-                                                               results.data()));
-  }
-  auto choices = usable(results.data(), returned, limit_of(ctx), measured);
-  if (choices.empty()) none_fits("backward-data", limit_of(ctx));
-  return choices;
+    use_math(ctx, p.conv, c);
+    return cudnnConvolutionBackwardData(ctx.dnn, &kOne, p.w, a.w, p.y, a.y, p.conv,
+                                        static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algorithm), a.workspace,
+                                        a.workspace_bytes, &kZero, p.x, a.x);
+  };
+  return candidates_by_policy(ctx, p, "backward-data", backward_data_algorithm_name, max_count, results, search, run,
+                             -1);
 }
 
 std::vector<AlgorithmChoice> backward_filter_candidates(SetupContext& ctx, const ConvolutionProblem& p) {
   int max_count = 0;
   CB_CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(ctx.dnn, &max_count));
-  std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(static_cast<std::size_t>(std::max(max_count, 1)));
-  int returned = 0;
-  const bool measured = ctx.config.algorithm == AlgorithmPolicy::exhaustive;
-  if (measured) {
+  max_count = std::max(max_count, 1);
+  std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(static_cast<std::size_t>(max_count));
+  const Search search = [&](bool measured, int count) {
+    int returned = 0;
+    if (measured) {
+      const SetupContext::Arena& a = ctx.arena();
+      for (int pass = 0; pass < kFindPasses; ++pass)
+        CB_CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(ctx.dnn, p.x, a.x, p.y, a.y, p.conv, p.w, a.w,
+                                                                     count, &returned, results.data(), a.workspace,
+                                                                     a.workspace_bytes));
+    } else {
+      CB_CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx.dnn, p.x, p.y, p.conv, p.w, count, &returned,
+                                                                   results.data()));
+    }
+    return returned;
+  };
+  const RunAlgorithm run = [&](const AlgorithmChoice& c) {
     const SetupContext::Arena& a = ctx.arena();
-    for (int pass = 0; pass < kFindPasses; ++pass)
-      CB_CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(ctx.dnn, p.x, a.x, p.y, a.y, p.conv, p.w, a.w,
-                                                                   max_count, &returned, results.data(), a.workspace,
-                                                                   a.workspace_bytes));
-  } else {
-    CB_CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx.dnn, p.x, p.y, p.conv, p.w, max_count,
-                                                                 &returned, results.data()));
+    use_math(ctx, p.conv, c);
+    return cudnnConvolutionBackwardFilter(ctx.dnn, &kOne, p.x, a.x, p.y, a.y, p.conv,
+                                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algorithm), a.workspace,
+                                          a.workspace_bytes, &kZero, p.w, a.w);
+  };
+  return candidates_by_policy(ctx, p, "backward-filter", backward_filter_algorithm_name, max_count, results, search,
+                             run, -1);
+}
+
+double median_in_context_ms(const SetupContext& ctx, const std::function<bool()>& run) {
+  if (!run()) return NAN;
+  CB_CHECK_CUDA(cudaStreamSynchronize(ctx.stream));
+  std::vector<double> samples;
+  if (ctx.config.cuda_graphs) samples = graphed_runs(ctx.stream, run);
+  if (samples.empty()) samples = eager_runs(ctx.stream, run);
+  return median_ms(std::move(samples));
+}
+
+std::vector<float> measured_times_ms(SetupContext& ctx, const std::string& signature,
+                                     const std::vector<std::string>& names,
+                                     const std::function<std::vector<float>()>& measure) {
+  std::vector<float> times(names.size(), NAN);
+  const std::string key = signature + timing_of(ctx);
+  const MeasuredChoice* cached = ctx.algorithm_cache ? ctx.algorithm_cache->find(key) : nullptr;
+  if (cached != nullptr) {
+    for (std::size_t i = 0; i < names.size(); ++i)
+      for (const MeasuredCandidate& m : cached->candidates)
+        if (m.name == names[i]) times[i] = static_cast<float>(m.median_ms);
+    return times;
   }
-  auto choices = usable(results.data(), returned, limit_of(ctx), measured);
-  if (choices.empty()) none_fits("backward-filter", limit_of(ctx));
-  return choices;
+  const std::vector<float> measured = measure();
+  MeasuredChoice record;  // the candidates as named, not ordered: the layer decides
+  for (std::size_t i = 0; i < names.size() && i < measured.size(); ++i) {
+    times[i] = measured[i];
+    MeasuredCandidate m;
+    m.name = names[i];
+    m.median_ms = measured[i];
+    record.candidates.push_back(m);
+  }
+  if (ctx.algorithm_cache) ctx.algorithm_cache->insert(key, std::move(record));
+  return times;
+}
+
+std::string candidate_times(const std::vector<AlgorithmChoice>& candidates, const char* (*name)(int)) {
+  std::ostringstream text;
+  text << std::setprecision(4);
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (std::isnan(candidates[i].time_ms)) continue;
+    text << (text.tellp() > 0 ? ", " : "") << name(candidates[i].algorithm) << "/" << math_type_name(candidates[i].math)
+         << " " << candidates[i].time_ms;
+  }
+  return text.str();
 }
 
 }  // namespace crossbench::cudnn

@@ -1,9 +1,22 @@
 // Convolution algorithm choice (DESIGN.md `--algo`):
 //   heuristic   cuDNN's first choice (cudnnGet*Algorithm_v7) that fits the
 //               workspace limit, as TensorFlow and Caffe did;
-//   exhaustive  a measured search (cudnnFind*AlgorithmEx) on real memory in
-//               prepare(), never in the timed steps, as
-//               torch.backends.cudnn.benchmark does.
+//   exhaustive  a measured search on real memory in prepare(), never in the
+//               timed steps, as torch.backends.cudnn.benchmark does:
+//               cudnnFind*AlgorithmEx ranks every algorithm; its top
+//               candidates (plus the heuristic's first choice, and for the
+//               forward IMPLICIT_PRECOMP_GEMM, the one cuDNN fuses bias and
+//               relu with) are then re-timed as the step runs them
+//               (median_in_context_ms: the session's stream, the search
+//               workspace, inside a CUDA graph where the steps are graphed),
+//               kRetimeRepetitions runs each, and ordered by MEDIAN with
+//               algorithm_cache.hpp's tie rule. cudnnFind's
+//               isolated single timings disagreed with in-graph times and
+//               picked differently in every process (GoogLeNet bf16
+//               inference: 3.85-5.47 ms over six processes on the H200).
+//               Each measurement is a record of ctx.algorithm_cache: an
+//               identical convolution (in this network, an earlier cell, or
+//               the --algo-cache file) is not searched again.
 // And the math type each precision allows: fp32 is strict (CUDNN_FMA_MATH:
 // no TF32), tf32 lets cuDNN use TF32 tensor cores (CUDNN_DEFAULT_MATH, as
 // PyTorch with allow_tf32), 16-bit types use tensor cores (TENSOR_OP_MATH).
@@ -13,7 +26,9 @@
 
 #include <cmath>
 #include <cstddef>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "crossbench/cell.hpp"
 #include "engines/cudnn/graph.hpp"
@@ -24,7 +39,7 @@ struct AlgorithmChoice {
   int algorithm = -1;                 // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
   std::size_t workspace_bytes = 0;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
-  float time_ms = NAN;                // measured (exhaustive), else NaN
+  float time_ms = NAN;                // exhaustive: median of the re-timed runs [ms], else NaN
   bool valid() const { return algorithm >= 0; }
 };
 
@@ -45,10 +60,40 @@ struct ConvolutionProblem {
   cudnnTensorDescriptor_t y = nullptr;  // output (backward: dy)
 };
 
+// The re-timed candidates of a search: the top of cudnnFind's ranking.
+inline constexpr int kRetimeCandidates = 3;
+// Timed runs per re-timed candidate (after one untimed); the median decides.
+inline constexpr int kRetimeRepetitions = 7;
+
+// The key of a convolution problem: shapes, strides, types, layout, math
+// mode and workspace limit, read back from its descriptors (callers put the
+// op's direction in front). Taken before a chosen math type is adopted.
+std::string problem_signature(const SetupContext& ctx, const ConvolutionProblem& p);
+
 // Every candidate (in the policy's order of preference) that fits the workspace
-// limit; for exhaustive, with measured times. Throws Error when none fits.
+// limit; for exhaustive, the re-timed ones with their median times, replayed
+// from ctx.algorithm_cache where it holds the problem. Throws Error when none fits.
 std::vector<AlgorithmChoice> forward_candidates(SetupContext& ctx, const ConvolutionProblem& p);
 std::vector<AlgorithmChoice> backward_data_candidates(SetupContext& ctx, const ConvolutionProblem& p);
 std::vector<AlgorithmChoice> backward_filter_candidates(SetupContext& ctx, const ConvolutionProblem& p);
+
+// The median [ms] of kRetimeRepetitions runs of `run` in the context the
+// step runs in, after one untimed run: on the session's stream, back to back
+// with an event between each two, captured as one CUDA graph and replayed
+// where the cell's steps are graphed (else, or where capture is refused,
+// enqueued eagerly), so host launch gaps that a graphed step does not have
+// do not rank the candidates. `run` returns false where the candidate fails
+// (NaN then); its exceptions pass through.
+double median_in_context_ms(const SetupContext& ctx, const std::function<bool()>& run);
+
+// Candidates of our own (cuBLAS GEMMs, our kernels), one time each [ms] in
+// the order of `names`: replayed from ctx.algorithm_cache where it holds
+// `signature`, else `measure()`d and recorded there. NaN: not timed or refused.
+std::vector<float> measured_times_ms(SetupContext& ctx, const std::string& signature,
+                                     const std::vector<std::string>& names,
+                                     const std::function<std::vector<float>()>& measure);
+
+// The re-timed candidates for the decisions: "IMPLICIT_GEMM/tc 0.101, WINOGRAD/tc 0.104" [ms].
+std::string candidate_times(const std::vector<AlgorithmChoice>& candidates, const char* (*name)(int));
 
 }  // namespace crossbench::cudnn

@@ -6,6 +6,7 @@
 #include <cudnn.h>
 
 #include <climits>
+#include <iostream>
 #include <new>
 
 #include "crossbench/error.hpp"
@@ -42,9 +43,29 @@ std::string cuda_version_text(int v) { return std::to_string(v / 1000) + "." + s
 
 Support element_limit(const Device& device, const CellSpec& cell);
 
+// Where the measured choices apply: the device (name, compute capability,
+// SMs) and the libraries that ran them (cuDNN, cuBLAS, CUDA runtime).
+MeasurementContext measurement_context(const Device& device) {
+  MeasurementContext context;
+  context.device = device.model + " cc=" + device.architecture + " sms=" + std::to_string(device.compute_units);
+  for (const auto& [name, version] : library_versions())
+    if (name == "cudnn_version" || name == "cublas_version" || name == "cuda_runtime_version") {
+      if (!context.libraries.empty()) context.libraries += ' ';
+      context.libraries.append(name, 0, name.rfind("_version")).append("=").append(version);
+    }
+  return context;
+}
+
 class CudnnEngine final : public Engine {
  public:
-  CudnnEngine(const Device& device, const EngineConfig& config) : device_(device), config_(config) {}
+  // The algorithm cache lives as long as the engine (all of a rank's cells):
+  // identical convolutions are measured once per process; with
+  // EngineConfig::algorithm_cache_path it is read here (a corrupt file:
+  // UsageError) and appended to after each cell that measured something new.
+  CudnnEngine(const Device& device, const EngineConfig& config)
+      : device_(device),
+        config_(config),
+        algorithm_cache_(std::filesystem::path(config.algorithm_cache_path), measurement_context(device)) {}
 
   std::string_view name() const override { return "cudnn"; }
   DeviceKind device_kind() const override { return DeviceKind::gpu; }
@@ -52,7 +73,9 @@ class CudnnEngine final : public Engine {
 
   std::unique_ptr<Session> prepare(const Network& network, const CellSpec& cell, Communicator* communicator) override {
     try {
-      return std::make_unique<CudnnSession>(network, cell, config_, device_, communicator);
+      auto session = std::make_unique<CudnnSession>(network, cell, config_, device_, communicator, &algorithm_cache_);
+      save_algorithm_cache();
+      return session;
     } catch (const std::bad_alloc&) {
       (void)cudaGetLastError();
       throw OutOfMemory("cuDNN " + describe(cell) + ": a host allocation failed while preparing the session");
@@ -62,8 +85,20 @@ class CudnnEngine final : public Engine {
     }
   }
 
+  // A cache that cannot be written costs the replay, never the cell's measurement.
+  void save_algorithm_cache() {
+    try {
+      algorithm_cache_.save();
+    } catch (const Error& error) {
+      if (!save_failed_) std::cerr << "crossbench: warning: the algorithm cache was not saved: " << error.what() << "\n";
+      save_failed_ = true;
+    }
+  }
+
   Device device_;
   EngineConfig config_;
+  AlgorithmCache algorithm_cache_;
+  bool save_failed_ = false;
 };
 
 // cuDNN's tensor descriptors take 32-bit sizes: a tensor of 2^31 elements or

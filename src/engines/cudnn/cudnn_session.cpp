@@ -29,7 +29,7 @@ std::string policy_text(const EngineConfig& config) {
 }  // namespace
 
 CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const EngineConfig& config,
-                           const Device& device, Communicator* communicator)
+                           const Device& device, Communicator* communicator, AlgorithmCache* algorithm_cache)
     : cell_(cell), config_(config), training_(cell.phase == Phase::training), communicator_(communicator) {
   if (cell.batch <= 0) throw Error("cuDNN engine: batch must be positive, got " + std::to_string(cell.batch));
   if (communicator_ != nullptr) {
@@ -78,14 +78,22 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const E
                       format_bytes(static_cast<double>(total_bytes)) + " is free; nothing was allocated");
 
   // Phase 2: descriptors, algorithms, workspaces.
+  if (algorithm_cache == nullptr) {
+    own_algorithm_cache_ = std::make_unique<AlgorithmCache>(std::filesystem::path(), MeasurementContext{});
+    algorithm_cache = own_algorithm_cache_.get();
+  }
+  const AlgorithmCache::Counts counts_before = algorithm_cache->counts();
   {
-    SetupContext ctx(dnn_, stream_, config, cell.precision, config.workspace_limit_bytes);
+    // config_, not config: data parallel runs its steps (and so times its candidates) without graphs.
+    SetupContext ctx(dnn_, stream_, config_, cell.precision, config_.workspace_limit_bytes);
     ctx.blas = blas_;
+    ctx.algorithm_cache = algorithm_cache;
     for (auto& impl : impls_) impl->plan_search(ctx);
     for (auto& impl : impls_) impl->setup(ctx);
     arena_peak_bytes_ = ctx.arena_peak_bytes();
     workspace_bytes_ = ctx.workspace_bytes();
   }  // the search arena is freed here
+  const AlgorithmCache::Counts counts_after = algorithm_cache->counts();
   pool_.grow(workspace_buffer_, static_cast<std::int64_t>(workspace_bytes_));
 
   // Phase 3: one allocation, then the synthetic data.
@@ -119,6 +127,12 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const E
   if (buckets_) text << " data_parallel=" << first_image_ << ".." << first_image_ + cell.batch - 1 << " of the global batch, "
                      << buckets_->description() << " (CUDA graphs off: all-reduces start from the host)";
   if (arena_peak_bytes_ > 0) text << " search_arena=" << format_bytes(static_cast<double>(arena_peak_bytes_));
+  // Whether the measured choices were replayed (hits: the --algo-cache file,
+  // or the same op measured earlier in this process) or measured now (misses).
+  if (config.algorithm == AlgorithmPolicy::exhaustive)
+    text << " algo_cache=" << (algorithm_cache->file_backed() ? algorithm_cache->path().string() : "memory")
+         << "(hits=" << counts_after.hits - counts_before.hits
+         << ",misses=" << counts_after.misses - counts_before.misses << ")";
   if (b.input.dims[1] != b.input_channels)
     text << " input_channels=" << b.input_channels << "->" << b.input.dims[1] << "(zero-padded)";
   for (const auto& impl : impls_) {

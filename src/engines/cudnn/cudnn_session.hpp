@@ -10,6 +10,7 @@
 #include "crossbench/device.hpp"
 #include "crossbench/engine.hpp"
 #include "crossbench/gradient_buckets.hpp"
+#include "engines/cudnn/algorithm_cache.hpp"
 #include "engines/cudnn/event_timer.hpp"
 #include "engines/cudnn/graph.hpp"
 
@@ -20,8 +21,10 @@ class CudnnSession final : public Session {
   // Builds, plans, allocates and initialises everything; throws OutOfMemory
   // (having released all it took) when the cell does not fit.
   // With `communicator`: data-parallel training (Engine::prepare with a communicator).
+  // `algorithm_cache`: the engine's measured choices (shared across cells);
+  // nullptr: the session keeps its own, in memory.
   CudnnSession(const Network& network, const CellSpec& cell, const EngineConfig& config, const Device& device,
-               Communicator* communicator = nullptr);
+               Communicator* communicator = nullptr, AlgorithmCache* algorithm_cache = nullptr);
   ~CudnnSession() override;
 
   void step() override;  // enqueues one step on the session's stream and returns
@@ -78,6 +81,7 @@ class CudnnSession final : public Session {
   std::unique_ptr<EventTimer> timer_;
   std::uint64_t steps_ = 0;
   std::string decisions_;
+  std::unique_ptr<AlgorithmCache> own_algorithm_cache_;  // without the engine's
   // Data parallel: the group's communicator, the buckets over the gradients,
   // and events around the wait for the averages (the exposed communication).
   Communicator* communicator_ = nullptr;

@@ -76,6 +76,8 @@ struct Parameter {
   float scale = 0;                                // he_uniform: fp32(sqrt(6 / fan_in))
 };
 
+class AlgorithmCache;  // algorithm_cache.hpp
+
 // What a layer's setup() sees: the handles, the choices of the run and, for
 // the measured algorithm search, scratch memory (see SetupContext::arena).
 class SetupContext {
@@ -88,6 +90,7 @@ class SetupContext {
   const EngineConfig& config;
   Precision precision;
   cublasHandle_t blas = nullptr;  // on `stream`: measured GEMM candidates (a 1x1 convolution's weight gradient)
+  AlgorithmCache* algorithm_cache = nullptr;  // measured choices: replayed, shared across layers and cells, saved
 
   void need_workspace(std::size_t bytes) { workspace_bytes_ = std::max(workspace_bytes_, bytes); }
   std::size_t workspace_bytes() const { return workspace_bytes_; }

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "crossbench/error.hpp"
+#include "engines/cudnn/algorithm_cache.hpp"
 #include "engines/cudnn/algorithms.hpp"
 #include "engines/cudnn/gemm_weight_gradient.hpp"
 #include "engines/cudnn/graph.hpp"
@@ -88,6 +89,7 @@ class Convolution final : public LayerImpl {
   float forward_im2col_ms = NAN; // [ms] on the search arena
   bool filter_im2col = false;    // the weight gradient as im2col + GEMM (fp32 NCHW)
   float filter_im2col_ms = NAN;  // [ms] on the search arena
+  std::string forward_times, filter_times, data_times;  // exhaustive: the re-timed candidates [ms]
   bool fused = false;            // cudnnConvolutionBiasActivationForward
   bool kernel_epilogue = false;  // unfused: bias (+ relu) in one kernels::bias_activation pass
   std::string fallback;  // why a fused forward fell back, if it did
@@ -125,8 +127,10 @@ class Convolution final : public LayerImpl {
     if (has_bias) bd = describe_tensor(bias);
     kernel_epilogue = has_bias && kernels::bias_activation_supported(y.dims, y.strides);
     forward_cd = make_conv(precision);
+    const std::string forward_signature = problem_signature(ctx, {xd, wd, forward_cd, yd});
     const auto candidates = forward_candidates(ctx, {xd, wd, forward_cd, yd});
     forward = candidates.front();
+    forward_times = candidate_times(candidates, forward_algorithm_name);
     if (fusion_candidate && has_bias) {
       const AlgorithmChoice* precomp = nullptr;
       for (const AlgorithmChoice& c : candidates)
@@ -157,16 +161,19 @@ class Convolution final : public LayerImpl {
     adopt(forward_cd, forward);
     if (im2col_gemm_applies(ctx, y)) {
       const Im2colGemm shape = im2col_shape(y);
-      forward_im2col_ms = time_on_arena(ctx, shape.forward_workspace_bytes(), [&](const SetupContext::Arena& a,
-                                                                                   void* columns) {
-        im2col_gemm_forward(ctx.blas, shape, static_cast<const float*>(a.x), static_cast<const float*>(a.w),
-                            static_cast<float*>(a.y), columns, ctx.stream);
-      });
+      forward_im2col_ms = measured_times_ms(ctx, "im2col_gemm.forward " + forward_signature, {"im2col_gemm"}, [&] {
+        return std::vector<float>{time_on_arena(ctx, shape.forward_workspace_bytes(), [&](const SetupContext::Arena& a,
+                                                                                          void* columns) {
+          im2col_gemm_forward(ctx.blas, shape, static_cast<const float*>(a.x), static_cast<const float*>(a.w),
+                              static_cast<float*>(a.y), columns, ctx.stream);
+        })};
+      })[0];
       // Unfused, the bias (and relu) cost the same pass after either; fused
       // cuDNN's time already includes them, so the GEMM carries that pass.
       const double epilogue_ms =
           fused ? (kernel_epilogue ? 2.0 : 4.0) * static_cast<double>(y.bytes()) / kMemoryBandwidth * 1e3 : 0.0;
-      if (forward_im2col_ms + epilogue_ms < forward.time_ms) {  // NaN (not timed) keeps cuDNN's
+      // Near-ties and NaN (not timed) keep cuDNN's (algorithm_cache.hpp's tie rule).
+      if (clearly_faster(forward_im2col_ms + epilogue_ms, forward.time_ms)) {
         forward_im2col = true;
         fused = false;
       }
@@ -175,28 +182,39 @@ class Convolution final : public LayerImpl {
     if (!training) return;
     dyd = describe_tensor(dy);
     filter_cd = make_conv(precision);
-    filter = backward_filter_candidates(ctx, {xd, wd, filter_cd, dyd}).front();
+    const std::string filter_signature = problem_signature(ctx, {xd, wd, filter_cd, dyd});
+    const auto filter_candidates = backward_filter_candidates(ctx, {xd, wd, filter_cd, dyd});
+    filter = filter_candidates.front();
+    filter_times = candidate_times(filter_candidates, backward_filter_algorithm_name);
     adopt(filter_cd, filter);
     if (ctx.config.algorithm == AlgorithmPolicy::exhaustive && gemm_weight_gradient_applies() && ctx.blas != nullptr) {
-      filter_gemm_ms = time_gemm_weight_gradient(ctx);
-      filter_gemm = filter_gemm_ms < filter.time_ms;  // NaN (not timed) keeps cuDNN's
+      filter_gemm_ms = measured_times_ms(ctx, "cublas_gemm.backward-filter " + filter_signature, {"cublas_gemm"},
+                                         [&] { return std::vector<float>{time_gemm_weight_gradient(ctx)}; })[0];
+      filter_gemm = clearly_faster(filter_gemm_ms, filter.time_ms);  // near-ties and NaN keep cuDNN's
     }
     if (im2col_gemm_applies(ctx, dy)) {
       const Im2colGemm shape = im2col_shape(dy);
-      filter_im2col_ms = time_on_arena(ctx, shape.weight_gradient_workspace_bytes(), [&](const SetupContext::Arena& a,
-                                                                                         void* columns) {
-        im2col_gemm_weight_gradient(ctx.blas, shape, static_cast<const float*>(a.x), static_cast<const float*>(a.y),
-                                    static_cast<float*>(a.w), columns, ctx.stream);
-      });
-      filter_im2col = filter_im2col_ms < filter.time_ms;
+      filter_im2col_ms = measured_times_ms(ctx, "im2col_gemm.backward-filter " + filter_signature, {"im2col_gemm"}, [&] {
+        return std::vector<float>{time_on_arena(ctx, shape.weight_gradient_workspace_bytes(),
+                                                [&](const SetupContext::Arena& a, void* columns) {
+                                                  im2col_gemm_weight_gradient(ctx.blas, shape,
+                                                                              static_cast<const float*>(a.x),
+                                                                              static_cast<const float*>(a.y),
+                                                                              static_cast<float*>(a.w), columns,
+                                                                              ctx.stream);
+                                                })};
+      })[0];
+      filter_im2col = clearly_faster(filter_im2col_ms, filter.time_ms);
     }
     if (filter_im2col) ctx.need_workspace(im2col_shape(dy).weight_gradient_workspace_bytes());
     else if (!filter_gemm) ctx.need_workspace(filter.workspace_bytes);
-    choose_bias_gradient(ctx);
+    choose_bias_gradient(ctx, filter_signature);
     if (data_gradient) {
       dxd = describe_tensor(dx);
       data_cd = make_conv(precision);
-      data = backward_data_candidates(ctx, {dxd, wd, data_cd, dyd}).front();
+      const auto data_candidates = backward_data_candidates(ctx, {dxd, wd, data_cd, dyd});
+      data = data_candidates.front();
+      data_times = candidate_times(data_candidates, backward_data_algorithm_name);
       adopt(data_cd, data);
       ctx.need_workspace(data.workspace_bytes);
     }
@@ -237,8 +255,8 @@ class Convolution final : public LayerImpl {
       gemm_weight_gradient(ctx.blas, gemm_shape(), a.x, a.y, a.w);
     });
   }
-  // Median of five runs of a cuBLAS-based candidate on the search arena
-  // (after one untimed) [ms]. The arena's workspace holds the workspace the
+  // The median of a cuBLAS-based candidate's runs on the search arena
+  // (median_in_context_ms) [ms]. The arena's workspace holds the workspace the
   // steps will give cuBLAS (its choice of split-K depends on it), then
   // `scratch_bytes` for the candidate. NaN where the arena's workspace is
   // smaller or cuBLAS refuses, so that cuDNN's algorithm stays.
@@ -251,7 +269,10 @@ class Convolution final : public LayerImpl {
     float ms = NAN;
     try {
       CB_CHECK_CUBLAS(cublasSetWorkspace(ctx.blas, arena.workspace, blas_bytes));
-      ms = median_ms(ctx.stream, [&] { run(arena, scratch); });
+      ms = static_cast<float>(median_in_context_ms(ctx, [&] {
+        run(arena, scratch);
+        return true;
+      }));
     } catch (const OutOfMemory&) {
       throw;  // the cell's answer is oom, as for any allocation
     } catch (const Error&) {
@@ -266,38 +287,27 @@ class Convolution final : public LayerImpl {
   // The bias gradient: cuDNN's cudnnConvolutionBackwardBias or our
   // channel_sum, measured on the arena where both apply (on an H200 cuDNN's
   // took a large share of AlexNet's conv1 "backward filter" op in tf32).
-  void choose_bias_gradient(SetupContext& ctx) {
+  // `filter_signature`: the weight gradient's problem_signature (dy's shape, layout and type).
+  void choose_bias_gradient(SetupContext& ctx, const std::string& filter_signature) {
     if (!has_bias || bias_gradient_kernel || ctx.config.algorithm != AlgorithmPolicy::exhaustive) return;
-    const SetupContext::Arena& arena = ctx.arena();
-    if (arena.workspace_bytes < static_cast<std::size_t>(bias_accumulator.bytes())) return;
-    const cudnnTensorDescriptor_t dy_desc = dyd, db_desc = bd;
-    bias_cudnn_ms = median_ms(ctx.stream, [&] {
-      CB_CHECK_CUDNN(cudnnConvolutionBackwardBias(ctx.dnn, &kOne, dy_desc, arena.y, &kZero, db_desc, arena.w));
+    const auto times = measured_times_ms(ctx, "bias_gradient " + filter_signature, {"cudnn", "kernel"}, [&] {
+      const SetupContext::Arena& arena = ctx.arena();
+      if (arena.workspace_bytes < static_cast<std::size_t>(bias_accumulator.bytes())) return std::vector<float>{NAN, NAN};
+      const cudnnTensorDescriptor_t dy_desc = dyd, db_desc = bd;
+      const double cudnn_ms = median_in_context_ms(ctx, [&] {
+        CB_CHECK_CUDNN(cudnnConvolutionBackwardBias(ctx.dnn, &kOne, dy_desc, arena.y, &kZero, db_desc, arena.w));
+        return true;
+      });
+      const double kernel_ms = median_in_context_ms(ctx, [&] {
+        kernels::channel_sum(arena.y, dy.type, dy.dims, dy.strides, static_cast<float*>(arena.workspace), arena.w,
+                             db.type, ctx.stream);
+        return true;
+      });
+      return std::vector<float>{static_cast<float>(cudnn_ms), static_cast<float>(kernel_ms)};
     });
-    bias_kernel_ms = median_ms(ctx.stream, [&] {
-      kernels::channel_sum(arena.y, dy.type, dy.dims, dy.strides, static_cast<float*>(arena.workspace), arena.w,
-                           db.type, ctx.stream);
-    });
-    bias_gradient_kernel = bias_kernel_ms < bias_cudnn_ms;
-  }
-
-  // Median of five runs on `stream` after one untimed [ms].
-  template <typename Run>
-  static float median_ms(cudaStream_t stream, Run&& run) {
-    run();
-    const Event begin = make_event(), end = make_event();
-    std::vector<float> times;
-    for (int i = 0; i < 5; ++i) {
-      CB_CHECK_CUDA(cudaEventRecord(begin, stream));
-      run();
-      CB_CHECK_CUDA(cudaEventRecord(end, stream));
-      CB_CHECK_CUDA(cudaEventSynchronize(end));
-      float ms = 0;
-      CB_CHECK_CUDA(cudaEventElapsedTime(&ms, begin, end));
-      times.push_back(ms);
-    }
-    std::sort(times.begin(), times.end());
-    return times[times.size() / 2];
+    bias_cudnn_ms = times[0];
+    bias_kernel_ms = times[1];
+    bias_gradient_kernel = clearly_faster(bias_kernel_ms, bias_cudnn_ms);  // near-ties keep cuDNN's
   }
 
   // The relu after it is applied here: by cuDNN's fused call or by our epilogue kernel.
@@ -320,9 +330,11 @@ class Convolution final : public LayerImpl {
     else if (kernel_epilogue) text << (relu_fused() ? "+bias+relu(kernel)" : "+bias(kernel)");
     if (!fallback.empty()) text << "(unfused: " << fallback << ")";
     if (!forward_im2col && !std::isnan(forward_im2col_ms)) text << "[im2col_gemm " << forward_im2col_ms << "ms>=" << forward.time_ms << "ms]";
+    if (!forward_times.empty()) text << "{" << forward_times << "}";
     if (training) {
       text << ",bwd_data=" << (data_gradient ? backward_data_algorithm_name(data.algorithm) : "-");
       if (data_gradient) text << "/" << math(data);
+      if (data_gradient && !data_times.empty()) text << "{" << data_times << "}";
       if (filter_im2col)
         text << ",bwd_filter=im2col_gemm(" << filter_im2col_ms << "ms<" << filter.time_ms << "ms "
              << backward_filter_algorithm_name(filter.algorithm) << ")";
@@ -332,6 +344,7 @@ class Convolution final : public LayerImpl {
       else
         text << ",bwd_filter=" << backward_filter_algorithm_name(filter.algorithm) << "/" << math(filter);
       if (!filter_im2col && !std::isnan(filter_im2col_ms)) text << "[im2col_gemm " << filter_im2col_ms << "ms>=" << filter.time_ms << "ms]";
+      if (!filter_times.empty()) text << "{" << filter_times << "}";
       if (has_bias) {
         text << ",bias_grad=" << (bias_gradient_kernel ? "kernel" : "cudnn");
         if (!std::isnan(bias_kernel_ms))

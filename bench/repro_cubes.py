@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Reproducibility of the cudnn engine across separate processes (issue 15, points 2 and 4).
+
+    python3 bench/repro_cubes.py run1.h5 run2.h5 run3.h5 [--logs cold.log warm.log] [--limit 1.02] [--engine cudnn]
+
+For every cell measured in all the cubes: the medians, max ÷ min of them (the
+target is <= 1.02), whether the plans agree (the cell's `decisions` with every
+measured time taken out: the same algorithms, layouts and fusions), and the
+algorithm cache's hits and misses per cube; last/1st and its geometric mean
+compare two settings (e.g. --layout nchw then nhwc). With --logs: the wall time each
+seed log records (gpu_session.sh's seed stage ends its log with
+"seed wall_s N"). Exit 1 when a cell's spread exceeds --limit.
+
+h5py only (bench/cube_cells.py's reader), so it runs on the GPU machine too.
+"""
+
+import argparse
+import math
+import pathlib
+import re
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from cube_cells import cudnn_cells  # noqa: E402
+
+CACHE_USE = re.compile(r"algo_cache=\S*?\(hits=(\d+),misses=(\d+)\)")
+WALL = re.compile(r"^seed wall_s (\d+(?:\.\d+)?)", re.MULTILINE)
+
+
+def plan_of(decisions):
+    """The decisions without what is measured: the choice itself, comparable across runs."""
+    text = CACHE_USE.sub("", decisions)
+    text = re.sub(r"\{[^}]*\}", "", text)           # re-timed candidates' medians
+    text = re.sub(r"\[[^\]]*\]", "", text)           # losing GEMM candidates' times
+    text = re.sub(r"\([^()]*\d+(\.\d+)?(e-?\d+)?ms[^()]*\)", "", text)  # "(0.1ms<0.2ms ...)", bias times
+    text = re.sub(r"\b(search_arena|pool|workspace)=[\d.]+ ?[KMGT]?i?B\b", "", text)  # sizes follow the plan
+    return " ".join(text.split())
+
+
+def spread_table(cubes, limit, engine="cudnn"):
+    cells = [cudnn_cells(path, engine) for path in cubes]
+    common = sorted(set.intersection(*(set(c) for c in cells)))
+    rows, worst = [], 1.0
+    for key in common:
+        medians = [c[key]["median_ms"] for c in cells]
+        ratio = max(medians) / min(medians)
+        worst = max(worst, ratio)
+        same_plan = len({plan_of(c[key]["decisions"]) for c in cells}) == 1
+        uses = [CACHE_USE.search(c[key]["decisions"]) for c in cells]
+        cache = " ".join(f"{u.group(1)}/{u.group(2)}" if u else "-" for u in uses)
+        rows.append((key, medians, ratio, same_plan, cache))
+    print(f"{'network':10} {'precision':9} {'phase':9} {'batch':>5}  "
+          + "  ".join(f"{'cube' + str(i + 1):>8}" for i in range(len(cubes)))
+          + f"  {'max/min':>7}  {'last/1st':>8}  plan  cache hits/misses")
+    for (network, precision, phase, batch), medians, ratio, same_plan, cache in rows:
+        flag = "" if ratio <= limit else "  <-- over " + str(limit)
+        print(f"{network:10} {precision:9} {phase:9} {batch:5}  " + "  ".join(f"{m:8.3f}" for m in medians)
+              + f"  {ratio:7.4f}  {medians[-1] / medians[0]:8.4f}  {'same' if same_plan else 'DIFF':4}  {cache}{flag}")
+    over = sum(1 for r in rows if r[2] > limit)
+    if rows:  # e.g. cube1 = --layout nchw, cube2 = --layout nhwc: below 1, the last is faster
+        geomean = math.exp(sum(math.log(r[1][-1] / r[1][0]) for r in rows) / len(rows))
+        print(f"\ngeometric mean of last/first cube's medians: {geomean:.4f}")
+    print(f"\n{len(rows)} cells in all {len(cubes)} cubes; worst max/min {worst:.4f}; "
+          f"{over} over {limit}; {sum(1 for r in rows if not r[3])} with different plans")
+    missing = set.union(*(set(c) for c in cells)) - set(common)
+    if missing:
+        print(f"{len(missing)} cells not measured in every cube: "
+              + ", ".join("/".join(map(str, k)) for k in sorted(missing)))
+    return over
+
+
+def wall_times(logs):
+    for log in logs:
+        found = WALL.findall(pathlib.Path(log).read_text(errors="replace"))
+        print(f"{log}: " + (f"{float(found[-1]):.0f} s wall" if found else "no 'seed wall_s' line"))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("cubes", nargs="*", help="cubes of the same cells from separate processes")
+    parser.add_argument("--logs", nargs="*", default=[], help="seed stage logs: their wall times")
+    parser.add_argument("--limit", type=float, default=1.02, help="max/min of the medians allowed per cell")
+    parser.add_argument("--engine", default="cudnn", help="the engine whose cells are compared")
+    args = parser.parse_args()
+    if args.logs:
+        wall_times(args.logs)
+    if len(args.cubes) >= 2:
+        return 1 if spread_table(args.cubes, args.limit, args.engine) else 0
+    if args.cubes:
+        parser.error("give at least two cubes to compare")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""bench/repro_cubes.py on real cubes: two oneDNN runs of AlexNet at batch 1
+(both phases) as two "processes"; max/min of the medians per cell read back
+with h5py, the plan comparison that ignores measured times, the cache
+hits/misses and the seed logs' wall times."""
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "bench" / "repro_cubes.py"
+sys.path.insert(0, str(REPO / "bench"))
+from repro_cubes import plan_of  # noqa: E402
+from test_bench_pytorch_ratio import JOB, medians  # noqa: E402  the same tiny oneDNN cube
+
+@pytest.fixture(scope="module")
+def cubes(tmp_path_factory, crossbench_binary):
+    directory = tmp_path_factory.mktemp("repro")
+    job = directory / "job.ini"
+    job.write_text(JOB)
+    outputs = []
+    for i in range(2):
+        output = directory / f"run{i}.h5"
+        subprocess.run([str(crossbench_binary), "run", "--job", str(job), "--output", str(output), "--quiet"],
+                       check=True, timeout=300)
+        outputs.append(output)
+    return outputs
+
+
+def run_script(*arguments):
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, arguments)], capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_spread_is_max_over_min_of_each_cells_medians(cubes):
+    a, b = medians(cubes[0]), medians(cubes[1])
+    result = run_script(*cubes, "--engine", "onednn", "--limit", "1000")
+    assert result.returncode == 0, result.stderr
+    lines = {line.split()[2]: line.split() for line in result.stdout.splitlines() if line.startswith("alexnet")}
+    assert sorted(lines) == ["inference", "training"]
+    for phase, fields in lines.items():
+        assert float(fields[4]) == pytest.approx(a[phase], abs=5e-4)
+        assert float(fields[5]) == pytest.approx(b[phase], abs=5e-4)
+        assert float(fields[6]) == pytest.approx(max(a[phase], b[phase]) / min(a[phase], b[phase]), abs=5e-4)
+        assert float(fields[7]) == pytest.approx(b[phase] / a[phase], abs=5e-4)
+        assert fields[8] == "same"  # the same engine and options: the same plan
+    assert "2 cells in all 2 cubes" in result.stdout
+
+
+def test_a_spread_over_the_limit_fails(cubes):
+    result = run_script(*cubes, "--engine", "onednn", "--limit", "1.0")
+    a, b = medians(cubes[0]), medians(cubes[1])
+    if all(a[p] == b[p] for p in a):
+        pytest.skip("both runs measured identical medians")
+    assert result.returncode == 1 and "over 1.0" in result.stdout
+
+
+def test_plan_ignores_measured_times_and_cache_use():
+    first = ("layout=nhwc algo=exhaustive workspace=12 MiB search_arena=1 GiB algo_cache=memory(hits=0,misses=9); "
+             "conv1:fwd=IMPLICIT_GEMM/tc{IMPLICIT_GEMM/tc 0.1012, WINOGRAD/tc 0.1043}[im2col_gemm 0.2ms>=0.1ms],"
+             "bwd_filter=cublas_gemm(0.05ms<0.06ms ALGO_1),bias_grad=kernel(kernel 0.01ms, cudnn 0.02ms)")
+    replay = ("layout=nhwc algo=exhaustive workspace=12 MiB algo_cache=/c.json(hits=9,misses=0); "
+              "conv1:fwd=IMPLICIT_GEMM/tc{IMPLICIT_GEMM/tc 0.1007, WINOGRAD/tc 0.105}[im2col_gemm 0.21ms>=0.1ms],"
+              "bwd_filter=cublas_gemm(0.049ms<0.061ms ALGO_1),bias_grad=kernel(kernel 0.011ms, cudnn 0.02ms)")
+    other = first.replace("fwd=IMPLICIT_GEMM/tc{", "fwd=WINOGRAD/tc{")
+    assert plan_of(first) == plan_of(replay)
+    assert plan_of(first) != plan_of(other)
+    assert "IMPLICIT_GEMM/tc" in plan_of(first) and "cublas_gemm" in plan_of(first)
+
+
+def test_wall_times_from_the_seed_logs(tmp_path):
+    cold, warm = tmp_path / "cold.log", tmp_path / "warm.log"
+    cold.write_text("[42/42] ...\ncrossbench: wrote x.h5 (42 cells: 42 ok)\nseed wall_s 143\n")
+    warm.write_text("crossbench: wrote y.h5\nseed wall_s 57\n")
+    result = run_script("--logs", cold, warm)
+    assert result.returncode == 0, result.stderr
+    assert f"{cold}: 143 s wall" in result.stdout and f"{warm}: 57 s wall" in result.stdout
