@@ -6,7 +6,7 @@
 // crossbench::OutOfMemory so that the cell's status is `oom`, as
 // cudaErrorMemoryAllocation does in CB_CHECK_CUDA:
 //   cuDNN 9: CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED (the old
-//            CUDNN_STATUS_ALLOC_FAILED) and ..._DEVICE_ALLOCATION_FAILED;
+//            CUDNN_STATUS_ALLOC_FAILED) and ..._DEVICE_ALLOCATION_FAILED (compat.hpp);
 //   cuBLAS:  CUBLAS_STATUS_ALLOC_FAILED.
 #pragma once
 
@@ -16,14 +16,12 @@
 #include <string>
 
 #include "core/cuda/cuda_check.hpp"
+#include "engines/cudnn/compat.hpp"
 #include "crossbench/error.hpp"
 
 namespace crossbench::cudnn {
 
-inline bool is_allocation_failure(cudnnStatus_t status) {
-  return status == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
-         status == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
-}
+inline bool is_allocation_failure(cudnnStatus_t status) { return compat::is_allocation_failure(status); }
 
 const char* cublas_status_name(cublasStatus_t status);
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "crossbench/error.hpp"
+#include "engines/cudnn/compat.hpp"
 #include "engines/cudnn/kernels.hpp"
 
 namespace crossbench::cudnn {
@@ -300,7 +301,7 @@ void CudnnSession::capture_graph() {
   CB_CHECK_CUDA(cudaStreamEndCapture(stream_, &captured));
   graph_ = Graph(captured);
   cudaGraphExec_t exec = nullptr;
-  CB_CHECK_CUDA(cudaGraphInstantiate(&exec, graph_, 0));
+  CB_CHECK_CUDA(compat::graph_instantiate(&exec, graph_));
   graph_exec_ = GraphExec(exec);
   CB_CHECK_CUDA(cudaGraphUpload(graph_exec_, stream_));
   CB_CHECK_CUDA(cudaStreamSynchronize(stream_));
@@ -431,7 +432,7 @@ std::vector<std::vector<double>> CudnnSession::profile_ops(int repetitions) {
     CB_CHECK_CUDA(cudaStreamEndCapture(stream_, &captured));
     const Graph graph(captured);
     cudaGraphExec_t exec = nullptr;
-    CB_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    CB_CHECK_CUDA(compat::graph_instantiate(&exec, graph));
     profile = GraphExec(exec);
   }
   std::vector<std::vector<double>> times;

@@ -25,7 +25,7 @@ const char* cublas_status_name(cublasStatus_t status) {
 std::string cudnn_message(cudnnStatus_t status) {
   std::string message = cudnnGetErrorString(status);
   char detail[512] = {};
-  cudnnGetLastErrorString(detail, sizeof detail);
+  compat::last_error_detail(detail, sizeof detail);
   if (detail[0] != '\0') message += std::string(" (") + detail + ")";
   return message;
 }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "crossbench/error.hpp"
+#include "engines/cudnn/compat.hpp"
 #include "engines/cudnn/kernels.hpp"
 
 namespace crossbench::cudnn::kernels {
@@ -599,7 +600,7 @@ __global__ void sum_of_squares_kernel(const void* x, DType type, std::int64_t co
     if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
     __syncthreads();
   }
-  if (threadIdx.x == 0) atomicAdd(out, partial[0]);
+  if (threadIdx.x == 0) compat::atomic_add(out, partial[0]);  // doubles: native from sm_60
   if (bad != 0) atomicAdd(non_finite, bad);
 }
 
