@@ -29,6 +29,22 @@
 
 namespace crossbench::cudnn::compat {
 
+// The oldest GPU generation the toolkit compiles for, as 10 * major + minor: CUDA 13 dropped
+// Maxwell, Pascal and Volta, CUDA 12 dropped Kepler.
+constexpr int oldest_compute_capability() {
+#if CROSSBENCH_CUDART_AT_LEAST(13, 0)
+  return 75;
+#elif CROSSBENCH_CUDART_AT_LEAST(12, 0)
+  return 50;
+#else
+  return 35;
+#endif
+}
+constexpr const char* toolkit_for_older_gpus() {
+  return oldest_compute_capability() >= 75 ? "the CUDA 12 build (Maxwell to Volta) or the CUDA 11.8 build (Kepler)"
+                                           : "the CUDA 11.8 build (Kepler)";
+}
+
 // cuDNN 9 split CUDNN_STATUS_ALLOC_FAILED into a host and a device status.
 inline bool is_allocation_failure(cudnnStatus_t status) {
 #if CUDNN_MAJOR >= 9
