@@ -13,6 +13,9 @@
 #   kitcompare seed2017 (cudnn; fp32, tf32, bf16; exhaustive search, CUDA graphs) with the BEFORE
 #             build ($CB_BEFORE, e.g. ".bundle-before/run .bundle-before/bin/crossbench") and with this
 #             bundle, interleaved per precision, then bench/compare_cubes.py (flags >2% or memory growth)
+#   oldtk     a CUDA 12 or 11.8 build packed by bench/gpu_bundle_toolkit.sh: its gpu tests, then seed2017
+#             in fp32 and tf32 (cube $OUT/${SEED_OUT:-seed-oldtk}.h5), on the bundle's cudart and cuBLAS and
+#             PyTorch's cuDNN 9 and NCCL; says which library is missing instead of running without it
 #   agreement crossbench check of cudnn, jax, pytorch at batch 2 in fp32 ($CHECK_NETWORKS, default all
 #             nine), then the analysis package's `agreement` against cudnn
 #   nvtx      nsys profile of a small cudnn run (alexnet, bf16, layer times): the NVTX ranges per cell
@@ -130,6 +133,24 @@ for stage in "$@"; do
         --set "workers.jax=python3 -u {workers}/jax/worker.py" \
         --set measure.min_steps="${WORKER_STEPS:-30}" --set measure.warmup=5 --set measure.target_ci=0.05 \
         ${WORKER_ARGS:-} --output "$OUT/workers.h5" 2>&1 | tee "$OUT/workers.log" | tail -80 ;;
+    oldtk)
+      torch_libs=$(python3 -c 'import importlib, os
+for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuBLASLt 13
+    try:
+        for p in importlib.import_module(name).__path__: print(os.path.join(p, "lib"))
+    except Exception: pass' | paste -sd:)
+      export LD_LIBRARY_PATH="${torch_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      missing=$(.bundle/run ldd .bundle/bin/crossbench | grep "not found")
+      if [ -n "$missing" ]; then echo "oldtk: cannot run, missing: $missing"; continue; fi
+      .bundle/run ldd .bundle/bin/crossbench | grep -E "cudart|cublas|cudnn|nccl"
+      timeout "$TLIMIT" .bundle/run .bundle/bin/cudnn_kernels_test >"$OUT/oldtk_kernels_test.log" 2>&1
+      echo "kernels tests exit $?"
+      timeout "$TLIMIT" .bundle/run .bundle/bin/cudnn_engine_test >"$OUT/oldtk_tests.log" 2>&1
+      echo "tests exit $?"
+      grep -E "^\[  FAILED|^\[  PASSED|Failure" "$OUT/oldtk_kernels_test.log" "$OUT/oldtk_tests.log" | head -30
+      timeout "$TLIMIT" $CB run --job jobs/seed2017.ini --set matrix.engines=cudnn --algo "${SEED_ALGO:-exhaustive}" \
+        --set matrix.precisions=fp32,tf32 --set measure.min_steps="$STEPS" --set measure.target_ci=0.02 \
+        ${SEED_ARGS:-} --output "$OUT/${SEED_OUT:-seed-oldtk}.h5" 2>&1 | tee "$OUT/${SEED_OUT:-seed-oldtk}.log" | tail -40 ;;
     agreement)
       timeout "$TLIMIT" $CB check --set "matrix.networks=${CHECK_NETWORKS:-alexnet,overfeat,vgg11,vgg16,vgg19,googlenet,resnet50,resnet101,resnet152}" \
         --set matrix.engines=cudnn,jax,pytorch --set matrix.precisions=fp32 --set matrix.batches=2 \

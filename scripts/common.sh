@@ -9,6 +9,9 @@ python=/usr/bin/python3
 # The Debian packages crossbench builds, runs and tests with (README "Dependencies" says why each).
 build_packages=(build-essential cmake git pkg-config libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools
                 libboost-program-options-dev libdnnl-dev ocl-icd-opencl-dev libgtest-dev nlohmann-json3-dev zlib1g-dev)
+# scripts/check-cuda-toolkits compiles kernels.cu for CUDA 12 and 11.8 with clang (the toolkits' PyPI
+# wheels have no nvcc).
+old_cuda_packages=(clang-19)
 # The tests start a real Slurm cluster on this machine (tests/slurm/cluster.sh).
 slurm_packages=(slurmctld slurmd slurm-client munge)
 python_packages=(python3 python3-numpy python3-h5py python3-xarray python3-netcdf4 python3-matplotlib

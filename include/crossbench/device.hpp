@@ -40,6 +40,10 @@ Device probe_cpu(int cpu_threads, const std::string& tag);
 // Number of GPUs this process sees (0 without CUDA support or without a usable GPU).
 int visible_gpu_count();
 Device probe_gpu(int gpu_ordinal, const std::string& tag);  // throws Error on failure
+// FP32 lanes per SM of an NVIDIA GPU generation (192 on Kepler, 64 on GP100, Volta, Turing and
+// GA100, 128 elsewhere) and the fp32 peak that the planner's cost model uses [TFLOP/s].
+int gpu_fp32_lanes_per_sm(int major, int minor);
+double gpu_peak_fp32_tflops(int major, int minor, int sms, double sm_clock_mhz);
 // Threads of this process's CPU binding (sched_getaffinity), or OMP_NUM_THREADS when set.
 int cpu_threads_of_binding();
 

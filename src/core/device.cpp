@@ -49,6 +49,17 @@ std::string format_gib(std::int64_t bytes) {
 
 }  // namespace
 
+int gpu_fp32_lanes_per_sm(int major, int minor) {
+  if (major <= 3) return 192;                                // Kepler (GK110, GK210)
+  if (major == 6 && minor == 0) return 64;                   // GP100
+  if (major == 7 || (major == 8 && minor == 0)) return 64;   // Volta, Turing, GA100
+  return 128;                                                // Maxwell, GP10x, GA10x, Ada, Hopper, Blackwell
+}
+
+double gpu_peak_fp32_tflops(int major, int minor, int sms, double sm_clock_mhz) {
+  return sms * gpu_fp32_lanes_per_sm(major, minor) * 2.0 * sm_clock_mhz * 1e6 / 1e12;  // 2 FLOPs per FMA
+}
+
 std::string Device::key() const {
   std::ostringstream text;
   if (kind == DeviceKind::gpu) {

@@ -4,3 +4,4 @@ crossbench_test(runner_test LABEL cpu LINKS crossbench_engines SOURCES ${CMAKE_C
 crossbench_test(nvtx_test LABEL cpu LINKS crossbench_base SOURCES ${CMAKE_CURRENT_LIST_DIR}/nvtx_test.cpp)
 crossbench_test(stop_flag_test LABEL cpu LINKS crossbench_base SOURCES ${CMAKE_CURRENT_LIST_DIR}/stop_flag_test.cpp)
 crossbench_test(telemetry_test LABEL cpu LINKS crossbench_base SOURCES ${CMAKE_CURRENT_LIST_DIR}/telemetry_test.cpp)
+crossbench_test(gpu_peak_test LABEL cpu LINKS crossbench_base SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_peak_test.cpp)

@@ -2,7 +2,11 @@
 // no GPU needed), and its place in the registry.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+
 #include "crossbench/engine.hpp"
+#include "core/cuda/cudnn_compat.hpp"
 #include "engines/cudnn/cudnn_engine.hpp"
 
 namespace crossbench {
@@ -22,9 +26,10 @@ TEST(CudnnSupport, FollowsTheComputeCapability) {
   for (const std::string arch : {"90", "9.0", "80", "120", "12.0"})
     for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16})
       EXPECT_TRUE(cudnn::supports(gpu(arch), cell(p)).supported) << arch << " " << to_string(p);
-  // Volta: fp16 tensor cores, no tf32 or bf16.
-  EXPECT_TRUE(cudnn::supports(gpu("70"), cell(Precision::fp32)).supported);
-  EXPECT_TRUE(cudnn::supports(gpu("7.0"), cell(Precision::fp16)).supported);
+  // Volta: fp16 tensor cores, no tf32 or bf16 (and no kernels at all in a CUDA 13 build).
+  const bool volta_built = cudnn::compat::oldest_compute_capability() <= 70;
+  EXPECT_EQ(cudnn::supports(gpu("70"), cell(Precision::fp32)).supported, volta_built);
+  EXPECT_EQ(cudnn::supports(gpu("7.0"), cell(Precision::fp16)).supported, volta_built);
   const Support bf16 = cudnn::supports(gpu("70", "Tesla V100"), cell(Precision::bf16));
   EXPECT_FALSE(bf16.supported);
   EXPECT_NE(bf16.reason.find("Tesla V100"), std::string::npos) << bf16.reason;
@@ -32,7 +37,24 @@ TEST(CudnnSupport, FollowsTheComputeCapability) {
   EXPECT_FALSE(cudnn::supports(gpu("75"), cell(Precision::tf32)).supported);
   // Pascal: fp32 only.
   EXPECT_FALSE(cudnn::supports(gpu("61"), cell(Precision::fp16)).supported);
-  EXPECT_TRUE(cudnn::supports(gpu("61"), cell(Precision::fp32)).supported);
+  EXPECT_EQ(cudnn::supports(gpu("61"), cell(Precision::fp32)).supported, volta_built);
+}
+
+// A GPU older than the toolkit's oldest architecture has no kernels in this build: every
+// cell is unsupported, and the reason names the build that runs it.
+TEST(CudnnSupport, RefusesGpusTheToolkitDropped) {
+  const int oldest = cudnn::compat::oldest_compute_capability();
+  EXPECT_EQ(oldest, CUDART_VERSION >= 13000 ? 75 : CUDART_VERSION >= 12000 ? 50 : 35);
+  for (const auto& [arch, model] : {std::pair{"35", "Tesla K40c"}, {"52", "GeForce GTX TITAN X"},
+                                    {"61", "GeForce GTX 1080"}, {"70", "Tesla V100-SXM2-16GB"}}) {
+    const Support fp32 = cudnn::supports(gpu(arch, model), cell(Precision::fp32));
+    EXPECT_EQ(fp32.supported, std::stoi(arch) >= oldest) << model;
+    if (fp32.supported) continue;
+    EXPECT_NE(fp32.reason.find(model), std::string::npos) << fp32.reason;
+    EXPECT_NE(fp32.reason.find(std::stoi(arch) < 50 ? "CUDA 11.8 build" : "CUDA 12 build"), std::string::npos)
+        << fp32.reason;
+  }
+  EXPECT_TRUE(cudnn::supports(gpu("75", "Tesla T4"), cell(Precision::fp32)).supported);
 }
 
 TEST(CudnnSupport, RefusesCpusAndUnknownArchitectures) {

@@ -2,7 +2,7 @@
 // cuda_check.hpp). Allocation failures become crossbench::OutOfMemory, as
 // cudaErrorMemoryAllocation does in CB_CHECK_CUDA:
 //   cuDNN 9: CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED (the old
-//            CUDNN_STATUS_ALLOC_FAILED) and ..._DEVICE_ALLOCATION_FAILED;
+//            CUDNN_STATUS_ALLOC_FAILED) and ..._DEVICE_ALLOCATION_FAILED (compat.hpp);
 //   cuBLAS:  CUBLAS_STATUS_ALLOC_FAILED.
 #pragma once
 
@@ -12,20 +12,18 @@
 #include <string>
 
 #include "core/cuda/cuda_check.hpp"
+#include "core/cuda/cudnn_compat.hpp"
 #include "crossbench/error.hpp"
 
 namespace crossbench {
 
-inline bool is_cudnn_allocation_failure(cudnnStatus_t status) {
-  return status == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
-         status == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
-}
+inline bool is_cudnn_allocation_failure(cudnnStatus_t status) { return compat::is_allocation_failure(status); }
 
 // cudnnGetErrorString plus cuDNN's own last-error detail, when it has one.
 inline std::string cudnn_message(cudnnStatus_t status) {
   std::string message = cudnnGetErrorString(status);
   char detail[512] = {};
-  cudnnGetLastErrorString(detail, sizeof detail);
+  compat::last_error_detail(detail, sizeof detail);
   if (detail[0] != '\0') message += std::string(" (") + detail + ")";
   return message;
 }

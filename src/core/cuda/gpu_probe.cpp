@@ -36,8 +36,8 @@ Device probe_gpu(int gpu_ordinal, const std::string& tag) {
   CB_CHECK_CUDA(cudaDeviceGetAttribute(&memory_clock_khz, cudaDevAttrMemoryClockRate, gpu_ordinal));
   device.sm_clock_mhz = sm_clock_khz / 1e3;
   device.memory_clock_mhz = memory_clock_khz / 1e3;
-  // fp32 peak: 128 FP32 lanes per SM (Ampere and later) × 2 FLOPs per FMA.
-  device.peak_fp32_tflops = device.compute_units * 128.0 * 2.0 * device.sm_clock_mhz * 1e6 / 1e12;
+  device.peak_fp32_tflops =
+      gpu_peak_fp32_tflops(properties.major, properties.minor, device.compute_units, device.sm_clock_mhz);
   std::array<char, 64> bus_id{};
   CB_CHECK_CUDA(cudaDeviceGetPCIBusId(bus_id.data(), static_cast<int>(bus_id.size()), gpu_ordinal));
   device.pci_bus_id = bus_id.data();

@@ -10,6 +10,7 @@
 #include <new>
 
 #include "crossbench/error.hpp"
+#include "core/cuda/cudnn_compat.hpp"
 #include "engines/cudnn/cudnn_session.hpp"
 #include "crossbench/telemetry.hpp"
 
@@ -136,6 +137,9 @@ Support supports(const Device& device, const CellSpec& cell) {
   if (!parse_capability(device.architecture, major, minor))
     return Support::no("unknown compute capability '" + device.architecture + "' of " + device.model);
   const std::string cc = std::to_string(major) + "." + std::to_string(minor);
+  if (major * 10 + minor < compat::oldest_compute_capability())
+    return Support::no("this build (CUDA " + std::to_string(CUDART_VERSION / 1000) + ") has no kernels for " +
+                       device.model + " (compute capability " + cc + "): use " + compat::toolkit_for_older_gpus());
   switch (cell.precision) {
     case Precision::fp32:
       return element_limit(device, cell);
@@ -168,7 +172,10 @@ std::vector<std::pair<std::string, std::string>> library_versions() {
     versions.emplace_back("cublas_version",
                           std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch));
   int runtime = 0, driver = 0;
-  if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) versions.emplace_back("cuda_runtime_version", cuda_version_text(runtime));
+  // The runtime loaded and the toolkit compiled with (CUDA 11.8, 12.x and 13.x builds tell apart here).
+  if (cudaRuntimeGetVersion(&runtime) == cudaSuccess)
+    versions.emplace_back("cuda_runtime_version",
+                          cuda_version_text(runtime) + " (built with " + cuda_version_text(CUDART_VERSION) + ")");
   if (cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0)
     versions.emplace_back("cuda_driver_version", cuda_version_text(driver));
   (void)cudaGetLastError();

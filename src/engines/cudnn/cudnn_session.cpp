@@ -12,6 +12,7 @@
 
 #include "crossbench/error.hpp"
 #include "engines/cudnn/kernels_elementwise.hpp"
+#include "core/cuda/cudnn_compat.hpp"
 
 namespace crossbench::cudnn {
 namespace {

@@ -89,7 +89,7 @@ class StreamCapture {
 
 inline GraphExec instantiate(const Graph& graph) {
   cudaGraphExec_t exec = nullptr;
-  CB_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  CB_CHECK_CUDA(compat::graph_instantiate(&exec, graph));  // CUDA 11.8 has the older signature
   return GraphExec(exec);
 }
 

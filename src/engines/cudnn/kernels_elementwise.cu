@@ -1,6 +1,7 @@
 // kernels_elementwise.hpp: the kernels and their launchers.
 #include "engines/cudnn/kernels_elementwise.hpp"
 
+#include "core/cuda/cudnn_compat.hpp"
 #include "engines/cudnn/kernel_support.cuh"
 
 namespace crossbench::cudnn::kernels {
@@ -108,7 +109,7 @@ __global__ void sum_of_squares_kernel(const void* x, DType type, std::int64_t co
     if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
     __syncthreads();
   }
-  if (threadIdx.x == 0) atomicAdd(out, partial[0]);
+  if (threadIdx.x == 0) compat::atomic_add(out, partial[0]);  // doubles: native from sm_60
   if (bad != 0) atomicAdd(non_finite, bad);
 }
 
