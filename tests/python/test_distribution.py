@@ -159,7 +159,7 @@ def test_sigkill_then_resume_measures_every_cell_once(tmp_path, crossbench_binar
                                     ["run", "--job", job, "--output", output, "--resume"]),
                              capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr + resumed.stdout
-    assert f"resuming: {len(before)} cells already in the journal" in resumed.stdout
+    assert f"resuming: {len(before)} cells already in the journal" in resumed.stderr
     after = journal_results(journal)
     keys = [cell_key(r) for r in after]
     assert len(keys) == len(set(keys)) == CELLS_PER_GROUP, "a cell was measured twice or is missing"
