@@ -10,6 +10,8 @@
 #   dp        mpirun -np $GPUS crossbench run --job jobs/data-parallel.ini (gpus = 1 .. $GPUS)
 #   seedmpi   mpirun -np $GPUS: seed2017 (cudnn, 4 precisions) split over every GPU, one cube
 #   workers   seed2017 with cudnn, pytorch, pytorch-compile, jax ($WORKER_NETWORKS), one cube
+#   provenance one cudnn cell; then /ranks and the cell's wall times checked against nvidia-smi
+#             (full UUID, enforced power limit, driver, application clocks, ECC) by bench/check_provenance.py
 #   agreement crossbench check of cudnn, jax, pytorch at batch 2 in fp32 ($CHECK_NETWORKS, default all
 #             nine), then the analysis package's `agreement` against cudnn
 # Environment: STEPS (timed steps, default 50), WARMUP (10), TLIMIT (seconds per stage, 240);
@@ -103,6 +105,12 @@ for stage in "$@"; do
         --set "workers.jax=python3 -u {workers}/jax/worker.py" \
         --set measure.min_steps="${WORKER_STEPS:-30}" --set measure.warmup=5 --set measure.target_ci=0.05 \
         ${WORKER_ARGS:-} --output "$OUT/workers.h5" 2>&1 | tee "$OUT/workers.log" | tail -80 ;;
+    provenance)
+      timeout "$TLIMIT" $CB run --set matrix.engines=cudnn --set matrix.networks=alexnet --set matrix.precisions=fp32 \
+        --set matrix.batches=64 --set matrix.phases=training --set measure.min_steps=20 --set measure.warmup=3 \
+        --jsonl "$OUT/provenance.jsonl" --output "$OUT/provenance.h5" >"$OUT/provenance.log" 2>&1
+      echo "run exit $?"
+      PYTHONPATH=analysis timeout 120 python3 bench/check_provenance.py "$OUT/provenance.h5" 2>&1 | tee "$OUT/provenance.txt" ;;
     agreement)
       timeout "$TLIMIT" $CB check --set "matrix.networks=${CHECK_NETWORKS:-alexnet,overfeat,vgg11,vgg16,vgg19,googlenet,resnet50,resnet101,resnet152}" \
         --set matrix.engines=cudnn,jax,pytorch --set matrix.precisions=fp32 --set matrix.batches=2 \
