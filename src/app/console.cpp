@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "crossbench/engine.hpp"
+
 namespace crossbench {
 namespace {
 
@@ -74,6 +76,10 @@ void DeviceLegend::print(std::ostream& out) const {
     out << "\n     " << device.cpu_model << "; " << device.os << "; " << device.kernel
         << (device.container.empty() ? "" : "; container " + device.container) << "\n";
   }
+  // The native engines' libraries, the same for every device of this binary.
+  std::vector<std::string> versions;
+  for (const auto& [name, version] : engine_library_versions()) versions.push_back(name + " " + version);
+  if (!versions.empty()) out << "libraries: " << joined(versions) << "\n";
   out << std::flush;
 }
 

@@ -175,7 +175,7 @@ def test_single_rank_run_writes_the_cube(tmp_path, run_crossbench):
     # device legend and the table on stdout, the rows naming the device D0.
     assert "[2/2]" in result.stderr and "ETA" in result.stderr
     assert "wrote" in result.stderr and f"next: scripts/report report {output}" in result.stderr
-    assert result.stdout.startswith("D0 = CPU "), result.stdout
+    assert result.stdout.startswith("D0 = CPU ") and "libraries: onednn_version" in result.stdout, result.stdout
     rows = [line for line in result.stdout.splitlines() if line.startswith("D0 ") and not line.startswith("D0 =")]
     assert len(rows) == 2 and all(" ok " in row for row in rows), result.stdout
     check_cube(output, [0])
