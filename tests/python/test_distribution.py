@@ -186,7 +186,7 @@ def test_sigterm_stops_cleanly_and_resume_completes(tmp_path, crossbench_binary)
         if process.poll() is None:
             process.kill()
     assert process.returncode == 3, stdout + stderr
-    assert "resume" in stdout
+    assert "--resume" in stderr  # context (what to do next) goes to stderr
     with h5py.File(output, "r") as cube:  # readable, and says it is incomplete
         state = cube.attrs["run_state"]
         state = state.decode() if isinstance(state, bytes) else state
