@@ -16,6 +16,8 @@
 #   oldtk     a CUDA 12 or 11.8 build packed by bench/gpu_bundle_toolkit.sh: its gpu tests, then seed2017
 #             in fp32 and tf32 (cube $OUT/${SEED_OUT:-seed-oldtk}.h5), on the bundle's cudart and cuBLAS and
 #             PyTorch's cuDNN 9 and NCCL; says which library is missing instead of running without it
+#   provenance one cudnn cell; then /ranks and the cell's wall times checked against nvidia-smi
+#             (full UUID, enforced power limit, driver, application clocks, ECC) by bench/check_provenance.py
 #   agreement crossbench check of cudnn, jax, pytorch at batch 2 in fp32 ($CHECK_NETWORKS, default all
 #             nine), then the analysis package's `agreement` against cudnn
 #   nvtx      nsys profile of a small cudnn run (alexnet, bf16, layer times): the NVTX ranges per cell
@@ -151,6 +153,12 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
       timeout "$TLIMIT" $CB run --job jobs/seed2017.ini --set matrix.engines=cudnn --algo "${SEED_ALGO:-exhaustive}" \
         --set matrix.precisions=fp32,tf32 --set measure.min_steps="$STEPS" --set measure.target_ci=0.02 \
         ${SEED_ARGS:-} --output "$OUT/${SEED_OUT:-seed-oldtk}.h5" 2>&1 | tee "$OUT/${SEED_OUT:-seed-oldtk}.log" | tail -40 ;;
+    provenance)
+      timeout "$TLIMIT" $CB run --set matrix.engines=cudnn --set matrix.networks=alexnet --set matrix.precisions=fp32 \
+        --set matrix.batches=64 --set matrix.phases=training --set measure.min_steps=20 --set measure.warmup=3 \
+        --jsonl "$OUT/provenance.jsonl" --output "$OUT/provenance.h5" >"$OUT/provenance.log" 2>&1
+      echo "run exit $?"
+      PYTHONPATH=analysis timeout 120 python3 bench/check_provenance.py "$OUT/provenance.h5" 2>&1 | tee "$OUT/provenance.txt" ;;
     agreement)
       timeout "$TLIMIT" $CB check --set "matrix.networks=${CHECK_NETWORKS:-alexnet,overfeat,vgg11,vgg16,vgg19,googlenet,resnet50,resnet101,resnet152}" \
         --set matrix.engines=cudnn,jax,pytorch --set matrix.precisions=fp32 --set matrix.batches=2 \

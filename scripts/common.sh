@@ -31,19 +31,36 @@ install_missing() {
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
-  echo "crossbench: installing ${missing[*]}"
-  local sudo=""
+  echo "crossbench: installing ${#missing[@]} Debian package(s): ${missing[*]}"
+  local sudo="" log
   [ "$(id -u)" -eq 0 ] || sudo=sudo
   export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # apt and dpkg progress only when they fail: the log is shown then.
+  log=$(mktemp)
+  if ! { $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    echo "crossbench: installing ${missing[*]} failed (the apt output is above)" >&2
+    return 1
+  fi
+  rm -f "$log"
 }
 
+# configure_and_build [TARGET ...]: a Release build of the targets named (all without any);
+# the output of CMake and the compiler only when they fail.
 configure_and_build() {
-  local jobs
+  local jobs log targets=()
   jobs=$(nproc)
-  cmake -S "$repo_root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "$@"
-  cmake --build "$build_dir" -j "$jobs"
+  for target in "$@"; do targets+=(--target "$target"); done
+  log=$(mktemp)
+  if ! { cmake -S "$repo_root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release &&
+         cmake --build "$build_dir" -j "$jobs" "${targets[@]}"; } >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    echo "crossbench: the build in $build_dir failed (the output is above)" >&2
+    return 1
+  fi
+  rm -f "$log"
 }
 
 # Makes $jax_venv with jax (once; later runs find it and need no network) and exports

@@ -11,7 +11,11 @@ The cube is HDF5 (netCDF-4 compatible).  This module reads it defensively:
 * a variable's axes are taken from its attached dimension scales when present,
   so a writer that stores a variable in another axis order still loads.
 
-Schemas: ``crossbench-cube/2`` (cells over device, engine, network, precision,
+Schemas: ``crossbench-cube/3`` (schema 2 plus each cell's wall times
+``preparation_s``, ``search_s``, ``timed_s``, ``started_utc``, ``finished_utc``,
+the system description in ``/ranks`` and, for merged cubes, ``/sources``: each
+input's root attributes and ranks, read into ``cube.sources``),
+``crossbench-cube/2`` (cells over device, engine, network, precision,
 batch, phase, gpus, replica) and ``crossbench-cube/1`` (the same without the
 ``gpus`` axis).  A schema-1 cube is read as a cube whose ``gpus`` axis is
 ``[1]`` (every cell single-device) and whose ``exposed_communication_ms`` and
@@ -36,8 +40,9 @@ import xarray as xr
 
 SCHEMA_1 = "crossbench-cube/1"
 SCHEMA_2 = "crossbench-cube/2"
-KNOWN_SCHEMAS = (SCHEMA_1, SCHEMA_2)
-LATEST_SCHEMA = SCHEMA_2
+SCHEMA_3 = "crossbench-cube/3"
+KNOWN_SCHEMAS = (SCHEMA_1, SCHEMA_2, SCHEMA_3)
+LATEST_SCHEMA = SCHEMA_3
 
 # Cell axes, in the order of the (latest) schema: what `Cube.ds` and `Cube.cells` have.
 CELL_DIMS = ("device", "engine", "network", "precision", "batch", "phase", "gpus", "replica")
@@ -45,6 +50,7 @@ CELL_DIMS = ("device", "engine", "network", "precision", "batch", "phase", "gpus
 SCHEMA_CELL_DIMS = {
     SCHEMA_1: ("device", "engine", "network", "precision", "batch", "phase", "replica"),
     SCHEMA_2: CELL_DIMS,
+    SCHEMA_3: CELL_DIMS,
 }
 GPUS_DIM = "gpus"
 STEP_DIM = "step"
@@ -68,16 +74,26 @@ FLOAT_VARS = (
     "ci_low_ms", "ci_high_ms", "images_per_s", "tflops", "peak_memory_bytes",
     "energy_j_per_image", "mean_sm_clock_mhz", "exposed_communication_ms", "scaling_efficiency",
 )
+# Schema 3: wall seconds of every cell, whatever its status (never masked by status).
+WALL_VARS = ("preparation_s", "search_s", "timed_s")
+WALL_TEXT_VARS = ("started_utc", "finished_utc")
 # Variables a schema does not have: filled (NaN) on load, not reported as missing.
-NOT_IN_SCHEMA = {SCHEMA_1: ("exposed_communication_ms", "scaling_efficiency"), SCHEMA_2: ()}
+NOT_IN_SCHEMA = {
+    SCHEMA_1: ("exposed_communication_ms", "scaling_efficiency") + WALL_VARS + WALL_TEXT_VARS,
+    SCHEMA_2: WALL_VARS + WALL_TEXT_VARS,
+    SCHEMA_3: (),
+}
 INT_VARS = {"throttled": -1, "steps": 0, "rank": -1}  # name -> value when absent
-STRING_VARS = ("message",)
+STRING_VARS = ("message",) + WALL_TEXT_VARS
 REQUIRED_VARS = ("status", "median_ms")
-CELL_VARS = ("status",) + FLOAT_VARS + tuple(INT_VARS) + STRING_VARS
+CELL_VARS = ("status",) + FLOAT_VARS + WALL_VARS + tuple(INT_VARS) + STRING_VARS
 
 RANK_COLUMNS = (
     "rank", "host", "device_key", "device_index", "uuid", "pci_bus_id", "memory_bytes",
     "sm_clock_mhz", "memory_clock_mhz", "power_limit_w", "driver", "threads",
+    # schema 3: the system description
+    "application_sm_clock_mhz", "application_memory_clock_mhz", "clock_policy", "ecc",
+    "cpu_model", "os", "kernel", "container",
 )
 
 
@@ -93,6 +109,8 @@ class Cube:
     ds: xr.Dataset                     # per-cell variables (+ samples_ms over step)
     ranks: pd.DataFrame                # one row per rank of /ranks
     missing_vars: list[str] = field(default_factory=list)  # optional variables the file lacks
+    # Merged cubes (/sources): per input, its root attributes and its ranks table.
+    sources: list[dict] = field(default_factory=list)
     _cells: pd.DataFrame | None = field(default=None, repr=False)
 
     @property
@@ -316,14 +334,14 @@ def _load_open(path: Path, f: h5py.File, schema: str, attrs: dict[str, str]) -> 
     for name in CELL_VARS:
         if name in f:
             arr = _read_var(f, name, file_dims, shape)
-            if name in FLOAT_VARS:
+            if name in FLOAT_VARS or name in WALL_VARS:
                 arr = arr.astype(np.float64)
             elif name in INT_VARS:
                 arr = arr.astype(np.int64)
         else:
             if name not in NOT_IN_SCHEMA[schema]:
                 missing.append(name)
-            if name in FLOAT_VARS:
+            if name in FLOAT_VARS or name in WALL_VARS:
                 arr = np.full(file_shape, np.nan)
             elif name in INT_VARS:
                 arr = np.full(file_shape, INT_VARS[name], dtype=np.int64)
@@ -355,10 +373,24 @@ def _load_open(path: Path, f: h5py.File, schema: str, attrs: dict[str, str]) -> 
         coords[GPUS_DIM] = np.array([1], dtype=np.int32)
     ds = xr.Dataset(data_vars=data_vars, coords=coords, attrs=attrs)
     ranks = _read_ranks(f)
-    return Cube(path=path, schema=schema, attrs=attrs, ds=ds, ranks=ranks, missing_vars=missing)
+    return Cube(path=path, schema=schema, attrs=attrs, ds=ds, ranks=ranks, missing_vars=missing,
+                sources=_read_sources(f))
 
 
-def _read_ranks(f: h5py.File) -> pd.DataFrame:
+def _read_sources(f: h5py.File) -> list[dict]:
+    """/sources/source_<i> of a merged cube: {"attrs": {...}, "ranks": DataFrame} per input."""
+    if "sources" not in f or not isinstance(f["sources"], h5py.Group):
+        return []
+    sources = []
+    i = 0
+    while f"source_{i}" in f["sources"]:
+        g = f["sources"][f"source_{i}"]
+        sources.append({"attrs": {str(k): _text(v) for k, v in g.attrs.items()}, "ranks": _read_ranks(g)})
+        i += 1
+    return sources
+
+
+def _read_ranks(f: h5py.Group) -> pd.DataFrame:
     if "ranks" not in f or not isinstance(f["ranks"], h5py.Group):
         return pd.DataFrame(columns=list(RANK_COLUMNS))
     g = f["ranks"]
@@ -384,6 +416,6 @@ def _tidy(ds: xr.Dataset) -> pd.DataFrame:
     df = df[list(CELL_DIMS) + names]
     for d in ("batch", "gpus", "replica"):
         df[d] = df[d].astype(np.int64)
-    for d in ("device", "engine", "network", "precision", "phase", "status", "message"):
+    for d in ("device", "engine", "network", "precision", "phase", "status") + STRING_VARS:
         df[d] = df[d].astype(str)
     return df

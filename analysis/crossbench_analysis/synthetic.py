@@ -19,7 +19,7 @@ import math
 import h5py
 import numpy as np
 
-from .cube import (FLOAT_VARS, LATEST_SCHEMA, NOT_IN_SCHEMA, RANK_COLUMNS, SCHEMA_1, SCHEMA_CELL_DIMS,
+from .cube import (FLOAT_VARS, NOT_IN_SCHEMA, RANK_COLUMNS, SCHEMA_1, SCHEMA_2, SCHEMA_CELL_DIMS,
                    STATUS_NAMES)
 
 
@@ -178,7 +178,7 @@ def _fixed_dimensions(dims: tuple[int, ...], steps: int) -> int:
 
 
 def write_cube(path, axes: dict[str, list], cells: list[dict], ranks: list[dict] | None = None,
-               attrs: dict[str, str] | None = None, schema: str | None = LATEST_SCHEMA) -> None:
+               attrs: dict[str, str] | None = None, schema: str | None = SCHEMA_2) -> None:
     """Write a cube as the C++ writer does.
 
     `axes` maps each cell dimension of the schema to its values (``gpus``
@@ -191,7 +191,8 @@ def write_cube(path, axes: dict[str, list], cells: list[dict], ranks: list[dict]
     without the gpus axis and the data-parallel variables; its cells must all
     have gpus = 1); any other string is written as the `schema` attribute over
     the latest layout (to test refusals), and None writes no `schema` at all."""
-    layout = SCHEMA_1 if schema == SCHEMA_1 else LATEST_SCHEMA
+    # The schema-2 layout (schema 3 adds wall times and provenance that synthetic cubes do not need).
+    layout = SCHEMA_1 if schema == SCHEMA_1 else SCHEMA_2
     dims = SCHEMA_CELL_DIMS[layout]
     axes = dict(axes)
     if "gpus" in dims:
@@ -307,7 +308,7 @@ def write_cube(path, axes: dict[str, list], cells: list[dict], ranks: list[dict]
         rr = _vector(g, "rank_row", range(len(ranks)), np.int32)
         rr.make_scale("rank_row")
         _describe(rr, "row of the ranks table", "1")
-        for col in RANK_COLUMNS:
+        for col in (c for c in RANK_COLUMNS if c in RANK_ATTRS):  # the schema-2 columns
             kind, long_name, units = RANK_ATTRS[col]
             default = "" if kind == "str" else 0
             vals = [r.get(col, default) for r in ranks]

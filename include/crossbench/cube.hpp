@@ -11,7 +11,10 @@
 
 namespace crossbench {
 
-inline constexpr const char* cube_schema = "crossbench-cube/2";
+// 3 added per-cell wall times, per-rank provenance columns and /sources (merged cubes).
+inline constexpr const char* cube_schema = "crossbench-cube/3";
+// The schemas read_cube reads (a schema-2 cube reads with empty provenance and NaN wall times).
+inline constexpr const char* cube_schemas_read[] = {"crossbench-cube/2", "crossbench-cube/3"};
 
 // The coordinates of the cube, in the order they appear on its axes.
 struct CubeAxes {
@@ -39,6 +42,23 @@ struct RankRecord {
   double power_limit_w = 0;      // [W]
   std::string driver;
   std::int32_t threads = 0;      // CPU threads of the binding (CPU devices), else 0
+  // Schema 3: the system description (Device's provenance fields).
+  double application_sm_clock_mhz = 0;      // [MHz], 0: unknown
+  double application_memory_clock_mhz = 0;  // [MHz], 0: unknown
+  std::string clock_policy;
+  std::string ecc;
+  std::string cpu_model;
+  std::string os;
+  std::string kernel;
+  std::string container;
+};
+
+// One input of a merged cube (`crossbench merge`): its root attributes
+// (schema, git revision, command line, library versions, ...) and its /ranks.
+// Written as group /sources/source_<i>.
+struct CubeSource {
+  std::map<std::string, std::string> attributes;
+  std::vector<RankRecord> ranks;
 };
 
 struct CubeContents {
@@ -50,14 +70,16 @@ struct CubeContents {
   // coordinates are not on the axes is an error (Error naming the cell).
   std::vector<CellResult> cells;
   std::vector<RankRecord> ranks;
+  std::vector<CubeSource> sources;  // merged cubes only
+  std::string schema = cube_schema; // read_cube: the file's schema (write_cube writes cube_schema)
 };
 
 // Writes the whole cube to `path` atomically: a temporary file in the same
 // directory, then rename(). Throws Error (naming the HDF5 call) on failure.
 void write_cube(const std::filesystem::path& path, const CubeContents& contents);
 
-// Reads a cube written by write_cube; refuses (Error) a file without the known
-// `schema`. Returns only cells whose status is not `not_run`, samples without
+// Reads a cube written by write_cube; refuses (Error) a file whose `schema`
+// is not one of cube_schemas_read; `schema` says which it is. Returns only cells whose status is not `not_run`, samples without
 // NaN padding.
 CubeContents read_cube(const std::filesystem::path& path);
 

@@ -27,7 +27,16 @@ struct Device {
   std::string driver;                // driver version (GPU) or kernel release (CPU)
   double sm_clock_mhz = 0;           // max SM clock (GPU) or nominal core clock (CPU) [MHz]
   double memory_clock_mhz = 0;       // [MHz], 0 if unknown
-  double power_limit_w = 0;          // [W], 0 if unknown
+  double power_limit_w = 0;          // enforced power limit (NVML) [W], 0 if unknown
+  double application_sm_clock_mhz = 0;      // NVML application clocks [MHz], 0 if unknown
+  double application_memory_clock_mhz = 0;
+  std::string clock_policy;          // "auto boost on|off; persistence on|off" as NVML says; "" unknown
+  std::string ecc;                   // "on", "off", "unsupported"; "" unknown
+  // The host (MLPerf-style system description), every device kind:
+  std::string cpu_model;             // /proc/cpuinfo "model name"
+  std::string os;                    // /etc/os-release PRETTY_NAME
+  std::string kernel;                // uname: "Linux 6.1.0-18-amd64 x86_64"
+  std::string container;             // "docker", "apptainer IMAGE", $CROSSBENCH_CONTAINER_IMAGE ...; "" none
 
   // Two devices with the same key are interchangeable for measurement:
   // kind, model, memory, compute units, architecture and tag.
@@ -44,6 +53,9 @@ Device probe_gpu(int gpu_ordinal, const std::string& tag);  // throws Error on f
 // GA100, 128 elsewhere) and the fp32 peak that the planner's cost model uses [TFLOP/s].
 int gpu_fp32_lanes_per_sm(int major, int minor);
 double gpu_peak_fp32_tflops(int major, int minor, int sms, double sm_clock_mhz);
+// Fills the host fields (cpu_model, os, kernel, container) from /proc,
+// /etc/os-release, uname, /.dockerenv, /run/.containerenv and the environment.
+void describe_host(Device& device);
 // Threads of this process's CPU binding (sched_getaffinity), or OMP_NUM_THREADS when set.
 int cpu_threads_of_binding();
 

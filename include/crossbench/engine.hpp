@@ -80,6 +80,14 @@ class Session {
   // algorithm of every convolution (forward, backward-data, backward-filter),
   // the layout, whether the step is a CUDA graph. Stored in the cube's `decisions`.
   virtual std::string decisions() const { return {}; }
+  // Wall seconds of measured choices made while preparing (algorithm search,
+  // autotuning, compilation), recorded apart from the rest of the preparation
+  // (CellResult::search_s). NaN: the engine does not report it separately.
+  virtual double search_seconds() const { return std::numeric_limits<double>::quiet_NaN(); }
+  // The framework and library versions a worker session ran with, as a JSON
+  // object's text ({"torch": "2.5.1", "cuda": "12.4"}); empty for native
+  // engines, whose libraries are the cube's root attributes.
+  virtual std::string versions() const { return {}; }
   // A session whose steps run in another process (a framework worker) cannot
   // be timed here step by step: the Runner asks it for `count` steps at a
   // time (the batches of its stopping rule, so the protocol costs nothing per

@@ -41,22 +41,36 @@ struct Options {
   double checkpoint_s = 60;         // --checkpoint-s: rank 0 rewrites the cube this often [s]
   double stop_grace_s = 120;        // --stop-grace-s: after a stop signal, the running cell may finish this long [s]
   std::string command_line;         // as typed, recorded in the cube
+  // The canonical value of every schema key (options_schema.hpp), defaults
+  // included: "measure.warmup" -> "10", "--replicas" -> "1". The journal header
+  // and the cube attributes are written from it (recorded_settings()).
+  std::map<std::string, std::string> settings;
+  std::string cell_filter;          // --filter: ECMAScript regular expression over describe(cell); empty = all
+  std::filesystem::path jsonl;      // run --jsonl: one JSON line per finished cell; empty = none
+  bool json = false;                // plan --json
+  int simulated_ranks = 0;          // plan --ranks N (0: the MPI world)
+  std::string device_json;          // plan --device-json FILE
+  bool workers_on_cpu = false;      // check --cpu
+  bool help = false;                // --help / -h: print command_help() and exit 0
 };
 
-// The keys a job file may hold, per section, with their one-line help.
-const std::map<std::string, std::map<std::string, std::string>>& job_file_keys();
+// Whether `describe(cell)` is selected by --filter.
+bool cell_selected(const Options& options, const CellSpec& cell);
 
-// Parses `crossbench run|plan` arguments (after the subcommand). Throws
-// UsageError naming the offending file, key or value and the valid choices.
-// `default_job` is used when --job is absent.
-Options parse_run_options(const std::vector<std::string>& arguments, const std::filesystem::path& default_job,
-                          const std::string& command_line);
+// Parses the arguments of `crossbench run|plan|check` (after the subcommand)
+// by the options schema. Throws UsageError naming the offending file, key,
+// flag or value and the valid choices: an unknown flag, a word that is not a
+// flag's value (`run myjob.ini`), a flag or --set key given twice. `default_job`
+// is used when --job is absent. With --help, returns at once with `help` set.
+Options parse_command_options(const std::string& command, const std::vector<std::string>& arguments,
+                              const std::filesystem::path& default_job, const std::string& command_line);
 
 // `run` only: refuses (UsageError) to touch an earlier run's cube or journal
 // unless --resume or --overwrite says what to do with it.
 void check_output_is_free(const Options& options);
 
-// The help text of `crossbench run`.
-std::string run_options_help();
+// The --help of `crossbench run|plan|check`: usage, every flag and job-file key
+// with its default, the exit codes and examples (generated from the schema).
+std::string command_help(const std::string& command);
 
 }  // namespace crossbench

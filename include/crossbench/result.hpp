@@ -37,6 +37,18 @@ struct CellResult {
   std::string message;                     // why the cell is not ok; for ok cells, the stopping decision
   std::string decisions;                   // the engine's recorded decisions (Session::decisions())
   std::vector<double> samples_ms;          // every timed step [ms]
+  // Wall time of the cell (every status): when it started and ended (UTC,
+  // ISO 8601 with milliseconds, "" unknown) and how long each part took [s],
+  // NaN when the part did not happen or is unknown. preparation: prepare()
+  // without the search; search: measured choices the engine reports
+  // (Session::search_seconds(), e.g. algorithm search, compilation); timed:
+  // warm-up, timed steps and the output check.
+  std::string versions;                    // Session::versions(): a worker's framework versions (JSON object text)
+  std::string started_utc;
+  std::string finished_utc;
+  double preparation_s = not_a_number;
+  double search_s = not_a_number;
+  double timed_s = not_a_number;
   // --layer-times: per layer in network order, from a profiling pass after the
   // timed steps (never part of them); empty when not asked for, when the cell
   // is not ok, or when the engine cannot profile. Cube: group /layer_times.

@@ -79,13 +79,12 @@ json check_cell(Engine* engine, const Network& network, const CellSpec& cell, co
 }  // namespace
 
 int check_command(const CommandContext& context) {
-  std::vector<std::string> arguments;
-  bool workers_on_cpu = false;
-  for (const auto& argument : context.arguments) {
-    if (argument == "--cpu") workers_on_cpu = true;
-    else arguments.push_back(argument);
+  const Options options = parse_command_options("check", context.arguments, context.default_job, context.command_line);
+  if (options.help) {
+    std::cout << command_help("check");
+    return 0;
   }
-  const Options options = parse_run_options(arguments, context.default_job, context.command_line);
+  const bool workers_on_cpu = options.workers_on_cpu;
   const Device cpu = probe_cpu(cpu_threads_of_binding(), options.device_tag);
   std::unique_ptr<Device> gpu;
   std::vector<std::string> engine_names = resolve_engines(options.matrix.engines, DeviceKind::cpu);
@@ -104,10 +103,11 @@ int check_command(const CommandContext& context) {
       const Network network = make_network(network_name);
       for (const Precision precision : options.matrix.precisions)
         for (const std::int64_t batch : options.matrix.batches)
-          for (const Phase phase : options.matrix.phases)
-            std::cout << check_cell(engine.get(), network, {engine_name, network_name, precision, batch, phase, 0}, device)
-                             .dump()
-                      << std::endl;
+          for (const Phase phase : options.matrix.phases) {
+            const CellSpec cell{engine_name, network_name, precision, batch, phase, 0};
+            if (!cell_selected(options, cell)) continue;
+            std::cout << check_cell(engine.get(), network, cell, device).dump() << std::endl;
+          }
     }
   }
   return 0;

@@ -21,17 +21,21 @@ constexpr int kExitUsage = 2;
 std::string usage() {
   return "usage: crossbench <command> [options]\n"
          "commands:\n"
-         "  run [--job FILE] [--set section.key=value ...] [--output PATH] [--quiet]\n"
+         "  run [--job FILE] [--set section.key=value ...] [--output PATH] [--filter REGEX] [--jsonl FILE] [--quiet]\n"
          "                        run the job's matrix (default jobs/quick.ini) and write the results cube\n"
-         "  plan [run options] [--ranks N]\n"
+         "  plan [run options] [--ranks N] [--json]\n"
          "                        print the cells each rank would run, with estimated cost\n"
-         "  list networks|engines|devices\n"
+         "  merge A.h5 B.h5 ... -o ALL.h5 [--prefer first|last|FILE]\n"
+         "                        one cube from cubes of separate runs (union of the axes, each input's provenance kept)\n"
+         "  list networks|engines|devices [--json]\n"
          "  describe NETWORK      per layer: output shape, FLOPs, parameters, activation bytes\n"
          "  export-network NETWORK [--output FILE [--force]]\n"
          "                        the layer graph as JSON (what framework workers build from)\n"
          "  check [run options] [--cpu]\n"
          "                        each cell's output check (loss, gradient norms) as JSON lines; no timing\n"
-         "  version\n";
+         "  version\n"
+         "Each command's --help lists its flags with their defaults.\n"
+         "Exit codes: 0 done; 1 a failure (library error, I/O); 2 bad input (nothing written); 3 stopped (resumable).\n";
 }
 
 // Under mpirun every rank parses the same bad input; only one of them should say so.
@@ -75,6 +79,7 @@ int run_cli(int argc, char** argv) {
       {"describe", describe_command},
       {"export-network", export_network_command},
       {"check", check_command},
+      {"merge", merge_command},
   };
   try {
     if (argc < 2) throw UsageError("no command given\n" + usage());
@@ -89,7 +94,7 @@ int run_cli(int argc, char** argv) {
     }
     const auto found = commands.find(command);
     if (found == commands.end())
-      throw UsageError("unknown command '" + command + "'; valid: run, plan, check, list, describe, export-network, version");
+      throw UsageError("unknown command '" + command + "'; valid: run, plan, check, merge, list, describe, export-network, version");
     CommandContext context{{argv + 2, argv + argc}, quoted_command_line(argc, argv), find_default_job(argv[0])};
     return found->second(context);
   } catch (const UsageError& error) {

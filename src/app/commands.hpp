@@ -20,5 +20,6 @@ int list_command(const CommandContext& context);
 int describe_command(const CommandContext& context);
 int export_network_command(const CommandContext& context);
 int check_command(const CommandContext& context);
+int merge_command(const CommandContext& context);
 
 }  // namespace crossbench

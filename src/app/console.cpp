@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "crossbench/engine.hpp"
+
 namespace crossbench {
 namespace {
 
@@ -18,21 +20,82 @@ std::string number(double value, const char* pattern) {
   return buffer;
 }
 
+std::string joined(const std::vector<std::string>& items) {
+  std::string text;
+  for (const auto& item : items) text += (text.empty() ? "" : ", ") + item;
+  return text;
+}
+
+void add_unique(std::vector<std::string>& list, const std::string& item) {
+  if (!item.empty() && std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
+}
+
 }  // namespace
+
+DeviceLegend::DeviceLegend(const std::vector<Device>& rank_devices) {
+  for (std::size_t rank = 0; rank < rank_devices.size(); ++rank) {
+    const Device& device = rank_devices[rank];
+    const std::string key = device.key();
+    auto [entry, added] = entries_.try_emplace(key);
+    if (added) {
+      entry->second.label = "D" + std::to_string(order_.size());
+      entry->second.device = &device;
+      order_.push_back(key);
+    }
+    entry->second.ranks.push_back(static_cast<int>(rank));
+    add_unique(entry->second.hosts, device.host);
+    add_unique(entry->second.uuids, device.uuid);
+  }
+}
+
+std::string DeviceLegend::label(const std::string& device_key) {
+  auto [entry, added] = entries_.try_emplace(device_key);
+  if (added) {
+    entry->second.label = "D" + std::to_string(order_.size());
+    order_.push_back(device_key);
+  }
+  return entry->second.label;
+}
+
+void DeviceLegend::print(std::ostream& out) const {
+  for (const auto& key : order_) {
+    const Entry& entry = entries_.at(key);
+    out << entry.label << " = " << key << "\n";
+    if (entry.device == nullptr) {
+      out << "     (from the journal of an earlier run; no rank of this run has it)\n";
+      continue;
+    }
+    std::vector<std::string> ranks;
+    for (const int rank : entry.ranks) ranks.push_back(std::to_string(rank));
+    out << "     hosts " << joined(entry.hosts) << "; ranks " << joined(ranks) << "\n";
+    if (!entry.uuids.empty()) out << "     uuids " << joined(entry.uuids) << "\n";
+    const Device& device = *entry.device;
+    out << "     " << device.driver;
+    if (device.power_limit_w > 0) out << "; power limit " << number(device.power_limit_w, "%.0f") << " W";
+    if (!device.ecc.empty()) out << "; ECC " << device.ecc;
+    out << "\n     " << device.cpu_model << "; " << device.os << "; " << device.kernel
+        << (device.container.empty() ? "" : "; container " + device.container) << "\n";
+  }
+  // The native engines' libraries, the same for every device of this binary.
+  std::vector<std::string> versions;
+  for (const auto& [name, version] : engine_library_versions()) versions.push_back(name + " " + version);
+  if (!versions.empty()) out << "libraries: " << joined(versions) << "\n";
+  out << std::flush;
+}
 
 std::string result_header() {
   char line[256];
-  std::snprintf(line, sizeof line, "%-34s %-8s %-10s %-5s %6s %4s %-9s %-11s %10s %10s %6s %7s %7s", "device", "engine",
+  std::snprintf(line, sizeof line, "%-6s %-8s %-10s %-5s %6s %4s %-9s %-11s %10s %10s %6s %7s %7s", "device", "engine",
                 "network", "prec", "batch", "gpus", "phase", "status", "median_ms", "images/s", "steps", "comm_ms",
                 "scaling");
   return line;
 }
 
-std::string result_row(const CellResult& result) {
+std::string result_row(const CellResult& result, const std::string& device_label) {
   char line[512];
   // comm_ms: exposed all-reduce time per step; scaling: efficiency against gpus = 1 (data parallel only).
-  std::snprintf(line, sizeof line, "%-34s %-8s %-10s %-5s %6lld %4d %-9s %-11s %10s %10s %6d %7s %7s",
-                shorten(result.device_key, 34).c_str(), result.cell.engine.c_str(), result.cell.network.c_str(),
+  std::snprintf(line, sizeof line, "%-6s %-8s %-10s %-5s %6lld %4d %-9s %-11s %10s %10s %6d %7s %7s",
+                device_label.c_str(), result.cell.engine.c_str(), result.cell.network.c_str(),
                 std::string(to_string(result.cell.precision)).c_str(), static_cast<long long>(result.cell.batch),
                 result.cell.gpus, std::string(to_string(result.cell.phase)).c_str(),
                 std::string(to_string(result.status)).c_str(), number(result.statistics.median_ms, "%.3f").c_str(),
@@ -52,8 +115,8 @@ std::string format_duration(double seconds) {
   return text;
 }
 
-Progress::Progress(std::ostream& out, std::size_t total_cells, double estimated_total_s, bool quiet)
-    : out_(out), total_cells_(total_cells), estimated_total_s_(estimated_total_s), quiet_(quiet) {
+Progress::Progress(std::ostream& out, DeviceLegend& legend, std::size_t total_cells, double estimated_total_s, bool quiet)
+    : out_(out), legend_(legend), total_cells_(total_cells), estimated_total_s_(estimated_total_s), quiet_(quiet) {
   if (!quiet_) out_ << "      " << result_header() << "\n" << std::flush;
 }
 
@@ -68,14 +131,14 @@ void Progress::finished(const CellResult& result, double estimated_s) {
   char prefix[32];
   const int width = static_cast<int>(std::to_string(total_cells_).size());
   std::snprintf(prefix, sizeof prefix, "[%*zu/%zu]", width, done_cells_, total_cells_);
-  out_ << prefix << " " << result_row(result) << "  ETA " << (done_cells_ == total_cells_ ? "0s" : format_duration(eta_s));
+  out_ << prefix << " " << result_row(result, legend_.label(result.device_key)) << "  ETA " << (done_cells_ == total_cells_ ? "0s" : format_duration(eta_s));
   if (result.status != Status::ok && !result.message.empty()) out_ << "\n      " << result.message;
   out_ << "\n" << std::flush;
 }
 
-void print_table(std::ostream& out, const std::vector<CellResult>& results) {
+void print_table(std::ostream& out, DeviceLegend& legend, const std::vector<CellResult>& results) {
   out << result_header() << "\n";
-  for (const auto& result : results) out << result_row(result) << "\n";
+  for (const auto& result : results) out << result_row(result, legend.label(result.device_key)) << "\n";
   out << std::flush;
 }
 

@@ -2,26 +2,51 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "crossbench/device.hpp"
 #include "crossbench/result.hpp"
 
 namespace crossbench {
 
+// Device keys are long ("NVIDIA H200 (132 SMs, cc 9.0, 140 GiB) [power=300W]"):
+// rows name them D0, D1, ... and the legend, printed once, says which is which
+// with the full key and tag, hosts, ranks, UUIDs and versions.
+class DeviceLegend {
+ public:
+  // `rank_devices[r]`: the device of rank r.
+  explicit DeviceLegend(const std::vector<Device>& rank_devices);
+  // "D3"; a key no rank has (a resumed run's) gets the next label.
+  std::string label(const std::string& device_key);
+  void print(std::ostream& out) const;
+
+ private:
+  struct Entry {
+    std::string label;
+    const Device* device = nullptr;  // the first rank's, nullptr for a key no rank has
+    std::vector<int> ranks;
+    std::vector<std::string> hosts, uuids;
+  };
+  std::vector<std::string> order_;
+  std::map<std::string, Entry> entries_;
+};
+
 // Fixed-width columns shared by the progress lines and the table.
 std::string result_header();
-std::string result_row(const CellResult& result);
+std::string result_row(const CellResult& result, const std::string& device_label);
 
 class Progress {
  public:
-  Progress(std::ostream& out, std::size_t total_cells, double estimated_total_s, bool quiet);
+  Progress(std::ostream& out, DeviceLegend& legend, std::size_t total_cells, double estimated_total_s, bool quiet);
   // Prints "[k/n] <row>  ETA 1m05s"; `estimated_s` is the finished cell's planned cost.
   void finished(const CellResult& result, double estimated_s);
 
  private:
   std::ostream& out_;
+  DeviceLegend& legend_;
   std::size_t total_cells_;
   std::size_t done_cells_ = 0;
   double estimated_total_s_;
@@ -31,7 +56,7 @@ class Progress {
 };
 
 std::string format_duration(double seconds);
-void print_table(std::ostream& out, const std::vector<CellResult>& results);
+void print_table(std::ostream& out, DeviceLegend& legend, const std::vector<CellResult>& results);
 // --layer-times: per cell, its layers sorted by forward + backward time, with
 // each layer's share of the profiled step (the sum over the cell's layers).
 void print_layer_times(std::ostream& out, const std::vector<CellResult>& results, int repetitions);

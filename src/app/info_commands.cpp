@@ -15,6 +15,7 @@
 #include "crossbench/engine.hpp"
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
+#include "crossbench/options_schema.hpp"
 #include "engines/worker/worker_engine.hpp"
 
 namespace crossbench {
@@ -32,16 +33,56 @@ const std::string& single_argument(const CommandContext& context, const char* us
 }  // namespace
 
 int list_command(const CommandContext& context) {
-  // `list devices --json`: the descriptions `plan --device-json` takes.
-  if (context.arguments.size() == 2 && context.arguments[0] == "devices" && context.arguments[1] == "--json") {
-    nlohmann::json devices = nlohmann::json::array();
-    for (int ordinal = 0; ordinal < visible_gpu_count(); ++ordinal) devices.push_back(to_json(probe_gpu(ordinal, "")));
-    devices.push_back(to_json(probe_cpu(cpu_threads_of_binding(), "")));
-    std::cout << devices.dump(1) << "\n";
+  const std::string usage = "crossbench list networks|engines|devices|options [--json]";
+  std::vector<std::string> words;
+  bool as_json = false;
+  for (const auto& argument : context.arguments) {
+    if (argument == "--help" || argument == "-h") {
+      std::cout << "usage: " << usage << "\n\nThe networks (with FLOPs and parameters), the engines (built or not, and the "
+                   "framework workers) or the devices this process sees; --json for scripts.\n\nExit codes: 0 done; 2 bad "
+                   "input.\n\nExamples:\n  crossbench list networks\n  crossbench list devices --json > device.json\n";
+      return 0;
+    }
+    if (argument == "--json") as_json = true;
+    else words.push_back(argument);
+  }
+  if (words.size() != 1) throw UsageError("usage: " + usage);
+  const std::string& what = words.front();
+  if (as_json) {
+    nlohmann::json list = nlohmann::json::array();
+    if (what == "networks") {
+      for (const auto& name : network_names()) {
+        const Network network = make_network(name);
+        const TensorShape input = network.input_shape();
+        list.push_back({{"name", name},
+                        {"input", {input.channels, input.height, input.width}},
+                        {"forward_flops_per_image", network.forward_flops_per_image()},
+                        {"training_flops_per_image", network.training_flops_per_image()},
+                        {"parameters", network.parameters()}});
+      }
+    } else if (what == "engines") {
+      for (const auto& info : engine_catalog())
+        list.push_back({{"name", info.name}, {"kind", "native"}, {"device", info.device_kind == DeviceKind::gpu ? "gpu" : "cpu"},
+                        {"built", info.built}, {"description", info.description}});
+      for (const auto& [engine, command] : default_worker_commands())
+        list.push_back({{"name", engine}, {"kind", "worker"}, {"device", "any"}, {"command", command}});
+    } else if (what == "options") {
+      for (const auto& spec : options_schema())
+        list.push_back({{"key", spec.key}, {"flag", spec.flag}, {"default", spec.default_value}, {"valid", spec.range_text()},
+                        {"help", spec.help}, {"changes_numbers", spec.changes_numbers}, {"recorded_as", spec.recorded_as},
+                        {"commands", spec.commands}});
+    } else if (what == "devices") {
+      for (int ordinal = 0; ordinal < visible_gpu_count(); ++ordinal) list.push_back(to_json(probe_gpu(ordinal, "")));
+      list.push_back(to_json(probe_cpu(cpu_threads_of_binding(), "")));
+    } else {
+      throw UsageError("crossbench list: unknown list '" + what + "'; valid: networks, engines, devices, options");
+    }
+    std::cout << list.dump(1) << "\n";
     return 0;
   }
-  const std::string& what = single_argument(context, "crossbench list networks|engines|devices [--json]");
-  if (what == "networks") {
+  if (what == "options") {
+    std::cout << options_markdown_table();  // the README's key table
+  } else if (what == "networks") {
     std::printf("%-10s %-11s %14s %14s %12s\n", "network", "input", "GFLOP/image", "train GFLOP", "params [M]");
     for (const auto& name : network_names()) {
       const Network network = make_network(name);
@@ -69,7 +110,7 @@ int list_command(const CommandContext& context) {
     std::printf("cpu: %s  peak fp32 estimate %.2f TFLOP/s  bf16 %s  %s\n", cpu.key().c_str(), cpu.peak_fp32_tflops,
                 cpu.native_bf16 ? "native" : "not native", cpu.driver.c_str());
   } else {
-    throw UsageError("crossbench list: unknown list '" + what + "'; valid: networks, engines, devices");
+    throw UsageError("crossbench list: unknown list '" + what + "'; valid: networks, engines, devices, options");
   }
   return 0;
 }

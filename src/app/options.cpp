@@ -1,5 +1,7 @@
 // Parsing of job files (INI, Boost.ProgramOptions config files) and the
-// command line of `crossbench run` / `crossbench plan`.
+// command line of `crossbench run|plan|check`, both by the options schema
+// (src/core/options_schema.cpp): this file knows how to turn checked text into
+// Options, the schema knows which keys and flags exist and what they accept.
 #include "crossbench/options.hpp"
 
 #include <algorithm>
@@ -7,12 +9,14 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <type_traits>
 #include <sstream>
 
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
+#include "crossbench/options_schema.hpp"
 #include "crossbench/text_file.hpp"
 #include "engines/cudnn/algorithm_cache.hpp"
 #include "engines/worker/worker_engine.hpp"
@@ -22,39 +26,6 @@ namespace po = boost::program_options;
 namespace crossbench {
 namespace {
 
-constexpr std::int64_t kLargestBatch = 1 << 20;  // a batch beyond this is a typo, not a benchmark
-
-// Every job-file key, declared once: as the source of the valid keys and their help.
-const std::vector<std::tuple<std::string, std::string, std::string>>& key_table() {
-  static const std::vector<std::tuple<std::string, std::string, std::string>> table{
-      {"matrix", "networks", "networks to run, comma-separated (crossbench list networks)"},
-      {"matrix", "engines", "engines, comma-separated; auto = each device's native engine"},
-      {"matrix", "precisions", "fp32, tf32, fp16, bf16, amp-fp16, amp-bf16 (DESIGN.md: one meaning per precision)"},
-      {"matrix", "batches", "batch sizes (images per step), comma-separated integers"},
-      {"matrix", "phases", "inference, training"},
-      {"matrix", "gpus", "devices of one key training together, data parallel, comma-separated (default 1; batch is per device)"},
-      {"measure", "warmup", "untimed warm-up steps (default 10)"},
-      {"measure", "min_steps", "timed steps before the stopping rule applies (default 100)"},
-      {"measure", "max_steps", "timed steps at most (default 10000)"},
-      {"measure", "target_ci", "stop when the 95% CI half-width of the median is below this fraction (default 0.01)"},
-      {"measure", "cell_time_limit_s", "wall-clock limit per cell in seconds (default 600)"},
-      {"measure", "seed", "seed of the synthetic weights, inputs and labels (default 42)"},
-      {"measure", "update", "training weight update: none or sgd (default none)"},
-      {"measure", "learning_rate", "learning rate of --update sgd (default 0.01)"},
-      {"measure", "layer_times", "true: after an ok cell's timed steps, a separate pass times each layer's forward and backward; never changes the headline (default false); --layer-times"},
-      {"measure", "layer_time_repetitions", "profiled steps of --layer-times; each layer's time is their median (default 10)"},
-      {"engine", "algo", "GPU convolution algorithms: heuristic (the library's first choice) or exhaustive (measured search, untimed) (default heuristic)"},
-      {"engine", "algo_cache", "exhaustive: a JSON file of measured algorithm choices, keyed by device, library versions and layer signature; a warm cache replays them with no search, misses are searched and appended (default: none, choices kept in memory for the run); --algo-cache"},
-      {"engine", "workspace_limit_mb", "GPU convolution workspace limit per convolution [MiB] (default 1024)"},
-      {"engine", "layout", "auto (NCHW for fp32/tf32, NHWC for fp16/bf16), nchw or nhwc (default auto)"},
-      {"engine", "cuda_graphs", "true: capture each step as a CUDA graph and replay it (default false)"},
-      {"engine", "compile_mode", "pytorch-compile: torch.compile mode, reduce-overhead (CUDA graphs) or max-autotune (default reduce-overhead)"},
-      {"engine", "bucket_mb", "data-parallel gradient all-reduce bucket size [MiB] (default 25)"},
-      {"output", "path", "the results cube (default results/<job name>.h5)"},
-  };
-  return table;
-}
-
 std::string join(const std::vector<std::string>& values, const char* separator = ", ") {
   std::string text;
   for (const auto& value : values) text += (text.empty() ? "" : separator) + value;
@@ -63,22 +34,22 @@ std::string join(const std::vector<std::string>& values, const char* separator =
 
 std::string section_list() {
   std::vector<std::string> sections;
-  for (const auto& [section, key, help] : key_table())
-    if (std::find(sections.begin(), sections.end(), "[" + section + "]") == sections.end()) sections.push_back("[" + section + "]");
+  for (const auto& section : option_sections())
+    if (section != "workers") sections.push_back("[" + section + "]");
   return join(sections);
 }
 
 std::vector<std::string> keys_of(const std::string& section) {
   std::vector<std::string> keys;
-  for (const auto& [table_section, key, help] : key_table())
-    if (table_section == section) keys.push_back(key);
+  for (const auto& spec : options_schema())
+    if (!spec.key.empty() && spec.section() == section) keys.push_back(spec.name());
   return keys;
 }
 
 po::options_description job_description() {
   po::options_description description("job file");
-  for (const auto& [section, key, help] : key_table())
-    description.add_options()((section + "." + key).c_str(), po::value<std::string>(), help.c_str());
+  for (const auto& spec : options_schema())
+    if (!spec.key.empty()) description.add_options()(spec.key.c_str(), po::value<std::string>(), spec.help.c_str());
   return description;
 }
 
@@ -140,19 +111,6 @@ std::int64_t parse_integer(const std::string& origin, const std::string& what, c
   return value;
 }
 
-double parse_number(const std::string& origin, const std::string& what, const std::string& text) {
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size())
-    throw UsageError(origin + ": " + what + " must be a number, not '" + text + "'");
-  return value;
-}
-
 // Values of the job file with the --set overrides applied: "section.key" → (value, origin).
 using Settings = std::map<std::string, std::pair<std::string, std::string>>;
 
@@ -176,106 +134,174 @@ Settings read_job_file(const std::filesystem::path& path, const std::string& tex
   return settings;
 }
 
-void apply_override(Settings& settings, const std::string& assignment) {
+// A --set or a flag that stands for a key; each key may be set once on the command line.
+void apply_override(Settings& settings, std::set<std::string>& overridden, const std::string& assignment,
+                    const std::string& origin) {
   const auto equals = assignment.find('=');
-  const std::string origin = "--set " + assignment;
   if (equals == std::string::npos)
     throw UsageError(origin + ": expected section.key=value, e.g. --set matrix.batches=1,2");
   const std::string dotted = assignment.substr(0, equals);
-  const auto& table = key_table();
-  const bool known = std::any_of(table.begin(), table.end(), [&](const auto& row) {
-    return std::get<0>(row) + "." + std::get<1>(row) == dotted;
-  });
-  if (!known && dotted.rfind("workers.", 0) != 0) throw_unknown_key(origin, dotted);
+  const OptionSpec* spec = find_option(dotted);
+  if ((spec == nullptr || spec->key.empty()) && dotted.rfind("workers.", 0) != 0) throw_unknown_key(origin, dotted);
+  if (!overridden.insert(dotted).second)
+    throw UsageError(origin + ": '" + dotted + "' is set twice on the command line; give each key once");
   settings[dotted] = {assignment.substr(equals + 1), origin};
+}
+
+// The command line, split by the schema: flag -> values (in order), and the words that are no flag's value.
+struct CommandLine {
+  std::map<std::string, std::vector<std::string>> values;
+  bool help = false;
+};
+
+CommandLine split_command_line(const std::string& command, const std::vector<std::string>& arguments) {
+  CommandLine line;
+  for (std::size_t i = 0; i < arguments.size(); ++i) {
+    const std::string& argument = arguments[i];
+    if (argument == "--help" || argument == "-h") {
+      line.help = true;
+      continue;
+    }
+    if (argument.rfind("--", 0) != 0) {
+      std::string hint;
+      if (argument.size() > 4 && argument.substr(argument.size() - 4) == ".ini") hint = "; did you mean --job " + argument + "?";
+      throw UsageError("crossbench " + command + ": unexpected argument '" + argument + "'" + hint +
+                       " (crossbench " + command + " --help lists the flags)");
+    }
+    const auto equals = argument.find('=');
+    const std::string flag = argument.substr(0, equals);
+    const OptionSpec* spec = find_option(flag);
+    if (spec == nullptr || spec->flag != flag || !spec->for_command(command)) {
+      std::vector<std::string> valid;
+      for (const auto& row : options_schema())
+        if (!row.flag.empty() && row.for_command(command)) valid.push_back(row.flag);
+      throw UsageError("crossbench " + command + ": unknown flag '" + flag + "'; valid: " + join(valid) + ", --help");
+    }
+    std::string value;
+    if (spec->type == OptionType::flag) {
+      if (equals != std::string::npos) throw UsageError(flag + " takes no value");
+    } else if (spec->type == OptionType::boolean) {
+      value = equals == std::string::npos ? "true" : argument.substr(equals + 1);  // a switch; --layer-times=false also works
+    } else if (equals != std::string::npos) {
+      value = argument.substr(equals + 1);
+    } else {
+      if (i + 1 >= arguments.size()) throw UsageError(flag + " needs a value (" + spec->help + ")");
+      value = arguments[++i];
+    }
+    auto& values = line.values[flag];
+    if (!values.empty() && flag != "--set") throw UsageError(flag + " is given twice; give it once");
+    values.push_back(value);
+  }
+  return line;
+}
+
+// The placeholder of a flag's value in --help.
+std::string value_name(const OptionSpec& spec) {
+  static const std::map<std::string, std::string> names{
+      {"--job", "FILE"},  {"--set", "KEY=VALUE"}, {"--output", "PATH"},    {"--device-tag", "TAG"},
+      {"--replicas", "R"}, {"--filter", "REGEX"},  {"--jsonl", "FILE"},     {"--ranks", "N"},
+      {"--device-json", "FILE"}, {"--checkpoint-s", "SECONDS"}};
+  const auto found = names.find(spec.flag);
+  if (found != names.end()) return found->second;
+  return spec.type == OptionType::choice ? join(spec.choices, "|") : "LIST";
 }
 
 }  // namespace
 
-const std::map<std::string, std::map<std::string, std::string>>& job_file_keys() {
-  static const auto keys = [] {
-    std::map<std::string, std::map<std::string, std::string>> result;
-    for (const auto& [section, key, help] : key_table()) result[section][key] = help;
-    return result;
-  }();
-  return keys;
-}
-
-std::string run_options_help() {
+std::string command_help(const std::string& command) {
   std::ostringstream text;
-  text << "usage: crossbench run|plan [--job FILE] [--set section.key=value ...] [--output PATH]\n"
-          "                           [--device-tag TAG] [--replicas R] [--layer-times] [--quiet]\n"
-          "                           [--resume [--allow-new-devices] | --overwrite] [--checkpoint-s S] [--stop-grace-s S]\n\n"
-          "Job file keys (INI sections):\n";
-  for (const auto& [section, keys] : job_file_keys()) {
-    text << "  [" << section << "]\n";
-    for (const auto& [key, help] : keys) text << "    " << key << ": " << help << "\n";
+  const bool measures = command == "run" || command == "plan";
+  text << "usage: crossbench " << command << " [--job FILE] [--set section.key=value ...] [flags]\n\n";
+  if (command == "run")
+    text << "Runs the job's matrix on every rank (mpirun/srun for more than one) and writes the results cube.\n";
+  else if (command == "plan")
+    text << "Prints the cells each rank would run, with their estimated cost; runs nothing.\n";
+  else
+    text << "Runs each cell's output check (loss, gradient norms) and prints JSON lines; no timing, no cube.\n";
+  text << "\nFlags (default in brackets):\n";
+  for (const auto& spec : options_schema()) {
+    if (spec.flag.empty() || !spec.for_command(command)) continue;
+    std::string name = spec.flag;
+    if (spec.type != OptionType::flag && spec.type != OptionType::boolean) name += " " + value_name(spec);
+    text << "  " << name << "\n      " << spec.help << (spec.key.empty() ? "" : " (= --set " + spec.key + "=...)")
+         << " [" << spec.default_value << "]\n";
   }
+  text << "  --help\n      this text\n\nJob-file keys ([section] key = value; --set section.key=value):\n";
+  std::string section;
+  for (const auto& spec : options_schema()) {
+    if (spec.key.empty() || !(spec.for_command(command) || measures)) continue;
+    if (spec.section() != section) text << "  [" << (section = spec.section()) << "]\n";
+    text << "    " << spec.name() << " = " << spec.default_value;
+    if (!spec.range_text().empty()) text << "   (valid: " << spec.range_text() << ")";
+    text << (spec.changes_numbers ? "   changes the numbers" : "") << "\n        " << spec.help << "\n";
+  }
+  text << "  [workers]\n    ENGINE = COMMAND   a framework worker (src/workers/README protocol)\n";
+  text << "\nExit codes: 0 done; 1 a failure (library error, I/O); 2 bad input (nothing written)";
+  if (command == "run") text << "; 3 stopped by a signal (cube written, continue with --resume)";
+  text << "\n\nExamples:\n";
+  if (command == "run")
+    text << "  crossbench run --job jobs/study2017.ini --output results/h200.h5\n"
+            "  mpirun -n 8 crossbench run --job jobs/study2017.ini --filter 'resnet50/.*/training'\n"
+            "  crossbench run --job jobs/quick.ini --set measure.warmup=5 --device-tag power=300W --jsonl cells.jsonl\n";
+  else if (command == "plan")
+    text << "  crossbench plan --job jobs/study2017.ini --ranks 8\n"
+            "  crossbench plan --job jobs/study2017.ini --ranks 4 --device-json h100.json --json\n";
+  else
+    text << "  crossbench check --job jobs/quick.ini --filter alexnet\n";
   return text.str();
 }
 
-Options parse_run_options(const std::vector<std::string>& arguments, const std::filesystem::path& default_job,
-                          const std::string& command_line) {
-  po::options_description command("crossbench run");
-  command.add_options()("job", po::value<std::string>(), "job file (INI)")(
-      "set", po::value<std::vector<std::string>>()->composing(), "override: section.key=value")(
-      "output", po::value<std::string>(), "the results cube")(
-      "device-tag", po::value<std::string>(), "extends the device key")(
-      "replicas", po::value<int>(), "measure each cell on R devices of a key")(
-      "quiet", po::bool_switch(), "no per-cell lines")(
-      "resume", po::bool_switch(), "continue the journal of an interrupted run")(
-      "overwrite", po::bool_switch(), "replace an existing cube and journal")(
-      "allow-new-devices", po::bool_switch(), "--resume may add device keys the journal does not have")(
-      "checkpoint-s", po::value<double>(), "rewrite the cube this often [s]")(
-      "stop-grace-s", po::value<double>(), "after a stop signal, the running cell may finish this long [s] (default 120)")(
-      "algo", po::value<std::string>(), "= --set engine.algo=...")(
-      "algo-cache", po::value<std::string>(), "= --set engine.algo_cache=FILE")(
-      "layout", po::value<std::string>(), "= --set engine.layout=...")(
-      "update", po::value<std::string>(), "= --set measure.update=...")(
-      "gpus", po::value<std::string>(), "= --set matrix.gpus=...")(
-      "cuda-graphs", po::bool_switch(), "= --set engine.cuda_graphs=true")(
-
-      "layer-times", po::bool_switch(), "= --set measure.layer_times=true");
-  po::variables_map given;
-  try {
-    po::store(po::command_line_parser(arguments).options(command).run(), given);
-  } catch (const po::error& error) {
-    throw UsageError(std::string("command line: ") + error.what() + "\n" + run_options_help());
+Options parse_command_options(const std::string& command, const std::vector<std::string>& arguments,
+                              const std::filesystem::path& default_job, const std::string& command_line) {
+  const CommandLine line = split_command_line(command, arguments);
+  const auto given = [&](const std::string& flag) { return line.values.count(flag) > 0; };
+  const auto flag_value = [&](const std::string& flag) { return line.values.at(flag).front(); };
+  if (line.help) {
+    Options options;
+    options.help = true;
+    return options;
   }
-
   Options options;
   options.command_line = command_line;
-  options.quiet = given["quiet"].as<bool>();
-  options.resume = given["resume"].as<bool>();
-  options.overwrite = given["overwrite"].as<bool>();
+  options.quiet = given("--quiet");
+  options.resume = given("--resume");
+  options.overwrite = given("--overwrite");
+  options.json = given("--json");
+  options.workers_on_cpu = given("--cpu");
   if (options.resume && options.overwrite) throw UsageError("--resume and --overwrite exclude each other");
-  options.allow_new_devices = given["allow-new-devices"].as<bool>();
+  // Command-line values checked by their schema rows.
+  const auto checked_flag = [&](const std::string& flag) {
+    return validated_setting(*find_option(flag), flag_value(flag), "command line " + flag);
+  };
+  if (given("--checkpoint-s")) options.checkpoint_s = std::stod(checked_flag("--checkpoint-s"));
+  if (given("--stop-grace-s")) options.stop_grace_s = std::stod(checked_flag("--stop-grace-s"));
+  options.allow_new_devices = given("--allow-new-devices");
   if (options.allow_new_devices && !options.resume) throw UsageError("--allow-new-devices applies to --resume only");
-  if (given.count("checkpoint-s")) {
-    options.checkpoint_s = given["checkpoint-s"].as<double>();
-    if (!(options.checkpoint_s > 0))
-      throw UsageError("--checkpoint-s " + std::to_string(options.checkpoint_s) + " must be a positive number of seconds");
+  if (given("--ranks")) options.simulated_ranks = std::stoi(checked_flag("--ranks"));
+  if (given("--device-json")) options.device_json = flag_value("--device-json");
+  if (!options.device_json.empty() && options.simulated_ranks == 0) throw UsageError("--device-json needs --ranks N");
+  if (given("--jsonl")) options.jsonl = flag_value("--jsonl");
+  if (given("--filter")) {
+    options.cell_filter = flag_value("--filter");
+    try {
+      std::regex(options.cell_filter, std::regex::ECMAScript);
+    } catch (const std::regex_error& error) {
+      throw UsageError("--filter '" + options.cell_filter + "' is not a regular expression: " + error.what());
+    }
   }
-  if (given.count("stop-grace-s")) {
-    options.stop_grace_s = given["stop-grace-s"].as<double>();
-    if (!(options.stop_grace_s >= 0 && options.stop_grace_s <= 1e6))
-      throw UsageError("--stop-grace-s " + std::to_string(options.stop_grace_s) + " must be 0 to 1000000 seconds");
-  }
-  options.job_file = given.count("job") ? std::filesystem::path(given["job"].as<std::string>()) : default_job;
+  options.job_file = given("--job") ? std::filesystem::path(flag_value("--job")) : default_job;
   options.job_text = read_regular_text_file(options.job_file, "job file");
   options.job_file = std::filesystem::absolute(options.job_file);
   options.job_name = options.job_file.stem().string();
   Settings settings = read_job_file(options.job_file, options.job_text);
-  if (given.count("set"))
-    for (const auto& assignment : given["set"].as<std::vector<std::string>>()) apply_override(settings, assignment);
-  // Flags that are shorthands for job-file keys, validated the same way.
-  if (given.count("algo")) apply_override(settings, "engine.algo=" + given["algo"].as<std::string>());
-  if (given.count("algo-cache")) apply_override(settings, "engine.algo_cache=" + given["algo-cache"].as<std::string>());
-  if (given.count("layout")) apply_override(settings, "engine.layout=" + given["layout"].as<std::string>());
-  if (given.count("update")) apply_override(settings, "measure.update=" + given["update"].as<std::string>());
-  if (given.count("gpus")) apply_override(settings, "matrix.gpus=" + given["gpus"].as<std::string>());
-  if (given["cuda-graphs"].as<bool>()) apply_override(settings, "engine.cuda_graphs=true");
-  if (given["layer-times"].as<bool>()) apply_override(settings, "measure.layer_times=true");
+  std::set<std::string> overridden;
+  if (given("--set"))
+    for (const auto& assignment : line.values.at("--set")) apply_override(settings, overridden, assignment, "--set " + assignment);
+  // Flags that stand for job-file keys, validated the same way.
+  for (const auto& spec : options_schema())
+    if (!spec.key.empty() && !spec.flag.empty() && given(spec.flag))
+      apply_override(settings, overridden, spec.key + "=" + flag_value(spec.flag),
+                     spec.flag);
 
   const auto value = [&](const std::string& dotted) -> const std::pair<std::string, std::string>* {
     const auto found = settings.find(dotted);
@@ -331,126 +357,94 @@ Options parse_run_options(const std::vector<std::string>& arguments, const std::
     const auto [text, origin] = require("matrix.phases");
     options.matrix.phases = parse_names(origin, "phases", text, phase_names(), phase_from_string);
   }
+  // Integer lists, within their schema row's range.
+  const auto integer_list = [&](const std::string& key, const std::string& text, const std::string& origin) {
+    const OptionSpec& spec = *find_option(key);
+    const std::string name = spec.name(), singular = name == "batches" ? "batch" : name;
+    return parse_names(origin, name, text, {"integers from " + spec.range_text()},
+                       [&](const std::string& item) -> std::optional<std::int64_t> {
+                         const auto number = parse_integer(origin, singular + " '" + item + "' in [matrix] " + name, item);
+                         if (number < spec.low || number > spec.high)
+                           throw UsageError(origin + ": " + singular + " " + item + " in [matrix] " + name +
+                                            " is out of range; valid: " + spec.range_text());
+                         return number;
+                       });
+  };
   {
     const auto [text, origin] = require("matrix.batches");
-    options.matrix.batches = parse_names(origin, "batches", text, {"integers from 1 to 1048576"},
-                                         [&](const std::string& item) -> std::optional<std::int64_t> {
-                                           const auto batch = parse_integer(origin, "batch '" + item + "' in [matrix] batches", item);
-                                           if (batch < 1 || batch > kLargestBatch)
-                                             throw UsageError(origin + ": batch " + item +
-                                                              " in [matrix] batches is out of range; valid: 1 to 1048576");
-                                           return batch;
-                                         });
+    options.matrix.batches = integer_list("matrix.batches", text, origin);
   }
-
   if (const auto* gpus = value("matrix.gpus")) {
-    const std::string origin = gpus->second;
-    options.matrix.gpus = parse_names(origin, "gpus", gpus->first, {"integers from 1 to 4096"},
-                                      [&](const std::string& item) -> std::optional<int> {
-                                        const auto count = parse_integer(origin, "gpus '" + item + "' in [matrix] gpus", item);
-                                        if (count < 1 || count > 4096)
-                                          throw UsageError(origin + ": gpus " + item +
-                                                           " in [matrix] gpus is out of range; valid: 1 to 4096");
-                                        return static_cast<int>(count);
-                                      });
+    options.matrix.gpus.clear();
+    for (const auto count : integer_list("matrix.gpus", gpus->first, gpus->second)) options.matrix.gpus.push_back(static_cast<int>(count));
   }
 
-  // [measure]
-  const auto integer_setting = [&](const std::string& dotted, std::int64_t fallback, std::int64_t low, std::int64_t high) {
-    const auto* setting = value(dotted);
-    if (!setting) return fallback;
-    const auto number = parse_integer(setting->second, "[" + dotted.substr(0, dotted.find('.')) + "] " +
-                                      dotted.substr(dotted.find('.') + 1), setting->first);
-    if (number < low || number > high)
-      throw UsageError(setting->second + ": " + dotted + " = " + setting->first + " is out of range; valid: " +
-                       std::to_string(low) + " to " + std::to_string(high));
-    return number;
-  };
-  const auto number_setting = [&](const std::string& dotted, double fallback, double low, double high) {
-    const auto* setting = value(dotted);
-    if (!setting) return fallback;
-    const auto number = parse_number(setting->second, dotted, setting->first);
-    if (!(number > low && number <= high))
-      throw UsageError(setting->second + ": " + dotted + " = " + setting->first + " is out of range; valid: above " +
-                       std::to_string(low) + " up to " + std::to_string(high));
-    return number;
-  };
-  options.measure.warmup_steps = static_cast<int>(integer_setting("measure.warmup", 10, 0, 1000000));
-  options.measure.min_steps = static_cast<int>(integer_setting("measure.min_steps", 100, 1, 10000000));
-  options.measure.max_steps = static_cast<int>(integer_setting("measure.max_steps", 10000, 1, 10000000));
+  // Every single-valued key: checked against its schema row, canonical text recorded.
+  for (const auto& spec : options_schema()) {
+    if (spec.key.empty() || spec.type == OptionType::names || spec.type == OptionType::integers) continue;
+    const auto* setting = value(spec.key);
+    options.settings[spec.key] = setting ? validated_setting(spec, setting->first, setting->second) : spec.default_value;
+  }
+  const auto integer = [&](const std::string& key) { return std::stoll(options.settings.at(key)); };
+  const auto number = [&](const std::string& key) { return std::stod(options.settings.at(key)); };
+  const auto text = [&](const std::string& key) -> const std::string& { return options.settings.at(key); };
+  options.measure.warmup_steps = static_cast<int>(integer("measure.warmup"));
+  options.measure.min_steps = static_cast<int>(integer("measure.min_steps"));
+  options.measure.max_steps = static_cast<int>(integer("measure.max_steps"));
   if (options.measure.max_steps < options.measure.min_steps)
     throw UsageError("job file '" + options.job_file.string() + "': [measure] max_steps (" +
                      std::to_string(options.measure.max_steps) + ") is below min_steps (" +
                      std::to_string(options.measure.min_steps) + ")");
-  options.measure.target_ci = number_setting("measure.target_ci", 0.01, 0.0, 1.0);
-  options.measure.cell_time_limit_s = number_setting("measure.cell_time_limit_s", 600, 0.0, 1e7);
+  options.measure.target_ci = number("measure.target_ci");
+  options.measure.cell_time_limit_s = number("measure.cell_time_limit_s");
   options.engine.worker_timeout_s = options.measure.cell_time_limit_s;
-  options.engine.seed = static_cast<std::uint64_t>(integer_setting("measure.seed", 42, 0, INT64_MAX));
-  options.engine.learning_rate = number_setting("measure.learning_rate", 0.01, 0.0, 1e3);
-  if (const auto* update = value("measure.update")) {
-    if (update->first == "none") options.engine.update = Update::none;
-    else if (update->first == "sgd") options.engine.update = Update::sgd;
-    else throw UsageError(update->second + ": unknown [measure] update '" + update->first + "'; valid: none, sgd");
-  }
-
-  if (const auto* layer_times = value("measure.layer_times")) {
-    if (layer_times->first == "true") options.measure.layer_times = true;
-    else if (layer_times->first == "false") options.measure.layer_times = false;
-    else throw UsageError(layer_times->second + ": [measure] layer_times must be true or false, not '" + layer_times->first + "'");
-  }
-  options.measure.layer_time_repetitions = static_cast<int>(integer_setting("measure.layer_time_repetitions", 10, 1, 10000));
+  options.engine.seed = static_cast<std::uint64_t>(integer("measure.seed"));
+  options.engine.learning_rate = number("measure.learning_rate");
+  options.engine.update = text("measure.update") == "sgd" ? Update::sgd : Update::none;
+  options.measure.layer_times = text("measure.layer_times") == "true";
+  options.measure.layer_time_repetitions = static_cast<int>(integer("measure.layer_time_repetitions"));
 
   for (const auto& engine : options.matrix.engines)
     if (worker_commands.count(engine)) options.engine.worker_commands[engine] = split_worker_command(worker_commands[engine]);
 
-  // [engine]
-  if (const auto* algo = value("engine.algo")) {
-    if (algo->first == "heuristic") options.engine.algorithm = AlgorithmPolicy::heuristic;
-    else if (algo->first == "exhaustive") options.engine.algorithm = AlgorithmPolicy::exhaustive;
-    else throw UsageError(algo->second + ": unknown [engine] algo '" + algo->first + "'; valid: heuristic, exhaustive");
-  }
-  if (const auto* cache = value("engine.algo_cache")) {
-    if (cache->first.empty()) throw UsageError(cache->second + ": [engine] algo_cache needs a file name");
+  options.engine.algorithm = text("engine.algo") == "exhaustive" ? AlgorithmPolicy::exhaustive : AlgorithmPolicy::heuristic;
+  options.engine.workspace_limit_bytes = integer("engine.workspace_limit_mb") << 20;
+  options.engine.layout = text("engine.layout") == "nchw"   ? Layout::nchw
+                          : text("engine.layout") == "nhwc" ? Layout::nhwc
+                                                            : Layout::automatic;
+  options.engine.bucket_bytes = integer("engine.bucket_mb") << 20;
+  options.engine.cuda_graphs = text("engine.cuda_graphs") == "true";
+
+  options.engine.compile_mode = text("engine.compile_mode");
+  if (const std::string& cache = text("engine.algo_cache"); !cache.empty()) {
+    const std::string origin = value("engine.algo_cache") ? value("engine.algo_cache")->second : "engine.algo_cache";
     if (options.engine.algorithm != AlgorithmPolicy::exhaustive)
-      throw UsageError(cache->second + ": [engine] algo_cache applies to algo = exhaustive (the measured search) only");
-    options.engine.algorithm_cache_path = std::filesystem::absolute(cache->first).string();
+      throw UsageError(origin + ": [engine] algo_cache applies to algo = exhaustive (the measured search) only");
+    options.engine.algorithm_cache_path = std::filesystem::absolute(cache).string();
+    options.settings["engine.algo_cache"] = options.engine.algorithm_cache_path;
     // Read once here, before MPI starts, so that a corrupt file is refused (exit 2) before any output exists.
     cudnn::AlgorithmCache(options.engine.algorithm_cache_path, {});
   }
-  options.engine.workspace_limit_bytes = integer_setting("engine.workspace_limit_mb", 1024, 0, 1 << 24) << 20;
-  if (const auto* layout = value("engine.layout")) {
-    if (layout->first == "auto") options.engine.layout = Layout::automatic;
-    else if (layout->first == "nchw") options.engine.layout = Layout::nchw;
-    else if (layout->first == "nhwc") options.engine.layout = Layout::nhwc;
-    else throw UsageError(layout->second + ": unknown [engine] layout '" + layout->first + "'; valid: auto, nchw, nhwc");
-  }
-  options.engine.bucket_bytes = integer_setting("engine.bucket_mb", 25, 1, 1 << 16) << 20;
-  if (const auto* graphs = value("engine.cuda_graphs")) {
-    if (graphs->first == "true") options.engine.cuda_graphs = true;
-    else if (graphs->first == "false") options.engine.cuda_graphs = false;
-    else throw UsageError(graphs->second + ": [engine] cuda_graphs must be true or false, not '" + graphs->first + "'");
-  }
-
-  if (const auto* mode = value("engine.compile_mode")) {
-    if (mode->first != "reduce-overhead" && mode->first != "max-autotune")
-      throw UsageError(mode->second + ": unknown [engine] compile_mode '" + mode->first +
-                       "'; valid: reduce-overhead, max-autotune");
-    options.engine.compile_mode = mode->first;
-  }
 
   // [output] and the command line.
-  options.output_from_command_line = given.count("output") > 0;
-  options.output = options.output_from_command_line ? std::filesystem::path(given["output"].as<std::string>())
+  options.output_from_command_line = given("--output");
+  options.output = options.output_from_command_line ? std::filesystem::path(flag_value("--output"))
                    : value("output.path") ? std::filesystem::path(value("output.path")->first)
                                           : std::filesystem::path("results") / (options.job_name + ".h5");
+  options.settings["output.path"] = options.output.string();
 
-  if (given.count("device-tag")) options.device_tag = given["device-tag"].as<std::string>();
+  if (given("--device-tag")) options.device_tag = flag_value("--device-tag");
   else if (const char* tag = std::getenv("CROSSBENCH_DEVICE_TAG")) options.device_tag = tag;
-  if (given.count("replicas")) {
-    options.replicas = given["replicas"].as<int>();
-    if (options.replicas < 1 || options.replicas > 4096)
-      throw UsageError("--replicas " + std::to_string(options.replicas) + " is out of range; valid: 1 to 4096");
-  }
+  if (given("--replicas")) options.replicas = std::stoi(checked_flag("--replicas"));
+  // The matrix keys and the command-line facts, as recorded.
+  for (const auto& key : {"matrix.networks", "matrix.engines", "matrix.precisions", "matrix.batches", "matrix.phases"})
+    options.settings[key] = value(key)->first;
+  options.settings["matrix.gpus"] = value("matrix.gpus") ? value("matrix.gpus")->first : "1";
+  options.settings["--job"] = options.job_file.string();
+  options.settings["--device-tag"] = options.device_tag;
+  options.settings["--replicas"] = std::to_string(options.replicas);
+  options.settings["--filter"] = options.cell_filter;
+  options.settings["--resume"] = options.resume ? "true" : "false";
   return options;
 }
 

@@ -55,37 +55,46 @@ void print_plan(const Plan& plan, int ranks) {
             << std::setprecision(3) << (ideal > 0 ? plan.makespan_s / ideal : 1.0) << "\n";
 }
 
+// The plan as one JSON document (plan --json): what a script or a Slurm
+// wrapper needs to size a job.
+nlohmann::json plan_json(const Plan& plan, int ranks) {
+  nlohmann::json groups = nlohmann::json::array(), cells = nlohmann::json::array();
+  for (const auto& group : plan.groups) groups.push_back({{"device_key", group.key}, {"ranks", group.ranks}, {"device", to_json(group.device)}});
+  for (const auto& planned : plan.cells)
+    cells.push_back({{"name", describe(planned.cell)},
+                     {"device_key", planned.device_key},
+                     {"engine", planned.cell.engine},
+                     {"network", planned.cell.network},
+                     {"precision", to_string(planned.cell.precision)},
+                     {"batch", planned.cell.batch},
+                     {"phase", to_string(planned.cell.phase)},
+                     {"gpus", planned.cell.gpus},
+                     {"replica", planned.cell.replica},
+                     {"rank", planned.rank},
+                     {"group_ranks", planned.group_ranks},
+                     {"estimated_s", planned.estimated_s},
+                     {"unsupported", planned.unrunnable_reason}});
+  return {{"ranks", ranks},         {"groups", groups},        {"cells", cells},
+          {"total_s", plan.total_s}, {"makespan_s", plan.makespan_s}, {"rank_load_s", plan.rank_load_s}};
+}
+
+void print_plan_as_asked(const Options& options, const Plan& plan, int ranks) {
+  if (options.json) std::cout << plan_json(plan, ranks).dump(1) << "\n";
+  else print_plan(plan, ranks);
+}
+
 }  // namespace
 
 int plan_command(const CommandContext& context) {
   // --ranks N plans for N ranks like this process, without MPI; --device-json FILE
   // makes them N ranks of another device (a what-if for a cluster you are not on).
-  std::vector<std::string> arguments;
-  int simulated_ranks = 0;
-  std::string device_json;
-  for (std::size_t i = 0; i < context.arguments.size(); ++i) {
-    const std::string& argument = context.arguments[i];
-    if (argument == "--device-json") {
-      if (i + 1 >= context.arguments.size()) throw UsageError("--device-json needs a file (crossbench list devices --json)");
-      device_json = context.arguments[++i];
-    } else if (argument == "--ranks" || argument.rfind("--ranks=", 0) == 0) {
-      const std::string value = argument == "--ranks" ? (i + 1 < context.arguments.size() ? context.arguments[++i] : "")
-                                                       : argument.substr(8);
-      try {
-        std::size_t used = 0;
-        simulated_ranks = std::stoi(value, &used);
-        if (used != value.size()) simulated_ranks = 0;
-      } catch (const std::exception&) {
-        simulated_ranks = 0;
-      }
-      if (simulated_ranks < 1 || simulated_ranks > 1 << 20)
-        throw UsageError("--ranks '" + value + "': expected a number of ranks from 1 to 1048576");
-    } else {
-      arguments.push_back(argument);
-    }
+  const Options options = parse_command_options("plan", context.arguments, context.default_job, context.command_line);
+  if (options.help) {
+    std::cout << command_help("plan");
+    return 0;
   }
-  const Options options = parse_run_options(arguments, context.default_job, context.command_line);
-  if (!device_json.empty() && simulated_ranks == 0) throw UsageError("--device-json needs --ranks N");
+  const int simulated_ranks = options.simulated_ranks;
+  const std::string& device_json = options.device_json;
   if (simulated_ranks > 0) {
     const int gpus = visible_gpu_count();
     Device device = gpus > 0 ? probe_gpu(0, options.device_tag) : probe_cpu(cpu_threads_of_binding(), options.device_tag);
@@ -98,13 +107,14 @@ int plan_command(const CommandContext& context) {
         throw UsageError("--device-json '" + device_json + "': " + error.what());
       }
     }
-    print_plan(make_plan(options, std::vector<Device>(static_cast<std::size_t>(simulated_ranks), device)), simulated_ranks);
+    print_plan_as_asked(options, make_plan(options, std::vector<Device>(static_cast<std::size_t>(simulated_ranks), device)),
+                        simulated_ranks);
     return 0;
   }
   MpiSession mpi;
   const Device mine = bind_device(mpi, options.device_tag);
   const Plan plan = make_plan(options, gather_devices(mpi, mine));
-  if (mpi.rank() == 0) print_plan(plan, mpi.size());
+  if (mpi.rank() == 0) print_plan_as_asked(options, plan, mpi.size());
   return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <tuple>
 #include <ctime>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -19,6 +20,7 @@
 #include "crossbench/cube.hpp"
 #include "crossbench/error.hpp"
 #include "crossbench/options.hpp"
+#include "crossbench/options_schema.hpp"
 #include "crossbench/runner.hpp"
 #include "dist/binding.hpp"
 #include "dist/collector.hpp"
@@ -50,35 +52,36 @@ std::map<std::string, std::string> run_attributes(const Options& options, const 
       {"created", utc_now()},
       {"command_line", options.command_line},
       {"job_file", options.job_text},
-      {"job_path", options.job_file.string()},
       {"crossbench_version", build_info::version},
       {"git_revision", build_info::git_revision},
       {"mpi_version", mpi.library_version()},
       {"mpi_ranks", std::to_string(mpi.size())},
       {"device_groups", std::to_string(plan.groups.size())},
-      {"measure_warmup_steps", std::to_string(options.measure.warmup_steps)},
-      {"measure_min_steps", std::to_string(options.measure.min_steps)},
-      {"measure_max_steps", std::to_string(options.measure.max_steps)},
-      {"measure_target_ci", std::to_string(options.measure.target_ci)},
-      {"measure_cell_time_limit_s", std::to_string(options.measure.cell_time_limit_s)},
-      {"measure_layer_times", options.measure.layer_times ? "true" : "false"},
-      {"measure_layer_time_repetitions", std::to_string(options.measure.layer_time_repetitions)},
-      {"seed", std::to_string(options.engine.seed)},
-      {"update", options.engine.update == Update::sgd ? "sgd" : "none"},
-      {"learning_rate", std::to_string(options.engine.learning_rate)},
-      {"replicas", std::to_string(options.replicas)},
-      {"data_parallel_bucket_bytes", std::to_string(options.engine.bucket_bytes)},
-      {"engine_algorithm_policy", options.engine.algorithm == AlgorithmPolicy::exhaustive ? "exhaustive" : "heuristic"},
-      {"engine_workspace_limit_bytes", std::to_string(options.engine.workspace_limit_bytes)},
-      {"engine_layout", options.engine.layout == Layout::nchw ? "nchw" : options.engine.layout == Layout::nhwc ? "nhwc" : "auto"},
-      {"engine_cuda_graphs", options.engine.cuda_graphs ? "true" : "false"},
-      {"engine_compile_mode", options.engine.compile_mode},
       {"statistics", "median of per-step times; 95% CI of the median from order statistics; "
                      "percentiles by linear interpolation"},
-      {"resumed", options.resume ? "true" : "false"},
   };
   for (const auto& [name, version] : engine_library_versions()) attributes[name] = version;
+  // Every recorded setting, under the name the options schema gives it.
+  for (const RecordedSetting& setting : recorded_settings(options)) attributes[setting.recorded_as] = setting.value;
   return attributes;
+}
+
+// run --jsonl: one line per finished cell, the journal's record plus the
+// provenance a script needs without the cube (device of the rank, build, settings).
+void write_jsonl_record(std::ofstream& out, const Options& options, const CellResult& result,
+                        const std::vector<Device>& devices) {
+  nlohmann::json record = to_json(result);
+  nlohmann::json settings = nlohmann::json::object();
+  for (const RecordedSetting& setting : recorded_settings(options)) settings[setting.key] = setting.value;
+  record["provenance"] = {{"crossbench_version", build_info::version},
+                          {"git_revision", build_info::git_revision},
+                          {"job", options.job_name},
+                          {"output", options.output.string()},
+                          {"settings", settings}};
+  if (result.rank >= 0 && static_cast<std::size_t>(result.rank) < devices.size())
+    record["provenance"]["device"] = to_json(devices[static_cast<std::size_t>(result.rank)]);
+  out << record.dump() << "\n" << std::flush;
+  if (!out) throw Error("--jsonl '" + options.jsonl.string() + "': writing failed");
 }
 
 // Rank 0 takes the output's lock and, holding it, checks again that the
@@ -131,14 +134,23 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
 
   std::unique_ptr<Progress> progress;
   std::unique_ptr<Collector> collector;
+  DeviceLegend legend(devices);
+  std::ofstream jsonl;
+  // Rank 0's console: context (what runs, progress) on stderr; the legend and
+  // the table, the results, on stdout, also with --quiet.
   if (mpi.rank() == 0) {
     if (!options.quiet) {
-      std::cout << "crossbench: " << plan.cells.size() << " cells to run on " << mpi.size() << " rank(s), "
+      std::cerr << "crossbench: " << plan.cells.size() << " cells to run on " << mpi.size() << " rank(s), "
                 << plan.groups.size() << " device group(s); predicted makespan " << format_duration(plan.makespan_s);
-      if (options.resume) std::cout << "; resuming: " << resume.earlier.size() << " cells already in the journal";
-      std::cout << "\n";
+      if (options.resume) std::cerr << "; resuming: " << resume.earlier.size() << " cells already in the journal";
+      std::cerr << "\n";
     }
-    progress = std::make_unique<Progress>(std::cout, plan.cells.size(), plan.total_s, options.quiet);
+    legend.print(std::cout);
+    if (!options.jsonl.empty()) {
+      jsonl.open(options.jsonl, std::ios::app);
+      if (!jsonl) throw UsageError("--jsonl '" + options.jsonl.string() + "': cannot open it for appending");
+    }
+    progress = std::make_unique<Progress>(std::cerr, legend, plan.cells.size(), plan.total_s, options.quiet);
     const auto journal = journal_path(options.output);
     if (options.output.has_parent_path()) std::filesystem::create_directories(options.output.parent_path());
     if (options.overwrite && ::unlink(journal.c_str()) != 0 && errno != ENOENT)
@@ -150,6 +162,7 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
                                             std::move(resume.earlier), std::move(writer),
                                             [&](const CellResult& result, double estimated_s) {
                                               progress->finished(result, estimated_s);
+                                              if (jsonl.is_open()) write_jsonl_record(jsonl, options, result, devices);
                                             });
   }
 
@@ -226,7 +239,7 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
 
   std::map<Status, int> counts;
   for (const auto& result : collector->results()) ++counts[result.status];
-  if (!options.quiet) {
+  {
     // The table in matrix order, whatever order the cells finished in.
     std::vector<CellResult> ordered = collector->results();
     const auto position = [](const auto& list, const auto& value) {
@@ -242,15 +255,18 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
     });
     add_scaling_efficiency(ordered);
     std::cout << "\n";
-    print_table(std::cout, ordered);
+    print_table(std::cout, legend, ordered);
     if (options.measure.layer_times) print_layer_times(std::cout, ordered, options.measure.layer_time_repetitions);
   }
-  std::cout << "\ncrossbench: wrote " << options.output.string() << " (" << collector->results().size() << " cells:";
-  for (const auto& [status, count] : counts) std::cout << " " << count << " " << to_string(status);
-  std::cout << ")\n";
-  if (interrupted)
-    std::cout << "crossbench: incomplete: " << missing << " cells not run; continue with the same command and --resume\n";
   std::cout << std::flush;
+  std::cerr << "\ncrossbench: wrote " << options.output.string() << " (" << collector->results().size() << " cells:";
+  for (const auto& [status, count] : counts) std::cerr << " " << count << " " << to_string(status);
+  std::cerr << ")\n";
+  if (interrupted)
+    std::cerr << "crossbench: incomplete: " << missing << " cells not run; continue with the same command and --resume\n";
+  const std::string report_dir = (options.output.parent_path() / (options.output.stem().string() + "-report")).string();
+  std::cerr << "next: scripts/report report " << options.output.string() << " -o " << (report_dir.empty() ? "report" : report_dir)
+            << "\n" << std::flush;
   return interrupted ? kExitIncomplete : 0;
 }
 
@@ -258,7 +274,11 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
 
 int run_command(const CommandContext& context) {
   // Parsed before MPI starts: bad input never reaches the device or the output.
-  const Options options = parse_run_options(context.arguments, context.default_job, context.command_line);
+  const Options options = parse_command_options("run", context.arguments, context.default_job, context.command_line);
+  if (options.help) {
+    std::cout << command_help("run");
+    return 0;
+  }
   StopRequest stop;
   MpiSession mpi;
   try {

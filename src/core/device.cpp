@@ -107,6 +107,7 @@ Device probe_cpu(int cpu_threads, const std::string& tag) {
   device.host = host_name();
   utsname system{};
   if (uname(&system) == 0) device.driver = std::string("Linux ") + system.release;
+  describe_host(device);
   return device;
 }
 
@@ -135,6 +136,14 @@ nlohmann::json to_json(const Device& device) {
           {"sm_clock_mhz", device.sm_clock_mhz},
           {"memory_clock_mhz", device.memory_clock_mhz},
           {"power_limit_w", device.power_limit_w},
+          {"application_sm_clock_mhz", device.application_sm_clock_mhz},
+          {"application_memory_clock_mhz", device.application_memory_clock_mhz},
+          {"clock_policy", device.clock_policy},
+          {"ecc", device.ecc},
+          {"cpu_model", device.cpu_model},
+          {"os", device.os},
+          {"kernel", device.kernel},
+          {"container", device.container},
           {"key", device.key()}};
 }
 
@@ -157,6 +166,15 @@ Device device_from_json(const nlohmann::json& json) {
     json.at("sm_clock_mhz").get_to(device.sm_clock_mhz);
     json.at("memory_clock_mhz").get_to(device.memory_clock_mhz);
     json.at("power_limit_w").get_to(device.power_limit_w);
+    // Provenance fields: optional, so device files written before them still load.
+    device.application_sm_clock_mhz = json.value("application_sm_clock_mhz", 0.0);
+    device.application_memory_clock_mhz = json.value("application_memory_clock_mhz", 0.0);
+    device.clock_policy = json.value("clock_policy", "");
+    device.ecc = json.value("ecc", "");
+    device.cpu_model = json.value("cpu_model", "");
+    device.os = json.value("os", "");
+    device.kernel = json.value("kernel", "");
+    device.container = json.value("container", "");
     return device;
   } catch (const nlohmann::json::exception& error) {
     throw Error(std::string("malformed device description: ") + error.what());

@@ -127,6 +127,12 @@ nlohmann::json to_json(const CellResult& result) {
       {"decisions", result.decisions},
       {"samples_ms", std::move(samples)},
       {"layer_times", std::move(layer_times)},
+      {"versions", result.versions},
+      {"started_utc", result.started_utc},
+      {"finished_utc", result.finished_utc},
+      {"preparation_s", number_to_json(result.preparation_s)},
+      {"search_s", number_to_json(result.search_s)},
+      {"timed_s", number_to_json(result.timed_s)},
   };
 }
 
@@ -177,6 +183,13 @@ CellResult cell_result_from_json(const nlohmann::json& record) {
   result.rank = static_cast<std::int32_t>(read_integer(record, "rank", -1, int32_highest));
   result.message = read_string(record, "message");
   result.decisions = read_string(record, "decisions");
+  // Optional: records written before cells had wall times have none.
+  if (record.contains("versions")) result.versions = read_string(record, "versions");
+  if (record.contains("started_utc")) result.started_utc = read_string(record, "started_utc");
+  if (record.contains("finished_utc")) result.finished_utc = read_string(record, "finished_utc");
+  if (record.contains("preparation_s")) result.preparation_s = read_double(record, "preparation_s");
+  if (record.contains("search_s")) result.search_s = read_double(record, "search_s");
+  if (record.contains("timed_s")) result.timed_s = read_double(record, "timed_s");
 
   const json& samples = field_of(record, "samples_ms");
   if (!samples.is_array()) malformed("samples_ms", "must be an array, not a " + type_of(samples));

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <exception>
 #include <new>
 #include <optional>
@@ -240,9 +241,25 @@ void summarize_cell(CellResult& result, const Network& network, const Measuremen
                           100.0 * relative_ci_half_width(result.statistics), check.loss);
 }
 
-CellResult run_cell(Engine* engine, const std::string& engine_name, const Network& network,
-                    const CellSpec& cell, const Device& device, const MeasureOptions& options,
-                    int rank, Communicator* communicator, StepAgreement* agreement) {
+namespace {
+
+// Now in UTC, ISO 8601 with milliseconds: "2026-12-01T04:05:06.789Z".
+std::string utc_now() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
+  const auto milliseconds =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[40];
+  const std::size_t length = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
+  std::snprintf(text + length, sizeof text - length, ".%03lldZ", static_cast<long long>(milliseconds));
+  return text;
+}
+
+CellResult run_cell_unstamped(Engine* engine, const std::string& engine_name, const Network& network,
+                              const CellSpec& cell, const Device& device, const MeasureOptions& options,
+                              int rank, Communicator* communicator, StepAgreement* agreement) {
   CellResult result;
   result.cell = cell;
   result.device_key = device.key();
@@ -300,7 +317,16 @@ CellResult run_cell(Engine* engine, const std::string& engine_name, const Networ
     if (failed[0] > 0 && !failure)
       failure = without_measurements(result, Status::failed, "another rank of the data-parallel group could not prepare the cell");
   }
-  if (failure) return *failure;
+  const double prepare_call_s = seconds_since(start);
+  if (session) {
+    result.search_s = session->search_seconds();
+    result.preparation_s = std::isfinite(result.search_s) ? prepare_call_s - result.search_s : prepare_call_s;
+  }
+  if (failure) {
+    failure->preparation_s = prepare_call_s;
+    return *failure;
+  }
+  const auto timed_start = Clock::now();
   try {
     const double preparation_s = seconds_since(start);
     // Telemetry on the rank's device (a worker runs on it too), for every engine.
@@ -309,11 +335,27 @@ CellResult run_cell(Engine* engine, const std::string& engine_name, const Networ
     const OutputCheck check = session->check();
     result.peak_memory_bytes = static_cast<double>(session->memory().peak_bytes);
     result.decisions = session->decisions();
+    result.versions = session->versions();
     summarize_cell(result, network, measurement, check, options, preparation_s, data_parallel ? cell.gpus : 1);
+    result.timed_s = seconds_since(timed_start);
     if (result.status == Status::ok && options.layer_times) profile_layers(*session, options.layer_time_repetitions, result);
   } catch (...) {
-    return failed_cell(result, std::current_exception());
+    CellResult failed = failed_cell(result, std::current_exception());
+    failed.timed_s = seconds_since(timed_start);
+    return failed;
   }
+  return result;
+}
+
+}  // namespace
+
+CellResult run_cell(Engine* engine, const std::string& engine_name, const Network& network,
+                    const CellSpec& cell, const Device& device, const MeasureOptions& options,
+                    int rank, Communicator* communicator, StepAgreement* agreement) {
+  const std::string started = utc_now();
+  CellResult result = run_cell_unstamped(engine, engine_name, network, cell, device, options, rank, communicator, agreement);
+  result.started_utc = started;
+  result.finished_utc = utc_now();
   return result;
 }
 

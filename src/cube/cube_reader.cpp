@@ -35,10 +35,12 @@ class CubeReader {
   CubeContents read() {
     CubeContents contents;
     check_schema();
+    contents.schema = *hdf5::read_string_attribute(file_, "schema");
     contents.attributes = read_attributes();
     contents.axes = read_axes();
     contents.cells = read_cells(contents.axes);
-    contents.ranks = read_ranks();
+    contents.ranks = read_ranks(file_, what_);
+    contents.sources = read_sources();
     layout::read_layer_times(file_, what_, contents.cells);
     return contents;
   }
@@ -47,16 +49,39 @@ class CubeReader {
   void check_schema() const {
     const std::optional<std::string> found = hdf5::read_string_attribute(file_, "schema");
     if (!found) throw Error(path_.string() + " is not a crossbench cube (no schema attribute)");
-    if (*found != cube_schema)
-      throw Error(path_.string() + " has schema " + *found + "; this crossbench reads " + cube_schema);
+    std::string known;
+    for (const char* schema : cube_schemas_read) {
+      if (*found == schema) return;
+      known += (known.empty() ? "" : ", ") + std::string(schema);
+    }
+    throw Error(path_.string() + " has schema " + *found + "; this crossbench reads " + known);
   }
 
-  std::map<std::string, std::string> read_attributes() const {
+  std::map<std::string, std::string> read_attributes(hid_t object) const {
     std::map<std::string, std::string> attributes;
-    for (const std::string& name : hdf5::attribute_names(file_))
-      if (name != "schema" && hdf5::is_text_attribute(file_, name))
-        attributes[name] = *hdf5::read_string_attribute(file_, name);
+    for (const std::string& name : hdf5::attribute_names(object))
+      if (hdf5::is_text_attribute(object, name)) attributes[name] = *hdf5::read_string_attribute(object, name);
     return attributes;
+  }
+  std::map<std::string, std::string> read_attributes() const {
+    std::map<std::string, std::string> attributes = read_attributes(file_);
+    attributes.erase("schema");  // CubeContents::schema
+    return attributes;
+  }
+
+  std::vector<CubeSource> read_sources() const {
+    std::vector<CubeSource> sources;
+    if (!hdf5::link_exists(file_, "sources")) return sources;
+    const hdf5::Group group(CB_CHECK_HDF5(H5Gopen2(file_, "sources", H5P_DEFAULT)));
+    for (std::size_t i = 0;; ++i) {
+      const std::string name = "source_" + std::to_string(i);
+      if (!hdf5::link_exists(group, name)) break;
+      const hdf5::Group source(CB_CHECK_HDF5(H5Gopen2(group, name.c_str(), H5P_DEFAULT)));
+      std::map<std::string, std::string> attributes = read_attributes(source);
+      attributes.erase("long_name");
+      sources.push_back({std::move(attributes), read_ranks(source, what_ + " /sources/" + name)});
+    }
+    return sources;
   }
 
   hdf5::Dataset open_vector(hid_t location, const char* name, const std::string& where) const {
@@ -151,6 +176,20 @@ class CubeReader {
     const auto throttled = read_cell_numbers<std::int8_t>("throttled");
     const auto steps = read_cell_numbers<std::int32_t>("steps");
     const auto rank = read_cell_numbers<std::int32_t>("rank");
+    // Schema 3: wall times of every cell; a schema-2 cube has none (NaN, "").
+    if (hdf5::link_exists(file_, "timed_s")) {
+      for (const auto& [name, field] : {std::pair{"preparation_s", &CellResult::preparation_s},
+                                        std::pair{"search_s", &CellResult::search_s}, std::pair{"timed_s", &CellResult::timed_s}}) {
+        const std::vector<double> values = read_cell_numbers<double>(name);
+        for (std::size_t k = 0; k < present.size(); ++k) cells[k].*field = values[present[k]];
+      }
+      const auto started = hdf5::read_strings(open_cell_variable("started_utc"));
+      const auto finished = hdf5::read_strings(open_cell_variable("finished_utc"));
+      for (std::size_t k = 0; k < present.size(); ++k) {
+        cells[k].started_utc = started[present[k]];
+        cells[k].finished_utc = finished[present[k]];
+      }
+    }
     const auto messages = hdf5::read_strings(open_cell_variable("message"));
     const auto decisions = hdf5::read_strings(open_cell_variable("decisions"));
     for (std::size_t k = 0; k < present.size(); ++k) {
@@ -189,11 +228,11 @@ class CubeReader {
     }
   }
 
-  std::vector<RankRecord> read_ranks() const {
+  std::vector<RankRecord> read_ranks(hid_t location, const std::string& what) const {
     std::vector<RankRecord> ranks;
-    if (!hdf5::link_exists(file_, layout::ranks_group)) return ranks;
-    const hdf5::Group group(CB_CHECK_HDF5(H5Gopen2(file_, layout::ranks_group, H5P_DEFAULT)));
-    const std::string where = what_ + " group /" + layout::ranks_group;
+    if (!hdf5::link_exists(location, layout::ranks_group)) return ranks;
+    const hdf5::Group group(CB_CHECK_HDF5(H5Gopen2(location, layout::ranks_group, H5P_DEFAULT)));
+    const std::string where = what + " group " + layout::ranks_group;
     const hsize_t rows = hdf5::dataset_dims(open_vector(group, layout::rank_row_dimension, where)).front();
     ranks.resize(rows);
     auto checked = [&](auto values, const char* name) {
@@ -222,6 +261,16 @@ class CubeReader {
     numbers("power_limit_w", &RankRecord::power_limit_w);
     strings("driver", &RankRecord::driver);
     numbers("threads", &RankRecord::threads);
+    if (hdf5::link_exists(group, "kernel")) {  // schema 3: the system description
+      numbers("application_sm_clock_mhz", &RankRecord::application_sm_clock_mhz);
+      numbers("application_memory_clock_mhz", &RankRecord::application_memory_clock_mhz);
+      strings("clock_policy", &RankRecord::clock_policy);
+      strings("ecc", &RankRecord::ecc);
+      strings("cpu_model", &RankRecord::cpu_model);
+      strings("os", &RankRecord::os);
+      strings("kernel", &RankRecord::kernel);
+      strings("container", &RankRecord::container);
+    }
     return ranks;
   }
 

@@ -270,6 +270,30 @@ void write_string_cell_variable(hid_t file, const char* name, const char* long_n
   describe_variable(variable, long_name, nullptr);
 }
 
+// Schema 3: every cell's wall time, whatever its status (a failed cell took time too).
+void write_cell_wall_times(hid_t file, const CellGrid& grid, std::span<const hdf5::Dataset> cell_scales) {
+  const std::array<std::tuple<const char*, const char*, double CellResult::*>, 3> parts{{
+      {"preparation_s", "wall time of the preparation, without the search", &CellResult::preparation_s},
+      {"search_s", "wall time of measured choices during preparation (algorithm search, compilation); NaN: not reported",
+       &CellResult::search_s},
+      {"timed_s", "wall time of the warm-up, the timed steps and the output check", &CellResult::timed_s},
+  }};
+  for (const auto& [name, long_name, field] : parts) {
+    const hdf5::Dataset variable =
+        create_cell_variable(file, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &not_a_number, grid, cell_scales);
+    std::vector<double> values(grid.cells.size(), not_a_number);
+    for (std::size_t i = 0; i < grid.cells.size(); ++i)
+      if (grid.cells[i] != nullptr) values[i] = grid.cells[i]->*field;
+    hdf5::write_numbers<double>(variable, values);
+    describe_variable(variable, long_name, "s");
+    hdf5::write_double_attribute(variable, "_FillValue", not_a_number);
+  }
+  write_string_cell_variable(file, "started_utc", "when the cell started (UTC, ISO 8601)", grid, cell_scales,
+                             [](const CellResult& cell) -> const std::string& { return cell.started_utc; });
+  write_string_cell_variable(file, "finished_utc", "when the cell ended (UTC, ISO 8601)", grid, cell_scales,
+                             [](const CellResult& cell) -> const std::string& { return cell.finished_utc; });
+}
+
 void write_cell_texts(hid_t file, const CellGrid& grid, std::span<const hdf5::Dataset> cell_scales) {
   write_string_cell_variable(file, "message", "why the cell is not ok; for ok cells, the stopping decision", grid,
                              cell_scales, [](const CellResult& cell) -> const std::string& { return cell.message; });
@@ -376,6 +400,33 @@ void write_ranks(hid_t file, const std::vector<RankRecord>& ranks) {
   strings("driver", "driver version (GPU) or kernel release (CPU)", [](const RankRecord& r) { return r.driver; });
   numbers("threads", "CPU threads of the rank's binding (CPU devices), 0 for GPUs", "1",
           [](const RankRecord& r) { return r.threads; });
+  numbers("application_sm_clock_mhz", "application SM clock (NVML), 0: unknown", "MHz",
+          [](const RankRecord& r) { return r.application_sm_clock_mhz; });
+  numbers("application_memory_clock_mhz", "application memory clock (NVML), 0: unknown", "MHz",
+          [](const RankRecord& r) { return r.application_memory_clock_mhz; });
+  strings("clock_policy", "clock policy: auto boost, locked clocks, persistence mode", [](const RankRecord& r) { return r.clock_policy; });
+  strings("ecc", "ECC mode of the device memory: on, off, unsupported", [](const RankRecord& r) { return r.ecc; });
+  strings("cpu_model", "host CPU model", [](const RankRecord& r) { return r.cpu_model; });
+  strings("os", "operating system (/etc/os-release)", [](const RankRecord& r) { return r.os; });
+  strings("kernel", "kernel release and machine", [](const RankRecord& r) { return r.kernel; });
+  strings("container", "container image or runtime, empty: none", [](const RankRecord& r) { return r.container; });
+}
+
+// Merged cubes: each input's root attributes and ranks table, in input order.
+void write_sources(hid_t file, const std::vector<CubeSource>& sources) {
+  if (sources.empty()) return;
+  const hdf5::PropertyList group_properties(CB_CHECK_HDF5(H5Pcreate(H5P_GROUP_CREATE)));
+  track_creation_order(group_properties);
+  const hdf5::Group group(CB_CHECK_HDF5(H5Gcreate2(file, "sources", H5P_DEFAULT, group_properties, H5P_DEFAULT)));
+  hdf5::write_string_attribute(group, "long_name", "the cubes merged into this one: each one's attributes and ranks");
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    const hdf5::PropertyList properties(CB_CHECK_HDF5(H5Pcreate(H5P_GROUP_CREATE)));
+    track_creation_order(properties);
+    const std::string name = "source_" + std::to_string(i);
+    const hdf5::Group source(CB_CHECK_HDF5(H5Gcreate2(group, name.c_str(), H5P_DEFAULT, properties, H5P_DEFAULT)));
+    for (const auto& [key, value] : sources[i].attributes) hdf5::write_string_attribute(source, key, value);
+    write_ranks(source, sources[i].ranks);
+  }
 }
 
 void write_contents(hid_t file, const CubeContents& contents, const CellGrid& grid,
@@ -388,8 +439,10 @@ void write_contents(hid_t file, const CubeContents& contents, const CellGrid& gr
   write_status(file, grid, cell_scales);
   write_cell_numbers(file, grid, cell_scales);
   write_cell_texts(file, grid, cell_scales);
+  write_cell_wall_times(file, grid, cell_scales);
   write_samples(file, grid, scales);
   write_ranks(file, contents.ranks);
+  write_sources(file, contents.sources);
   layout::write_layer_times(file, grid.cells);  // --layer-times; nothing without them
 }
 

@@ -5,6 +5,8 @@
 
 #include "dist/journal.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace crossbench {
 
 // Scaling efficiency of each data-parallel cell: its throughput over g times
@@ -54,6 +56,18 @@ CubeContents assemble_cube(const Options& options, const Plan& plan, const std::
   for (int replica = 0; replica < options.replicas; ++replica) cube.axes.replicas.push_back(replica);
   cube.cells = results;
   add_scaling_efficiency(cube.cells);
+  // Each worker engine's framework versions (the hello's `versions`), as one
+  // JSON object engine -> versions; the native engines' are root attributes already.
+  nlohmann::json worker_versions = nlohmann::json::object();
+  for (const CellResult& result : results)
+    if (!result.versions.empty() && !worker_versions.contains(result.cell.engine)) {
+      try {
+        worker_versions[result.cell.engine] = nlohmann::json::parse(result.versions);
+      } catch (const nlohmann::json::exception&) {
+        worker_versions[result.cell.engine] = result.versions;
+      }
+    }
+  if (!worker_versions.empty()) cube.attributes["worker_versions"] = worker_versions.dump();
   for (std::size_t rank = 0; rank < rank_devices.size(); ++rank) {
     const Device& device = rank_devices[rank];
     RankRecord row;
@@ -69,6 +83,14 @@ CubeContents assemble_cube(const Options& options, const Plan& plan, const std::
     row.power_limit_w = device.power_limit_w;
     row.driver = device.driver;
     row.threads = device.kind == DeviceKind::cpu ? device.compute_units : 0;
+    row.application_sm_clock_mhz = device.application_sm_clock_mhz;
+    row.application_memory_clock_mhz = device.application_memory_clock_mhz;
+    row.clock_policy = device.clock_policy;
+    row.ecc = device.ecc;
+    row.cpu_model = device.cpu_model;
+    row.os = device.os;
+    row.kernel = device.kernel;
+    row.container = device.container;
     cube.ranks.push_back(row);
   }
   return cube;

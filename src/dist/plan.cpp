@@ -127,7 +127,7 @@ Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, 
                   planned.device_key = group.key;
                   planned.cell = {engine, network, precision, batch, phase, replica, gpus};
                   planned.rank = -1;
-                  if (done.count(cell_key(group.key, planned.cell))) continue;
+                  if (done.count(cell_key(group.key, planned.cell)) || !cell_selected(options, planned.cell)) continue;
                   planned.estimated_s = estimate_cell_seconds(networks.at(network), planned.cell, group.device, options.measure);
                   if (gpus > static_cast<int>(group.ranks.size()) && phase == Phase::training)
                     planned.unrunnable_reason = "data parallel over " + std::to_string(gpus) + " devices needs " +

@@ -11,10 +11,10 @@
 
 namespace crossbench {
 
-// Every setting that changes the numbers, as "section.key" → its value as
-// text (exact: doubles with 17 significant digits). The ONE list of them: the
-// journal header records it and --resume compares it key by key.
-// (When the options schema marks `changes_numbers`, this list comes from it.)
+// Every setting that changes the numbers, as "section.key" → its canonical
+// text: the rows of the options schema (src/core/options_schema.cpp) marked
+// `changes_numbers`. The journal header records them and --resume compares
+// them key by key.
 std::map<std::string, std::string> resume_settings(const Options& options);
 
 // The worker command of each engine of the matrix that runs a worker, as

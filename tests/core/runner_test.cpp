@@ -424,3 +424,50 @@ TEST_F(RunCell, CellsThatAreNotOkAreNotProfiled) {
 
 }  // namespace
 }  // namespace crossbench
+
+namespace crossbench {
+namespace {
+
+// A session whose preparation took `search` seconds of measured choices, which it reports.
+class SearchingSession final : public Session {
+ public:
+  StepTimer& timer() override { return timer_; }
+  void step() override { std::this_thread::sleep_for(std::chrono::milliseconds(2)); }
+  MemoryUse memory() const override { return {1}; }
+  OutputCheck check() override { return {true, 1.0, 1.0, NAN, {}}; }
+  double search_seconds() const override { return 0.05; }
+
+ private:
+  ScriptedTimer timer_{[](int) { return 2.0; }};
+};
+
+TEST_F(RunCell, EveryCellRecordsItsWallTimes) {
+  ScriptedEngine engine([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(80));  // preparation, search included
+    return std::make_unique<SearchingSession>();
+  });
+  const CellResult r = run(&engine);
+  ASSERT_EQ(r.status, Status::ok) << r.message;
+  EXPECT_DOUBLE_EQ(r.search_s, 0.05);
+  EXPECT_GE(r.preparation_s, 0.08 - 0.05);  // the prepare() call less the reported search
+  EXPECT_LT(r.preparation_s, 0.08);
+  EXPECT_GE(r.timed_s, 11 * 0.002);  // 1 warm-up + 10 timed steps of 2 ms at least
+  ASSERT_EQ(r.started_utc.size(), std::string("2026-12-01T04:00:00.000Z").size()) << r.started_utc;
+  EXPECT_EQ(r.started_utc.back(), 'Z');
+  EXPECT_LE(r.started_utc, r.finished_utc);  // ISO 8601 sorts as time
+
+  // A failed preparation still says when it ran and how long preparing took.
+  ScriptedEngine failing([]() -> std::unique_ptr<Session> {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    throw Error("no");
+  });
+  const CellResult failed = run(&failing);
+  EXPECT_EQ(failed.status, Status::failed);
+  EXPECT_GE(failed.preparation_s, 0.02);
+  EXPECT_TRUE(std::isnan(failed.timed_s));
+  EXPECT_FALSE(failed.started_utc.empty());
+  EXPECT_FALSE(failed.finished_utc.empty());
+}
+
+}  // namespace
+}  // namespace crossbench

@@ -1,7 +1,7 @@
 # The HDF5 results cube and the CellResult JSON record (src/cube, src/core/result.cpp).
 crossbench_test(cube_test LABEL cpu LINKS crossbench_cube
                 SOURCES ${CMAKE_CURRENT_LIST_DIR}/cube_test.cpp ${CMAKE_CURRENT_LIST_DIR}/result_json_test.cpp
-                        ${CMAKE_CURRENT_LIST_DIR}/cube_layer_times_test.cpp)
+                        ${CMAKE_CURRENT_LIST_DIR}/cube_layer_times_test.cpp ${CMAKE_CURRENT_LIST_DIR}/cube_merge_test.cpp)
 # The tests create HDF5 files of their own (a file without schema, ...).
 target_include_directories(cube_test SYSTEM PRIVATE ${HDF5_C_INCLUDE_DIRS} ${HDF5_INCLUDE_DIRS})
 target_compile_definitions(cube_test PRIVATE ${HDF5_C_DEFINITIONS})

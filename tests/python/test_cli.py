@@ -178,7 +178,7 @@ def check_cube(path, ranks_expected):
     assert list(dataset["engine"].values) == ["onednn"]
     assert dataset.sizes["phase"] == 2
     with h5py.File(path, "r") as cube:
-        assert cube.attrs["schema"] in (b"crossbench-cube/2", "crossbench-cube/2")
+        assert cube.attrs["schema"] in (b"crossbench-cube/3", "crossbench-cube/3")
         names = {value: name for name, value in h5py.check_enum_dtype(cube["status"].dtype).items()}
         statuses = [names[v] for v in cube["status"][...].ravel()]
         assert statuses == ["ok", "ok"], statuses
@@ -194,8 +194,13 @@ def test_single_rank_run_writes_the_cube(tmp_path, run_crossbench):
     output = tmp_path / "one.h5"
     result = run_crossbench("run", "--job", job, "--output", output)
     assert result.returncode == 0, result.stderr + result.stdout
-    assert "[2/2]" in result.stdout and "ETA" in result.stdout
-    assert "wrote" in result.stdout
+    # Context (progress, where the cube went, what to run next) on stderr; the
+    # device legend and the table on stdout, the rows naming the device D0.
+    assert "[2/2]" in result.stderr and "ETA" in result.stderr
+    assert "wrote" in result.stderr and f"next: scripts/report report {output}" in result.stderr
+    assert result.stdout.startswith("D0 = CPU ") and "libraries: onednn_version" in result.stdout, result.stdout
+    rows = [line for line in result.stdout.splitlines() if line.startswith("D0 ") and not line.startswith("D0 =")]
+    assert len(rows) == 2 and all(" ok " in row for row in rows), result.stdout
     check_cube(output, [0])
 
 

@@ -159,7 +159,7 @@ def test_sigkill_then_resume_measures_every_cell_once(tmp_path, crossbench_binar
                                     ["run", "--job", job, "--output", output, "--resume"]),
                              capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr + resumed.stdout
-    assert f"resuming: {len(before)} cells already in the journal" in resumed.stdout
+    assert f"resuming: {len(before)} cells already in the journal" in resumed.stderr
     after = journal_results(journal)
     keys = [cell_key(r) for r in after]
     assert len(keys) == len(set(keys)) == CELLS_PER_GROUP, "a cell was measured twice or is missing"
@@ -186,7 +186,7 @@ def test_sigterm_stops_cleanly_and_resume_completes(tmp_path, crossbench_binary)
         if process.poll() is None:
             process.kill()
     assert process.returncode == 3, stdout + stderr
-    assert "resume" in stdout
+    assert "--resume" in stderr  # context (what to do next) goes to stderr
     with h5py.File(output, "r") as cube:  # readable, and says it is incomplete
         state = cube.attrs["run_state"]
         state = state.decode() if isinstance(state, bytes) else state

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "core/cuda/cuda_check.hpp"
+#include "core/cuda/nvml_description.hpp"
 #include "crossbench/device.hpp"
 
 namespace crossbench {
@@ -41,7 +42,8 @@ Device probe_gpu(int gpu_ordinal, const std::string& tag) {
   std::array<char, 64> bus_id{};
   CB_CHECK_CUDA(cudaDeviceGetPCIBusId(bus_id.data(), static_cast<int>(bus_id.size()), gpu_ordinal));
   device.pci_bus_id = bus_id.data();
-  std::array<char, 40> uuid{};
+  // "GPU-" + 32 hex digits + 4 dashes = 40 characters and the terminating NUL.
+  std::array<char, 48> uuid{};
   const auto& bytes = properties.uuid.bytes;
   std::snprintf(uuid.data(), uuid.size(), "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
                 bytes[0] & 0xff, bytes[1] & 0xff, bytes[2] & 0xff, bytes[3] & 0xff, bytes[4] & 0xff,
@@ -55,6 +57,10 @@ Device probe_gpu(int gpu_ordinal, const std::string& tag) {
   device.index = gpu_ordinal;
   std::array<char, 256> host{};
   device.host = gethostname(host.data(), host.size() - 1) == 0 ? host.data() : "unknown";
+  describe_host(device);
+  // NVML's UUID, power limit, driver, clocks and ECC; without NVML those stay unknown
+  // (0, "") and the clock policy says why.
+  if (const std::string why = describe_with_nvml(device); !why.empty()) device.clock_policy = "unknown: " + why;
   return device;
 }
 

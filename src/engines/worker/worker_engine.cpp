@@ -35,6 +35,7 @@ class WorkerSession final : public Session {
   MemoryUse memory() const override { return {static_cast<std::int64_t>(peak_bytes_)}; }
   OutputCheck check() override;
   std::string decisions() const override { return decisions_; }
+  std::string versions() const override;
   std::optional<std::vector<double>> run_steps_elsewhere(int count, double seconds_left, bool warmup) override;
 
  private:
@@ -179,7 +180,16 @@ class WorkerEngine final : public Engine {
       throw Unsupported("worker '" + name_ + "' cannot run here: " + message);
     }
     framework_ = hello.value("framework", "");
+    // Optional `versions` object (README "Worker protocol"): every library the
+    // framework runs on; a worker without it is recorded by its `framework` text.
+    const json versions = hello.value("versions", json::object());
+    versions_ = versions.is_object() && !versions.empty() ? versions.dump() : json{{"framework", framework_}}.dump();
   }
+
+ public:
+  const std::string& versions() const { return versions_; }
+
+ private:
 
   std::string name_;
   std::vector<std::string> command_;
@@ -187,7 +197,10 @@ class WorkerEngine final : public Engine {
   EngineConfig config_;
   std::unique_ptr<Subprocess> worker_;
   std::string framework_;
+  std::string versions_;  // JSON object text, from the hello
 };
+
+std::string WorkerSession::versions() const { return engine_.versions(); }
 
 WorkerSession::~WorkerSession() {
   try {

@@ -1,0 +1,72 @@
+// The options schema (DESIGN.md "Options"): every option of `crossbench run`,
+// `plan` and `check` declared once, with its type, default, range, help,
+// whether it changes the numbers, and where it is recorded. INI parsing,
+// --set, every command's --help, the journal header, the cube attributes and
+// the README's key table all come from this one table.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace crossbench {
+
+struct Options;
+
+enum class OptionType {
+  integer,        // whole number within [low, high]
+  number,         // real number within (low, high]
+  boolean,        // true | false
+  choice,         // one of `choices`
+  names,          // comma-separated list of names (validated by the parser that knows them)
+  integers,       // comma-separated list of integers within [low, high]
+  text,           // free text (a path, a tag)
+  flag,           // a command-line switch without a value
+};
+
+struct OptionSpec {
+  std::string key;            // job-file "section.key" ("measure.warmup"); empty: command line only
+  std::string flag;           // command-line flag ("--layer-times") or empty; "--set KEY=VALUE" reaches every key
+  OptionType type = OptionType::text;
+  std::string default_value;  // as text; "(required)" for a key without a default
+  double low = 0, high = 0;   // integer, integers: [low, high]; number: (low, high]
+  std::vector<std::string> choices;  // choice
+  std::string help;
+  bool changes_numbers = false;  // a different value measures different numbers: resume refuses a change
+  std::string recorded_as;       // root attribute of the cube (and key of the journal's settings); empty: not recorded
+  std::string commands;          // the commands that take it: "run plan check"
+
+  std::string section() const;          // "measure" ("" for a command-line option)
+  std::string name() const;             // "warmup"
+  std::string range_text() const;       // "0 to 1000000", "none, sgd", "above 0 up to 1"
+  bool for_command(const std::string& command) const;
+};
+
+// Every option, in the order --help and the README list them.
+const std::vector<OptionSpec>& options_schema();
+// The row of a job-file key ("measure.warmup") or a flag ("--replicas"); nullptr when unknown.
+const OptionSpec* find_option(const std::string& key_or_flag);
+// The job-file sections, in schema order, then [workers] (engine name = command).
+std::vector<std::string> option_sections();
+
+// Checks `text` against the row's type and range; returns its canonical text
+// ("1e-2" → "0.01", " true" → "true"). Throws UsageError naming `origin`
+// (the job file or the --set), the key, the value and the valid range.
+std::string validated_setting(const OptionSpec& spec, const std::string& text, const std::string& origin);
+
+// A recorded setting: the canonical value of one schema key in a run.
+struct RecordedSetting {
+  std::string key;            // "measure.warmup"
+  std::string value;          // canonical text
+  bool changes_numbers = false;
+  std::string recorded_as;    // the cube attribute
+};
+
+// Every recorded setting of a run (keys with recorded_as), in schema order.
+std::vector<RecordedSetting> recorded_settings(const Options& options);
+// Those that change the numbers: what `run --resume` must find unchanged.
+std::vector<RecordedSetting> number_changing_settings(const Options& options);
+
+// The reference of the job-file keys as a Markdown table (README "Job file keys").
+std::string options_markdown_table();
+
+}  // namespace crossbench

@@ -1,0 +1,202 @@
+// The one table of options (include/crossbench/options_schema.hpp).
+#include "crossbench/options_schema.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "crossbench/error.hpp"
+#include "crossbench/options.hpp"
+
+namespace crossbench {
+namespace {
+
+constexpr double kLargestBatch = 1 << 20;  // a batch beyond this is a typo, not a benchmark
+
+std::vector<OptionSpec> make_schema() {
+  using T = OptionType;
+  const std::string all = "run plan check", measured = "run plan";
+  // key, flag, type, default, low, high, choices, help, changes_numbers, recorded_as, commands
+  return {
+      // [matrix]: the axes of the cube (recorded as the cube's dimension scales).
+      {"matrix.networks", "", T::names, "(required)", 0, 0, {}, "networks to run, comma-separated (crossbench list networks)", false, "", all},
+      {"matrix.engines", "", T::names, "(required)", 0, 0, {}, "engines, comma-separated; auto = each device's native engine; a [workers] name = that worker", false, "", all},
+      {"matrix.precisions", "", T::names, "(required)", 0, 0, {}, "fp32, tf32, fp16, bf16, amp-fp16, amp-bf16 (comma-separated; DESIGN.md: one meaning per precision)", false, "", all},
+      {"matrix.batches", "", T::integers, "(required)", 1, kLargestBatch, {}, "batch sizes (images per step per device), comma-separated", false, "", all},
+      {"matrix.phases", "", T::names, "(required)", 0, 0, {}, "inference, training (comma-separated)", false, "", all},
+      {"matrix.gpus", "--gpus", T::integers, "1", 1, 4096, {}, "devices of one key training together, data parallel, comma-separated (batch is per device)", false, "", all},
+      // [measure]
+      {"measure.warmup", "", T::integer, "10", 0, 1000000, {}, "untimed warm-up steps", true, "measure_warmup_steps", measured},
+      {"measure.min_steps", "", T::integer, "100", 1, 10000000, {}, "timed steps before the stopping rule applies", true, "measure_min_steps", measured},
+      {"measure.max_steps", "", T::integer, "10000", 1, 10000000, {}, "timed steps at most", true, "measure_max_steps", measured},
+      {"measure.target_ci", "", T::number, "0.01", 0, 1, {}, "stop when the 95% CI half-width of the median is below this fraction of it", true, "measure_target_ci", measured},
+      {"measure.cell_time_limit_s", "", T::number, "600", 0, 1e7, {}, "wall-clock limit per cell, preparation included [s]", true, "measure_cell_time_limit_s", all},
+      {"measure.seed", "", T::integer, "42", 0, 9.2e18, {}, "seed of the synthetic weights, inputs and labels", true, "seed", all},
+      {"measure.update", "--update", T::choice, "none", 0, 0, {"none", "sgd"}, "training weight update", true, "update", all},
+      {"measure.learning_rate", "", T::number, "0.01", 0, 1e3, {}, "learning rate of update = sgd", true, "learning_rate", all},
+      {"measure.layer_times", "--layer-times", T::boolean, "false", 0, 0, {}, "after an ok cell's timed steps, a separate pass times each layer's forward and backward; never changes the headline", false, "measure_layer_times", measured},
+      {"measure.layer_time_repetitions", "", T::integer, "10", 1, 10000, {}, "profiled steps of layer_times; each layer's time is their median", false, "measure_layer_time_repetitions", measured},
+      // [engine]
+      {"engine.algo", "--algo", T::choice, "heuristic", 0, 0, {"heuristic", "exhaustive"}, "GPU convolution algorithms: the library's first choice, or a measured search (untimed)", true, "engine_algorithm_policy", all},
+      {"engine.algo_cache", "--algo-cache", T::text, "", 0, 0, {}, "algo = exhaustive: a JSON file of measured algorithm choices, keyed by device, library versions and layer signature; a warm cache replays them with no search, misses are searched and appended (empty: choices kept in memory for the run)", false, "engine_algo_cache", all},
+      {"engine.workspace_limit_mb", "", T::integer, "1024", 0, 1 << 24, {}, "GPU convolution workspace limit per convolution [MiB]", true, "engine_workspace_limit_mb", all},
+      {"engine.layout", "--layout", T::choice, "auto", 0, 0, {"auto", "nchw", "nhwc"}, "tensor layout; auto = NCHW for fp32, NHWC for tf32, fp16 and bf16 (measured on the H200: bench/results/2026-12-01)", true, "engine_layout", all},
+      {"engine.cuda_graphs", "--cuda-graphs", T::boolean, "false", 0, 0, {}, "capture each step as a CUDA graph and replay it", true, "engine_cuda_graphs", all},
+      {"engine.compile_mode", "", T::choice, "reduce-overhead", 0, 0, {"reduce-overhead", "max-autotune"}, "pytorch-compile: the torch.compile mode (reduce-overhead = CUDA graphs)", true, "engine_compile_mode", all},
+      {"engine.bucket_mb", "", T::integer, "25", 1, 1 << 16, {}, "data-parallel gradient all-reduce bucket size [MiB]", true, "data_parallel_bucket_mb", measured},
+      // [output]
+      {"output.path", "", T::text, "results/<job name>.h5", 0, 0, {}, "the results cube (its directory is created)", false, "", measured},
+      // The command line only.
+      {"", "--job", T::text, "jobs/quick.ini", 0, 0, {}, "the job file (INI): the keys above", false, "job_path", all},
+      {"", "--set", T::text, "", 0, 0, {}, "KEY=VALUE overrides a job-file key, e.g. --set measure.warmup=5 (each key once)", false, "", all},
+      {"", "--output", T::text, "[output] path", 0, 0, {}, "the results cube; its directory must exist", false, "", "run"},
+      {"", "--device-tag", T::text, "$CROSSBENCH_DEVICE_TAG", 0, 0, {}, "extends the device key, e.g. power=500W (a separate row of the cube)", false, "device_tag", all},
+      {"", "--replicas", T::integer, "1", 1, 4096, {}, "measure every cell on R devices of a key", false, "replicas", measured},
+      {"", "--filter", T::text, "", 0, 0, {}, "keep only the cells whose name (engine/network/precision/bBATCH/phase/gGPUS) matches this regular expression", false, "cell_filter", all},
+      {"", "--quiet", T::flag, "off", 0, 0, {}, "print only the final table (no progress, no context)", false, "", "run"},
+      {"", "--resume", T::flag, "off", 0, 0, {}, "continue the journal of an interrupted run", false, "resumed", "run"},
+      {"", "--overwrite", T::flag, "off", 0, 0, {}, "replace an existing cube and journal", false, "", "run"},
+      {"", "--allow-new-devices", T::flag, "off", 0, 0, {}, "with --resume: accept device keys the journal does not have", false, "", "run"},
+      {"", "--stop-grace-s", T::number, "120", 0, 1e6, {}, "after a stop signal, the running cell may finish for this long before it is ended (not_run, re-run on resume) [s]", false, "", "run"},
+      {"", "--checkpoint-s", T::number, "60", 0, 1e9, {}, "rank 0 rewrites the cube this often [s]", false, "", "run"},
+      {"", "--jsonl", T::text, "", 0, 0, {}, "also append one JSON line per finished cell (with its provenance) to FILE", false, "", "run"},
+      {"", "--json", T::flag, "off", 0, 0, {}, "print the plan as JSON", false, "", "plan"},
+      {"", "--ranks", T::integer, "(MPI world)", 1, 1 << 20, {}, "plan for N ranks like this process, without MPI", false, "", "plan"},
+      {"", "--device-json", T::text, "", 0, 0, {}, "with --ranks: the ranks' device (crossbench list devices --json)", false, "", "plan"},
+      {"", "--cpu", T::flag, "off", 0, 0, {}, "run framework workers on the CPU", false, "", "check"},
+  };
+}
+
+std::string trimmed(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
+std::string number_text(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.15g", value);
+  return buffer;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string text;
+  for (const auto& item : items) text += (text.empty() ? "" : ", ") + item;
+  return text;
+}
+
+}  // namespace
+
+std::string OptionSpec::section() const { return key.empty() ? "" : key.substr(0, key.find('.')); }
+std::string OptionSpec::name() const { return key.empty() ? flag : key.substr(key.find('.') + 1); }
+
+std::string OptionSpec::range_text() const {
+  switch (type) {
+    case OptionType::integer:
+    case OptionType::integers: return number_text(low) + " to " + number_text(high);
+    case OptionType::number: return "above " + number_text(low) + " up to " + number_text(high);
+    case OptionType::boolean: return "true, false";
+    case OptionType::choice: return join(choices);
+    default: return "";
+  }
+}
+
+bool OptionSpec::for_command(const std::string& command) const {
+  std::istringstream words(commands);
+  std::string word;
+  while (words >> word)
+    if (word == command) return true;
+  return false;
+}
+
+const std::vector<OptionSpec>& options_schema() {
+  static const std::vector<OptionSpec> schema = make_schema();
+  return schema;
+}
+
+const OptionSpec* find_option(const std::string& key_or_flag) {
+  for (const auto& spec : options_schema())
+    if ((!spec.key.empty() && spec.key == key_or_flag) || (!spec.flag.empty() && spec.flag == key_or_flag)) return &spec;
+  return nullptr;
+}
+
+std::vector<std::string> option_sections() {
+  std::vector<std::string> sections;
+  for (const auto& spec : options_schema())
+    if (!spec.key.empty() && std::find(sections.begin(), sections.end(), spec.section()) == sections.end())
+      sections.push_back(spec.section());
+  sections.push_back("workers");
+  return sections;
+}
+
+std::string validated_setting(const OptionSpec& spec, const std::string& raw, const std::string& origin) {
+  const std::string text = trimmed(raw);
+  const std::string what = origin + ": [" + spec.section() + "] " + spec.name() + " = '" + text + "'";
+  switch (spec.type) {
+    case OptionType::integer: {
+      std::size_t used = 0;
+      long long value = 0;
+      try {
+        value = std::stoll(text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != text.size()) throw UsageError(what + " must be an integer");
+      if (value < spec.low || value > spec.high) throw UsageError(what + " is out of range; valid: " + spec.range_text());
+      return std::to_string(value);
+    }
+    case OptionType::number: {
+      std::size_t used = 0;
+      double value = 0;
+      try {
+        value = std::stod(text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != text.size()) throw UsageError(what + " must be a number");
+      if (!(value > spec.low && value <= spec.high)) throw UsageError(what + " is out of range; valid: " + spec.range_text());
+      return number_text(value);
+    }
+    case OptionType::boolean:
+      if (text == "true" || text == "false") return text;
+      throw UsageError(what + " must be true or false");
+    case OptionType::choice:
+      if (std::find(spec.choices.begin(), spec.choices.end(), text) != spec.choices.end()) return text;
+      throw UsageError(origin + ": unknown [" + spec.section() + "] " + spec.name() + " '" + text + "'; valid: " + spec.range_text());
+    default:
+      return text;  // lists: the option parser checks each entry against the names it knows
+  }
+}
+
+std::vector<RecordedSetting> recorded_settings(const Options& options) {
+  std::vector<RecordedSetting> settings;
+  for (const auto& spec : options_schema()) {
+    if (spec.recorded_as.empty()) continue;
+    const auto found = options.settings.find(spec.key.empty() ? spec.flag : spec.key);
+    settings.push_back({spec.key.empty() ? spec.flag : spec.key, found == options.settings.end() ? "" : found->second,
+                        spec.changes_numbers, spec.recorded_as});
+  }
+  return settings;
+}
+
+std::vector<RecordedSetting> number_changing_settings(const Options& options) {
+  std::vector<RecordedSetting> settings = recorded_settings(options);
+  std::erase_if(settings, [](const RecordedSetting& setting) { return !setting.changes_numbers; });
+  return settings;
+}
+
+std::string options_markdown_table() {
+  std::ostringstream table;
+  table << "| key | flag | default | valid | changes numbers | cube attribute | meaning |\n"
+        << "|---|---|---|---|---|---|---|\n";
+  for (const auto& spec : options_schema()) {
+    if (spec.key.empty()) continue;
+    table << "| `" << spec.key << "` | " << (spec.flag.empty() ? "" : "`" + spec.flag + "`") << " | " << spec.default_value
+          << " | " << spec.range_text() << " | " << (spec.changes_numbers ? "yes" : "no") << " | "
+          << (spec.recorded_as.empty() ? "" : "`" + spec.recorded_as + "`") << " | " << spec.help << " |\n";
+  }
+  return table.str();
+}
+
+}  // namespace crossbench
