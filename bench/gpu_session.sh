@@ -29,7 +29,8 @@
 #             amp-bf16, both phases ($CUBE20_NETWORKS, default all seven; $CUBE20_ENGINES); one cube,
 #             $OUT/cube20.h5; CUBE20_ARGS=--resume continues it from a journal copied into $OUT
 # Environment: STEPS (timed steps, default 50), WARMUP (10), TLIMIT (seconds per stage, 240);
-# SEED_ALGO, SEED_ARGS and SEED_OUT (the seed stage's cube and log name, default seed;
+# SEED_ALGO, SEED_PRECISIONS (fp32,tf32,fp16,bf16), SEED_CI (0.02), SEED_ARGS and SEED_OUT (the seed
+# stage's cube and log name, default seed; a key is --set once: SEED_ARGS must not repeat these;
 # e.g. SEED_ARGS="--algo-cache $OUT/algorithms.json" to save and replay the measured choices).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
@@ -90,8 +91,8 @@ for stage in "$@"; do
       # The log ends with "seed wall_s N" (bench/repro_cubes.py --logs reads it).
       seed_start=$SECONDS
       timeout "$TLIMIT" $CB run --job jobs/seed2017.ini --set matrix.engines=cudnn --algo "${SEED_ALGO:-exhaustive}" \
-        --set matrix.precisions=fp32,tf32,fp16,bf16 --set measure.min_steps="$STEPS" \
-        --set measure.target_ci=0.02 ${SEED_ARGS:-} --output "$OUT/${SEED_OUT:-seed}.h5" 2>&1 |
+        --set matrix.precisions="${SEED_PRECISIONS:-fp32,tf32,fp16,bf16}" --set measure.min_steps="$STEPS" \
+        --set measure.target_ci="${SEED_CI:-0.02}" ${SEED_ARGS:-} --output "$OUT/${SEED_OUT:-seed}.h5" 2>&1 |
         tee "$OUT/${SEED_OUT:-seed}.log" | tail -70
       echo "seed wall_s $((SECONDS - seed_start))" | tee -a "$OUT/${SEED_OUT:-seed}.log" ;;
     kitcompare)

@@ -125,7 +125,7 @@ struct EngineConfig {
   AlgorithmPolicy algorithm = AlgorithmPolicy::heuristic;  // convolution algorithm choice
   std::string algorithm_cache_path;  // exhaustive: measured choices saved and replayed (JSON); empty: in memory
   std::int64_t workspace_limit_bytes = 1LL << 30;          // per convolution [bytes]
-  Layout layout = Layout::automatic;  // automatic: NCHW for fp32/tf32, NHWC for fp16/bf16
+  Layout layout = Layout::automatic;  // automatic: NCHW for fp32, NHWC for tf32, fp16, bf16 (measured)
   bool cuda_graphs = false;           // capture the step as a CUDA graph and replay it
   int gpu_ordinal = 0;                // the GPU the rank is bound to
   // Data-parallel training: gradients are all-reduced in buckets of about this size [bytes].

@@ -27,7 +27,7 @@ TEST(CudnnSupport, FollowsTheComputeCapability) {
     for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16})
       EXPECT_TRUE(cudnn::supports(gpu(arch), cell(p)).supported) << arch << " " << to_string(p);
   // Volta: fp16 tensor cores, no tf32 or bf16 (and no kernels at all in a CUDA 13 build).
-  const bool volta_built = cudnn::compat::oldest_compute_capability() <= 70;
+  const bool volta_built = compat::oldest_compute_capability() <= 70;
   EXPECT_EQ(cudnn::supports(gpu("70"), cell(Precision::fp32)).supported, volta_built);
   EXPECT_EQ(cudnn::supports(gpu("7.0"), cell(Precision::fp16)).supported, volta_built);
   const Support bf16 = cudnn::supports(gpu("70", "Tesla V100"), cell(Precision::bf16));
@@ -43,7 +43,7 @@ TEST(CudnnSupport, FollowsTheComputeCapability) {
 // A GPU older than the toolkit's oldest architecture has no kernels in this build: every
 // cell is unsupported, and the reason names the build that runs it.
 TEST(CudnnSupport, RefusesGpusTheToolkitDropped) {
-  const int oldest = cudnn::compat::oldest_compute_capability();
+  const int oldest = compat::oldest_compute_capability();
   EXPECT_EQ(oldest, CUDART_VERSION >= 13000 ? 75 : CUDART_VERSION >= 12000 ? 50 : 35);
   for (const auto& [arch, model] : {std::pair{"35", "Tesla K40c"}, {"52", "GeForce GTX TITAN X"},
                                     {"61", "GeForce GTX 1080"}, {"70", "Tesla V100-SXM2-16GB"}}) {

@@ -10,6 +10,7 @@
 #include <limits>
 #include <sstream>
 
+#include "core/nvtx.hpp"
 #include "crossbench/error.hpp"
 #include "engines/cudnn/kernels_elementwise.hpp"
 #include "core/cuda/cudnn_compat.hpp"
@@ -403,6 +404,8 @@ OpSamples CudnnSession::profile(int repetitions) {
   const auto enqueue = [&](unsigned flags) {
     for (std::size_t i = 0; i < end; ++i) {
       CB_CHECK_CUDA(cudaEventRecordWithFlags(marks[i], stream_, flags));
+      // Nsight Systems: a range per op around its launches (a graphed profile shows them once, at capture).
+      const nvtx::Range op_range(ops_[i].label);
       ops_[i].run(e);
     }
     CB_CHECK_CUDA(cudaEventRecordWithFlags(marks[end], stream_, flags));

@@ -71,11 +71,14 @@ Builder::Builder(const Network& network_, const CellSpec& cell_, const EngineCon
     : network(network_), cell(cell_), config(config_), pool(pool_), ops(ops_), parameters(parameters_), impls(impls_),
       states(network_.layers().size()), training(cell_.phase == Phase::training),
       type(data_type_of(cell_.precision)), batch(cell_.batch) {
-  // DESIGN.md: NCHW for fp32/tf32, NHWC (tensor-core native) for 16-bit, unless --layout says otherwise.
+  // DESIGN.md: NCHW for strict fp32 (no tensor cores: cuDNN's NCHW fp32 kernels were 1.5-4x faster
+  // than its NHWC ones on the H200), NHWC (tensor-core native) for tf32 and 16-bit (tf32 NHWC was
+  // 1.09-1.67x faster than NCHW in every seed2017 cell: bench/results/2026-12-01/baseline), unless
+  // --layout says otherwise.
   switch (config.layout) {
     case Layout::nchw: nhwc = false; break;
     case Layout::nhwc: nhwc = true; break;
-    case Layout::automatic: nhwc = type != DType::f32; break;
+    case Layout::automatic: nhwc = cell_.precision != Precision::fp32; break;
   }
 }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/nvtx.hpp"
 #include "engines/onednn/onednn_session.hpp"
 
 namespace crossbench::onednn {
@@ -26,6 +27,7 @@ OpSamples OnednnSession::profile(int repetitions) {
     graph_->state->update_running_stats = true;
     std::vector<double> per_op(end, 0.0);
     for (std::size_t i = 0; i < end; ++i) {
+      const nvtx::Range op_range(graph_->ops[i].label);  // Nsight Systems: one range per op ("conv1 forward")
       const auto begin = Clock::now();
       run(i, i + 1);  // ends with stream.wait(): the op has finished when the clock is read
       per_op[i] = std::chrono::duration<double, std::milli>(Clock::now() - begin).count();  // [ms]
