@@ -376,8 +376,11 @@ TEST(CudnnEngine, AlgorithmCacheReplaysThePlanWithNoSearch) {
     session.reset();
     // The same cell again in this process: every choice from the engine's memory.
     auto again = engine->prepare(network, cell);
-    EXPECT_EQ(without_cache_use(again->decisions(), hits, misses), cold_plan);
+    const std::string again_plan = without_cache_use(again->decisions(), hits, misses);
     EXPECT_EQ(misses, 0) << again->decisions();
+    EXPECT_EQ(again_plan.find("search_arena="), std::string::npos) << "every choice remembered: no search arena";
+    // Every layer's choice and its candidates' medians (the header differs only by the arena).
+    EXPECT_EQ(again_plan.substr(again_plan.find(';')), cold_plan.substr(cold_plan.find(';')));
   }
   ASSERT_TRUE(std::filesystem::exists(file));
   // A new engine (as a new process): the file replays the plan, with no search at all.
