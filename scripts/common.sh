@@ -46,14 +46,20 @@ install_missing() {
   rm -f "$log"
 }
 
-# configure_and_build [TARGET ...]: a Release build of the targets named (all without any);
-# the output of CMake and the compiler only when they fail.
+# configure_and_build [-DVAR=VALUE ...] [TARGET ...]: a Release build of the targets named (all
+# without any), configured with the -D settings given; the output of CMake and the compiler only
+# when they fail.
 configure_and_build() {
-  local jobs log targets=()
+  local jobs log targets=() settings=()
   jobs=$(nproc)
-  for target in "$@"; do targets+=(--target "$target"); done
+  for argument in "$@"; do
+    case $argument in
+      -D*) settings+=("$argument") ;;
+      *) targets+=(--target "$argument") ;;
+    esac
+  done
   log=$(mktemp)
-  if ! { cmake -S "$repo_root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release &&
+  if ! { cmake -S "$repo_root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "${settings[@]}" &&
          cmake --build "$build_dir" -j "$jobs" "${targets[@]}"; } >"$log" 2>&1; then
     cat "$log" >&2
     rm -f "$log"
