@@ -112,7 +112,7 @@ std::vector<double> graphed_runs(cudaStream_t stream, const std::function<bool()
   const Graph graph(captured);
   cudaGraphExec_t exec = nullptr;
   if (!captured_all || ended != cudaSuccess || captured == nullptr ||
-      cudaGraphInstantiate(&exec, captured, 0) != cudaSuccess) {
+      compat::graph_instantiate(&exec, captured) != cudaSuccess) {  // CUDA 11.8 has the older signature
     (void)cudaGetLastError();  // a refused capture is not the next call's error
     return {};
   }
