@@ -288,7 +288,9 @@ def test_the_readme_prices_example_works_on_real_device_keys(two_devices, tmp_pa
     # Cost of ownership: price + power x 24 h x 365 x 3 years x 0.15 per kWh (the defaults).
     assert capped["tco"] == pytest.approx(32000 + 500 / 1000 * 24 * 365 * 3 * 0.15)
     assert "cost of ownership = price + energy at 0.15 USD/kWh (--kwh-price) for 3 years" in r.stdout
-    r = cli("procurement", two_devices, "--prices", prices, "-o", out, "--kwh-price", "0.3", "--years", "5")
+    # Into the same folder again: outputs are replaced only when asked (--force).
+    r = cli("procurement", two_devices, "--prices", prices, "-o", out, "--kwh-price", "0.3", "--years", "5", "--force")
+    assert r.returncode == 0, r.stdout + r.stderr
     t = pd.read_csv(out / "procurement.csv")
     assert t.loc[t["device"] == CAPPED, "tco"].iloc[0] == pytest.approx(32000 + 0.5 * 24 * 365 * 5 * 0.3)
 
