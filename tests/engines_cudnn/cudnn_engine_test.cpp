@@ -372,6 +372,9 @@ TEST(CudnnEngine, AlgorithmCacheReplaysThePlanWithNoSearch) {
     cold_plan = without_cache_use(session->decisions(), hits, misses);
     EXPECT_GT(misses, 0) << session->decisions();
     EXPECT_NE(cold_plan.find("search_arena="), std::string::npos) << cold_plan;
+    // The search's wall time is reported apart from the rest of the preparation (the cell's search_s).
+    EXPECT_TRUE(std::isfinite(session->search_seconds()));
+    EXPECT_GT(session->search_seconds(), 0.0);
     cold_check = session->check();
     session.reset();
     // The same cell again in this process: every choice from the engine's memory.

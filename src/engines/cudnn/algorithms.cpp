@@ -13,33 +13,37 @@
 namespace crossbench::cudnn {
 namespace {
 
-// The measured search runs twice and keeps the second answer: with CUDA's lazy
-// module loading (the default since CUDA 12), the first launch of each cuDNN
-// kernel includes loading it, so a single cudnnFind*Ex ranks every
-// not-yet-loaded candidate as slow and picks whichever kernel was already
-// warm. Seen on the H200: ResNet-50 bf16 training took 21.7 ms after its
-// kernels had been loaded by earlier cells and 37.7 ms with a single search in
-// a fresh process.
-constexpr int kFindPasses = 2;
+// The screening pass of the measured search (see algorithms.hpp): a candidate
+// whose first, untimed run took more than kScreenCut times the best screened
+// time so far (and more than kScreenFloor, so that a kernel's first load does
+// not cut a fast one) is not run again: slow algorithms (FFT, direct 16-bit
+// NHWC gradients) cost one run, where cudnnFind*Ex ran each of them, and ran
+// twice because its first pass also loads the kernels (CUDA's lazy module
+// loading ranked every not-yet-loaded candidate as slow).
+constexpr double kScreenCut = 8.0;
+constexpr double kScreenFloor = 2.0;  // [ms]
+constexpr int kScreenRuns = 2;        // timed runs of a candidate that passed the cut; the minimum counts
+// Re-timed: the screening's top kRetimeCandidates within this factor of its
+// fastest. In-context medians moved candidates by a few percent, never by
+// half, so a candidate 1.5x slower when screened does not win.
+constexpr double kRetimeWindow = 1.5;
 
 std::size_t limit_of(const SetupContext& ctx) {
   return static_cast<std::size_t>(std::max<std::int64_t>(0, ctx.config.workspace_limit_bytes));
 }
 
-// Keeps results that succeeded and fit the limit, in cuDNN's order (heuristic
-// rank, or measured time for Find).
+// Keeps results that succeeded and fit the limit, in the heuristic's order.
 template <typename Perf>
-std::vector<AlgorithmChoice> usable(const Perf* results, int count, std::size_t limit, bool measured) {
+std::vector<AlgorithmChoice> usable(const Perf* results, int count, std::size_t limit) {
   std::vector<AlgorithmChoice> choices;
   for (int i = 0; i < count; ++i) {
     const Perf& r = results[i];
     if (r.status != CUDNN_STATUS_SUCCESS || r.memory > limit) continue;
-    if (measured && !(r.time >= 0)) continue;
     AlgorithmChoice c;
     c.algorithm = static_cast<int>(r.algo);
     c.workspace_bytes = r.memory;
     c.math = r.mathType;
-    c.time_ms = measured ? r.time : NAN;
+    c.time_ms = NAN;
     choices.push_back(c);
   }
   return choices;
@@ -68,8 +72,8 @@ ConvolutionSignature::Tensor tensor_signature(cudnnTensorDescriptor_t desc) {
   return t;
 }
 
-// Fills `perf` with cudnnFind (measured) or the heuristic; returns how many it wrote.
-using Search = std::function<int(bool measured, int max_count)>;
+// Fills `perf` with cuDNN's heuristic ranking of every algorithm; returns how many it wrote.
+using Search = std::function<int(int max_count)>;
 
 // Runs one algorithm on the search arena with its math type: the status.
 using RunAlgorithm = std::function<cudnnStatus_t(const AlgorithmChoice&)>;
@@ -139,6 +143,46 @@ std::vector<double> eager_runs(cudaStream_t stream, const std::function<bool()>&
   return intervals_ms(events);
 }
 
+// The screening pass (see kScreenCut): every candidate run once untimed,
+// then, unless cut, kScreenRuns times between two events on the session's
+// stream; ordered by the fastest timed run (a cut candidate by its untimed
+// one). Candidates that fail to run (the arena's workspace is smaller than
+// the limit where memory is short) are dropped.
+std::vector<AlgorithmChoice> screened(const SetupContext& ctx, const std::vector<AlgorithmChoice>& candidates,
+                                      const RunAlgorithm& run) {
+  const Event start = make_event(), stop = make_event();
+  const auto timed_run = [&](const AlgorithmChoice& c, float& ms) {
+    CB_CHECK_CUDA(cudaEventRecord(start, ctx.stream));
+    const cudnnStatus_t status = run(c);
+    CB_CHECK_CUDA(cudaEventRecord(stop, ctx.stream));
+    CB_CHECK_CUDA(cudaEventSynchronize(stop));
+    if (status != CUDNN_STATUS_SUCCESS) return false;
+    CB_CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    return true;
+  };
+  double best_ms = INFINITY;
+  std::vector<AlgorithmChoice> kept;
+  for (AlgorithmChoice c : candidates) {
+    float first_ms = 0;
+    if (!timed_run(c, first_ms)) continue;
+    float fastest_ms = first_ms;
+    if (!(first_ms > kScreenCut * best_ms && first_ms > kScreenFloor)) {
+      fastest_ms = INFINITY;
+      for (int i = 0; i < kScreenRuns; ++i) {
+        float ms = 0;
+        if (timed_run(c, ms)) fastest_ms = std::min(fastest_ms, ms);
+      }
+      if (!std::isfinite(fastest_ms)) continue;
+      best_ms = std::min(best_ms, static_cast<double>(fastest_ms));
+    }
+    c.time_ms = fastest_ms;
+    kept.push_back(c);
+  }
+  std::stable_sort(kept.begin(), kept.end(),
+                   [](const AlgorithmChoice& a, const AlgorithmChoice& b) { return a.time_ms < b.time_ms; });
+  return kept;
+}
+
 // Graphed and eager runs are different timing contexts (median_in_context_ms): each has its own records.
 const char* timing_of(const SetupContext& ctx) { return ctx.config.cuda_graphs ? " timing=graphed" : " timing=eager"; }
 
@@ -152,7 +196,7 @@ std::vector<AlgorithmChoice> candidates_by_policy(SetupContext& ctx, const Convo
                                                  const Search& search, const RunAlgorithm& run, int always) {
   const std::size_t limit = limit_of(ctx);
   if (ctx.config.algorithm != AlgorithmPolicy::exhaustive) {
-    auto choices = usable(results.data(), search(false, max_count), limit, false);
+    auto choices = usable(results.data(), search(max_count), limit);
     if (choices.empty()) none_fits(direction, limit);
     return choices;
   }
@@ -162,15 +206,24 @@ std::vector<AlgorithmChoice> candidates_by_policy(SetupContext& ctx, const Convo
   if (cached != nullptr) {
     measured = cached->candidates;
   } else {
-    const auto heuristic = usable(results.data(), search(false, max_count), limit, false);
-    const auto found = usable(results.data(), search(true, max_count), limit, true);
+    const auto heuristic = usable(results.data(), search(max_count), limit);
+    const auto found = screened(ctx, heuristic, run);
     std::vector<AlgorithmChoice> retimed;
     const auto add = [&](const AlgorithmChoice& c) {
       if (std::none_of(retimed.begin(), retimed.end(), [&](const AlgorithmChoice& r) { return same(r, c); }))
         retimed.push_back(c);
     };
-    for (std::size_t i = 0; i < found.size() && i < static_cast<std::size_t>(kRetimeCandidates); ++i) add(found[i]);
-    if (!heuristic.empty()) add(heuristic.front());
+    // Only candidates the screening put within kRetimeWindow of its best can
+    // win the re-timing; `always` is re-timed whatever its time (the fusion
+    // decision reads it).
+    const auto within_window = [&](const AlgorithmChoice& c) {
+      return !found.empty() && c.time_ms <= kRetimeWindow * found.front().time_ms;
+    };
+    for (std::size_t i = 0; i < found.size() && i < static_cast<std::size_t>(kRetimeCandidates); ++i)
+      if (within_window(found[i])) add(found[i]);
+    if (!heuristic.empty())
+      for (const AlgorithmChoice& c : found)
+        if (same(c, heuristic.front()) && within_window(c)) add(c);
     for (const AlgorithmChoice& c : found)
       if (c.algorithm == always) {
         add(c);
@@ -311,18 +364,10 @@ std::vector<AlgorithmChoice> forward_candidates(SetupContext& ctx, const Convolu
   CB_CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithmMaxCount(ctx.dnn, &max_count));
   max_count = std::max(max_count, 1);
   std::vector<cudnnConvolutionFwdAlgoPerf_t> results(static_cast<std::size_t>(max_count));
-  const Search search = [&](bool measured, int count) {
+  const Search search = [&](int count) {
     int returned = 0;
-    if (measured) {
-      const SetupContext::Arena& a = ctx.arena();
-      for (int pass = 0; pass < kFindPasses; ++pass)
-        CB_CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(ctx.dnn, p.x, a.x, p.w, a.w, p.conv, p.y, a.y, count,
-                                                              &returned, results.data(), a.workspace,
-                                                              a.workspace_bytes));
-    } else {
-      CB_CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(ctx.dnn, p.x, p.w, p.conv, p.y, count, &returned,
-                                                            results.data()));
-    }
+    CB_CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(ctx.dnn, p.x, p.w, p.conv, p.y, count, &returned,
+                                                          results.data()));
     return returned;
   };
   const RunAlgorithm run = [&](const AlgorithmChoice& c) {
@@ -341,18 +386,10 @@ std::vector<AlgorithmChoice> backward_data_candidates(SetupContext& ctx, const C
   CB_CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(ctx.dnn, &max_count));
   max_count = std::max(max_count, 1);
   std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(static_cast<std::size_t>(max_count));
-  const Search search = [&](bool measured, int count) {
+  const Search search = [&](int count) {
     int returned = 0;
-    if (measured) {
-      const SetupContext::Arena& a = ctx.arena();
-      for (int pass = 0; pass < kFindPasses; ++pass)
-        CB_CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(ctx.dnn, p.w, a.w, p.y, a.y, p.conv, p.x, a.x,
-                                                                   count, &returned, results.data(), a.workspace,
-                                                                   a.workspace_bytes));
-    } else {
-      CB_CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx.dnn, p.w, p.y, p.conv, p.x, count, &returned,
-                                                                 results.data()));
-    }
+    CB_CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx.dnn, p.w, p.y, p.conv, p.x, count, &returned,
+                                                               results.data()));
     return returned;
   };
   const RunAlgorithm run = [&](const AlgorithmChoice& c) {
@@ -371,18 +408,10 @@ std::vector<AlgorithmChoice> backward_filter_candidates(SetupContext& ctx, const
   CB_CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(ctx.dnn, &max_count));
   max_count = std::max(max_count, 1);
   std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(static_cast<std::size_t>(max_count));
-  const Search search = [&](bool measured, int count) {
+  const Search search = [&](int count) {
     int returned = 0;
-    if (measured) {
-      const SetupContext::Arena& a = ctx.arena();
-      for (int pass = 0; pass < kFindPasses; ++pass)
-        CB_CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(ctx.dnn, p.x, a.x, p.y, a.y, p.conv, p.w, a.w,
-                                                                     count, &returned, results.data(), a.workspace,
-                                                                     a.workspace_bytes));
-    } else {
-      CB_CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx.dnn, p.x, p.y, p.conv, p.w, count, &returned,
-                                                                   results.data()));
-    }
+    CB_CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx.dnn, p.x, p.y, p.conv, p.w, count, &returned,
+                                                                 results.data()));
     return returned;
   };
   const RunAlgorithm run = [&](const AlgorithmChoice& c) {

@@ -3,14 +3,20 @@
 //               workspace limit, as TensorFlow and Caffe did;
 //   exhaustive  a measured search on real memory in prepare(), never in the
 //               timed steps, as torch.backends.cudnn.benchmark does:
-//               cudnnFind*AlgorithmEx ranks every algorithm; its top
-//               candidates (plus the heuristic's first choice, and for the
-//               forward IMPLICIT_PRECOMP_GEMM, the one cuDNN fuses bias and
-//               relu with) are then re-timed as the step runs them
+//               a screening pass runs every algorithm the heuristic lists
+//               (once untimed, which loads its kernels, then twice timed;
+//               one run only for a candidate far slower than the best so
+//               far: algorithms.cpp's kScreenCut) and ranks them; its top
+//               candidates and the heuristic's first choice, those within
+//               kRetimeWindow of the screening's best (and for the forward
+//               IMPLICIT_PRECOMP_GEMM, the one cuDNN fuses bias and relu
+//               with, always) are then re-timed as the step runs them
 //               (median_in_context_ms: the session's stream, the search
 //               workspace, inside a CUDA graph where the steps are graphed),
 //               kRetimeRepetitions runs each, and ordered by MEDIAN with
-//               algorithm_cache.hpp's tie rule. cudnnFind's
+//               algorithm_cache.hpp's tie rule. cudnnFind*AlgorithmEx,
+//               which this replaces, ran every algorithm to completion,
+//               twice (its first pass loading the kernels), and its
 //               isolated single timings disagreed with in-graph times and
 //               picked differently in every process (GoogLeNet bf16
 //               inference: 3.85-5.47 ms over six processes on the H200).
@@ -60,7 +66,7 @@ struct ConvolutionProblem {
   cudnnTensorDescriptor_t y = nullptr;  // output (backward: dy)
 };
 
-// The re-timed candidates of a search: the top of cudnnFind's ranking.
+// The re-timed candidates of a search: the top of the screening's ranking.
 inline constexpr int kRetimeCandidates = 3;
 // Timed runs per re-timed candidate (after one untimed); the median decides.
 inline constexpr int kRetimeRepetitions = 7;

@@ -5,6 +5,7 @@
 #include "engines/cudnn/cudnn_session.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -85,6 +86,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const E
     algorithm_cache = own_algorithm_cache_.get();
   }
   const AlgorithmCache::Counts counts_before = algorithm_cache->counts();
+  const auto search_began = std::chrono::steady_clock::now();
   {
     // config_, not config: data parallel runs its steps (and so times its candidates) without graphs.
     SetupContext ctx(dnn_, stream_, config_, cell.precision, config_.workspace_limit_bytes);
@@ -95,6 +97,10 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const E
     arena_peak_bytes_ = ctx.arena_peak_bytes();
     workspace_bytes_ = ctx.workspace_bytes();
   }  // the search arena is freed here
+  // Phase 2 is where the measured choices are made (and replayed from the
+  // cache): its wall time is the cell's search_s; with the heuristic policy it
+  // is only the descriptors' setup.
+  search_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - search_began).count();
   const AlgorithmCache::Counts counts_after = algorithm_cache->counts();
   pool_.grow(workspace_buffer_, static_cast<std::int64_t>(workspace_bytes_));
 

@@ -32,6 +32,7 @@ class CudnnSession final : public Session {
   MemoryUse memory() const override;
   OutputCheck check() override;
   std::string decisions() const override { return decisions_; }
+  double search_seconds() const override { return search_seconds_; }
   OpSamples profile(int repetitions) override;
   double last_step_exposed_communication_ms() override;
 
@@ -81,6 +82,7 @@ class CudnnSession final : public Session {
   std::unique_ptr<EventTimer> timer_;
   std::uint64_t steps_ = 0;
   std::string decisions_;
+  double search_seconds_ = 0;  // wall time of prepare()'s phase 2: descriptors and the algorithm search [s]
   std::unique_ptr<AlgorithmCache> own_algorithm_cache_;  // without the engine's
   // Data parallel: the group's communicator, the buckets over the gradients,
   // and events around the wait for the averages (the exposed communication).
