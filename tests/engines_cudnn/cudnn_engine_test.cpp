@@ -98,8 +98,7 @@ double relative(double actual, double expected, double floor = 1e-12) {
 // scale and shift are sums over the batch with cancellation, where 16-bit
 // output gradients lose more than 5e-2 on tiny networks).
 void expect_matches(const OutputCheck& check, const json& expected, double tolerance, const std::string& what,
-                    bool training, double tensor_tolerance = 0, const std::vector<double>& per_tensor = {},
-                    double total_floor = 0) {
+                    bool training, double tensor_tolerance = 0, double total_tolerance = 0) {
   if (tensor_tolerance == 0) tensor_tolerance = tolerance;
   ASSERT_TRUE(check.finite) << what << ": non-finite output (loss " << check.loss << ")";
   EXPECT_LE(relative(check.loss, expected["loss"].get<double>()), tolerance)
@@ -108,13 +107,12 @@ void expect_matches(const OutputCheck& check, const json& expected, double toler
   const auto& norms = expected["gradient_norms"];
   ASSERT_EQ(check.gradient_norms.size(), norms.size()) << what << ": number of trainable tensors";
   const double total = expected["gradient_norm"].get<double>();
-  EXPECT_LE(relative(check.gradient_norm, total), std::max(tolerance, total_floor))
+  EXPECT_LE(relative(check.gradient_norm, total), std::max(tolerance, total_tolerance))
       << what << ": gradient norm " << check.gradient_norm << " vs oneDNN " << total;
   for (std::size_t i = 0; i < norms.size(); ++i) {
     const double want = norms[i].get<double>();
     // Tensors whose gradient is a vanishing share of the whole are compared against that share.
-    const double allowed = i < per_tensor.size() ? std::max(tensor_tolerance, per_tensor[i]) : tensor_tolerance;
-    EXPECT_LE(relative(check.gradient_norms[i], want, 1e-3 * total), allowed)
+    EXPECT_LE(relative(check.gradient_norms[i], want, 1e-3 * total), tensor_tolerance)
         << what << ": gradient norm of trainable tensor " << i << ": " << check.gradient_norms[i] << " vs oneDNN "
         << want;
   }
@@ -191,12 +189,19 @@ TEST_P(Networks, Fp32AgreesWithOnednnAtBatch2) {
     const OutputCheck check = session->check();
     auto measured_session = measured->prepare(network, cell);
     const OutputCheck other = measured_session->check();
-    std::vector<double> spread;
+    // Fixed bounds (DESIGN.md "Correctness"), never widened by how much two
+    // cuDNN algorithm sets disagree on this run: per trainable tensor 2e-2
+    // (plain networks: FFT and Winograd weight gradients differed from the
+    // implicit-GEMM ones by up to 0.97% on overfeat's smallest tensors, H200)
+    // and 5e-2 (ResNets: batch-norm statistics over 2 images amplify
+    // rounding; worst 3.9e-2 on resnet152); the whole gradient's norm 2e-3 and 1e-2.
+    const bool batch_norm = name.rfind("resnet", 0) == 0;
+    const double tensor_bound = batch_norm ? 5e-2 : 2e-2;
+    const double total_bound = phase == Phase::training ? (batch_norm ? 1e-2 : 2e-3) : 0;
     double worst_spread = 0, worst_reference = 0;
     const json& expected = reference()["networks"][name][std::string(to_string(phase))];
     for (std::size_t i = 0; i < check.gradient_norms.size() && i < other.gradient_norms.size(); ++i) {
-      spread.push_back(3 * relative(check.gradient_norms[i], other.gradient_norms[i], 1e-3 * check.gradient_norm));
-      worst_spread = std::max(worst_spread, spread.back() / 3);
+      worst_spread = std::max(worst_spread, relative(check.gradient_norms[i], other.gradient_norms[i], 1e-3 * check.gradient_norm));
       worst_reference = std::max(worst_reference, relative(check.gradient_norms[i],
                                                            expected["gradient_norms"][i].get<double>(),
                                                            1e-3 * check.gradient_norm));
@@ -205,18 +210,13 @@ TEST_P(Networks, Fp32AgreesWithOnednnAtBatch2) {
     std::cerr << what << ": loss " << check.loss << " (oneDNN " << expected["loss"].get<double>()
               << "), worst per-tensor difference from oneDNN " << worst_reference
               << ", between two cuDNN algorithm sets " << worst_spread << "\n";
-    const bool batch_norm = name.rfind("resnet", 0) == 0;
-    const double total_floor = std::max(batch_norm ? 5e-3 : 1e-3,
-                                        3 * relative(check.gradient_norm, other.gradient_norm));
-    expect_matches(check, expected, 1e-3, what, phase == Phase::training, batch_norm ? 5e-2 : 1e-2, spread,
-                   phase == Phase::training ? total_floor : 0);
+    expect_matches(check, expected, 1e-3, what, phase == Phase::training, tensor_bound, total_bound);
     if (HasFailure()) std::cerr << what << " decisions: " << session->decisions() << "\n";
-    // The measured algorithms (which may include the im2col + GEMM candidates) against oneDNN too.
-    const OutputCheck& measured_check = other;
+    // The measured algorithms (which may include the im2col + GEMM candidates) against oneDNN, with the same bounds.
     const std::string decisions = measured_session->decisions();
     if (decisions.find("im2col_gemm") != std::string::npos) std::cerr << what << ": im2col_gemm chosen\n";
-    expect_matches(measured_check, expected, 1e-3, what + " (exhaustive)", phase == Phase::training,
-                   batch_norm ? 5e-2 : 1e-2, spread, phase == Phase::training ? total_floor : 0);
+    expect_matches(other, expected, 1e-3, what + " (exhaustive)", phase == Phase::training, tensor_bound,
+                   total_bound);
     if (HasFailure()) std::cerr << what << " exhaustive decisions: " << decisions << "\n";
   }
 }
@@ -250,6 +250,52 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values("alexnet", "googlenet", "resnet50", "vgg11", "overfeat"),
                        ::testing::Values(Precision::tf32, Precision::fp16, Precision::bf16)),
     [](const ::testing::TestParamInfo<NetworkPrecisions::ParamType>& info) {
+      return std::get<0>(info.param) + "_" + std::string(to_string(std::get<1>(info.param)));
+    });
+
+// seed2017's cells as the yardstick runs them (batch 64, measured search,
+// CUDA graphs) in tf32 and bf16, held to fp32 with the bounds DESIGN.md
+// "Correctness" states: the mean loss, the whole gradient's norm, and every
+// trainable tensor's gradient norm relative to the whole's (a tensor's share
+// is what moves the weights).
+class SeedCellsAgainstFp32 : public ::testing::TestWithParam<std::tuple<std::string, Precision>> {};
+
+TEST_P(SeedCellsAgainstFp32, WithinTheStatedBounds) {
+  SKIP_WITHOUT_GPU();
+  const auto& [name, precision] = GetParam();
+  const Network network = make_network(name);
+  const OutputCheck want =
+      engine_for(Precision::fp32, Layout::automatic, AlgorithmPolicy::heuristic)
+          ->prepare(network, {"cudnn", name, Precision::fp32, 64, Phase::training, 0})
+          ->check();
+  auto session = engine_for(precision, Layout::automatic, AlgorithmPolicy::exhaustive, true)
+                     ->prepare(network, {"cudnn", name, precision, 64, Phase::training, 0});
+  const OutputCheck got = session->check();
+  const bool tf32 = precision == Precision::tf32;
+  const double loss_bound = tf32 ? 1e-2 : 3e-2, total_bound = tf32 ? 2e-2 : 5e-2, tensor_bound = tf32 ? 2e-2 : 5e-2;
+  const std::string what = name + " " + std::string(to_string(precision)) + " batch 64";
+  ASSERT_TRUE(got.finite) << what;
+  ASSERT_EQ(got.gradient_norms.size(), want.gradient_norms.size()) << what;
+  double worst_tensor = 0;
+  for (std::size_t i = 0; i < want.gradient_norms.size(); ++i) {
+    const double share_error = std::abs(got.gradient_norms[i] - want.gradient_norms[i]) / want.gradient_norm;
+    worst_tensor = std::max(worst_tensor, share_error);
+    EXPECT_LE(share_error, tensor_bound) << what << ": trainable tensor " << i << " gradient norm "
+                                         << got.gradient_norms[i] << " vs fp32 " << want.gradient_norms[i];
+  }
+  std::cerr << what << ": loss " << got.loss << " vs fp32 " << want.loss << " (" << relative(got.loss, want.loss)
+            << "), gradient norm " << got.gradient_norm << " vs " << want.gradient_norm << " ("
+            << relative(got.gradient_norm, want.gradient_norm) << "), worst tensor " << worst_tensor << "\n";
+  EXPECT_LE(relative(got.loss, want.loss), loss_bound) << what;
+  EXPECT_LE(relative(got.gradient_norm, want.gradient_norm), total_bound) << what;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cudnn, SeedCellsAgainstFp32,
+    ::testing::Combine(::testing::Values("alexnet", "overfeat", "vgg11", "googlenet", "resnet50", "resnet101",
+                                         "resnet152"),
+                       ::testing::Values(Precision::tf32, Precision::bf16)),
+    [](const ::testing::TestParamInfo<SeedCellsAgainstFp32::ParamType>& info) {
       return std::get<0>(info.param) + "_" + std::string(to_string(std::get<1>(info.param)));
     });
 
@@ -298,6 +344,53 @@ TEST(CudnnSession, CudaGraphReplayGivesTheSameResults) {
     EXPECT_NEAR(a.loss, b.loss, 1e-5 * std::abs(a.loss)) << name;
     EXPECT_NEAR(a.gradient_norm, b.gradient_norm, 1e-4 * a.gradient_norm) << name;
     graphed->step();  // the session's own graph still replays after the profile's
+  }
+}
+
+// Element by element: what a CUDA graph's replays leave (logits, every
+// weight gradient) against the same steps issued call by call, by a session
+// with the same (heuristic) algorithms. check() runs eagerly, so it cannot
+// tell whether the replayed graph computes the step it captured.
+TEST(CudnnSession, CudaGraphReplayMatchesEagerStepsElementByElement) {
+  SKIP_WITHOUT_GPU();
+  for (const std::string name : {"alexnet", "googlenet", "resnet50"}) {
+    const Network network = make_network(name);
+    const CellSpec cell{"cudnn", name, Precision::fp32, 4, Phase::training, 0};
+    auto eager_session = engine_for(Precision::fp32, Layout::automatic, AlgorithmPolicy::heuristic, false)->prepare(network, cell);
+    auto graphed_session = engine_for(Precision::fp32, Layout::automatic, AlgorithmPolicy::heuristic, true)->prepare(network, cell);
+    auto* eager = dynamic_cast<cudnn::CudnnSession*>(eager_session.get());
+    auto* graphed = dynamic_cast<cudnn::CudnnSession*>(graphed_session.get());
+    ASSERT_NE(eager, nullptr);
+    ASSERT_NE(graphed, nullptr);
+    ASSERT_TRUE(graphed->uses_cuda_graph()) << graphed->decisions();
+    ASSERT_FALSE(eager->uses_cuda_graph());
+    for (int i = 0; i < 3; ++i) {  // the same dropout steps on both sides (the graph advances its own)
+      eager->step();
+      graphed->step();
+    }
+    // Same kernels, so the same numbers up to the weight gradients' summation
+    // order (some backward-filter algorithms accumulate with atomics).
+    const auto compare = [&](const std::vector<float>& want, const std::vector<float>& got, double relative,
+                             const std::string& what) {
+      ASSERT_EQ(want.size(), got.size()) << what;
+      double largest = 0;
+      for (float v : want) largest = std::max(largest, static_cast<double>(std::abs(v)));
+      std::size_t mismatches = 0, first = 0;
+      double worst = 0;
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        const double error = std::abs(static_cast<double>(want[i]) - static_cast<double>(got[i]));
+        worst = std::max(worst, error);
+        if (!(error <= relative * largest + 1e-30) && mismatches++ == 0) first = i;
+      }
+      EXPECT_EQ(mismatches, 0u) << what << ": " << mismatches << " of " << want.size() << " elements differ; first at "
+                                << first << " (" << want[first] << " eager, " << got[first]
+                                << " replayed); largest |value| " << largest << ", worst |error| " << worst;
+    };
+    compare(eager->logits_storage(), graphed->logits_storage(), 1e-6, name + " logits");
+    ASSERT_EQ(eager->parameter_count(), graphed->parameter_count());
+    for (std::size_t p = 0; p < eager->parameter_count(); ++p)
+      compare(eager->gradient_storage(p), graphed->gradient_storage(p), 1e-5,
+              name + " gradient of trainable tensor " + std::to_string(p));
   }
 }
 

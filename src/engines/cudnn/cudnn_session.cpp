@@ -269,15 +269,26 @@ void CudnnSession::synchronize() {
   wait_for(done, communicator_);
 }
 
-std::vector<float> CudnnSession::parameter_storage(std::size_t index) {
-  const Tensor& value = parameters_.at(index).value;
-  if (value.type != DType::f32) throw Error("cuDNN session: parameter_storage reads fp32 parameters only");
-  std::vector<float> values(static_cast<std::size_t>(value.elements()));
+std::vector<float> CudnnSession::fp32_storage(const Tensor& t, const char* what) {
+  if (t.type != DType::f32 || !t.is_packed())
+    throw Error(std::string("cuDNN session: ") + what + " reads packed fp32 tensors only");
+  std::vector<float> values(static_cast<std::size_t>(t.elements()));
   synchronize();
-  CB_CHECK_CUDA(cudaMemcpy(values.data(), pool_.address(value.buffer) + value.offset, values.size() * sizeof(float),
+  CB_CHECK_CUDA(cudaMemcpy(values.data(), pool_.address(t.buffer) + t.offset, values.size() * sizeof(float),
                            cudaMemcpyDeviceToHost));
   return values;
 }
+
+std::vector<float> CudnnSession::parameter_storage(std::size_t index) {
+  return fp32_storage(parameters_.at(index).value, "parameter_storage");
+}
+
+std::vector<float> CudnnSession::gradient_storage(std::size_t index) {
+  if (!training_) throw Error("cuDNN session: gradient_storage of an inference session");
+  return fp32_storage(parameters_.at(index).gradient, "gradient_storage");
+}
+
+std::vector<float> CudnnSession::logits_storage() { return fp32_storage(logits_, "logits_storage"); }
 
 double CudnnSession::last_step_exposed_communication_ms() {
   if (communicator_ == nullptr || steps_ == 0) return std::numeric_limits<double>::quiet_NaN();

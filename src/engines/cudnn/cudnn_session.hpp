@@ -45,6 +45,11 @@ class CudnnSession final : public Session {
   // fp32 parameters only (tests compare data-parallel and single-GPU weights).
   std::size_t parameter_count() const { return parameters_.size(); }
   std::vector<float> parameter_storage(std::size_t index);
+  // What the last step() left (after it has finished), as stored, fp32 only:
+  // parameter `index`'s gradient (training) and the logits, (N, classes).
+  // Tests compare a CUDA graph's replay with eager steps element by element.
+  std::vector<float> gradient_storage(std::size_t index);
+  std::vector<float> logits_storage();
 
  private:
   // What an op sees (graph.hpp's Exec): the session's handles, stream, pool and workspace.
@@ -57,6 +62,7 @@ class CudnnSession final : public Session {
   void add_gradient_averaging();
   void make_gradient_buckets();
   void synchronize();  // the session's stream, watching the communicator in data parallel
+  std::vector<float> fp32_storage(const Tensor& t, const char* what);  // synchronises, then copies to the host
 
   CellSpec cell_;
   EngineConfig config_;
