@@ -60,6 +60,55 @@ def median(values):
 
 # ---- Standalone loops (run in a child process: --standalone VARIANT) ---------------------------
 
+def torch_cell(torch, graph, precision, phase, batch, device, variant="eager"):
+    """One PyTorch cell as the worker builds it, from the worker's own ``Recipe`` (src/workers/pytorch/
+    worker.py): its TF32 switches, parameter dtype, autocast (amp-*) and channels_last rule, and
+    cudnn.benchmark on; the model, its input and labels, the step, and the cudagraph step mark
+    (None in eager). The step is the worker's: gradients set to None, forward and the fp32 loss under
+    the recipe's autocast, backward, no update (update = none); inference under no_grad.
+    tests/python/test_framework_overhead.py holds it equal to the worker's session on the CPU."""
+    sys.path.insert(0, str(WORKERS))
+    from pytorch import model as pt_model
+    from pytorch import worker as pt_worker
+
+    recipe = pt_worker.Recipe(torch, precision)
+    recipe.apply_math_flags(torch)
+    torch.backends.cudnn.benchmark = True
+    cuda = str(device).startswith("cuda")
+    training = phase == "training"
+    model = pt_model.CrossbenchModel(str(graph), seed=42, device=device, dtype=recipe.parameter_dtype,
+                                     channels_last=recipe.sixteen_bit_compute and cuda)  # the worker's layout=auto
+    model.train(training)
+    x = model.prepare_input((torch.rand(batch, *model._outputs[0], device=device) * 2 - 1).to(recipe.parameter_dtype))
+    labels = torch.randint(0, model.classes, (batch,), device=device)
+    mark = None
+    if variant != "eager":
+        model.use_device_dropout_step()  # dropout masks inside the compiled graph (model.py)
+        model.layers_forward = torch.compile(model.layers_forward, mode=variant)
+        mark = torch.compiler.cudagraph_mark_step_begin
+
+    def autocast():
+        kind = "cuda" if cuda else "cpu"
+        if recipe.autocast_dtype is None:
+            return torch.autocast(kind, enabled=False)
+        return torch.autocast(kind, dtype=recipe.autocast_dtype)
+
+    def step():
+        if mark is not None:
+            mark()
+        if training:
+            model.zero_grad(set_to_none=True)
+            with autocast():
+                loss = model.loss(model(x), labels)
+            loss.backward()
+        else:
+            with torch.no_grad(), autocast():
+                model(x)
+
+    step.autocast = autocast
+    return model, x, labels, step, mark
+
+
 def torch_cells(args, variant):
     import torch
 
@@ -81,39 +130,12 @@ def torch_cells(args, variant):
         self.step = 0
 
     pt_model.CrossbenchModel.reset_parameters = random_weights
-    torch.backends.cudnn.benchmark = True
     for network, precision, phase in cells_of(args):
-        tf32 = precision == "tf32"
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-        torch.backends.cudnn.allow_tf32 = tf32
-        torch.set_float32_matmul_precision("high" if tf32 else "highest")
-        dtype = torch.bfloat16 if precision == "bf16" else torch.float32
-        channels_last = precision == "bf16"
-        training = phase == "training"
         started = time.time()
+        model = x = labels = None
         try:
-            model = pt_model.CrossbenchModel(str(graph_path(args, network)), seed=42, device="cuda", dtype=dtype,
-                                             channels_last=channels_last)
-            model.train(training)
-            x = model.prepare_input((torch.rand(args.batch, *model._outputs[0], device="cuda") * 2 - 1).to(dtype))
-            labels = torch.randint(0, model.classes, (args.batch,), device="cuda")
-            mark = None
-            compile_s = 0.0
-            if variant != "eager":
-                model.use_device_dropout_step()  # dropout masks inside the compiled graph (model.py)
-                model.layers_forward = torch.compile(model.layers_forward, mode=variant)
-                mark = torch.compiler.cudagraph_mark_step_begin
-
-            def step():
-                if mark is not None:
-                    mark()
-                if training:
-                    model.zero_grad(set_to_none=True)
-                    model.loss(model(x), labels).backward()
-                else:
-                    with torch.no_grad():
-                        model(x)
-
+            model, x, labels, step, mark = torch_cell(torch, graph_path(args, network), precision, phase, args.batch,
+                                                      "cuda", variant)
             tick = time.perf_counter()
             for _ in range(3 if mark is not None else 1):
                 step()
@@ -234,6 +256,11 @@ def real_parameter_shape(parameter, graph, index, slot):
 
 
 def cells_of(args):
+    """The cells in the order crossbench ran them (--order, from its journal), else network, precision, phase."""
+    if args.order:
+        for cell in args.order.split(","):
+            yield tuple(cell.split("/"))
+        return
     for network in args.networks.split(","):
         for precision in args.precisions.split(","):
             for phase in args.phases.split(","):
@@ -252,10 +279,20 @@ def run_standalone(args):
 
 # ---- The orchestrator --------------------------------------------------------------------------
 
-def standalone_rows(args, variant):
-    """The standalone loops of one variant, in a child process; {(network, precision, phase): row}."""
-    command = [sys.executable, "-u", __file__, "--standalone", variant] + passthrough(args)
-    env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false")
+def standalone_rows(args, variant, order):
+    """The standalone loops of one variant, in a child process; {(network, precision, phase): row}.
+
+    The child runs as crossbench's worker does: through the same launcher (the words of --crossbench
+    before the binary, e.g. `.bundle/run`, so the same LD_LIBRARY_PATH and the same cuDNN), with the
+    environment the rank gives a worker (OMP_NUM_THREADS=1, PYTHONUNBUFFERED), and the cells in the
+    order crossbench ran them (`order`, from its journal): cudnn.benchmark keeps the algorithms it
+    measured for a convolution for the life of the process, so the cell that runs a shape second
+    reuses the first cell's choices, and both sides must have the same history (bench/README.md)."""
+    launcher = args.crossbench.split()[:-1]
+    command = launcher + [sys.executable, "-u", __file__, "--standalone", variant] + passthrough(args)
+    if order:
+        command += ["--order", ",".join("/".join(cell) for cell in order)]
+    env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false", OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     rows = {}
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env) as child:
         for line in child.stdout:
@@ -301,7 +338,27 @@ def crossbench_rows(args, variant):
         for (network, precision, phase, batch), cell in with_status.items():
             rows[(network, precision, phase)] = dict(median_ms=cell["median_ms"])
     print(f"  crossbench {variant}: {len(rows)} ok cells in {time.time() - started:.0f} s", flush=True)
-    return rows
+    return rows, journal_order(pathlib.Path(str(cube) + ".journal"))
+
+
+def journal_order(journal):
+    """(network, precision, phase) of each result in a crossbench journal, in the order the cells ran
+    (a journal line is `<checksum> <JSON>`; results carry the cell). [] when there is no journal."""
+    order = []
+    if not journal.exists():
+        return order
+    for line in journal.read_text().splitlines():
+        _, _, text = line.partition(" ")
+        try:
+            entry = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        result = entry.get("result") if isinstance(entry, dict) else None
+        if isinstance(result, dict) and {"network", "precision", "phase"} <= result.keys():
+            cell = (result["network"], result["precision"], result["phase"])
+            if cell not in order:
+                order.append(cell)
+    return order
 
 
 def passthrough(args):
@@ -345,6 +402,7 @@ def main():
     parser.add_argument("--work-dir", default="/tmp/crossbench-frameworks", help="crossbench's cubes")
     parser.add_argument("--out", help="JSON with every row, rewritten after each variant")
     parser.add_argument("--standalone", help=argparse.SUPPRESS)  # child process: one variant's loops
+    parser.add_argument("--order", help=argparse.SUPPRESS)  # child process: NET/PREC/PHASE,... as crossbench ran them
     args = parser.parse_args()
     if args.standalone:
         run_standalone(args)
@@ -362,8 +420,9 @@ def main():
     rows = []
     for variant in args.variants.split(","):
         print(f"=== {variant} {time.strftime('%H:%M:%S')}", flush=True)
-        mine = standalone_rows(args, variant)
-        theirs = crossbench_rows(args, variant)
+        # crossbench first: the standalone loop then runs its cells in crossbench's order.
+        theirs, order = crossbench_rows(args, variant)
+        mine = standalone_rows(args, variant, order)
         for key, row in mine.items():
             rows.append(dict(network=key[0], precision=key[1], phase=key[2], variant=variant,
                              standalone_ms=row["median_ms"], standalone_status=row["status"],

@@ -18,16 +18,18 @@
 #             PyTorch's cuDNN 9 and NCCL; says which library is missing instead of running without it
 #   provenance one cudnn cell; then /ranks and the cell's wall times checked against nvidia-smi
 #             (full UUID, enforced power limit, driver, application clocks, ECC) by bench/check_provenance.py
-#   agreement crossbench check of cudnn, jax, pytorch at batch 2 in fp32 ($CHECK_NETWORKS, default all
-#             nine), then the analysis package's `agreement` against cudnn
+#   agreement crossbench check of cudnn, jax, pytorch at batch 2 in $CHECK_PRECISIONS (default fp32; e.g.
+#             fp32,tf32,bf16) ($CHECK_NETWORKS, default all nine), then the analysis package's `agreement`
+#             against cudnn, each precision under its own bounds
 #   nvtx      nsys profile of a small cudnn run (alexnet, bf16, layer times): the NVTX ranges per cell
 #             and stage, summed by `nsys stats`; says so when the image has no nsys
 #   frameworks bench/gpu_framework_overhead.py: each framework in a standalone loop next to the same
 #             cells through crossbench ($FW_VARIANTS of eager,reduce-overhead,max-autotune,jax;
 #             $FW_NETWORKS, default resnet50; $FW_PRECISIONS tf32,bf16; $FW_STEPS 100); the table with ratios
 #   cube20    issue 20's cube: seed2017 with cudnn, pytorch, pytorch-compile, jax x fp32, tf32, bf16,
-#             amp-bf16, both phases ($CUBE20_NETWORKS, default all seven; $CUBE20_ENGINES); one cube,
-#             $OUT/cube20.h5; CUBE20_ARGS=--resume continues it from a journal copied into $OUT
+#             amp-bf16, both phases ($CUBE20_NETWORKS, default all seven; $CUBE20_ENGINES); one cube in
+#             $CUBE20_DIR (default bench/results/2026-12-01/cube20, carried by the working tree), resumed
+#             from its journal in the next call; copied to $OUT/cube20/ with the report's headline
 # Environment: STEPS (timed steps, default 50), WARMUP (10), TLIMIT (seconds per stage, 240);
 # SEED_ALGO, SEED_PRECISIONS (fp32,tf32,fp16,bf16), SEED_CI (0.02), SEED_ARGS and SEED_OUT (the seed
 # stage's cube and log name, default seed; a key is --set once: SEED_ARGS must not repeat these;
@@ -39,7 +41,7 @@ STEPS=${STEPS:-50}
 WARMUP=${WARMUP:-10}
 TLIMIT_DEFAULT=${TLIMIT:-240}
 export PYTHONUNBUFFERED=1
-if [ ! -x .bundle/bin/crossbench ]; then
+if [ ! -x .bundle/bin/crossbench ] && [ -f .bundle/payload.tar.xz ]; then
   python3 -c "import tarfile; tarfile.open('.bundle/payload.tar.xz').extractall('.bundle')"
 fi
 # TORCH_LIBS=1: run crossbench on the cuDNN and cuBLAS that PyTorch ships (its
@@ -57,7 +59,7 @@ print(":".join(paths))')
   export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 fi
-CB=".bundle/run .bundle/bin/crossbench"
+CB=${CB:-".bundle/run .bundle/bin/crossbench"}  # tests/python/test_gpu_session.py runs stages on a CPU build
 GPUS=${GPUS:-2}
 MPI=".bundle/run mpirun --allow-run-as-root --oversubscribe -np $GPUS -x NCCL_NVLS_ENABLE=0"
 for stage in "$@"; do
@@ -162,13 +164,16 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
       PYTHONPATH=analysis timeout 120 python3 bench/check_provenance.py "$OUT/provenance.h5" 2>&1 | tee "$OUT/provenance.txt" ;;
     agreement)
       timeout "$TLIMIT" $CB check --set "matrix.networks=${CHECK_NETWORKS:-alexnet,overfeat,vgg11,vgg16,vgg19,googlenet,resnet50,resnet101,resnet152}" \
-        --set matrix.engines=cudnn,jax,pytorch --set matrix.precisions=fp32 --set matrix.batches=2 \
+        --set matrix.engines=cudnn,jax,pytorch --set "matrix.precisions=${CHECK_PRECISIONS:-fp32}" --set matrix.batches=2 \
         --set matrix.phases=inference,training --set measure.seed=42 --set measure.cell_time_limit_s=300 \
         --set "workers.pytorch=python3 -u {workers}/pytorch/worker.py" \
         --set "workers.jax=python3 -u {workers}/jax/worker.py" >"$OUT/check.jsonl" 2>"$OUT/check.log"
       echo "check exit $?, $(grep -c . "$OUT/check.jsonl") lines"
-      PYTHONPATH=analysis python3 -m crossbench_analysis agreement "$OUT/check.jsonl" --reference cudnn \
-        --markdown "$OUT/agreement.md" ;;
+      precisions=${CHECK_PRECISIONS:-fp32}
+      for precision in ${precisions//,/ }; do  # each precision against cudnn at that precision, its bounds
+        PYTHONPATH=analysis python3 -m crossbench_analysis agreement "$OUT/check.jsonl" --reference cudnn \
+          --precision "$precision" --markdown "$OUT/agreement-$precision.md"
+      done ;;
     nvtx)
       if ! command -v nsys >/dev/null; then
         echo "nvtx: no nsys in this image; NVTX ranges need a profiler (nsys sets NVTX_INJECTION64_PATH)"
@@ -187,7 +192,22 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
         --steps "${FW_STEPS:-100}" --warmup "$WARMUP" --out "$OUT/frameworks.json" 2>&1 |
         grep -v Warning | tee "$OUT/frameworks.log" | tail -60 ;;
     cube20)
-      timeout "$TLIMIT" $CB run --job jobs/seed2017.ini \
+      # Resumable across device calls of at most 10 minutes (torch.compile compiles per cell, so
+      # the full cube takes several): the cube, its journal and the measured algorithm choices live
+      # in $CUBE20_DIR, a folder of the working tree that git neither tracks nor ignores, so the
+      # next call's copy of the tree carries them; a journal there means --resume. crossbench stops
+      # on timeout's SIGTERM with the cube written (exit 3; the running cell, if it does not end
+      # within --stop-grace-s, is not_run and runs again next time). The folder is copied to
+      # $OUT/cube20/ at the end: copy it back into the tree before the next call (bench/README.md).
+      dir=${CUBE20_DIR:-bench/results/2026-12-01/cube20}
+      grace=${CUBE20_GRACE:-45}
+      mkdir -p "$dir"
+      resume=()
+      if [ -f "$dir/cube20.h5.journal" ]; then
+        resume=(--resume)
+        echo "cube20: continuing $dir/cube20.h5 ($(($(wc -l <"$dir/cube20.h5.journal") - 1)) journal entries)"
+      fi
+      timeout -k $((grace + 30)) "$TLIMIT" $CB run --job jobs/seed2017.ini \
         --set "matrix.engines=${CUBE20_ENGINES:-cudnn,pytorch,pytorch-compile,jax}" \
         --set "matrix.networks=${CUBE20_NETWORKS:-alexnet,overfeat,vgg11,googlenet,resnet50,resnet101,resnet152}" \
         --set matrix.precisions=fp32,tf32,bf16,amp-bf16 --set matrix.phases=inference,training \
@@ -195,7 +215,20 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
         --set "workers.pytorch-compile=python3 -u {workers}/pytorch/worker.py --compile" \
         --set "workers.jax=python3 -u {workers}/jax/worker.py" \
         --set measure.min_steps="${CUBE20_STEPS:-100}" --set measure.target_ci=0.02 \
-        ${CUBE20_ARGS:-} --output "$OUT/cube20.h5" 2>&1 | tee "$OUT/cube20.log" | tail -80 ;;
+        --algo-cache "$dir/algorithms.json" --stop-grace-s "$grace" \
+        ${CUBE20_ARGS:-} "${resume[@]}" --output "$dir/cube20.h5" 2>&1 | tee -a "$dir/cube20.log" | tail -60
+      rc=${PIPESTATUS[0]}
+      case $rc in
+        0) echo "cube20: complete" ;;
+        3|124) echo "cube20: stopped by the stage limit (exit $rc): copy $OUT/cube20/ back to $dir and call again" ;;
+        *) echo "cube20: crossbench exit $rc (see $dir/cube20.log)" ;;
+      esac
+      mkdir -p "$OUT/cube20"
+      cp -p "$dir"/cube20.h5 "$dir"/cube20.h5.journal "$dir"/cube20.log "$dir"/algorithms.json "$OUT/cube20/" 2>/dev/null
+      if [ -f "$dir/cube20.h5" ]; then
+        PYTHONPATH=analysis python3 -m crossbench_analysis report "$dir/cube20.h5" -o "$OUT/cube20/report" \
+          --force >/dev/null 2>&1 && sed -n '/## Headline/,/## Summary/p' "$OUT/cube20/report/report.md" | head -60
+      fi ;;
   esac
 done
 echo "=== done $(date +%T)"

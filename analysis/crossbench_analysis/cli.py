@@ -126,7 +126,7 @@ def _agreement(a) -> int:
             raise CubeError(f"{path}: {error.strerror or error}") from None
     if a.precision not in ag.BOUNDED_PRECISIONS:
         raise CubeError(f"no stated agreement bounds for {a.precision} (stated: {', '.join(ag.BOUNDED_PRECISIONS)}; "
-                        "agreement.py says how the fp32 bounds were measured)")
+                        "agreement.py and DESIGN.md say why each is what it is)")
     try:
         checks = ag.read_checks(lines, a.precision)
     except ValueError as error:
@@ -134,8 +134,8 @@ def _agreement(a) -> int:
     engines = sorted({engine for _, engine in checks})
     if a.reference not in engines:
         raise CubeError(f"{', '.join(a.checks)}: no '{a.reference}' checks (engines: {', '.join(engines) or 'none'})")
-    results, problems = ag.agreements(checks, a.reference)
-    text = ag.render(results, problems)
+    results, problems = ag.agreements(checks, a.reference, a.precision)
+    text = ag.render(results, problems, a.precision)
     print(text)
     if a.markdown:
         Path(a.markdown).write_text(text + "\n")

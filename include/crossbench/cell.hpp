@@ -25,6 +25,15 @@ enum class Phase : std::uint8_t { inference, training };
 enum class Status : std::uint8_t { not_run = 0, ok = 1, oom = 2, unsupported = 3, failed = 4, timeout = 5 };
 
 std::string_view to_string(Precision precision);
+// The recipe a precision names, as every engine's `decisions` records it:
+// "recipe=pure-bf16 (bf16 weights, activations, gradients; fp32 accumulation,
+// loss and batch-norm statistics)". One text per precision, here only, so that
+// the cube's rows say the same thing in every engine (the framework workers
+// carry the same texts in src/workers/common/recipes.py; a test compares them).
+std::string_view recipe_of(Precision precision);
+// Why a native engine answers `unsupported` for amp-fp16/amp-bf16: it keeps no
+// fp32 master copy of the weights, so it runs `pure` (its 16-bit recipe) instead.
+std::string mixed_precision_refusal(Precision precision, std::string_view engine, std::string_view pure);
 std::string_view to_string(Phase phase);
 std::string_view to_string(Status status);
 std::optional<Precision> precision_from_string(std::string_view name);

@@ -33,13 +33,14 @@ const std::string& single_argument(const CommandContext& context, const char* us
 }  // namespace
 
 int list_command(const CommandContext& context) {
-  const std::string usage = "crossbench list networks|engines|devices|options [--json]";
+  const std::string usage = "crossbench list networks|engines|devices|options|precisions [--json]";
   std::vector<std::string> words;
   bool as_json = false;
   for (const auto& argument : context.arguments) {
     if (argument == "--help" || argument == "-h") {
       std::cout << "usage: " << usage << "\n\nThe networks (with FLOPs and parameters), the engines (built or not, and the "
-                   "framework workers) or the devices this process sees; --json for scripts.\n\nExit codes: 0 done; 2 bad "
+                   "framework workers), the devices this process sees, the options, or the precisions with the recipe "
+                   "each names; --json for scripts.\n\nExit codes: 0 done; 2 bad "
                    "input.\n\nExamples:\n  crossbench list networks\n  crossbench list devices --json > device.json\n";
       return 0;
     }
@@ -71,17 +72,23 @@ int list_command(const CommandContext& context) {
         list.push_back({{"key", spec.key}, {"flag", spec.flag}, {"default", spec.default_value}, {"valid", spec.range_text()},
                         {"help", spec.help}, {"changes_numbers", spec.changes_numbers}, {"recorded_as", spec.recorded_as},
                         {"commands", spec.commands}});
+    } else if (what == "precisions") {
+      for (const auto& name : precision_names())
+        list.push_back({{"name", name}, {"recipe", recipe_of(*precision_from_string(name))}});
     } else if (what == "devices") {
       for (int ordinal = 0; ordinal < visible_gpu_count(); ++ordinal) list.push_back(to_json(probe_gpu(ordinal, "")));
       list.push_back(to_json(probe_cpu(cpu_threads_of_binding(), "")));
     } else {
-      throw UsageError("crossbench list: unknown list '" + what + "'; valid: networks, engines, devices, options");
+      throw UsageError("crossbench list: unknown list '" + what + "'; valid: networks, engines, devices, options, precisions");
     }
     std::cout << list.dump(1) << "\n";
     return 0;
   }
   if (what == "options") {
     std::cout << options_markdown_table();  // the README's key table
+  } else if (what == "precisions") {
+    for (const auto& name : precision_names())
+      std::printf("%-9s %s\n", name.c_str(), std::string(recipe_of(*precision_from_string(name))).c_str());
   } else if (what == "networks") {
     std::printf("%-10s %-11s %14s %14s %12s\n", "network", "input", "GFLOP/image", "train GFLOP", "params [M]");
     for (const auto& name : network_names()) {
@@ -110,7 +117,7 @@ int list_command(const CommandContext& context) {
     std::printf("cpu: %s  peak fp32 estimate %.2f TFLOP/s  bf16 %s  %s\n", cpu.key().c_str(), cpu.peak_fp32_tflops,
                 cpu.native_bf16 ? "native" : "not native", cpu.driver.c_str());
   } else {
-    throw UsageError("crossbench list: unknown list '" + what + "'; valid: networks, engines, devices, options");
+    throw UsageError("crossbench list: unknown list '" + what + "'; valid: networks, engines, devices, options, precisions");
   }
   return 0;
 }

@@ -18,12 +18,26 @@ std::vector<std::string> as_vector(const std::array<std::string_view, N>& names)
 }
 
 constexpr std::array<std::string_view, 6> kPrecisions{"fp32", "tf32", "fp16", "bf16", "amp-fp16", "amp-bf16"};
+// DESIGN.md "Vocabulary", in the order of Precision.
+constexpr std::array<std::string_view, 6> kRecipes{
+    "recipe=fp32-strict (fp32 tensors and math; TF32 off everywhere)",
+    "recipe=tf32 (fp32 tensors, TF32 tensor-core math)",
+    "recipe=pure-fp16 (fp16 weights, activations, gradients; fp32 accumulation, loss and batch-norm statistics)",
+    "recipe=pure-bf16 (bf16 weights, activations, gradients; fp32 accumulation, loss and batch-norm statistics)",
+    "recipe=amp-fp16 (fp32 master weights and gradients; fp16 compute through casts)",
+    "recipe=amp-bf16 (fp32 master weights and gradients; bf16 compute through casts)"};
 constexpr std::array<std::string_view, 2> kPhases{"inference", "training"};
 constexpr std::array<std::string_view, 6> kStatuses{"not_run", "ok", "oom", "unsupported", "failed", "timeout"};
 
 }  // namespace
 
 std::string_view to_string(Precision precision) { return kPrecisions.at(static_cast<std::size_t>(precision)); }
+std::string_view recipe_of(Precision precision) { return kRecipes.at(static_cast<std::size_t>(precision)); }
+std::string mixed_precision_refusal(Precision precision, std::string_view engine, std::string_view pure) {
+  return std::string(to_string(precision)) + " is the frameworks' mixed-precision recipe (fp32 master weights and " +
+         "gradients, 16-bit compute through casts); the " + std::string(engine) +
+         " engine keeps no fp32 master copy and runs the pure recipe instead: precision " + std::string(pure);
+}
 std::string_view to_string(Phase phase) { return kPhases.at(static_cast<std::size_t>(phase)); }
 std::string_view to_string(Status status) { return kStatuses.at(static_cast<std::size_t>(status)); }
 std::optional<Precision> precision_from_string(std::string_view name) { return lookup<Precision>(kPrecisions, name); }

@@ -6,3 +6,4 @@ crossbench_test(stop_flag_test LABEL cpu LINKS crossbench_base SOURCES ${CMAKE_C
 crossbench_test(telemetry_test LABEL cpu LINKS crossbench_base SOURCES ${CMAKE_CURRENT_LIST_DIR}/telemetry_test.cpp)
 crossbench_test(gpu_peak_test LABEL cpu LINKS crossbench_base SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_peak_test.cpp)
 crossbench_test(options_schema_test LABEL cpu LINKS crossbench_base SOURCES ${CMAKE_CURRENT_LIST_DIR}/options_schema_test.cpp)
+crossbench_test(cell_test LABEL cpu LINKS crossbench_base SOURCES ${CMAKE_CURRENT_LIST_DIR}/cell_test.cpp)

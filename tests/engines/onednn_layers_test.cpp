@@ -373,6 +373,13 @@ TEST(OnednnMemory, ReuseAndInPlaceLowerThePeak) {
   EXPECT_GT(peak, static_cast<double>(network.parameters()) * 4 * 2);  // weights and their gradients at least
 }
 
+// Each cell's decisions name the recipe that ran (DESIGN.md: one meaning per precision).
+TEST(OnednnSession, DecisionsNameTheRecipe) {
+  const Network network = make_network("alexnet");
+  onednn::OnednnSession session(network, cell_of(network, 1, Phase::inference), test_config());
+  EXPECT_EQ(session.decisions(), recipe_of(Precision::fp32));
+}
+
 // ---- Engine -------------------------------------------------------------------
 
 TEST(OnednnEngine, Supports) {
@@ -395,6 +402,12 @@ TEST(OnednnEngine, Supports) {
     EXPECT_THROW(engine->prepare(network, cell_of(network, 1, Phase::inference, Precision::bf16)), Error);
   }
   EXPECT_THROW(engine->prepare(network, cell_of(network, 1, Phase::inference, Precision::tf32)), Error);
+  for (const Precision amp : {Precision::amp_bf16, Precision::amp_fp16}) {  // the frameworks' recipe: refused, with why
+    const Support support = engine->supports(cpu, cell_of(network, 1, Phase::training, amp));
+    EXPECT_FALSE(support.supported);
+    EXPECT_EQ(support.reason, mixed_precision_refusal(amp, "onednn", "bf16"));
+    EXPECT_THROW(engine->prepare(network, cell_of(network, 1, Phase::training, amp)), Error);
+  }
   Device gpu;
   gpu.kind = DeviceKind::gpu;
   EXPECT_FALSE(engine->supports(gpu, cell_of(network, 1, Phase::training)).supported);

@@ -40,6 +40,17 @@ TEST(CudnnSupport, FollowsTheComputeCapability) {
   EXPECT_EQ(cudnn::supports(gpu("61"), cell(Precision::fp32)).supported, volta_built);
 }
 
+// amp-* is the frameworks' recipe (fp32 master weights): the engine refuses it, saying
+// why and which precision runs its pure recipe instead, on every GPU.
+TEST(CudnnSupport, RefusesTheMixedPrecisionRecipesWithTheReason) {
+  for (const auto& [amp, pure] : {std::pair{Precision::amp_bf16, "bf16"}, std::pair{Precision::amp_fp16, "fp16"}}) {
+    const Support support = cudnn::supports(gpu("90"), cell(amp));
+    EXPECT_FALSE(support.supported);
+    EXPECT_EQ(support.reason, mixed_precision_refusal(amp, "cudnn", pure));
+    EXPECT_NE(support.reason.find(std::string("precision ") + pure), std::string::npos) << support.reason;
+  }
+}
+
 // A GPU older than the toolkit's oldest architecture has no kernels in this build: every
 // cell is unsupported, and the reason names the build that runs it.
 TEST(CudnnSupport, RefusesGpusTheToolkitDropped) {

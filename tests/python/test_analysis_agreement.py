@@ -73,9 +73,9 @@ def test_a_failed_cell_is_not_compared_and_fails_the_run(alexnet_checks, tmp_pat
     assert "not compared: alexnet" in result.stdout and "worker exited" in result.stdout
 
 
-def check_line(network, engine, phase, loss, norms):
+def check_line(network, engine, phase, loss, norms, precision="fp32"):
     training = phase == "training"
-    return {"network": network, "engine": engine, "phase": phase, "precision": "fp32", "batch": 2, "status": "ok",
+    return {"network": network, "engine": engine, "phase": phase, "precision": precision, "batch": 2, "status": "ok",
             "finite": True, "loss": loss, "gradient_norm": (sum(n * n for n in norms) ** 0.5) if training else None,
             "gradient_norms": norms if training else []}
 
@@ -110,5 +110,75 @@ def test_only_the_checks_of_one_precision_are_compared(alexnet_checks, tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 comparison(s) against onednn: 1 agree" in result.stdout
     # ... and a precision without stated bounds is refused, naming it.
-    refused = report("agreement", path, "--precision", "bf16")
-    assert refused.returncode == 2 and "no stated agreement bounds for bf16" in refused.stderr
+    refused = report("agreement", path, "--precision", "fp8")
+    assert refused.returncode == 2 and "no stated agreement bounds for fp8" in refused.stderr
+
+
+# ---- Bounds per precision (agreement.BOUNDS, DESIGN.md "Agreement bounds") ----------------------
+
+def synthetic_pair(network, precision, loss_error=0.0, tensor_errors=()):
+    """Reference and other check lines of `network` at `precision`: the other's training loss off by
+    `loss_error` and its gradient norm i off by tensor_errors[i] (relative); 10 tensors."""
+    norms = [1.0 + (tensor_errors[i] if i < len(tensor_errors) else 0.0) for i in range(10)]
+    reference = {p: check_line(network, "cudnn", p, 7.0, [1.0] * 10, precision) for p in ("inference", "training")}
+    other = {"inference": check_line(network, "pytorch", "inference", 7.0, [], precision),
+             "training": check_line(network, "pytorch", "training", 7.0 * (1 + loss_error), norms, precision)}
+    return reference, other
+
+
+def test_every_precision_of_the_axis_has_stated_bounds():
+    assert set(agreement.BOUNDS) == {"fp32", "tf32", "fp16", "bf16", "amp-fp16", "amp-bf16"}
+    for precision, stated in agreement.BOUNDS.items():
+        assert stated.why
+        for kind in (stated.plain, stated.resnet):
+            assert 0 < kind.loss <= kind.total * 10 and 0 < kind.tensor_median <= kind.tensor_worst <= 0.5
+        # ResNets never tighter than the plain networks; lower precisions never tighter than fp32.
+        assert stated.resnet.total >= stated.plain.total and stated.resnet.tensor_worst >= stated.plain.tensor_worst
+        assert stated.plain.loss >= agreement.BOUNDS["fp32"].plain.loss
+    assert agreement.BOUNDS["bf16"].plain.loss > agreement.BOUNDS["tf32"].plain.loss  # 8 bits round more than 11
+    assert agreement.BOUNDS["amp-bf16"] == agreement.BOUNDS["bf16"]  # the same products, the same rounding
+
+
+@pytest.mark.parametrize("precision", sorted(agreement.BOUNDS))
+@pytest.mark.parametrize("network", ["alexnet", "resnet50"])
+def test_each_precision_passes_just_inside_and_fails_just_outside(precision, network):
+    bounds = agreement.bounds_of(precision, network)
+    # Inside every bound: the loss, one tensor at the worst bound (the median and total stay small).
+    inside = agreement.compare(network, *synthetic_pair(network, precision, 0.9 * bounds.loss,
+                                                        [0.9 * bounds.tensor_worst]), "pytorch", "cudnn", precision)
+    assert inside.agrees, (precision, network, inside.failures)
+    # The loss just beyond its bound.
+    loss = agreement.compare(network, *synthetic_pair(network, precision, 1.1 * bounds.loss), "pytorch", "cudnn",
+                             precision)
+    assert not loss.agrees and "training loss" in loss.failures[0], loss.failures
+    # One tensor just beyond the worst bound.
+    worst = agreement.compare(network, *synthetic_pair(network, precision, 0.0, [0, 0, 1.1 * bounds.tensor_worst]),
+                              "pytorch", "cudnn", precision)
+    assert any(f.startswith("worst tensor") and "(tensor 2)" in f for f in worst.failures), worst.failures
+    # Every tensor beyond the median bound.
+    median = agreement.compare(network, *synthetic_pair(network, precision, 0.0, [1.1 * bounds.tensor_median] * 10),
+                               "pytorch", "cudnn", precision)
+    assert any(f.startswith("per-tensor median") for f in median.failures), median.failures
+
+
+def test_a_bf16_difference_passes_at_bf16_and_fails_at_fp32():
+    """2e-2 apart: two correct bf16 engines can be, two fp32 engines cannot."""
+    for precision, agrees in (("bf16", True), ("fp32", False)):
+        result = agreement.compare("vgg11", *synthetic_pair("vgg11", precision, 2e-2, [2e-2] * 10), "pytorch",
+                                   "cudnn", precision)
+        assert result.agrees is agrees, (precision, result.failures)
+
+
+def test_the_command_applies_the_precisions_bounds(tmp_path):
+    rows = []
+    for precision in ("bf16", "fp32"):
+        reference, other = synthetic_pair("alexnet", precision, 2e-2, [2e-2] * 10)
+        rows += list(reference.values()) + list(other.values())
+    path = write_lines(tmp_path / "checks.jsonl", rows)
+    bf16 = report("agreement", path, "--reference", "cudnn", "--precision", "bf16")
+    assert bf16.returncode == 0, bf16.stdout + bf16.stderr
+    assert "bf16 bounds (8 significant bits" in bf16.stdout and "| alexnet | pytorch | cudnn |" in bf16.stdout
+    fp32 = report("agreement", path, "--reference", "cudnn", "--precision", "fp32")
+    assert fp32.returncode == 1 and "DIFFERS" in fp32.stdout and "fp32 bounds (measured" in fp32.stdout
+    with pytest.raises(ValueError, match="no stated agreement bounds for 'fp8'"):
+        agreement.bounds_of("fp8", "alexnet")

@@ -16,6 +16,7 @@ WORKERS = REPO / "src" / "workers"
 if str(WORKERS) not in sys.path:
     sys.path.insert(0, str(WORKERS))
 
+from common import recipes  # noqa: E402
 from common.protocol import WorkerError  # noqa: E402
 from pytorch import worker as pt_worker  # noqa: E402
 from test_jax_worker import jax_python  # noqa: E402
@@ -56,8 +57,9 @@ def test_pytorch_training_dtypes(precision):
     assert short(logits.dtype) == logits_dtype
     assert short(loss.dtype) == "float32"  # the loss is fp32 in every recipe
     decisions = session.decisions()
-    assert {"fp32": "recipe=fp32-strict", "bf16": "recipe=pure-bf16",
-            "amp-bf16": "recipe=amp-bf16(torch.autocast bf16"}[precision] in decisions
+    assert recipes.describe(precision) in decisions
+    assert {"fp32": "[float32 parameters; allow_tf32=off]", "bf16": "[bfloat16 parameters; allow_tf32=off]",
+            "amp-bf16": "[torch.autocast bf16; allow_tf32=off]"}[precision] in decisions
     check = session.check()
     assert check["finite"] and len(check["gradient_norms"]) == 6
 
@@ -121,6 +123,17 @@ def test_jax_training_dtypes(precision):
         expected = "float32" if i in batch_norm else weights
         assert (p, g) == (expected, expected), (i, p, g)
     assert got["x"] == data and got["logits"] == logits_dtype and got["loss"] == "float32"
-    assert {"fp32": "recipe=fp32-strict", "bf16": "recipe=pure-bf16",
-            "amp-bf16": "recipe=amp-bf16(fp32 params and gradients cast to bf16"}[precision] in got["decisions"]
+    assert recipes.describe(precision) in got["decisions"]
+    assert {"fp32": "[fp32 params; matmul_precision=float32]", "bf16": "[bf16 params; matmul_precision=float32]",
+            "amp-bf16": "[fp32 params cast to bf16 in the jitted step"}[precision] in got["decisions"]
     assert "timed_steps: retraces=0" in got["decisions"], got["decisions"]
+
+
+def test_every_engine_names_the_same_recipes(run_crossbench):
+    """The workers' recipe texts (common/recipes.py) are the native engines' (core's recipe_of)."""
+    result = run_crossbench("list", "precisions", "--json")
+    assert result.returncode == 0, result.stderr
+    native = {row["name"]: row["recipe"] for row in json.loads(result.stdout)}
+    assert native == recipes.RECIPES
+    with pytest.raises(ValueError, match="unknown precision 'fp8'"):
+        recipes.describe("fp8")

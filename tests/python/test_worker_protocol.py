@@ -137,6 +137,7 @@ def test_amp_precisions_run_in_pytorch_and_are_unsupported_in_onednn(run_crossbe
         assert "mixed-precision recipe" in native["message"] and precision in native["message"], native
     torch_cell = cells[("pytorch", "amp-bf16")]
     assert torch_cell["status"] == "ok", torch_cell["message"]
-    assert "recipe=amp-bf16(torch.autocast bf16; fp32 master weights and gradients)" in torch_cell["decisions"]
+    assert ("recipe=amp-bf16 (fp32 master weights and gradients; bf16 compute through casts) [torch.autocast bf16"
+            in torch_cell["decisions"])
     # amp-fp16 on a CPU: PyTorch has no fast fp16 there; the worker says so.
     assert cells[("pytorch", "amp-fp16")]["status"] == "unsupported"

@@ -151,7 +151,7 @@ Support supports(const Device& device, const CellSpec& cell) {
       if (major >= 8) return element_limit(device, cell);
       return Support::no("bf16 needs compute capability 8.0 or later; " + device.model + " is " + cc);
     case Precision::amp_fp16: case Precision::amp_bf16:  // DESIGN.md: amp-* is the frameworks' recipe
-      return Support::no(std::string(to_string(cell.precision)) + " is the frameworks' mixed-precision recipe (fp32 master weights, 16-bit compute through casts); the cudnn engine runs pure fp16/bf16 instead");
+      return Support::no(mixed_precision_refusal(cell.precision, "cudnn", cell.precision == Precision::amp_fp16 ? "fp16" : "bf16"));
     case Precision::fp16:
       if (major >= 7) return element_limit(device, cell);
       return Support::no("fp16 tensor-core convolutions need compute capability 7.0 or later; " + device.model +

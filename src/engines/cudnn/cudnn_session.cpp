@@ -127,7 +127,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const E
   if (config.cuda_graphs) capture_graph();
 
   std::ostringstream text;
-  text << "layout=" << (b.nhwc ? "nhwc" : "nchw") << " graphs=" << (graph_exec_ ? "on" : "off")
+  text << recipe_of(cell.precision) << " layout=" << (b.nhwc ? "nhwc" : "nchw") << " graphs=" << (graph_exec_ ? "on" : "off")
        << " algo=" << policy_text(config) << " workspace_limit=" << format_bytes(static_cast<double>(config.workspace_limit_bytes))
        << " workspace=" << format_bytes(static_cast<double>(workspace_bytes_))
        << " fc=cublas/" << (cell.precision == Precision::tf32 ? "32F_FAST_TF32" : "32F")

@@ -59,7 +59,7 @@ class OnednnEngine final : public Engine {
       case Precision::tf32:
         return Support::no("tf32 is a GPU tensor-core mode; CPUs have no tf32 arithmetic");
       case Precision::amp_fp16: case Precision::amp_bf16:  // DESIGN.md: amp-* is the frameworks' recipe
-        return Support::no(std::string(to_string(cell.precision)) + " is the frameworks' mixed-precision recipe (fp32 master weights, 16-bit compute through casts); the onednn engine runs pure bf16 instead");
+        return Support::no(mixed_precision_refusal(cell.precision, "onednn", "bf16"));
       case Precision::fp16:
         return Support::no("fp16 is not supported by oneDNN's CPU training path (oneDNN 2.x: no fp16 "
                            "backward primitives on CPU)");

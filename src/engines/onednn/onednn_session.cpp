@@ -20,8 +20,9 @@ OnednnSession::OnednnSession(const Network& network, const CellSpec& cell, const
 }
 
 std::string OnednnSession::decisions() const {
-  if (!graph_->data_parallel) return {};
-  return "gradients averaged in " + graph_->data_parallel->buckets->description() + "; images " +
+  const std::string recipe(recipe_of(graph_->data_type == dt::bf16 ? Precision::bf16 : Precision::fp32));  // all it runs
+  if (!graph_->data_parallel) return recipe;
+  return recipe + "; gradients averaged in " + graph_->data_parallel->buckets->description() + "; images " +
          std::to_string(graph_->first_image) + ".. of the global batch";
 }
 

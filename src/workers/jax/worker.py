@@ -42,6 +42,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from common import recipes  # noqa: E402
 from common.protocol import WorkerError, serve  # noqa: E402
 
 WORKER = "jax"
@@ -236,14 +237,12 @@ class Recipe:
         self.matmul_precision = "tensorfloat32" if precision == "tf32" else "float32"
 
     def describe(self):
-        if self.precision == "fp32":
-            return "recipe=fp32-strict(matmul_precision=highest)"
-        if self.precision == "tf32":
-            return "recipe=tf32(fp32 tensors, matmul_precision=tensorfloat32)"
-        if not self.mixed:
-            return (f"recipe=pure-{self.precision}(weights/activations/gradients {self.precision}; "
-                    "fp32 loss and batch-norm)")
-        return f"recipe={self.precision}(fp32 params and gradients cast to {self.precision[4:]} in the step)"
+        """The precision's recipe (common/recipes.py, the texts of every engine) and JAX's means."""
+        if self.mixed:
+            means = f"fp32 params cast to {self.precision[4:]} in the jitted step"
+        else:
+            means = f"{'fp32' if self.precision in ('fp32', 'tf32') else self.precision} params"
+        return recipes.describe(self.precision, f"{means}; matmul_precision={self.matmul_precision}")
 
 
 # ---- A cell -----------------------------------------------------------------------------------

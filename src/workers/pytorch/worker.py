@@ -27,6 +27,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from common import recipes  # noqa: E402
 from common.protocol import WorkerError, serve  # noqa: E402
 
 COMPILE_MODES = ("reduce-overhead", "max-autotune")
@@ -68,15 +69,12 @@ class Recipe:
             torch.set_float32_matmul_precision("high" if self.tf32 else "highest")
 
     def describe(self):
-        if self.precision == "fp32":
-            return "recipe=fp32-strict(tf32=off)"
-        if self.precision == "tf32":
-            return "recipe=tf32(fp32 tensors, tf32 math)"
-        if self.autocast_dtype is None:
-            return (f"recipe=pure-{self.precision}(weights/activations/gradients {self.precision}; "
-                    "fp32 loss and batch-norm) tf32=off")
-        return (f"recipe={self.precision}(torch.autocast {self.precision[4:]}; fp32 master weights and gradients"
-                + ("; GradScaler" if self.loss_scaling else "") + ") tf32=off")
+        """The precision's recipe (common/recipes.py, the texts of every engine) and PyTorch's means."""
+        if self.autocast_dtype is not None:
+            means = f"torch.autocast {self.precision[4:]}" + ("; GradScaler" if self.loss_scaling else "")
+        else:
+            means = f"{str(self.parameter_dtype).replace('torch.', '')} parameters"
+        return recipes.describe(self.precision, means + ("; allow_tf32=on" if self.tf32 else "; allow_tf32=off"))
 
 
 class PytorchAdapter:

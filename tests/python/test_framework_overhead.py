@@ -1,0 +1,83 @@
+"""bench/gpu_framework_overhead.py's standalone PyTorch loop builds the recipe the worker builds
+(the H200's eager bf16 mismatch, bench/README.md): the same parameter and input dtypes, memory
+formats, TF32 switches, autocast, mode and step (gradients set to None, no update), checked on the
+CPU for every recipe a CPU runs; and the standalone side replays crossbench's cell order."""
+import importlib.util
+import json
+import pathlib
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is not importable by this Python")
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+WORKERS = REPO / "src" / "workers"
+if str(WORKERS) not in sys.path:
+    sys.path.insert(0, str(WORKERS))
+
+from pytorch import worker as pt_worker  # noqa: E402
+from test_worker_protocol import prepare_request  # noqa: E402
+
+spec = importlib.util.spec_from_file_location("gpu_framework_overhead", REPO / "bench" / "gpu_framework_overhead.py")
+overhead = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(overhead)
+
+
+def short(dtype):
+    return str(dtype).replace("torch.", "")
+
+
+def switches():
+    return (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
+            torch.get_float32_matmul_precision(), torch.backends.cudnn.benchmark)
+
+
+def facts(model, x, training, autocast):
+    """What a recipe decides, as comparable values."""
+    with autocast():
+        logits = model(x)
+        loss = model.loss(logits, torch.zeros(x.shape[0], dtype=torch.long))
+    return dict(parameters=[(short(p.dtype), p.is_contiguous(memory_format=torch.channels_last) and p.dim() == 4)
+                            for p in model.parameters()],
+                buffers=sorted({short(b.dtype) for b in model.buffers() if b.is_floating_point()}),
+                x=(short(x.dtype), tuple(x.shape)), logits=short(logits.dtype), loss=short(loss.dtype),
+                training=model.training, switches=switches())
+
+
+@pytest.mark.parametrize("phase", ["inference", "training"])
+@pytest.mark.parametrize("precision", ["fp32", "bf16", "amp-bf16"])
+def test_the_standalone_loop_builds_the_workers_recipe(precision, phase, tmp_path):
+    request = prepare_request(precision, phase)
+    graph = tmp_path / "small.json"
+    graph.write_text(json.dumps(request["graph"]))
+    model, x, labels, step, mark = overhead.torch_cell(torch, graph, precision, phase, 2, "cpu")
+    assert mark is None  # eager
+    standalone = facts(model, x, phase == "training", step.autocast)
+    session = pt_worker.PytorchSession(torch, request, compile_model=False)
+    worker = facts(session.model, session.x, phase == "training", session._autocast)
+    assert standalone == worker
+    # The step: gradients set to None first and filled by backward, no optimizer (update = none).
+    step()
+    assert len(session.run_steps(1, 60.0, False)) == 1
+    grads = [p.grad for p in model.parameters()]
+    worker_grads = [p.grad for p in session.model.parameters()]
+    if phase == "training":
+        assert all(g is not None for g in grads) and session.optimizer is None
+        assert [short(g.dtype) for g in grads] == [short(g.dtype) for g in worker_grads]
+    else:
+        assert all(g is None for g in grads) and all(g is None for g in worker_grads)
+
+
+def test_the_standalone_side_replays_crossbenchs_order(tmp_path):
+    journal = tmp_path / "c.h5.journal"
+    rows = [{"type": "header"}] + [{"type": "result", "result": {"network": "resnet50", "precision": p, "phase": ph}}
+                                   for p, ph in (("tf32", "training"), ("bf16", "training"), ("bf16", "inference"))]
+    journal.write_text("".join(f"0badc0de {json.dumps(r)}\n" for r in rows) + "torn line\n")
+    order = overhead.journal_order(journal)
+    assert order == [("resnet50", "tf32", "training"), ("resnet50", "bf16", "training"),
+                     ("resnet50", "bf16", "inference")]
+    args = type("Args", (), dict(order=",".join("/".join(c) for c in order), networks="x", precisions="y",
+                                 phases="z"))
+    assert list(overhead.cells_of(args)) == order
+    assert overhead.journal_order(tmp_path / "missing.journal") == []
