@@ -163,6 +163,43 @@ TEST(CudnnKernels, AddReluIsOnePassOfBoth) {
     }
 }
 
+// The relu kernels that replace cudnnActivation* on packed tensors: forward
+// in place (NaN kept), backward writing over dy (the in-place first
+// contribution) and accumulating into another gradient; each element exact
+// (the forward and the masked write have no arithmetic; the accumulation is
+// one add, rounded once).
+TEST(CudnnKernels, ReluForwardAndBackwardMatchTheHost) {
+  SKIP_WITHOUT_GPU();
+  for (DType type : {DType::f32, DType::bf16})
+    for (std::size_t count : {std::size_t{4096}, std::size_t{1001}}) {  // vectorised and not
+      std::vector<float> x = random_values(count, 11);
+      x[7] = std::numeric_limits<float>::quiet_NaN();
+      const std::vector<float> dy = random_values(count, 12), previous = random_values(count, 13);
+      DeviceArray device_x(x, type);
+      kernels::relu(device_x.get(), device_x.get(), type, static_cast<std::int64_t>(count), nullptr);
+      const std::vector<float> y = device_x.values();
+      for (std::size_t i = 0; i < count; ++i) {
+        const float want = stored(x[i], type);
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(y[i])) << i;
+          continue;
+        }
+        ASSERT_EQ(y[i], want < 0 ? 0.0f : want) << "count " << count << " element " << i;
+      }
+      DeviceArray in_place(dy, type), accumulated(previous, type);
+      kernels::relu_backward(device_x.get(), in_place.get(), in_place.get(), type, static_cast<std::int64_t>(count),
+                             0.0f, nullptr);
+      kernels::relu_backward(device_x.get(), in_place.get(), accumulated.get(), type,
+                             static_cast<std::int64_t>(count), 1.0f, nullptr);
+      const std::vector<float> written = in_place.values(), sums = accumulated.values();
+      for (std::size_t i = 0; i < count; ++i) {
+        const float masked = y[i] > 0 ? stored(dy[i], type) : 0.0f;
+        ASSERT_EQ(written[i], masked) << "count " << count << " element " << i;
+        ASSERT_EQ(sums[i], stored(masked + stored(previous[i], type), type)) << "count " << count << " element " << i;
+      }
+    }
+}
+
 // Folding non-trivial statistics: the folded convolution's output equals
 // batch-norm applied to the unfolded one, so weights and shift are checked
 // against gamma (x - mean) / sqrt(var + eps) + beta on a 1x1 "convolution"

@@ -1,6 +1,8 @@
 // kernels_epilogue.hpp: the kernels and their launchers.
 #include "engines/cudnn/kernels_epilogue.hpp"
 
+#include <initializer_list>
+
 #include "engines/cudnn/kernel_support.cuh"
 
 namespace crossbench::cudnn::kernels {
@@ -141,6 +143,70 @@ __global__ void add_relu_kernel(const T* a, const T* b, T* y, Index count) {
   for (Index i = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<Index>(gridDim.x) * blockDim.x)
     y[i] = from_float<T>(epilogue(to_float(a[i]), to_float(b[i]), true));
+}
+
+// relu over packed tensors, forward (y = relu(x), in place allowed) and
+// backward (dx = (y > 0 ? dy : 0) + beta dx, dx may be dy). `kVector`
+// elements (16 bytes) per step where the pointers and the count allow, else
+// one; Index is 32-bit where the count allows.
+template <typename T>
+struct ReluForward {
+  const T* x;
+  T* y;
+  __device__ __forceinline__ void operator()(std::int64_t i) const {
+    y[i] = from_float<T>(epilogue(to_float(x[i]), 0.0f, true));
+  }
+  template <int kVector>
+  __device__ __forceinline__ void vector(std::int64_t v) const {
+    uint4 data = reinterpret_cast<const uint4*>(x)[v];
+    T* values = reinterpret_cast<T*>(&data);
+#pragma unroll
+    for (int j = 0; j < kVector; ++j) values[j] = from_float<T>(epilogue(to_float(values[j]), 0.0f, true));
+    reinterpret_cast<uint4*>(y)[v] = data;
+  }
+};
+
+template <typename T>
+struct ReluBackward {
+  const T* y;
+  const T* dy;
+  T* dx;
+  float beta;  // 0: write, 1: accumulate
+  __device__ __forceinline__ float gradient(float out, float g, float previous) const {
+    const float masked = out > 0.0f ? g : 0.0f;
+    return beta != 0.0f ? masked + beta * previous : masked;
+  }
+  __device__ __forceinline__ void operator()(std::int64_t i) const {
+    dx[i] = from_float<T>(gradient(to_float(y[i]), to_float(dy[i]), beta != 0.0f ? to_float(dx[i]) : 0.0f));
+  }
+  template <int kVector>
+  __device__ __forceinline__ void vector(std::int64_t v) const {
+    const uint4 out = reinterpret_cast<const uint4*>(y)[v];
+    uint4 g = reinterpret_cast<const uint4*>(dy)[v];
+    uint4 previous{};
+    if (beta != 0.0f) previous = reinterpret_cast<const uint4*>(dx)[v];
+    const T* outs = reinterpret_cast<const T*>(&out);
+    const T* previouses = reinterpret_cast<const T*>(&previous);
+    T* gs = reinterpret_cast<T*>(&g);
+#pragma unroll
+    for (int j = 0; j < kVector; ++j)
+      gs[j] = from_float<T>(gradient(to_float(outs[j]), to_float(gs[j]), to_float(previouses[j])));
+    reinterpret_cast<uint4*>(dx)[v] = g;
+  }
+};
+
+template <int kVector, typename Op, typename Index>
+__global__ void elementwise_vector_kernel(Op op, Index vectors) {
+  for (Index v = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; v < vectors;
+       v += static_cast<Index>(gridDim.x) * blockDim.x)
+    op.template vector<kVector>(v);
+}
+
+template <typename Op, typename Index>
+__global__ void elementwise_kernel(Op op, Index count) {
+  for (Index i = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<Index>(gridDim.x) * blockDim.x)
+    op(i);
 }
 
 // Contiguous (H, W) planes: one block per (n, c) plane, one bias per block.
@@ -320,6 +386,65 @@ void add_relu(const void* a, const void* b, void* y, DType type, std::int64_t co
     default: throw Error("add_relu: a data type other than fp32, fp16 and bf16");
   }
   check_launch("add_relu");
+}
+
+namespace {
+// Runs `op` over `count` elements of T: vectorised where every pointer in
+// `pointers` is 16-byte aligned and the count a multiple of the vector.
+template <typename T, typename Op>
+void launch_elementwise(Op op, std::int64_t count, std::initializer_list<const void*> pointers, cudaStream_t stream) {
+  constexpr int kVector = 16 / sizeof(T);
+  bool aligned = count % kVector == 0;
+  for (const void* p : pointers) aligned = aligned && reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+  const bool small = count < (std::int64_t{1} << 31);
+  if (aligned) {
+    const std::int64_t vectors = count / kVector;
+    if (small)
+      elementwise_vector_kernel<kVector><<<blocks_for(vectors), kThreads, 0, stream>>>(op, static_cast<std::int32_t>(vectors));
+    else
+      elementwise_vector_kernel<kVector><<<blocks_for(vectors), kThreads, 0, stream>>>(op, vectors);
+  } else if (small) {
+    elementwise_kernel<<<blocks_for(count), kThreads, 0, stream>>>(op, static_cast<std::int32_t>(count));
+  } else {
+    elementwise_kernel<<<blocks_for(count), kThreads, 0, stream>>>(op, count);
+  }
+}
+
+template <typename T>
+void launch_relu(const void* x, void* y, std::int64_t count, cudaStream_t stream) {
+  launch_elementwise<T>(ReluForward<T>{static_cast<const T*>(x), static_cast<T*>(y)}, count, {x, y}, stream);
+}
+
+template <typename T>
+void launch_relu_backward(const void* y, const void* dy, void* dx, std::int64_t count, float beta,
+                          cudaStream_t stream) {
+  launch_elementwise<T>(
+      ReluBackward<T>{static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), beta}, count,
+      {y, dy, dx}, stream);
+}
+}  // namespace
+
+void relu(const void* x, void* y, DType type, std::int64_t count, cudaStream_t stream) {
+  if (count == 0) return;
+  switch (type) {
+    case DType::f16: launch_relu<__half>(x, y, count, stream); break;
+    case DType::bf16: launch_relu<__nv_bfloat16>(x, y, count, stream); break;
+    case DType::f32: launch_relu<float>(x, y, count, stream); break;
+    default: throw Error("relu: a data type other than fp32, fp16 and bf16");
+  }
+  check_launch("relu");
+}
+
+void relu_backward(const void* y, const void* dy, void* dx, DType type, std::int64_t count, float beta,
+                   cudaStream_t stream) {
+  if (count == 0) return;
+  switch (type) {
+    case DType::f16: launch_relu_backward<__half>(y, dy, dx, count, beta, stream); break;
+    case DType::bf16: launch_relu_backward<__nv_bfloat16>(y, dy, dx, count, beta, stream); break;
+    case DType::f32: launch_relu_backward<float>(y, dy, dx, count, beta, stream); break;
+    default: throw Error("relu_backward: a data type other than fp32, fp16 and bf16");
+  }
+  check_launch("relu_backward");
 }
 
 }  // namespace crossbench::cudnn::kernels

@@ -1,7 +1,7 @@
 // Bias and epilogue CUDA kernels of the cuDNN engine: fully-connected biases
 // and their gradients, per-channel bias gradients of convolutions, the fused
-// bias + relu epilogue, residual add + relu, and the inference batch-norm
-// folded into the convolution before it.
+// bias + relu epilogue, residual add + relu, relu forward and backward, and
+// the inference batch-norm folded into the convolution before it.
 // All run on the caller's stream and are asynchronous; launch errors are
 // checked (kernel_support.cuh's check_launch).
 #pragma once
@@ -60,5 +60,13 @@ struct BatchNormStatistics {
 };
 void fold_batch_norm(void* w, DType type, std::int64_t out_channels, std::int64_t per_output, const void* conv_bias,
                      void* shift, BatchNormStatistics bn, cudaStream_t stream);
+
+// relu over packed tensors of one type: y = max(x, 0) with NaN kept (x may be y).
+// One bandwidth-bound pass; cudnnActivationForward/Backward took 2.4 ms of a
+// 13.6 ms ResNet-50 bf16 training step on the H200 (layer times, 2026-11-30).
+void relu(const void* x, void* y, DType type, std::int64_t count, cudaStream_t stream);
+// dx = (y > 0 ? dy : 0) + beta * dx, beta 0 (write) or 1 (accumulate); dx may be dy.
+void relu_backward(const void* y, const void* dy, void* dx, DType type, std::int64_t count, float beta,
+                   cudaStream_t stream);
 
 }  // namespace crossbench::cudnn::kernels

@@ -1,4 +1,5 @@
-// ReLU (cudnnActivationForward/Backward) and dropout.
+// ReLU (our kernels over packed tensors, cudnnActivationForward/Backward
+// over strided ones) and dropout.
 //
 // ReLU runs in place when nothing else reads its input (decided in the
 // builder's pre-pass), like torchvision's ReLU(inplace=True); after a
@@ -13,31 +14,62 @@
 // is regenerated every step from the step number held in device memory (the
 // bookkeeping op advances it), so a captured CUDA graph draws a fresh mask
 // each replay, as real frameworks do. check() uses step 0.
+#include <initializer_list>
+#include <string>
+
 #include "crossbench/error.hpp"
 #include "engines/cudnn/graph.hpp"
 #include "engines/cudnn/kernels_elementwise.hpp"
+#include "engines/cudnn/kernels_epilogue.hpp"
 
 namespace crossbench::cudnn {
 namespace {
 
+// Our kernels (kernels_epilogue.hpp) where every tensor is packed in one
+// layout, the usual case; cudnnActivation* for strided ones (a relu reading
+// a concat slice), named in the decisions.
+bool same_packed_layout(std::initializer_list<const Tensor*> tensors) {
+  const Tensor* first = *tensors.begin();
+  for (const Tensor* t : tensors)
+    if (t->valid() && (!t->is_packed() || t->strides != first->strides || t->type != first->type)) return false;
+  return true;
+}
+
 class Relu final : public LayerImpl {
  public:
+  std::string name;
   Tensor x, y, dy, dx;
   float dx_beta = 0;
   LayerImpl* producer = nullptr;  // the convolution (or add) that may apply this relu itself
+  bool kernel_forward = false, kernel_backward = false;
   TensorDesc xd, yd, dyd, dxd;
 
   void setup(SetupContext&) override {
+    kernel_forward = same_packed_layout({&x, &y});
+    kernel_backward = dy.valid() && same_packed_layout({&y, &dy, &dx});
     xd = describe_tensor(x);
     yd = describe_tensor(y);
     if (dy.valid()) dyd = describe_tensor(dy);
     if (dx.valid()) dxd = describe_tensor(dx);
   }
+  std::string decisions() const override {
+    const bool backward = dy.valid();
+    if (kernel_forward && (!backward || kernel_backward)) return {};  // the session's relu=kernels says it
+    return name + ":relu=cudnnActivation(strided)";
+  }
   void run_forward(const Exec& e) {
     if (producer != nullptr && producer->relu_fused()) return;
+    if (kernel_forward) {
+      kernels::relu(e.ptr(x), e.ptr(y), x.type, x.elements(), e.stream);
+      return;
+    }
     CB_CHECK_CUDNN(cudnnActivationForward(e.dnn, relu_descriptor(), &kOne, xd, e.ptr(x), &kZero, yd, e.ptr(y)));
   }
   void run_backward(const Exec& e) {
+    if (kernel_backward) {
+      kernels::relu_backward(e.ptr(y), e.ptr(dy), e.ptr(dx), y.type, y.elements(), dx_beta, e.stream);
+      return;
+    }
     CB_CHECK_CUDNN(cudnnActivationBackward(e.dnn, relu_descriptor(), &kOne, yd, e.ptr(y), dyd, e.ptr(dy), yd,
                                            e.ptr(y), &dx_beta, dxd, e.ptr(dx)));
   }
@@ -60,6 +92,7 @@ void forward_relu(Builder& b, int index) {
   LayerState& in = b.state(from);
   LayerState& s = b.state(index);
   auto* r = b.make_impl<Relu>(index);
+  r->name = b.layer(index).name;
   r->x = in.out;
   if (s.in_place) {
     r->y = in.out;
