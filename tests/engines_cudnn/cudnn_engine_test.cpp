@@ -368,8 +368,10 @@ TEST(CudnnSession, CudaGraphReplayMatchesEagerStepsElementByElement) {
       eager->step();
       graphed->step();
     }
-    // Same kernels, so the same numbers up to the weight gradients' summation
-    // order (some backward-filter algorithms accumulate with atomics).
+    // Same kernels, so the same logits; the weight gradients up to their
+    // summation order (backward-filter algorithms and split-K GEMMs that
+    // accumulate with atomics): 1e-3 of the tensor's largest value (measured
+    // on the H200: worst 1.5e-4, googlenet fp32 batch 4).
     const auto compare = [&](const std::vector<float>& want, const std::vector<float>& got, double relative,
                              const std::string& what) {
       ASSERT_EQ(want.size(), got.size()) << what;
@@ -389,7 +391,7 @@ TEST(CudnnSession, CudaGraphReplayMatchesEagerStepsElementByElement) {
     compare(eager->logits_storage(), graphed->logits_storage(), 1e-6, name + " logits");
     ASSERT_EQ(eager->parameter_count(), graphed->parameter_count());
     for (std::size_t p = 0; p < eager->parameter_count(); ++p)
-      compare(eager->gradient_storage(p), graphed->gradient_storage(p), 1e-5,
+      compare(eager->gradient_storage(p), graphed->gradient_storage(p), 1e-3,
               name + " gradient of trainable tensor " + std::to_string(p));
   }
 }
@@ -444,6 +446,16 @@ std::string without_cache_use(const std::string& decisions, int& hits, int& miss
   return decisions.substr(0, at) + decisions.substr(end + 1);
 }
 
+// The decisions without their " search_arena=SIZE" token: the only part of a
+// plan that differs between a search and its replay.
+std::string without_search_arena(const std::string& decisions) {
+  const auto at = decisions.find(" search_arena=");
+  if (at == std::string::npos) return decisions;
+  const auto value = decisions.find('=', at) + 1;
+  const auto end = decisions.find(' ', decisions.find(' ', value) + 1);  // "1.02 GiB": number, space, unit
+  return decisions.substr(0, at) + (end == std::string::npos ? "" : decisions.substr(end));
+}
+
 TEST(CudnnEngine, AlgorithmCacheReplaysThePlanWithNoSearch) {
   SKIP_WITHOUT_GPU();
   const std::filesystem::path file =
@@ -476,7 +488,7 @@ TEST(CudnnEngine, AlgorithmCacheReplaysThePlanWithNoSearch) {
     EXPECT_EQ(misses, 0) << again->decisions();
     EXPECT_EQ(again_plan.find("search_arena="), std::string::npos) << "every choice remembered: no search arena";
     // Every layer's choice and its candidates' medians (the header differs only by the arena).
-    EXPECT_EQ(again_plan.substr(again_plan.find(';')), cold_plan.substr(cold_plan.find(';')));
+    EXPECT_EQ(again_plan, without_search_arena(cold_plan));
   }
   ASSERT_TRUE(std::filesystem::exists(file));
   // A new engine (as a new process): the file replays the plan, with no search at all.
@@ -488,7 +500,7 @@ TEST(CudnnEngine, AlgorithmCacheReplaysThePlanWithNoSearch) {
   EXPECT_GT(hits, 0);
   EXPECT_EQ(warm_plan.find("search_arena="), std::string::npos) << "a warm cache allocates no search arena";
   // Every layer's choice and its candidates' medians, replayed exactly.
-  EXPECT_EQ(cold_plan.substr(cold_plan.find(';')), warm_plan.substr(warm_plan.find(';')));
+  EXPECT_EQ(without_search_arena(cold_plan), warm_plan);
   // The same algorithms compute the same numbers (the weight gradients'
   // algorithms may sum in a different order: relative 1e-3).
   const OutputCheck warm_check = session->check();
