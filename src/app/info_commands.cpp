@@ -70,7 +70,7 @@ int list_command(const CommandContext& context) {
       for (const auto& spec : options_schema())
         list.push_back({{"key", spec.key}, {"flag", spec.flag}, {"default", spec.default_value}, {"valid", spec.range_text()},
                         {"help", spec.help}, {"changes_numbers", spec.changes_numbers}, {"recorded_as", spec.recorded_as},
-                        {"commands", spec.commands}});
+                        {"commands", spec.commands}, {"sent_to_workers", spec.sent_to_workers}});
     } else if (what == "devices") {
       for (int ordinal = 0; ordinal < visible_gpu_count(); ++ordinal) list.push_back(to_json(probe_gpu(ordinal, "")));
       list.push_back(to_json(probe_cpu(cpu_threads_of_binding(), "")));

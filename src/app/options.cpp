@@ -445,6 +445,7 @@ Options parse_command_options(const std::string& command, const std::vector<std:
   options.settings["--replicas"] = std::to_string(options.replicas);
   options.settings["--filter"] = options.cell_filter;
   options.settings["--resume"] = options.resume ? "true" : "false";
+  options.engine.worker_settings = worker_settings(options);  // the schema says which keys reach workers
   return options;
 }
 
