@@ -59,6 +59,10 @@ std::vector<std::string> option_sections();
 // (the job file or the --set), the key, the value and the valid range.
 std::string validated_setting(const OptionSpec& spec, const std::string& text, const std::string& origin);
 
+// The canonical value of a key in `options` ("engine.algo" -> "exhaustive"),
+// or its schema default when the options were not parsed from a job (tests).
+std::string setting_value(const Options& options, const std::string& key);
+
 // A recorded setting: the canonical value of one schema key in a run.
 struct RecordedSetting {
   std::string key;            // "measure.warmup"

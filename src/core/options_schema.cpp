@@ -63,6 +63,7 @@ std::vector<OptionSpec> make_schema() {
       {"", "--checkpoint-s", T::number, "60", 0, 1e9, {}, "rank 0 rewrites the cube this often [s]", false, "", "run"},
       {"", "--jsonl", T::text, "", 0, 0, {}, "also append one JSON line per finished cell (with its provenance) to FILE", false, "", "run"},
       {"", "--json", T::flag, "off", 0, 0, {}, "print the plan as JSON", false, "", "plan"},
+      {"", "--calibrate", T::text, "", 0, 0, {}, "estimate each cell from the wall times these cubes (comma-separated) recorded: a cell a cube holds ok takes its preparation + search + timed seconds; the others of its engine and device key take the cost model scaled by the matched cells", false, "", "plan"},
       {"", "--ranks", T::integer, "(MPI world)", 1, 1 << 20, {}, "plan for N ranks like this process, without MPI", false, "", "plan"},
       {"", "--device-json", T::text, "", 0, 0, {}, "with --ranks: the ranks' device (crossbench list devices --json)", false, "", "plan"},
       {"", "--cpu", T::flag, "off", 0, 0, {}, "run framework workers on the CPU", false, "", "check"},
@@ -170,6 +171,14 @@ std::string validated_setting(const OptionSpec& spec, const std::string& raw, co
   }
 }
 
+std::string setting_value(const Options& options, const std::string& key) {
+  const auto found = options.settings.find(key);
+  if (found != options.settings.end()) return found->second;
+  const OptionSpec* spec = find_option(key);
+  if (spec == nullptr) throw Error("'" + key + "' is not a key of the options schema");
+  return spec->default_value;
+}
+
 std::vector<RecordedSetting> recorded_settings(const Options& options) {
   std::vector<RecordedSetting> settings;
   for (const auto& spec : options_schema()) {
@@ -189,12 +198,8 @@ std::vector<RecordedSetting> number_changing_settings(const Options& options) {
 
 std::map<std::string, std::string> worker_settings(const Options& options) {
   std::map<std::string, std::string> settings;
-  for (const auto& spec : options_schema()) {
-    if (!spec.sent_to_workers) continue;
-    const auto found = options.settings.find(spec.key);
-    if (found == options.settings.end()) throw Error("the worker setting '" + spec.key + "' was never parsed");
-    settings[spec.key] = found->second;
-  }
+  for (const auto& spec : options_schema())
+    if (spec.sent_to_workers) settings[spec.key] = setting_value(options, spec.key);
   return settings;
 }
 
