@@ -136,6 +136,9 @@ struct EngineConfig {
   // pytorch-compile: torch.compile's mode, "reduce-overhead" (CUDA graphs) or "max-autotune"
   // (CUDA graphs and autotuned kernels); sent to every worker, which records what ran.
   std::string compile_mode = "reduce-overhead";
+  // Framework workers: the settings their prepare request carries, schema key → canonical text
+  // (options_schema.hpp worker_settings(); the schema's sent_to_workers rows).
+  std::map<std::string, std::string> worker_settings;
 };
 
 class Engine {

@@ -1,10 +1,12 @@
 // The options schema (DESIGN.md "Options"): every option of `crossbench run`,
 // `plan` and `check` declared once, with its type, default, range, help,
 // whether it changes the numbers, and where it is recorded. INI parsing,
-// --set, every command's --help, the journal header, the cube attributes and
-// the README's key table all come from this one table.
+// --set, every command's --help, the journal header, the cube attributes, the
+// settings of a framework worker's prepare request and the README's key table
+// all come from this one table.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,10 @@ struct OptionSpec {
   bool changes_numbers = false;  // a different value measures different numbers: resume refuses a change
   std::string recorded_as;       // root attribute of the cube (and key of the journal's settings); empty: not recorded
   std::string commands;          // the commands that take it: "run plan check"
+  // A framework worker's prepare request carries it in `settings` (README
+  // "Framework workers"): the worker runs the cell with it, so it is declared
+  // here once rather than named by hand in the request.
+  bool sent_to_workers = false;
 
   std::string section() const;          // "measure" ("" for a command-line option)
   std::string name() const;             // "warmup"
@@ -53,6 +59,10 @@ std::vector<std::string> option_sections();
 // (the job file or the --set), the key, the value and the valid range.
 std::string validated_setting(const OptionSpec& spec, const std::string& text, const std::string& origin);
 
+// The canonical value of a key in `options` ("engine.algo" -> "exhaustive"),
+// or its schema default when the options were not parsed from a job (tests).
+std::string setting_value(const Options& options, const std::string& key);
+
 // A recorded setting: the canonical value of one schema key in a run.
 struct RecordedSetting {
   std::string key;            // "measure.warmup"
@@ -65,6 +75,10 @@ struct RecordedSetting {
 std::vector<RecordedSetting> recorded_settings(const Options& options);
 // Those that change the numbers: what `run --resume` must find unchanged.
 std::vector<RecordedSetting> number_changing_settings(const Options& options);
+
+// The settings a framework worker's prepare request carries: the canonical
+// value of every key marked sent_to_workers ("measure.seed" -> "42"), all of them.
+std::map<std::string, std::string> worker_settings(const Options& options);
 
 // The reference of the job-file keys as a Markdown table (README "Job file keys").
 std::string options_markdown_table();

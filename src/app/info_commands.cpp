@@ -71,7 +71,7 @@ int list_command(const CommandContext& context) {
       for (const auto& spec : options_schema())
         list.push_back({{"key", spec.key}, {"flag", spec.flag}, {"default", spec.default_value}, {"valid", spec.range_text()},
                         {"help", spec.help}, {"changes_numbers", spec.changes_numbers}, {"recorded_as", spec.recorded_as},
-                        {"commands", spec.commands}});
+                        {"commands", spec.commands}, {"sent_to_workers", spec.sent_to_workers}});
     } else if (what == "precisions") {
       for (const auto& name : precision_names())
         list.push_back({{"name", name}, {"recipe", recipe_of(*precision_from_string(name))}});

@@ -200,7 +200,7 @@ std::string value_name(const OptionSpec& spec) {
   static const std::map<std::string, std::string> names{
       {"--job", "FILE"},  {"--set", "KEY=VALUE"}, {"--output", "PATH"},    {"--device-tag", "TAG"},
       {"--replicas", "R"}, {"--filter", "REGEX"},  {"--jsonl", "FILE"},     {"--ranks", "N"},
-      {"--device-json", "FILE"}, {"--checkpoint-s", "SECONDS"}};
+      {"--device-json", "FILE"}, {"--checkpoint-s", "SECONDS"}, {"--calibrate", "CUBE.h5[,CUBE.h5...]"}};
   const auto found = names.find(spec.flag);
   if (found != names.end()) return found->second;
   return spec.type == OptionType::choice ? join(spec.choices, "|") : "LIST";
@@ -215,7 +215,8 @@ std::string command_help(const std::string& command) {
   if (command == "run")
     text << "Runs the job's matrix on every rank (mpirun/srun for more than one) and writes the results cube.\n";
   else if (command == "plan")
-    text << "Prints the cells each rank would run, with their estimated cost; runs nothing.\n";
+    text << "Prints the cells each rank would run, with their estimated cost (the cost model, or with --calibrate\n"
+            "the wall times earlier runs recorded) and where each estimate comes from; runs nothing.\n";
   else
     text << "Runs each cell's output check (loss, gradient norms) and prints JSON lines; no timing, no cube.\n";
   text << "\nFlags (default in brackets):\n";
@@ -245,7 +246,8 @@ std::string command_help(const std::string& command) {
             "  crossbench run --job jobs/quick.ini --set measure.warmup=5 --device-tag power=300W --jsonl cells.jsonl\n";
   else if (command == "plan")
     text << "  crossbench plan --job jobs/study2017.ini --ranks 8\n"
-            "  crossbench plan --job jobs/study2017.ini --ranks 4 --device-json h100.json --json\n";
+            "  crossbench plan --job jobs/study2017.ini --ranks 4 --device-json h100.json --json\n"
+            "  crossbench plan --job jobs/study2017.ini --ranks 8 --calibrate results/h200.h5\n";
   else
     text << "  crossbench check --job jobs/quick.ini --filter alexnet\n";
   return text.str();
@@ -281,6 +283,11 @@ Options parse_command_options(const std::string& command, const std::vector<std:
   if (given("--device-json")) options.device_json = flag_value("--device-json");
   if (!options.device_json.empty() && options.simulated_ranks == 0) throw UsageError("--device-json needs --ranks N");
   if (given("--jsonl")) options.jsonl = flag_value("--jsonl");
+  if (given("--calibrate"))
+    for (const auto& cube : split_list(flag_value("--calibrate"))) {
+      if (cube.empty()) throw UsageError("--calibrate '" + flag_value("--calibrate") + "' has an empty entry; give CUBE.h5[,CUBE.h5...]");
+      options.calibrate.emplace_back(cube);
+    }
   if (given("--filter")) {
     options.cell_filter = flag_value("--filter");
     try {
@@ -445,6 +452,7 @@ Options parse_command_options(const std::string& command, const std::vector<std:
   options.settings["--replicas"] = std::to_string(options.replicas);
   options.settings["--filter"] = options.cell_filter;
   options.settings["--resume"] = options.resume ? "true" : "false";
+  options.engine.worker_settings = worker_settings(options);  // the schema says which keys reach workers
   return options;
 }
 

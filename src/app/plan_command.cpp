@@ -3,6 +3,8 @@
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
 
 #include "app/commands.hpp"
 #include "app/console.hpp"
@@ -20,6 +22,26 @@ std::string rank_list(const std::vector<int>& ranks) {
   return text;
 }
 
+// How the estimates were made: the model's parts, and with --calibrate what
+// each (device key, engine) was calibrated from.
+std::string estimate_legend(const Plan& plan) {
+  std::ostringstream text;
+  text << "estimates: model = preparation + search (exhaustive algorithm search, torch.compile, jit) + "
+          "warm-up and min_steps steps at 40% of the device's peak (src/dist/cost_model.cpp)\n";
+  if (plan.calibration_cubes.empty()) return text.str();
+  std::string cubes;
+  for (const auto& cube : plan.calibration_cubes) cubes += (cubes.empty() ? "" : ", ") + cube.string();
+  text << "calibrated from " << cubes << " (recorded = preparation + search + timed seconds of the cell there):\n";
+  for (const auto& fit : plan.calibration) {
+    text << "  " << fit.engine << " on " << fit.device_key << ": ";
+    if (fit.matched_cells == 0) text << "no recorded cell matched; the model as it is\n";
+    else
+      text << fit.matched_cells << " recorded cell(s); the others: scaled model = model x " << std::fixed
+           << std::setprecision(3) << fit.factor << "\n";
+  }
+  return text.str();
+}
+
 void print_plan(const Plan& plan, int ranks) {
   std::cout << "crossbench plan: " << plan.cells.size() << " cells, " << ranks << " rank(s), " << plan.groups.size()
             << " device group(s)\n";
@@ -33,7 +55,7 @@ void print_plan(const Plan& plan, int ranks) {
                 << format_duration(plan.rank_load_s[static_cast<std::size_t>(rank)]) << "\n";
       for (const auto& planned : cells) {
         std::cout << "    " << std::left << std::setw(52) << describe(planned.cell) << std::right << std::fixed
-                  << std::setprecision(2) << std::setw(10) << planned.estimated_s << " s";
+                  << std::setprecision(2) << std::setw(10) << planned.estimated_s << " s  " << planned.estimate_source;
         if (planned.data_parallel()) std::cout << "  data parallel with ranks " << rank_list(planned.group_ranks);
         if (!planned.unrunnable_reason.empty()) std::cout << "  unsupported: " << planned.unrunnable_reason;
         std::cout << "\n";
@@ -49,6 +71,7 @@ void print_plan(const Plan& plan, int ranks) {
     std::cout << "  " << std::left << std::setw(52) << describe(planned.cell) << std::right << " ranks "
               << rank_list(planned.group_ranks) << "\n";
   }
+  std::cout << "\n" << estimate_legend(plan);
   const double ideal = ranks > 0 ? plan.total_s / ranks : 0;
   std::cout << std::fixed << std::setprecision(1) << "\ntotal estimated " << plan.total_s << " s; predicted makespan "
             << plan.makespan_s << " s (" << format_duration(plan.makespan_s) << "); ideal " << ideal << " s; makespan/ideal "
@@ -73,9 +96,24 @@ nlohmann::json plan_json(const Plan& plan, int ranks) {
                      {"rank", planned.rank},
                      {"group_ranks", planned.group_ranks},
                      {"estimated_s", planned.estimated_s},
+                     {"estimate_source", planned.estimate_source},
+                     {"model", {{"preparation_s", planned.model.preparation_s},
+                                {"search_s", planned.model.search_s},
+                                {"steps_s", planned.model.steps_s}}},
                      {"unsupported", planned.unrunnable_reason}});
-  return {{"ranks", ranks},         {"groups", groups},        {"cells", cells},
-          {"total_s", plan.total_s}, {"makespan_s", plan.makespan_s}, {"rank_load_s", plan.rank_load_s}};
+  nlohmann::json result{{"ranks", ranks},         {"groups", groups},        {"cells", cells},
+                        {"total_s", plan.total_s}, {"makespan_s", plan.makespan_s}, {"rank_load_s", plan.rank_load_s}};
+  if (!plan.calibration_cubes.empty()) {
+    nlohmann::json cubes = nlohmann::json::array(), fits = nlohmann::json::array();
+    for (const auto& cube : plan.calibration_cubes) cubes.push_back(cube.string());
+    for (const auto& fit : plan.calibration)
+      fits.push_back({{"device_key", fit.device_key},
+                      {"engine", fit.engine},
+                      {"matched_cells", fit.matched_cells},
+                      {"factor", fit.matched_cells > 0 ? nlohmann::json(fit.factor) : nlohmann::json()}});
+    result["calibration"] = {{"cubes", cubes}, {"fits", fits}};
+  }
+  return result;
 }
 
 void print_plan_as_asked(const Options& options, const Plan& plan, int ranks) {
@@ -93,6 +131,10 @@ int plan_command(const CommandContext& context) {
     std::cout << command_help("plan");
     return 0;
   }
+  // Read before MPI starts: a missing or unreadable cube is bad input (exit 2) on every rank alike.
+  std::optional<RecordedWallTimes> recorded;
+  if (!options.calibrate.empty()) recorded = read_recorded_wall_times(options.calibrate);
+  const RecordedWallTimes* calibration = recorded ? &*recorded : nullptr;
   const int simulated_ranks = options.simulated_ranks;
   const std::string& device_json = options.device_json;
   if (simulated_ranks > 0) {
@@ -107,13 +149,14 @@ int plan_command(const CommandContext& context) {
         throw UsageError("--device-json '" + device_json + "': " + error.what());
       }
     }
-    print_plan_as_asked(options, make_plan(options, std::vector<Device>(static_cast<std::size_t>(simulated_ranks), device)),
+    print_plan_as_asked(options,
+                        make_plan(options, std::vector<Device>(static_cast<std::size_t>(simulated_ranks), device), {}, calibration),
                         simulated_ranks);
     return 0;
   }
   MpiSession mpi;
   const Device mine = bind_device(mpi, options.device_tag);
-  const Plan plan = make_plan(options, gather_devices(mpi, mine));
+  const Plan plan = make_plan(options, gather_devices(mpi, mine), {}, calibration);
   if (mpi.rank() == 0) print_plan_as_asked(options, plan, mpi.size());
   return 0;
 }

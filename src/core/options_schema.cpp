@@ -17,7 +17,8 @@ constexpr double kLargestBatch = 1 << 20;  // a batch beyond this is a typo, not
 std::vector<OptionSpec> make_schema() {
   using T = OptionType;
   const std::string all = "run plan check", measured = "run plan";
-  // key, flag, type, default, low, high, choices, help, changes_numbers, recorded_as, commands
+  const bool to_workers = true;  // the last column: sent_to_workers
+  // key, flag, type, default, low, high, choices, help, changes_numbers, recorded_as, commands[, sent_to_workers]
   return {
       // [matrix]: the axes of the cube (recorded as the cube's dimension scales).
       {"matrix.networks", "", T::names, "(required)", 0, 0, {}, "networks to run, comma-separated (crossbench list networks)", false, "", all},
@@ -32,18 +33,18 @@ std::vector<OptionSpec> make_schema() {
       {"measure.max_steps", "", T::integer, "10000", 1, 10000000, {}, "timed steps at most", true, "measure_max_steps", measured},
       {"measure.target_ci", "", T::number, "0.01", 0, 1, {}, "stop when the 95% CI half-width of the median is below this fraction of it", true, "measure_target_ci", measured},
       {"measure.cell_time_limit_s", "", T::number, "600", 0, 1e7, {}, "wall-clock limit per cell, preparation included [s]", true, "measure_cell_time_limit_s", all},
-      {"measure.seed", "", T::integer, "42", 0, 9.2e18, {}, "seed of the synthetic weights, inputs and labels", true, "seed", all},
-      {"measure.update", "--update", T::choice, "none", 0, 0, {"none", "sgd"}, "training weight update", true, "update", all},
-      {"measure.learning_rate", "", T::number, "0.01", 0, 1e3, {}, "learning rate of update = sgd", true, "learning_rate", all},
+      {"measure.seed", "", T::integer, "42", 0, 9.2e18, {}, "seed of the synthetic weights, inputs and labels", true, "seed", all, to_workers},
+      {"measure.update", "--update", T::choice, "none", 0, 0, {"none", "sgd"}, "training weight update", true, "update", all, to_workers},
+      {"measure.learning_rate", "", T::number, "0.01", 0, 1e3, {}, "learning rate of update = sgd", true, "learning_rate", all, to_workers},
       {"measure.layer_times", "--layer-times", T::boolean, "false", 0, 0, {}, "after an ok cell's timed steps, a separate pass times each layer's forward and backward; never changes the headline", false, "measure_layer_times", measured},
       {"measure.layer_time_repetitions", "", T::integer, "10", 1, 10000, {}, "profiled steps of layer_times; each layer's time is their median", false, "measure_layer_time_repetitions", measured},
       // [engine]
       {"engine.algo", "--algo", T::choice, "heuristic", 0, 0, {"heuristic", "exhaustive"}, "GPU convolution algorithms: the library's first choice, or a measured search (untimed)", true, "engine_algorithm_policy", all},
       {"engine.algo_cache", "--algo-cache", T::text, "", 0, 0, {}, "algo = exhaustive: a JSON file of measured algorithm choices, keyed by device, library versions and layer signature; a warm cache replays them with no search, misses are searched and appended (empty: choices kept in memory for the run)", false, "engine_algo_cache", all},
       {"engine.workspace_limit_mb", "", T::integer, "1024", 0, 1 << 24, {}, "GPU convolution workspace limit per convolution [MiB]", true, "engine_workspace_limit_mb", all},
-      {"engine.layout", "--layout", T::choice, "auto", 0, 0, {"auto", "nchw", "nhwc"}, "tensor layout; auto = NCHW for fp32, NHWC for tf32, fp16 and bf16 (measured on the H200: bench/results/2026-12-01)", true, "engine_layout", all},
+      {"engine.layout", "--layout", T::choice, "auto", 0, 0, {"auto", "nchw", "nhwc"}, "tensor layout; auto = NCHW for fp32, NHWC for tf32, fp16 and bf16 (measured on the H200: bench/results/2026-12-01)", true, "engine_layout", all, to_workers},
       {"engine.cuda_graphs", "--cuda-graphs", T::boolean, "false", 0, 0, {}, "capture each step as a CUDA graph and replay it", true, "engine_cuda_graphs", all},
-      {"engine.compile_mode", "", T::choice, "reduce-overhead", 0, 0, {"reduce-overhead", "max-autotune"}, "pytorch-compile: the torch.compile mode (reduce-overhead = CUDA graphs)", true, "engine_compile_mode", all},
+      {"engine.compile_mode", "", T::choice, "reduce-overhead", 0, 0, {"reduce-overhead", "max-autotune"}, "pytorch-compile: the torch.compile mode (reduce-overhead = CUDA graphs)", true, "engine_compile_mode", all, to_workers},
       {"engine.bucket_mb", "", T::integer, "25", 1, 1 << 16, {}, "data-parallel gradient all-reduce bucket size [MiB]", true, "data_parallel_bucket_mb", measured},
       // [output]
       {"output.path", "", T::text, "results/<job name>.h5", 0, 0, {}, "the results cube (its directory is created)", false, "", measured},
@@ -62,6 +63,7 @@ std::vector<OptionSpec> make_schema() {
       {"", "--checkpoint-s", T::number, "60", 0, 1e9, {}, "rank 0 rewrites the cube this often [s]", false, "", "run"},
       {"", "--jsonl", T::text, "", 0, 0, {}, "also append one JSON line per finished cell (with its provenance) to FILE", false, "", "run"},
       {"", "--json", T::flag, "off", 0, 0, {}, "print the plan as JSON", false, "", "plan"},
+      {"", "--calibrate", T::text, "", 0, 0, {}, "estimate each cell from the wall times these cubes (comma-separated) recorded: a cell a cube holds ok takes its preparation + search + timed seconds; the others of its engine and device key take the cost model scaled by the matched cells", false, "", "plan"},
       {"", "--ranks", T::integer, "(MPI world)", 1, 1 << 20, {}, "plan for N ranks like this process, without MPI", false, "", "plan"},
       {"", "--device-json", T::text, "", 0, 0, {}, "with --ranks: the ranks' device (crossbench list devices --json)", false, "", "plan"},
       {"", "--cpu", T::flag, "off", 0, 0, {}, "run framework workers on the CPU", false, "", "check"},
@@ -169,6 +171,14 @@ std::string validated_setting(const OptionSpec& spec, const std::string& raw, co
   }
 }
 
+std::string setting_value(const Options& options, const std::string& key) {
+  const auto found = options.settings.find(key);
+  if (found != options.settings.end()) return found->second;
+  const OptionSpec* spec = find_option(key);
+  if (spec == nullptr) throw Error("'" + key + "' is not a key of the options schema");
+  return spec->default_value;
+}
+
 std::vector<RecordedSetting> recorded_settings(const Options& options) {
   std::vector<RecordedSetting> settings;
   for (const auto& spec : options_schema()) {
@@ -186,15 +196,23 @@ std::vector<RecordedSetting> number_changing_settings(const Options& options) {
   return settings;
 }
 
+std::map<std::string, std::string> worker_settings(const Options& options) {
+  std::map<std::string, std::string> settings;
+  for (const auto& spec : options_schema())
+    if (spec.sent_to_workers) settings[spec.key] = setting_value(options, spec.key);
+  return settings;
+}
+
 std::string options_markdown_table() {
   std::ostringstream table;
-  table << "| key | flag | default | valid | changes numbers | cube attribute | meaning |\n"
-        << "|---|---|---|---|---|---|---|\n";
+  table << "| key | flag | default | valid | changes numbers | cube attribute | to workers | meaning |\n"
+        << "|---|---|---|---|---|---|---|---|\n";
   for (const auto& spec : options_schema()) {
     if (spec.key.empty()) continue;
     table << "| `" << spec.key << "` | " << (spec.flag.empty() ? "" : "`" + spec.flag + "`") << " | " << spec.default_value
           << " | " << spec.range_text() << " | " << (spec.changes_numbers ? "yes" : "no") << " | "
-          << (spec.recorded_as.empty() ? "" : "`" + spec.recorded_as + "`") << " | " << spec.help << " |\n";
+          << (spec.recorded_as.empty() ? "" : "`" + spec.recorded_as + "`") << " | " << (spec.sent_to_workers ? "yes" : "")
+          << " | " << spec.help << " |\n";
   }
   return table.str();
 }

@@ -10,30 +10,6 @@
 #include "dist/journal.hpp"
 
 namespace crossbench {
-namespace {
-
-// Fraction of the fp32 peak that a step reaches, and how much faster the
-// reduced precisions run on a GPU's tensor cores: rough, but only the ratios
-// between cells matter for the balance.
-constexpr double kAssumedEfficiency = 0.4;
-constexpr double kPreparationSeconds = 0.2;      // [s] building primitives, allocating
-constexpr double kUnsupportedCellSeconds = 0.001; // [s]
-
-double precision_speedup(const Device& device, Precision precision) {
-  if (device.kind == DeviceKind::cpu)
-    return precision == Precision::bf16 || precision == Precision::amp_bf16 ? 2.0 : 1.0;
-  switch (precision) {
-    case Precision::fp32: return 1.0;
-    case Precision::tf32: return 4.0;
-    case Precision::fp16:
-    case Precision::bf16: return 8.0;
-    case Precision::amp_fp16:
-    case Precision::amp_bf16: return 6.0;  // 16-bit math plus the casts and fp32 gradients
-  }
-  return 1.0;
-}
-
-}  // namespace
 
 std::vector<PlannedCell> Plan::cells_of(int rank) const {
   std::vector<PlannedCell> mine;
@@ -53,21 +29,6 @@ std::vector<std::string> resolve_engines(const std::vector<std::string>& engines
     if (std::find(resolved.begin(), resolved.end(), name) == resolved.end()) resolved.push_back(name);
   }
   return resolved;
-}
-
-double estimate_cell_seconds(const Network& network, const CellSpec& cell, const Device& device,
-                             const MeasureOptions& measure) {
-  const auto& catalog = engine_catalog();
-  const auto info = std::find_if(catalog.begin(), catalog.end(), [&](const EngineInfo& e) { return e.name == cell.engine; });
-  if (info != catalog.end() && (!info->built || info->device_kind != device.kind)) return kUnsupportedCellSeconds;
-  if (cell.gpus > 1 && cell.phase != Phase::training) return kUnsupportedCellSeconds;  // single-device only
-  const double flops_per_image = cell.phase == Phase::training ? network.training_flops_per_image()
-                                                               : network.forward_flops_per_image();
-  const double steps = measure.warmup_steps + measure.min_steps;
-  const double flops_per_second =
-      std::max(device.peak_fp32_tflops, 1e-3) * 1e12 * kAssumedEfficiency * precision_speedup(device, cell.precision);
-  const double seconds = kPreparationSeconds + steps * flops_per_image * static_cast<double>(cell.batch) / flops_per_second;
-  return std::min(seconds, measure.cell_time_limit_s + kPreparationSeconds);
 }
 
 Assignment assign_longest_first(const std::vector<double>& costs, const std::vector<std::string>& conflict_classes,
@@ -94,7 +55,8 @@ Assignment assign_longest_first(const std::vector<double>& costs, const std::vec
   return assignment;
 }
 
-Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, const std::set<std::string>& done) {
+Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, const std::set<std::string>& done,
+               const RecordedWallTimes* recorded) {
   Plan plan;
   for (int rank = 0; rank < static_cast<int>(rank_devices.size()); ++rank) {
     const std::string key = rank_devices[static_cast<std::size_t>(rank)].key();
@@ -128,14 +90,20 @@ Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, 
                   planned.cell = {engine, network, precision, batch, phase, replica, gpus};
                   planned.rank = -1;
                   if (done.count(cell_key(group.key, planned.cell)) || !cell_selected(options, planned.cell)) continue;
-                  planned.estimated_s = estimate_cell_seconds(networks.at(network), planned.cell, group.device, options.measure);
+                  planned.model = model_cell_estimate(networks.at(network), planned.cell, group.device, options);
+                  planned.estimated_s = planned.model.total_s();
                   if (gpus > static_cast<int>(group.ranks.size()) && phase == Phase::training)
                     planned.unrunnable_reason = "data parallel over " + std::to_string(gpus) + " devices needs " +
                                                 std::to_string(gpus) + " ranks bound to devices of key '" + group.key +
                                                 "'; this run has " + std::to_string(group.ranks.size());
-                  if (!planned.unrunnable_reason.empty()) planned.estimated_s = kUnsupportedCellSeconds;
+                  if (!planned.unrunnable_reason.empty()) planned.model = {0, 0, kUnsupportedCellSeconds};
+                  planned.estimated_s = planned.model.total_s();
                   cells.push_back(planned);
                 }
+    if (recorded != nullptr) {
+      const auto fits = calibrate_cells(cells, *recorded, options.measure.cell_time_limit_s);
+      plan.calibration.insert(plan.calibration.end(), fits.begin(), fits.end());
+    }
 
     // Data-parallel cells first, longest first, each on the least-loaded ranks.
     std::vector<std::size_t> parallel, single;
@@ -203,6 +171,7 @@ Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, 
       plan.cells.push_back(planned);
     }
   }
+  if (recorded != nullptr) plan.calibration_cubes = recorded->cubes;
   plan.makespan_s = plan.rank_load_s.empty() ? 0 : *std::max_element(plan.rank_load_s.begin(), plan.rank_load_s.end());
   return plan;
 }

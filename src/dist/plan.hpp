@@ -2,12 +2,15 @@
 // matrix over the ranks, grouped by device key (DESIGN.md "Distribution").
 #pragma once
 
+#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "crossbench/device.hpp"
 #include "crossbench/options.hpp"
+#include "dist/calibration.hpp"
+#include "dist/cost_model.hpp"
 
 namespace crossbench {
 
@@ -15,7 +18,9 @@ struct PlannedCell {
   std::string device_key;
   CellSpec cell;
   int rank = 0;              // the rank that runs it (and reports it: the group's first rank)
-  double estimated_s = 0;    // cost model [s]
+  double estimated_s = 0;    // what the plan balances on [s]: the model, or plan --calibrate's estimate
+  CellEstimate model;        // the cost model's estimate, in parts [s]
+  std::string estimate_source = kEstimateModel;  // model, recorded or scaled model (calibration.hpp)
   // Data parallel (gpus > 1): the cell.gpus ranks that train it together, in
   // rank order (front() == rank); empty for a single-device cell.
   std::vector<int> group_ranks;
@@ -38,6 +43,9 @@ struct Plan {
   std::vector<double> rank_load_s;   // estimated busy time per rank [s]
   double makespan_s = 0;             // the largest rank load [s]
   double total_s = 0;                // the sum of all cells' estimates [s]
+  // plan --calibrate: the cubes read and one fit per (device key, engine); empty otherwise.
+  std::vector<std::filesystem::path> calibration_cubes;
+  std::vector<CalibrationFit> calibration;
 
   // The cells `rank` takes part in, in the order it runs them: the
   // data-parallel cells of its groups first (in one global order, so that the
@@ -47,12 +55,6 @@ struct Plan {
 
 // Engines of the matrix for one device kind: `auto` becomes the native engine.
 std::vector<std::string> resolve_engines(const std::vector<std::string>& engines, DeviceKind kind);
-
-// Estimated wall time of a cell [s]: FLOPs of the warm-up and the minimum
-// timed steps at an assumed fraction of the device's peak, plus a fixed
-// preparation cost; a cell that cannot run costs almost nothing.
-double estimate_cell_seconds(const Network& network, const CellSpec& cell, const Device& device,
-                             const MeasureOptions& measure);
 
 // Longest processing time first: items in decreasing cost (stable: ties keep
 // their order) each go to the least-loaded rank (lowest rank on a tie) that
@@ -73,6 +75,9 @@ Assignment assign_longest_first(const std::vector<double>& costs, const std::vec
 // time; then the single-device cells fill the ranks by LPT. The R replicas of a cell go to R distinct ranks;
 // a group with fewer than R ranks is a UsageError.
 // Cells whose key (cell_key(device key, cell)) is in `done` are left out: a resumed run.
-Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, const std::set<std::string>& done = {});
+// Each cell's cost is the model's (cost_model.hpp), or with `recorded` (plan
+// --calibrate) the recorded or scaled estimate (calibration.hpp).
+Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, const std::set<std::string>& done = {},
+               const RecordedWallTimes* recorded = nullptr);
 
 }  // namespace crossbench

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "crossbench/error.hpp"
+#include "dist/journal.hpp"
 
 namespace crossbench {
 namespace {
@@ -107,6 +109,59 @@ TEST(Plan, SeedJobIsWellBalancedOnFourRanks) {
   const Plan plan = make_plan(seed_like_options(), std::vector<Device>(4, cpu_device("")));
   // 14 cells of very different cost on 4 ranks: LPT keeps the makespan near the ideal.
   EXPECT_LT(plan.makespan_s / (plan.total_s / 4), 1.15);
+}
+
+TEST(Plan, WithoutCalibrationEveryCellIsTheModelWithItsPreparation) {
+  const Plan plan = make_plan(seed_like_options(), std::vector<Device>(2, cpu_device("")));
+  for (const auto& planned : plan.cells) {
+    EXPECT_EQ(planned.estimate_source, kEstimateModel);
+    EXPECT_GT(planned.model.preparation_s, 0);  // preparation is part of every runnable cell's cost
+    EXPECT_DOUBLE_EQ(planned.estimated_s, planned.model.total_s());
+  }
+  EXPECT_TRUE(plan.calibration.empty());
+}
+
+TEST(Plan, CalibrationUsesRecordedSecondsAndScalesTheRest) {
+  Options options = seed_like_options();
+  options.matrix.networks = {"alexnet", "resnet50"};
+  options.matrix.phases = {Phase::inference};
+  const std::vector<Device> devices{cpu_device("a"), cpu_device("b")};
+  const Plan model = make_plan(options, devices);
+  const auto find = [](const Plan& plan, const std::string& key, const std::string& network) {
+    for (const auto& planned : plan.cells)
+      if (planned.device_key == key && planned.cell.network == network) return planned;
+    ADD_FAILURE() << key << " " << network;
+    return PlannedCell{};
+  };
+  const std::string a = cpu_device("a").key(), b = cpu_device("b").key();
+  const PlannedCell alexnet = find(model, a, "alexnet");
+  // Device a recorded alexnet at 4x the model; device b recorded nothing.
+  RecordedWallTimes recorded;
+  recorded.cubes = {"earlier.h5"};
+  recorded.seconds[cell_key(a, alexnet.cell)] = 4 * alexnet.model.total_s();
+  const Plan plan = make_plan(options, devices, {}, &recorded);
+  EXPECT_EQ(find(plan, a, "alexnet").estimate_source, kEstimateRecorded);
+  EXPECT_DOUBLE_EQ(find(plan, a, "alexnet").estimated_s, 4 * alexnet.model.total_s());
+  const PlannedCell resnet = find(plan, a, "resnet50");
+  EXPECT_EQ(resnet.estimate_source, kEstimateScaledModel);
+  EXPECT_NEAR(resnet.estimated_s, std::min(4 * resnet.model.total_s(), options.measure.cell_time_limit_s), 1e-9);
+  EXPECT_EQ(find(plan, b, "resnet50").estimate_source, kEstimateModel);  // nothing matched on b
+  ASSERT_EQ(plan.calibration.size(), 2u);
+  EXPECT_EQ(plan.calibration[0].device_key, a);
+  EXPECT_EQ(plan.calibration[0].matched_cells, 1);
+  EXPECT_DOUBLE_EQ(plan.calibration[0].factor, 4);
+  EXPECT_EQ(plan.calibration[1].matched_cells, 0);
+  EXPECT_TRUE(std::isnan(plan.calibration[1].factor));
+  EXPECT_EQ(plan.calibration_cubes, recorded.cubes);
+}
+
+TEST(Plan, AMissingCalibrationCubeIsBadInputNamingIt) {
+  try {
+    read_recorded_wall_times({"/nonexistent/earlier.h5"});
+    FAIL() << "a missing cube was accepted";
+  } catch (const UsageError& error) {
+    EXPECT_NE(std::string(error.what()).find("/nonexistent/earlier.h5"), std::string::npos) << error.what();
+  }
 }
 
 }  // namespace

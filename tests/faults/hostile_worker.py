@@ -45,7 +45,7 @@ def main():
                 reply({"type": "prepared", "status": "failed", "message": "x" * (50 << 20)})
             else:
                 reply({"type": "prepared", "status": "ok", "peak_memory_bytes": 1.0})
-        elif kind == "steps":  # protocol 2: run `count` steps, return their times
+        elif kind == "steps":  # since protocol 2: run `count` steps, return their times
             steps = max(request["count"], 1)
             if fault == "stderr-flood":
                 chunk = "e" * (1 << 20)

@@ -14,6 +14,7 @@ import json
 import os
 import pathlib
 import subprocess
+import sys
 
 import h5py
 import numpy as np
@@ -26,6 +27,9 @@ BUILD = pathlib.Path(os.environ.get("CROSSBENCH_BUILD_DIR", REPO / "build"))
 JAX_WORKER = REPO / "src" / "workers" / "jax" / "worker.py"
 TORCH_WORKER = REPO / "src" / "workers" / "pytorch" / "worker.py"
 SYSTEM_PYTHON = "/usr/bin/python3"
+if str(REPO / "src" / "workers") not in sys.path:
+    sys.path.insert(0, str(REPO / "src" / "workers"))
+from common.protocol import PROTOCOL  # noqa: E402  (the framework-free part of the workers)
 
 
 def imports(python, module):
@@ -81,20 +85,22 @@ def converse(python, worker, graph, *, seed=42, batch=2, phase="training", preci
     requests = [
         dict(type="prepare", cell=dict(network=graph["name"], precision=precision, batch=batch, phase=phase,
                                        replica=0),
-             graph=graph, seed=seed, update="none", learning_rate=0.01, threads=2, layout="auto"),
+             graph=graph, threads=2,
+             settings={"measure.seed": seed, "measure.update": "none", "measure.learning_rate": 0.01,
+                       "engine.layout": "auto", "engine.compile_mode": "reduce-overhead"}),
         dict(type="steps", count=1, warmup=True, time_limit_s=300),
         dict(type="steps", count=2, warmup=False, time_limit_s=300),
         dict(type="check"),
         dict(type="release"),
         dict(type="exit"),
     ]
-    text = "".join(json.dumps(dict(protocol=2, **r)) + "\n" for r in requests)
+    text = "".join(json.dumps(dict(protocol=PROTOCOL, **r)) + "\n" for r in requests)
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", JAX_PLATFORMS="cpu", OMP_NUM_THREADS="2")
     result = subprocess.run([python, "-u", str(worker)], input=text, capture_output=True, text=True,
                             timeout=600, env=env)
     assert result.returncode == 0, result.stderr[-4000:]
     replies = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
-    assert all(r["protocol"] == 2 for r in replies)
+    assert all(r["protocol"] == PROTOCOL for r in replies)
     by_type = {r["type"]: r for r in replies}  # the later (timed) `stepped` reply wins
     assert [r["type"] for r in replies] == ["hello", "prepared", "stepped", "stepped", "checked", "released"], \
         (replies, result.stderr[-4000:])
@@ -106,7 +112,7 @@ def test_jax_unsupported_without_site_packages():
                             text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     hello = json.loads(result.stdout.splitlines()[0])
-    assert hello["type"] == "hello" and hello["protocol"] == 2 and hello["worker"] == "jax"
+    assert hello["type"] == "hello" and hello["protocol"] == PROTOCOL and hello["worker"] == "jax"
     assert hello["status"] == "unsupported"
     assert "JAX is not importable by" in hello["message"]
     assert "pip install jax (CPU) or jax[cuda12]" in hello["message"]

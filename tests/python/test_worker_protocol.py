@@ -1,16 +1,22 @@
-"""Worker protocol 2 (README "Framework workers"): the Runner asks a worker for batches of steps
-and decides alone when to stop. Spoken directly to the PyTorch worker, and through a real
-crossbench run with a worker that records the batches it was asked for. Also: the amp-*
-precisions are the frameworks' recipe, which the native engines answer `unsupported`."""
+"""Worker protocol 3 (README "Framework workers"): the Runner asks a worker for batches of steps
+and decides alone when to stop; `prepare` carries the options schema's worker settings. Spoken
+directly to the PyTorch worker, and through a real crossbench run with a worker that records the
+requests it got. Also: the amp-* precisions are the frameworks' recipe, which the native engines
+answer `unsupported`."""
 import json
 import os
 import pathlib
 import subprocess
+import sys
 
 import h5py
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
+if str(REPO / "src" / "workers") not in sys.path:
+    sys.path.insert(0, str(REPO / "src" / "workers"))
+from common.protocol import PROTOCOL  # noqa: E402
+
 TORCH_WORKER = REPO / "src" / "workers" / "pytorch" / "worker.py"
 RECORDING = REPO / "tests" / "workers" / "recording_worker.py"
 PYTHON = "/usr/bin/python3"
@@ -45,14 +51,18 @@ def small_graph():
             "input": {"channels": 3, "height": 8, "width": 8}, "layers": layers}
 
 
-def prepare_request(precision="fp32", phase="training"):
+# The schema's defaults of the keys it sends to workers (`crossbench list options`, "to workers").
+DEFAULT_SETTINGS = {"measure.seed": 42, "measure.update": "none", "measure.learning_rate": 0.01,
+                    "engine.layout": "auto", "engine.compile_mode": "reduce-overhead"}
+
+
+def prepare_request(precision="fp32", phase="training", settings=None):
     return dict(type="prepare", cell=dict(network="small", precision=precision, batch=2, phase=phase, replica=0),
-                graph=small_graph(), seed=42, update="none", learning_rate=0.01, threads=1, layout="auto",
-                compile_mode="reduce-overhead")
+                graph=small_graph(), threads=1, settings={**DEFAULT_SETTINGS, **(settings or {})})
 
 
-def converse(requests, worker=TORCH_WORKER):
-    text = "".join(json.dumps(dict(protocol=2, **r)) + "\n" for r in requests)
+def converse(requests, worker=TORCH_WORKER, protocol=PROTOCOL):
+    text = "".join(json.dumps(dict(protocol=protocol, **r)) + "\n" for r in requests)
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1")
     result = subprocess.run([PYTHON, "-u", str(worker)], input=text, capture_output=True, text=True,
                             timeout=300, env=env)
@@ -71,7 +81,7 @@ def test_steps_requests_return_exactly_the_steps_asked_for():
         dict(type="release"), dict(type="exit")])
     assert [r["type"] for r in replies] == ["hello", "stepped", "prepared", "stepped", "stepped", "stepped",
                                             "stepped", "released"], stderr[-2000:]
-    assert all(r["protocol"] == 2 for r in replies)
+    assert all(r["protocol"] == PROTOCOL for r in replies)
     assert replies[1]["status"] == "failed" and "without a prepared cell" in replies[1]["message"]
     counts = [len(r["samples_ms"]) for r in replies[3:7]]
     assert counts == [2, 5, 0, 0]

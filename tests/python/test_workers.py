@@ -110,7 +110,7 @@ def test_protocol_mismatch_is_a_clear_error(run_crossbench, tmp_path):
     cells = run_job(run_crossbench, tmp_path, engines="broken", workers=broken("protocol"))
     status, message, _ = cells[("broken", "alexnet", "inference")]
     assert status == "failed"
-    assert "speaks protocol 99" in message and "protocol 2" in message
+    assert "speaks protocol 99" in message and "protocol 3" in message
 
 
 def test_missing_interpreter_is_unsupported_with_advice(run_crossbench, tmp_path):

@@ -2,8 +2,10 @@
 """The real PyTorch worker (src/workers/pytorch/worker.py), which also appends every
 `steps` request it gets to a file as one JSON line {"count", "warmup"}: the tests
 read back the batches the Runner asked for (tests/python/test_worker_protocol.py).
+With --settings, it appends every `prepare` request's `settings` object to another
+file (tests/python/test_worker_settings.py).
 
-  recording_worker.py --record FILE
+  recording_worker.py --record FILE [--settings FILE]
 """
 import argparse
 import json
@@ -18,11 +20,15 @@ from pytorch.worker import PytorchAdapter  # noqa: E402
 
 
 class RecordingAdapter(PytorchAdapter):
-    def __init__(self, record):
+    def __init__(self, record, settings=None):
         super().__init__(compile_model=False)
         self.record = record
+        self.settings = settings
 
     def prepare(self, request):
+        if self.settings:
+            with open(self.settings, "a", encoding="utf-8") as log:
+                log.write(json.dumps(request.get("settings")) + "\n")
         session = super().prepare(request)
         original_run_steps = session.run_steps
 
@@ -38,7 +44,9 @@ class RecordingAdapter(PytorchAdapter):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--record", required=True, help="file that gets one JSON line per steps request")
-    serve(RecordingAdapter(parser.parse_args().record))
+    parser.add_argument("--settings", help="file that gets each prepare request's settings, one JSON line each")
+    arguments = parser.parse_args()
+    serve(RecordingAdapter(arguments.record, arguments.settings))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 
 #include "crossbench/error.hpp"
 #include "crossbench/synthetic.hpp"
+#include "engines/worker/prepare_request.hpp"
 #include "engines/worker/reply_validation.hpp"
 #include "engines/worker/subprocess.hpp"
 
@@ -66,17 +67,7 @@ class WorkerEngine final : public Engine {
   std::unique_ptr<Session> prepare(const Network& network, const CellSpec& cell, Communicator* communicator) override {
     if (communicator != nullptr) return nullptr;  // workers train on one device
     start_if_needed();
-    const json request{{"protocol", kWorkerProtocol},
-                       {"type", "prepare"},
-                       {"cell", {{"network", cell.network}, {"precision", to_string(cell.precision)}, {"batch", cell.batch},
-                                 {"phase", to_string(cell.phase)}, {"replica", cell.replica}}},
-                       {"graph", to_json(network)},
-                       {"seed", config_.seed},
-                       {"update", config_.update == Update::sgd ? "sgd" : "none"},
-                       {"learning_rate", config_.learning_rate},
-                       {"threads", config_.threads},
-                       {"layout", config_.layout == Layout::nchw ? "nchw" : config_.layout == Layout::nhwc ? "nhwc" : "auto"},
-                       {"compile_mode", config_.compile_mode}};
+    const json request = prepare_request(network, cell, config_, kWorkerProtocol);
     const json reply = exchange(request, "prepared", after(config_.worker_timeout_s));
     raise_for_status(reply, "preparing " + describe(cell));
     const auto& peak = reply.contains("peak_memory_bytes") ? reply["peak_memory_bytes"] : json();

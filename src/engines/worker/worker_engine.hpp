@@ -12,9 +12,12 @@
 
 namespace crossbench {
 
-// 2: the Runner drives the steps ("steps" requests in batches, raw times
-// back); 1 had the worker run the stopping rule itself ("measure").
-inline constexpr int kWorkerProtocol = 2;
+// 3: `prepare` carries the options schema's worker settings in one
+// `settings` object (key → value); 2 named seed, update, learning_rate,
+// layout and compile_mode by hand. 2: the Runner drives the steps ("steps"
+// requests in batches, raw times back); 1 had the worker run the stopping rule
+// itself ("measure"). src/workers/common/protocol.py holds the same number.
+inline constexpr int kWorkerProtocol = 3;
 
 // Where the workers shipped with crossbench live (src/workers/): next to the
 // binary's build or install tree, else the source tree it was built from.

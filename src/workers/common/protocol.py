@@ -6,7 +6,8 @@ over here so that a stray print cannot corrupt the protocol). ``serve`` runs
 the loop for a framework adapter:
 
     adapter.hello()                 -> dict: framework, device, status ("ok"/"unsupported"), message
-    adapter.prepare(request)        -> session object (raises WorkerError(status, message))
+    adapter.prepare(request)        -> session object (raises WorkerError(status, message));
+                                       the run's settings come from ``settings(request, key, ...)``
     session.run_steps(count, time_limit_s, warmup)
                                     -> times of up to `count` steps back to back [ms], measured with
                                        the framework's device timer; fewer when time_limit_s [s] runs out
@@ -30,7 +31,10 @@ import sys
 import time
 import traceback
 
-PROTOCOL = 2  # 2: the Runner sends `steps` batches; 1 had a `measure` request
+# 3: `prepare` carries the options schema's worker settings in one `settings` object;
+# 2: the Runner sends `steps` batches; 1 had a `measure` request.
+# src/engines/worker/worker_engine.hpp (kWorkerProtocol) holds the same number.
+PROTOCOL = 3
 
 
 class WorkerError(Exception):
@@ -40,6 +44,25 @@ class WorkerError(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+def settings(request, *keys):
+    """The values of options-schema `keys` ("measure.seed", "engine.layout") in a `prepare`
+    request, as a dict. crossbench sends every key its schema marks "to workers" (README "Job
+    file keys") in the request's `settings`, typed by the schema (integers, numbers, booleans,
+    text), so a worker reads them here rather than from fields named by hand. A key that is
+    missing fails the cell with a message naming it: crossbench and the worker disagree about
+    the schema."""
+    given = request.get("settings")
+    if not isinstance(given, dict):
+        raise WorkerError("failed", f"the prepare request has no `settings` object (protocol {PROTOCOL} sends the "
+                          "options schema's worker settings there)")
+    missing = [key for key in keys if key not in given]
+    if missing:
+        raise WorkerError("failed", f"the prepare request's settings lack {', '.join(missing)} (it has "
+                          f"{', '.join(sorted(given)) or 'none'}): this worker and crossbench disagree about the "
+                          "options schema; update one of them")
+    return {key: given[key] for key in keys}
 
 
 def steps_one_by_one(step, count, time_limit_s):
@@ -93,8 +116,8 @@ def serve(adapter):
             continue
         request = json.loads(line)
         if request.get("protocol") != PROTOCOL:
-            print(f"crossbench worker: request with protocol {request.get('protocol')!r}; this worker speaks {PROTOCOL}",
-                  file=sys.stderr)
+            print(f"crossbench worker: request with protocol {request.get('protocol')!r}; this worker speaks protocol "
+                  f"{PROTOCOL}: update crossbench or the worker so both match", file=sys.stderr)
             return
         kind = request.get("type")
         if kind == "exit":

@@ -43,7 +43,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from common import recipes  # noqa: E402
-from common.protocol import WorkerError, serve  # noqa: E402
+from common.protocol import WorkerError, serve, settings  # noqa: E402
 
 WORKER = "jax"
 np = synthetic = None  # numpy and common.synthetic, imported by hello() (so a python without them says so)
@@ -264,11 +264,14 @@ class JaxSession:
         self.recipe = Recipe(self.precision)
         self.dtype = self.recipe.compute_dtype
         self.matmul_precision = self.recipe.matmul_precision
-        self.net = Network(request["graph"], int(request["seed"]))
+        # The options schema's worker settings (README "Job file keys", column "to workers"); the
+        # layout and the compile mode are PyTorch's: XLA picks its own layout and always jits.
+        given = settings(request, "measure.seed", "measure.update", "measure.learning_rate")
+        self.net = Network(request["graph"], int(given["measure.seed"]))
         self.traces = 0  # times the steps were traced (jit compiles); see decisions()
         self.traces_before_timed = self.traces_after_timed = None
-        self.sgd = request.get("update") == "sgd" and self.training
-        self.learning_rate = float(request.get("learning_rate", 0.01))
+        self.sgd = given["measure.update"] == "sgd" and self.training
+        self.learning_rate = float(given["measure.learning_rate"])
         put = lambda a: jax.device_put(a, self.device)  # noqa: E731
         # Batch-norm gamma/beta stay fp32 in every recipe (as cuDNN's batch-norm takes them).
         batch_norm = {position for slots in self.net.slots.values() for slot, position in slots.items()

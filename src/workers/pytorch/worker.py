@@ -11,7 +11,7 @@ monotonic clock on the CPU; an out-of-memory ends the cell as `oom` and the
 worker stays usable.
 
 --compile (pytorch-compile) is PyTorch at its best as practitioners run it:
-torch.compile of the model's layers in the request's ``compile_mode``
+torch.compile of the model's layers in the request's ``engine.compile_mode``
 (``reduce-overhead``: CUDA graphs, by default; ``max-autotune``: CUDA graphs
 and autotuned kernels), compiled once per cell in prepare (untimed, its time
 reported), each step marked with torch.compiler.cudagraph_mark_step_begin();
@@ -28,9 +28,11 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from common import recipes  # noqa: E402
-from common.protocol import WorkerError, serve  # noqa: E402
+from common.protocol import WorkerError, serve, settings  # noqa: E402
 
 COMPILE_MODES = ("reduce-overhead", "max-autotune")
+# The options-schema keys this worker runs a cell with (the request's `settings`).
+SETTINGS_READ = ("measure.seed", "measure.update", "measure.learning_rate", "engine.layout", "engine.compile_mode")
 
 
 class Recipe:
@@ -138,6 +140,8 @@ class PytorchSession:
         from pytorch.model import CrossbenchModel
 
         self.torch = torch
+        # The options schema's worker settings (README "Job file keys", column "to workers").
+        given = settings(request, *SETTINGS_READ)
         cell = request["cell"]
         self.precision, self.phase, self.batch = cell["precision"], cell["phase"], int(cell["batch"])
         self.training = self.phase == "training"
@@ -153,19 +157,19 @@ class PytorchSession:
         self.recipe.apply_math_flags(torch)
         torch.backends.cudnn.benchmark = True
         # channels_last where PyTorch picks it: 16-bit tensor-core convolutions on a GPU.
-        layout = request.get("layout", "auto")
+        layout = given["engine.layout"]
         channels_last = layout == "nhwc" or (layout == "auto" and self.recipe.sixteen_bit_compute and self.cuda)
         self.layout = "channels_last" if channels_last else "contiguous"
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()
-        self.model = CrossbenchModel(request["graph"], seed=int(request["seed"]), device=device,
+        self.model = CrossbenchModel(request["graph"], seed=int(given["measure.seed"]), device=device,
                                      dtype=self.recipe.parameter_dtype, channels_last=channels_last)
         self.model.train(self.training)
         self.x = self.model.synthetic_input(self.batch)
         self.labels = self.model.synthetic_labels(self.batch)
         self.optimizer = None
-        if request.get("update") == "sgd" and self.training:
-            self.optimizer = torch.optim.SGD(self.model.parameters(), lr=float(request.get("learning_rate", 0.01)))
+        if given["measure.update"] == "sgd" and self.training:
+            self.optimizer = torch.optim.SGD(self.model.parameters(), lr=float(given["measure.learning_rate"]))
         self.scaler = None
         if self.recipe.loss_scaling and self.training:  # amp-fp16 runs on GPUs only (see above)
             amp = getattr(torch, "amp", None)
@@ -178,7 +182,7 @@ class PytorchSession:
         self.mark_step = None
         self.counts_after_compile = self.counts_before_timed = self.counts_after_timed = None
         if compile_model:
-            self._compile(request.get("compile_mode", "reduce-overhead"))
+            self._compile(given["engine.compile_mode"])
 
     # -- torch.compile ----------------------------------------------------------------------
 

@@ -1,0 +1,51 @@
+// `plan --calibrate CUBE.h5,...`: the plan's estimates from the wall times
+// earlier runs recorded (DESIGN.md "Distribution"). A planned cell that a cube
+// holds `ok` takes its recorded seconds; the others of the same engine and
+// device key take the cost model scaled by what the matched cells cost
+// against it; with nothing matched, the model as it is. Every cell says which.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "crossbench/statistics.hpp"
+
+namespace crossbench {
+
+struct PlannedCell;
+
+// Where a cell's estimate comes from (PlannedCell::estimate_source).
+inline constexpr const char* kEstimateModel = "model";
+inline constexpr const char* kEstimateRecorded = "recorded";
+inline constexpr const char* kEstimateScaledModel = "scaled model";
+
+struct RecordedWallTimes {
+  std::vector<std::filesystem::path> cubes;  // as given
+  // cell_key(device key, cell with replica 0) → mean over the cubes' ok
+  // replicas of preparation_s + search_s (0 where not reported) + timed_s [s].
+  std::map<std::string, double> seconds;
+};
+
+// Reads the ok cells of every cube. A cube that is missing or not a readable
+// crossbench cube is a UsageError naming it (plan exits 2); a cube without
+// recorded wall times (schema 2) adds nothing.
+RecordedWallTimes read_recorded_wall_times(const std::vector<std::filesystem::path>& cubes);
+
+// The fit of one engine on one device key.
+struct CalibrationFit {
+  std::string device_key;
+  std::string engine;
+  int matched_cells = 0;        // planned cells with a recorded time
+  double factor = not_a_number; // recorded ÷ model over the matched cells; NaN when none matched
+};
+
+// Sets every cell's estimated_s and estimate_source from its model estimate
+// (PlannedCell::model) and `recorded`; returns one fit per (device key,
+// engine), in the cells' order. Cells the plan cannot run keep their cost; a
+// scaled model stays within `cell_time_limit_s` [s], as the run does.
+std::vector<CalibrationFit> calibrate_cells(std::vector<PlannedCell>& cells, const RecordedWallTimes& recorded,
+                                            double cell_time_limit_s);
+
+}  // namespace crossbench

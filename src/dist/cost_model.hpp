@@ -1,0 +1,29 @@
+// The plan's cost model (DESIGN.md "Distribution"): a cell's wall time
+// estimated from its FLOPs and the device's peak, plus its preparation and
+// its search, before anything has run. `plan --calibrate` replaces or scales
+// it with recorded wall times (dist/calibration.hpp).
+#pragma once
+
+#include "crossbench/device.hpp"
+#include "crossbench/network.hpp"
+#include "crossbench/options.hpp"
+
+namespace crossbench {
+
+// What a cell that cannot run costs: it is recorded at once [s].
+inline constexpr double kUnsupportedCellSeconds = 0.001;
+
+// One cell's estimate in the parts a cube records (preparation_s, search_s, timed_s) [s].
+struct CellEstimate {
+  double preparation_s = 0;  // prepare() without the search: primitives, buffers, a worker's model
+  double search_s = 0;       // measured choices: exhaustive algorithm search, torch.compile, jit
+  double steps_s = 0;        // warm-up + min_steps steps at an assumed fraction of the device's peak
+  double total_s() const { return preparation_s + search_s + steps_s; }
+};
+
+// The model's estimate of a cell on a device, at most the cell time limit
+// (which includes preparation); kUnsupportedCellSeconds (all in steps_s) for
+// a cell the engine cannot run there.
+CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, const Device& device, const Options& options);
+
+}  // namespace crossbench
