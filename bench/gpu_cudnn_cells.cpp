@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
                            {"loss", check.loss},
                            {"gradient_norm", check.gradient_norm},
                            {"prepare_s", prep_s},
-                           {"decisions", session->decisions()}});
+                           {"decisions", session->record().decisions}});
             if (op_repetitions > 0) {
               if (auto* cudnn_session = dynamic_cast<cudnn::CudnnSession*>(session.get())) {
                 auto ops = op_medians(cudnn_session->profile(op_repetitions));

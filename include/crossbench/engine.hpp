@@ -10,7 +10,6 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -41,6 +40,10 @@ class StepTimer {
   virtual void start() = 0;
   virtual void stop() = 0;
   virtual double elapsed_ms() = 0;  // waits until the stopped step has finished [ms]
+  // Data-parallel sessions: how long the timed step waited, after its backward
+  // pass, for gradient averages that computation did not hide [ms]; valid once
+  // elapsed_ms() has returned the step's time. NaN for single-device sessions.
+  virtual double exposed_communication_ms() { return std::numeric_limits<double>::quiet_NaN(); }
 };
 
 // For engines whose step() is synchronous on the host (CPU engines).
@@ -69,6 +72,25 @@ struct OutputCheck {
   std::vector<double> gradient_norms;  // per trainable tensor, in layer order (weight, bias, gamma, beta)
 };
 
+// What a session records with its cell besides the measurements: plain facts
+// the engine fills while preparing (a worker session also after its steps).
+struct SessionRecord {
+  // The engine's decisions, one line: e.g. the algorithm of every convolution
+  // (forward, backward-data, backward-filter), the layout, whether the step is
+  // a CUDA graph. Stored in the cube's `decisions`.
+  std::string decisions;
+  // Wall seconds of measured choices made while preparing (algorithm search,
+  // autotuning, compilation), recorded apart from the rest of the preparation
+  // (CellResult::search_s) [s]. NaN: the engine does not report it separately.
+  double search_s = std::numeric_limits<double>::quiet_NaN();
+  // The framework and library versions a worker session ran with, as a JSON
+  // object's text ({"torch": "2.5.1", "cuda": "12.4"}); empty for native
+  // engines, whose libraries are the cube's root attributes.
+  std::string versions;
+};
+
+// One prepared network/batch/precision/phase on one device. The Runner times
+// step() with timer(); it alone decides how many steps to run.
 class Session {
  public:
   virtual ~Session() = default;
@@ -76,38 +98,28 @@ class Session {
   virtual StepTimer& timer() = 0;
   virtual MemoryUse memory() const = 0;
   virtual OutputCheck check() = 0;
-  // The engine's decisions worth recording with the cell, one line: e.g. the
-  // algorithm of every convolution (forward, backward-data, backward-filter),
-  // the layout, whether the step is a CUDA graph. Stored in the cube's `decisions`.
-  virtual std::string decisions() const { return {}; }
-  // Wall seconds of measured choices made while preparing (algorithm search,
-  // autotuning, compilation), recorded apart from the rest of the preparation
-  // (CellResult::search_s). NaN: the engine does not report it separately.
-  virtual double search_seconds() const { return std::numeric_limits<double>::quiet_NaN(); }
-  // The framework and library versions a worker session ran with, as a JSON
-  // object's text ({"torch": "2.5.1", "cuda": "12.4"}); empty for native
-  // engines, whose libraries are the cube's root attributes.
-  virtual std::string versions() const { return {}; }
-  // A session whose steps run in another process (a framework worker) cannot
-  // be timed here step by step: the Runner asks it for `count` steps at a
-  // time (the batches of its stopping rule, so the protocol costs nothing per
-  // step) and gets back each step's time [ms], measured with the framework's
-  // device timer; fewer than `count` when `seconds_left` [s] runs out first.
-  // `warmup`: the steps are warm-up, their times are discarded. The Runner
-  // alone decides how many batches to ask for and when to stop. In-process
-  // sessions return nullopt: the Runner times step() with timer() itself.
-  virtual std::optional<std::vector<double>> run_steps_elsewhere(int count, double seconds_left, bool warmup) {
-    return std::nullopt;
-  }
   // --layer-times: an extra profiling pass, outside the timed steps. Every op
   // of `repetitions` steps timed (device events or the steady clock around
   // it), raw and tagged (layer, stage); the Runner takes the medians
   // (layer_medians). No ops when the engine cannot profile.
   virtual OpSamples profile(int repetitions) { return {}; }
-  // Data-parallel sessions: how long the last step waited, after its backward
-  // pass, for gradient averages that computation did not hide [ms]; valid once
-  // the step's timer has returned its time. NaN for single-device sessions.
-  virtual double last_step_exposed_communication_ms() { return std::numeric_limits<double>::quiet_NaN(); }
+  const SessionRecord& record() const { return record_; }
+
+ protected:
+  SessionRecord record_;  // filled by the engine
+};
+
+// A session whose steps run in another process (a framework worker) cannot be
+// timed here step by step; it implements this too, and the Runner asks it for
+// `count` steps at a time (the batches of its stopping rule, so the protocol
+// costs nothing per step) and gets back each step's time [ms], measured with
+// the framework's device timer; fewer than `count` when `seconds_left` [s]
+// runs out first. `warmup`: the steps are warm-up, their times are discarded.
+// The Runner alone decides how many batches to ask for and when to stop.
+class RemoteSteps {
+ public:
+  virtual ~RemoteSteps() = default;
+  virtual std::vector<double> run_steps(int count, double seconds_left, bool warmup) = 0;
 };
 
 enum class Update : std::uint8_t { none, sgd };

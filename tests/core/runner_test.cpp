@@ -113,7 +113,7 @@ TEST(Measure, PreparationCountsAgainstTheTimeLimit) {
 // A session whose steps run elsewhere (as a framework worker's): it runs the
 // batches the Runner asks for, with the same script of step times, and logs
 // each request (count, warm-up) so that the batch schedule can be checked.
-class BatchedSession final : public Session {
+class BatchedSession final : public Session, public RemoteSteps {
  public:
   struct Request {
     int count;
@@ -126,7 +126,7 @@ class BatchedSession final : public Session {
   StepTimer& timer() override { return unused_; }
   MemoryUse memory() const override { return {1}; }
   OutputCheck check() override { return {true, 6.9, 1.0, NAN, {}}; }
-  std::optional<std::vector<double>> run_steps_elsewhere(int count, double seconds_left, bool warmup) override {
+  std::vector<double> run_steps(int count, double seconds_left, bool warmup) override {
     requests.push_back({count, warmup});
     const auto start = std::chrono::steady_clock::now();
     std::vector<double> times;
@@ -434,8 +434,8 @@ class SearchingSession final : public Session {
   StepTimer& timer() override { return timer_; }
   void step() override { std::this_thread::sleep_for(std::chrono::milliseconds(2)); }
   MemoryUse memory() const override { return {1}; }
+  SearchingSession() { record_.search_s = 0.05; }
   OutputCheck check() override { return {true, 1.0, 1.0, NAN, {}}; }
-  double search_seconds() const override { return 0.05; }
 
  private:
   ScriptedTimer timer_{[](int) { return 2.0; }};

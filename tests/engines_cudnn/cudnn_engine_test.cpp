@@ -147,7 +147,7 @@ TEST_P(LayerKinds, AgreeWithOnednn) {
     for (int i = 0; i < 3; ++i) session->step();
     const OutputCheck again = session->check();
     EXPECT_NEAR(again.loss, check.loss, 1e-6 * std::abs(check.loss)) << what << ": check() after steps";
-    if (HasFailure()) std::cerr << what << " decisions: " << session->decisions() << "\n";
+    if (HasFailure()) std::cerr << what << " decisions: " << session->record().decisions << "\n";
   }
 }
 
@@ -210,10 +210,10 @@ TEST_P(Networks, Fp32AgreesWithOnednnAtBatch2) {
                                         3 * relative(check.gradient_norm, other.gradient_norm));
     expect_matches(check, expected, 1e-3, what, phase == Phase::training, batch_norm ? 5e-2 : 1e-2, spread,
                    phase == Phase::training ? total_floor : 0);
-    if (HasFailure()) std::cerr << what << " decisions: " << session->decisions() << "\n";
+    if (HasFailure()) std::cerr << what << " decisions: " << session->record().decisions << "\n";
     // The measured algorithms (which may include the im2col + GEMM candidates) against oneDNN too.
     const OutputCheck& measured_check = other;
-    const std::string decisions = measured_session->decisions();
+    const std::string decisions = measured_session->record().decisions;
     if (decisions.find("im2col_gemm") != std::string::npos) std::cerr << what << ": im2col_gemm chosen\n";
     expect_matches(measured_check, expected, 1e-3, what + " (exhaustive)", phase == Phase::training,
                    batch_norm ? 5e-2 : 1e-2, spread, phase == Phase::training ? total_floor : 0);
@@ -262,7 +262,7 @@ TEST(CudnnSession, CudaGraphReplayGivesTheSameResults) {
     const CellSpec cell{"cudnn", name, Precision::fp32, 4, Phase::training, 0};
     auto eager = engine_for(Precision::fp32, Layout::automatic, AlgorithmPolicy::heuristic, false)->prepare(network, cell);
     auto graphed = engine_for(Precision::fp32, Layout::automatic, AlgorithmPolicy::heuristic, true)->prepare(network, cell);
-    EXPECT_NE(graphed->decisions().find("graphs=on"), std::string::npos) << graphed->decisions();
+    EXPECT_NE(graphed->record().decisions.find("graphs=on"), std::string::npos) << graphed->record().decisions;
     for (int i = 0; i < 3; ++i) {
       eager->step();
       graphed->step();
@@ -309,7 +309,7 @@ TEST(CudnnSession, RecordsItsDecisionsAndExactMemory) {
   ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
   {
     auto session = engine->prepare(network, {"cudnn", "googlenet", Precision::fp16, 32, Phase::training, 0});
-    const std::string d = session->decisions();
+    const std::string d = session->record().decisions;
     std::cerr << "decisions: " << d << "\n";
     EXPECT_NE(d.find("layout=nhwc"), std::string::npos) << d;
     EXPECT_NE(d.find("algo=exhaustive"), std::string::npos) << d;
@@ -369,15 +369,15 @@ TEST(CudnnEngine, AlgorithmCacheReplaysThePlanWithNoSearch) {
     auto engine = make_engine("cudnn", device, config);
     auto session = engine->prepare(network, cell);
     int hits = -1, misses = -1;
-    cold_plan = without_cache_use(session->decisions(), hits, misses);
-    EXPECT_GT(misses, 0) << session->decisions();
+    cold_plan = without_cache_use(session->record().decisions, hits, misses);
+    EXPECT_GT(misses, 0) << session->record().decisions;
     EXPECT_NE(cold_plan.find("search_arena="), std::string::npos) << cold_plan;
     cold_check = session->check();
     session.reset();
     // The same cell again in this process: every choice from the engine's memory.
     auto again = engine->prepare(network, cell);
-    const std::string again_plan = without_cache_use(again->decisions(), hits, misses);
-    EXPECT_EQ(misses, 0) << again->decisions();
+    const std::string again_plan = without_cache_use(again->record().decisions, hits, misses);
+    EXPECT_EQ(misses, 0) << again->record().decisions;
     EXPECT_EQ(again_plan.find("search_arena="), std::string::npos) << "every choice remembered: no search arena";
     // Every layer's choice and its candidates' medians (the header differs only by the arena).
     EXPECT_EQ(again_plan.substr(again_plan.find(';')), cold_plan.substr(cold_plan.find(';')));
@@ -387,8 +387,8 @@ TEST(CudnnEngine, AlgorithmCacheReplaysThePlanWithNoSearch) {
   auto engine = make_engine("cudnn", device, config);
   auto session = engine->prepare(network, cell);
   int hits = -1, misses = -1;
-  const std::string warm_plan = without_cache_use(session->decisions(), hits, misses);
-  EXPECT_EQ(misses, 0) << session->decisions();
+  const std::string warm_plan = without_cache_use(session->record().decisions, hits, misses);
+  EXPECT_EQ(misses, 0) << session->record().decisions;
   EXPECT_GT(hits, 0);
   EXPECT_EQ(warm_plan.find("search_arena="), std::string::npos) << "a warm cache allocates no search arena";
   // Every layer's choice and its candidates' medians, replayed exactly.

@@ -118,6 +118,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const E
 
   timer_ = std::make_unique<EventTimer>(stream_);
   timer_->watch(communicator_);
+  if (communicator_ != nullptr) timer_->time_exposed_communication(backward_done_, averages_done_);
   if (config.cuda_graphs) capture_graph();
 
   std::ostringstream text;
@@ -141,7 +142,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const E
     const std::string d = impl->decisions();
     if (!d.empty()) text << "; " << d;
   }
-  decisions_ = text.str();
+  record_.decisions = text.str();
 }
 
 CudnnSession::~CudnnSession() {
@@ -271,13 +272,6 @@ std::vector<float> CudnnSession::parameter_storage(std::size_t index) {
   CB_CHECK_CUDA(cudaMemcpy(values.data(), pool_.address(value.buffer) + value.offset, values.size() * sizeof(float),
                            cudaMemcpyDeviceToHost));
   return values;
-}
-
-double CudnnSession::last_step_exposed_communication_ms() {
-  if (communicator_ == nullptr || steps_ == 0) return std::numeric_limits<double>::quiet_NaN();
-  float ms = 0;
-  CB_CHECK_CUDA(cudaEventElapsedTime(&ms, backward_done_, averages_done_));
-  return ms;
 }
 
 void CudnnSession::set_dropout_step(std::uint64_t step) {

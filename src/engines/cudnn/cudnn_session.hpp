@@ -31,9 +31,7 @@ class CudnnSession final : public Session {
   StepTimer& timer() override { return *timer_; }
   MemoryUse memory() const override;
   OutputCheck check() override;
-  std::string decisions() const override { return decisions_; }
   OpSamples profile(int repetitions) override;
-  double last_step_exposed_communication_ms() override;
 
   // ---- For tests and benches ----
   std::int64_t unshared_bytes() const { return pool_.unshared_bytes(); }
@@ -80,7 +78,6 @@ class CudnnSession final : public Session {
   GraphExec graph_exec_;
   std::unique_ptr<EventTimer> timer_;
   std::uint64_t steps_ = 0;
-  std::string decisions_;
   std::unique_ptr<AlgorithmCache> own_algorithm_cache_;  // without the engine's
   // Data parallel: the group's communicator, the buckets over the gradients,
   // and events around the wait for the averages (the exposed communication).

@@ -26,22 +26,22 @@ Clock::time_point after(double seconds) {
 
 class WorkerEngine;
 
-class WorkerSession final : public Session {
+// Its steps run in the worker process: the Runner drives them through RemoteSteps.
+class WorkerSession final : public Session, public RemoteSteps {
  public:
-  WorkerSession(WorkerEngine& engine, double peak_bytes) : engine_(engine), peak_bytes_(peak_bytes) {}
+  WorkerSession(WorkerEngine& engine, double peak_bytes, std::string versions) : engine_(engine), peak_bytes_(peak_bytes) {
+    record_.versions = std::move(versions);
+  }
   ~WorkerSession() override;
-  void step() override { throw Error("a worker session runs its steps in batches (run_steps_elsewhere); step() is not used"); }
+  void step() override { throw Error("a worker session runs its steps in batches (RemoteSteps::run_steps); step() is not used"); }
   StepTimer& timer() override { return unused_timer_; }
   MemoryUse memory() const override { return {static_cast<std::int64_t>(peak_bytes_)}; }
   OutputCheck check() override;
-  std::string decisions() const override { return decisions_; }
-  std::string versions() const override;
-  std::optional<std::vector<double>> run_steps_elsewhere(int count, double seconds_left, bool warmup) override;
+  std::vector<double> run_steps(int count, double seconds_left, bool warmup) override;
 
  private:
   WorkerEngine& engine_;
   double peak_bytes_;
-  std::string decisions_;
   SteadyClockTimer unused_timer_;
 };
 
@@ -80,7 +80,7 @@ class WorkerEngine final : public Engine {
     const json reply = exchange(request, "prepared", after(config_.worker_timeout_s));
     raise_for_status(reply, "preparing " + describe(cell));
     const auto& peak = reply.contains("peak_memory_bytes") ? reply["peak_memory_bytes"] : json();
-    return std::make_unique<WorkerSession>(*this, peak.is_number() ? peak.get<double>() : NAN);
+    return std::make_unique<WorkerSession>(*this, peak.is_number() ? peak.get<double>() : NAN, versions_);
   }
 
   // One request, one reply of the expected type; any protocol failure costs the
@@ -186,11 +186,6 @@ class WorkerEngine final : public Engine {
     versions_ = versions.is_object() && !versions.empty() ? versions.dump() : json{{"framework", framework_}}.dump();
   }
 
- public:
-  const std::string& versions() const { return versions_; }
-
- private:
-
   std::string name_;
   std::vector<std::string> command_;
   Device device_;
@@ -200,8 +195,6 @@ class WorkerEngine final : public Engine {
   std::string versions_;  // JSON object text, from the hello
 };
 
-std::string WorkerSession::versions() const { return engine_.versions(); }
-
 WorkerSession::~WorkerSession() {
   try {
     engine_.exchange(json{{"protocol", kWorkerProtocol}, {"type", "release"}}, "released", after(grace_seconds(engine_.config().worker_timeout_s)));
@@ -210,7 +203,7 @@ WorkerSession::~WorkerSession() {
   }
 }
 
-std::optional<std::vector<double>> WorkerSession::run_steps_elsewhere(int count, double seconds_left, bool warmup) {
+std::vector<double> WorkerSession::run_steps(int count, double seconds_left, bool warmup) {
   const json request{{"protocol", kWorkerProtocol}, {"type", "steps"},
                      {"count", count},             {"warmup", warmup},
                      {"time_limit_s", std::max(seconds_left, 0.0)}};
@@ -224,7 +217,7 @@ std::optional<std::vector<double>> WorkerSession::run_steps_elsewhere(int count,
   for (const auto& sample : reply["samples_ms"]) samples.push_back(sample.get<double>());
   if (reply.contains("peak_memory_bytes") && reply["peak_memory_bytes"].is_number())
     peak_bytes_ = reply["peak_memory_bytes"].get<double>();
-  decisions_ = reply.value("decisions", decisions_);
+  record_.decisions = reply.value("decisions", record_.decisions);
   return samples;
 }
 
