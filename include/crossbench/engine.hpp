@@ -124,30 +124,24 @@ class RemoteSteps {
 
 enum class Update : std::uint8_t { none, sgd };
 
-// Settings shared by all cells of a run, fixed when the engine is created.
-enum class AlgorithmPolicy : std::uint8_t { heuristic, exhaustive };
-enum class Layout : std::uint8_t { automatic, nchw, nhwc };
-
+// Settings shared by all cells of a run, fixed when the engine is created:
+// what every engine uses, typed, and the run's canonical settings as text,
+// from which each engine parses its own settings type (in its own folder:
+// src/engines/cudnn/cudnn_settings.hpp, src/engines/worker/worker_settings.hpp).
 struct EngineConfig {
   std::uint64_t seed = 42;        // synthetic weights, inputs, labels, dropout
   Update update = Update::none;   // training: apply the weight update in each step
   double learning_rate = 0.01;    // sgd
-  int threads = 1;                // CPU engines: threads of the rank's binding
-  // GPU engines:
-  AlgorithmPolicy algorithm = AlgorithmPolicy::heuristic;  // convolution algorithm choice
-  std::string algorithm_cache_path;  // exhaustive: measured choices saved and replayed (JSON); empty: in memory
-  std::int64_t workspace_limit_bytes = 1LL << 30;          // per convolution [bytes]
-  Layout layout = Layout::automatic;  // automatic: NCHW for fp32, NHWC for tf32, fp16, bf16 (measured)
-  bool cuda_graphs = false;           // capture the step as a CUDA graph and replay it
-  int gpu_ordinal = 0;                // the GPU the rank is bound to
+  int threads = 1;                // CPU engines and workers: threads of the rank's binding
   // Data-parallel training: gradients are all-reduced in buckets of about this size [bytes].
   std::int64_t bucket_bytes = 25LL << 20;
-  // Framework workers: engine name → the worker's command line (argv, no shell).
-  std::map<std::string, std::vector<std::string>> worker_commands;
-  double worker_timeout_s = 600;      // [s] a worker's preparation or check, like a cell's time limit
-  // pytorch-compile: torch.compile's mode, "reduce-overhead" (CUDA graphs) or "max-autotune"
-  // (CUDA graphs and autotuned kernels); sent to every worker, which records what ran.
-  std::string compile_mode = "reduce-overhead";
+  // Canonical text by key: the single-valued job-file keys of the options
+  // schema ("engine.layout" → "nhwc"), and the [workers] command of each worker
+  // engine of the matrix ("workers.pytorch" → "python3 {workers}/pytorch/worker.py").
+  std::map<std::string, std::string> settings;
+  // The value of a schema key: settings' (checked against its schema row,
+  // UsageError when outside it) or, when absent, the schema default.
+  std::string setting(const std::string& key) const;
 };
 
 class Engine {
@@ -182,9 +176,13 @@ const std::vector<EngineInfo>& engine_catalog();
 // The native engine of a device kind: cudnn (gpu), onednn (cpu).
 std::string_view native_engine(DeviceKind kind);
 // Creates a built engine for a rank's device: a native one from the catalogue,
-// or a worker engine when config.worker_commands names it. Throws UsageError for
+// or a worker engine when config.settings has its [workers] command. Throws UsageError for
 // a name that is neither; returns nullptr for a known engine not built into this binary.
 std::unique_ptr<Engine> make_engine(std::string_view name, const Device& device, const EngineConfig& config);
+// Parses every engine's own settings out of config.settings as make_engine
+// will, in every build, so that a bad value or combination is refused
+// (UsageError) before anything runs.
+void check_engine_settings(const EngineConfig& config);
 // Versions of the libraries of the built engines ("onednn_version" → "2.6.3"), for the cube's attributes.
 std::vector<std::pair<std::string, std::string>> engine_library_versions();
 

@@ -127,7 +127,6 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
 
   EngineConfig engine_config = options.engine;
   engine_config.threads = device.kind == DeviceKind::cpu ? device.compute_units : 1;
-  engine_config.gpu_ordinal = device.kind == DeviceKind::gpu ? device.index : -1;
   std::map<std::string, std::unique_ptr<Engine>> engines;
   std::map<std::string, Network> networks;
   ResultChannel channel(mpi);

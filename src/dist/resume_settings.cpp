@@ -1,6 +1,7 @@
 #include "dist/resume_settings.hpp"
 
 #include "crossbench/options_schema.hpp"
+#include "engines/worker/worker_engine.hpp"
 
 namespace crossbench {
 
@@ -13,10 +14,11 @@ std::map<std::string, std::string> resume_settings(const Options& options) {
 
 std::map<std::string, std::string> resume_worker_commands(const Options& options) {
   std::map<std::string, std::string> commands;
-  for (const auto& [engine, argv] : options.engine.worker_commands) {
-    std::string text;
-    for (const auto& argument : argv) text += (text.empty() ? "" : " ") + argument;
-    commands["workers." + engine] = text;
+  for (const auto& [key, command] : options.engine.settings) {
+    if (key.rfind("workers.", 0) != 0) continue;
+    std::string text;  // as the worker runs it: "{workers}" expanded, single spaces
+    for (const auto& argument : split_worker_command(command)) text += (text.empty() ? "" : " ") + argument;
+    commands[key] = text;
   }
   return commands;
 }

@@ -52,7 +52,6 @@ TEST(CudnnDataParallel, OneStepEqualsTheConcatenatedBatchAndEveryRankAgrees) {
   EngineConfig config;
   config.update = Update::sgd;
   config.learning_rate = 0.5;
-  config.gpu_ordinal = device_index;
   config.bucket_bytes = 1 << 12;
 
   auto reference_engine = make_engine("cudnn", gpu, config);

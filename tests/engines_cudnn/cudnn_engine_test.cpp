@@ -30,6 +30,7 @@
 #include "crossbench/network.hpp"
 #include "crossbench/runner.hpp"
 #include "crossbench/telemetry.hpp"
+#include "engines/cudnn/cudnn_engine.hpp"
 #include "engines/cudnn/cudnn_session.hpp"
 #include "engines_cudnn/tiny_networks.hpp"
 
@@ -37,6 +38,8 @@ namespace crossbench {
 namespace {
 
 using nlohmann::json;
+using cudnn::AlgorithmPolicy;
+using cudnn::Layout;
 
 #define SKIP_WITHOUT_GPU()                                                                   \
   do {                                                                                       \
@@ -81,11 +84,11 @@ std::vector<Setting> settings() {
 std::unique_ptr<Engine> engine_for(Precision, Layout layout, AlgorithmPolicy algorithm, bool graphs = false) {
   EngineConfig config;
   config.seed = 42;
-  config.layout = layout;
-  config.algorithm = algorithm;
-  config.cuda_graphs = graphs;
-  config.gpu_ordinal = 0;
-  return make_engine("cudnn", probe_gpu(0, ""), config);
+  cudnn::CudnnSettings settings;
+  settings.layout = layout;
+  settings.algorithm = algorithm;
+  settings.cuda_graphs = graphs;
+  return make_cudnn_engine(probe_gpu(0, ""), config, settings);
 }
 
 double relative(double actual, double expected, double floor = 1e-12) {
@@ -358,10 +361,9 @@ TEST(CudnnEngine, AlgorithmCacheReplaysThePlanWithNoSearch) {
   std::filesystem::remove(file);
   const Network network = make_network("googlenet");
   const CellSpec cell{"cudnn", "googlenet", Precision::bf16, 8, Phase::training, 0};
+  // Through the options' text, as a run gives it.
   EngineConfig config;
-  config.algorithm = AlgorithmPolicy::exhaustive;
-  config.cuda_graphs = true;
-  config.algorithm_cache_path = file.string();
+  config.settings = {{"engine.algo", "exhaustive"}, {"engine.cuda_graphs", "true"}, {"engine.algo_cache", file.string()}};
   const Device device = probe_gpu(0, "");
   std::string cold_plan;
   OutputCheck cold_check;

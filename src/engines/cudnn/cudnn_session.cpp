@@ -24,13 +24,13 @@ std::string cell_text(const Network& network, const CellSpec& cell) {
          std::string(to_string(cell.precision)) + " batch " + std::to_string(cell.batch);
 }
 
-std::string policy_text(const EngineConfig& config) {
+std::string policy_text(const CudnnConfig& config) {
   return config.algorithm == AlgorithmPolicy::exhaustive ? "exhaustive" : "heuristic";
 }
 
 }  // namespace
 
-CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const EngineConfig& config,
+CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const CudnnConfig& config,
                            const Device& device, Communicator* communicator, AlgorithmCache* algorithm_cache)
     : cell_(cell), config_(config), training_(cell.phase == Phase::training), communicator_(communicator) {
   if (cell.batch <= 0) throw Error("cuDNN engine: batch must be positive, got " + std::to_string(cell.batch));
@@ -43,7 +43,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const E
     layer_names_.push_back(layer.name);
     layer_kinds_.emplace_back(to_string(layer.kind));
   }
-  CB_CHECK_CUDA(cudaSetDevice(std::max(config.gpu_ordinal, 0)));
+  CB_CHECK_CUDA(cudaSetDevice(std::max(device.index, 0)));  // the GPU the rank is bound to
   stream_ = make_stream();
   dnn_ = make_cudnn_handle();
   CB_CHECK_CUDNN(cudnnSetStream(dnn_, stream_));

@@ -11,6 +11,7 @@
 #include "crossbench/engine.hpp"
 #include "crossbench/gradient_buckets.hpp"
 #include "engines/cudnn/algorithm_cache.hpp"
+#include "engines/cudnn/cudnn_settings.hpp"
 #include "engines/cudnn/event_timer.hpp"
 #include "engines/cudnn/graph.hpp"
 
@@ -23,7 +24,7 @@ class CudnnSession final : public Session {
   // With `communicator`: data-parallel training (Engine::prepare with a communicator).
   // `algorithm_cache`: the engine's measured choices (shared across cells);
   // nullptr: the session keeps its own, in memory.
-  CudnnSession(const Network& network, const CellSpec& cell, const EngineConfig& config, const Device& device,
+  CudnnSession(const Network& network, const CellSpec& cell, const CudnnConfig& config, const Device& device,
                Communicator* communicator = nullptr, AlgorithmCache* algorithm_cache = nullptr);
   ~CudnnSession() override;
 
@@ -56,7 +57,7 @@ class CudnnSession final : public Session {
   void synchronize();  // the session's stream, watching the communicator in data parallel
 
   CellSpec cell_;
-  EngineConfig config_;
+  CudnnConfig config_;
   bool training_ = false;
   std::vector<std::string> layer_names_, layer_kinds_;
   // Declaration order is release order reversed: the graph and the pool go
