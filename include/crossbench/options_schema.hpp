@@ -5,12 +5,11 @@
 // the README's key table all come from this one table.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
 namespace crossbench {
-
-struct Options;
 
 enum class OptionType {
   integer,        // whole number within [low, high]
@@ -61,10 +60,11 @@ struct RecordedSetting {
   std::string recorded_as;    // the cube attribute
 };
 
-// Every recorded setting of a run (keys with recorded_as), in schema order.
-std::vector<RecordedSetting> recorded_settings(const Options& options);
+// Every recorded setting of a run (keys with recorded_as), in schema order,
+// from the canonical value of every schema key (Options::settings).
+std::vector<RecordedSetting> recorded_settings(const std::map<std::string, std::string>& settings);
 // Those that change the numbers: what `run --resume` must find unchanged.
-std::vector<RecordedSetting> number_changing_settings(const Options& options);
+std::vector<RecordedSetting> number_changing_settings(const std::map<std::string, std::string>& settings);
 
 // The reference of the job-file keys as a Markdown table (README "Job file keys").
 std::string options_markdown_table();

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.hpp"
+#include "app/options.hpp"
 #include "crossbench/device.hpp"
 #include "crossbench/engine.hpp"
 #include "crossbench/error.hpp"

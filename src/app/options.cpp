@@ -2,7 +2,7 @@
 // command line of `crossbench run|plan|check`, both by the options schema
 // (src/core/options_schema.cpp): this file knows how to turn checked text into
 // Options, the schema knows which keys and flags exist and what they accept.
-#include "crossbench/options.hpp"
+#include "app/options.hpp"
 
 #include <algorithm>
 #include <boost/program_options.hpp>

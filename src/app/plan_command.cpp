@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.hpp"
+#include "app/options.hpp"
 #include "app/console.hpp"
 #include "crossbench/error.hpp"
 #include "dist/binding.hpp"

@@ -7,7 +7,6 @@
 #include <sstream>
 
 #include "crossbench/error.hpp"
-#include "crossbench/options.hpp"
 
 namespace crossbench {
 namespace {
@@ -169,19 +168,19 @@ std::string validated_setting(const OptionSpec& spec, const std::string& raw, co
   }
 }
 
-std::vector<RecordedSetting> recorded_settings(const Options& options) {
+std::vector<RecordedSetting> recorded_settings(const std::map<std::string, std::string>& values) {
   std::vector<RecordedSetting> settings;
   for (const auto& spec : options_schema()) {
     if (spec.recorded_as.empty()) continue;
-    const auto found = options.settings.find(spec.key.empty() ? spec.flag : spec.key);
-    settings.push_back({spec.key.empty() ? spec.flag : spec.key, found == options.settings.end() ? "" : found->second,
+    const auto found = values.find(spec.key.empty() ? spec.flag : spec.key);
+    settings.push_back({spec.key.empty() ? spec.flag : spec.key, found == values.end() ? "" : found->second,
                         spec.changes_numbers, spec.recorded_as});
   }
   return settings;
 }
 
-std::vector<RecordedSetting> number_changing_settings(const Options& options) {
-  std::vector<RecordedSetting> settings = recorded_settings(options);
+std::vector<RecordedSetting> number_changing_settings(const std::map<std::string, std::string>& values) {
+  std::vector<RecordedSetting> settings = recorded_settings(values);
   std::erase_if(settings, [](const RecordedSetting& setting) { return !setting.changes_numbers; });
   return settings;
 }

@@ -8,7 +8,7 @@ namespace crossbench {
 std::map<std::string, std::string> resume_settings(const Options& options) {
   // The options schema says which settings change the numbers (one row per key).
   std::map<std::string, std::string> settings;
-  for (const RecordedSetting& setting : number_changing_settings(options)) settings[setting.key] = setting.value;
+  for (const RecordedSetting& setting : number_changing_settings(options.settings)) settings[setting.key] = setting.value;
   return settings;
 }
 
