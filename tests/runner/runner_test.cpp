@@ -441,6 +441,44 @@ class SearchingSession final : public Session {
   ScriptedTimer timer_{[](int) { return 2.0; }};
 };
 
+// A data-parallel-like session: its timer knows each timed step's exposed
+// communication, and its record says what it decided.
+class ExposingTimer final : public StepTimer {
+ public:
+  void start() override {}
+  void stop() override {}
+  double elapsed_ms() override { return 4.0; }
+  double exposed_communication_ms() override { return 0.5; }
+};
+
+class RecordingSession final : public Session {
+ public:
+  RecordingSession() {
+    record_.decisions = "layout=nchw";
+    record_.versions = R"({"lib": "1.0"})";
+  }
+  StepTimer& timer() override { return timer_; }
+  void step() override {}
+  MemoryUse memory() const override { return {1}; }
+  OutputCheck check() override { return {true, 1.0, 1.0, NAN, {}}; }
+
+ private:
+  ExposingTimer timer_;
+};
+
+TEST_F(RunCell, TheRecordAndTheTimersExposedCommunicationAreKept) {
+  ScriptedEngine engine([] { return std::make_unique<RecordingSession>(); });
+  const CellResult r = run(&engine);
+  ASSERT_EQ(r.status, Status::ok) << r.message;
+  EXPECT_EQ(r.decisions, "layout=nchw");
+  EXPECT_EQ(r.versions, R"({"lib": "1.0"})");
+  EXPECT_DOUBLE_EQ(r.exposed_communication_ms, 0.5);
+  EXPECT_TRUE(std::isnan(r.search_s));  // not reported separately
+  // A single-device session's timer has none.
+  ScriptedEngine plain([] { return std::make_unique<ScriptedSession>([](int) { return 8.0; }); });
+  EXPECT_TRUE(std::isnan(run(&plain).exposed_communication_ms));
+}
+
 TEST_F(RunCell, EveryCellRecordsItsWallTimes) {
   ScriptedEngine engine([] {
     std::this_thread::sleep_for(std::chrono::milliseconds(80));  // preparation, search included
