@@ -30,7 +30,7 @@ struct Options {
   std::string job_name;             // file stem: "quick"
   MatrixOptions matrix;
   MeasureOptions measure;
-  EngineConfig engine;              // seed, update, learning rate (threads are set per rank)
+  EngineConfig engine;              // shared settings and the engines' settings text (threads: set per rank)
   std::filesystem::path output;     // the cube
   bool output_from_command_line = false;  // --output (its directory must exist) or the job file's path
   std::string device_tag;           // --device-tag, else CROSSBENCH_DEVICE_TAG
