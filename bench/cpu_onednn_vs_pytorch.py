@@ -194,7 +194,7 @@ def time_pytorch(torch, model, batch: int, phase: str, args):
         if len(samples) >= next_check:
             if converged(samples, args.target_ci):
                 break
-            next_check = len(samples) + max(10, len(samples) // 10)  # as src/core/runner.cpp
+            next_check = len(samples) + max(10, len(samples) // 10)  # as src/runner/runner.cpp
         if time.perf_counter() - started > args.cell_time_limit and len(samples) >= args.min_steps:
             break
     return statistics.median(samples), len(samples), check["loss"]

@@ -81,12 +81,13 @@ int main(int argc, char** argv) {
       for (const auto& b : split(value())) batches.push_back(std::stoll(b));
     } else if (arg == "--warmup") warmup = std::stoi(value());
     else if (arg == "--steps") steps = std::stoi(value());
-    else if (arg == "--algo") config.algorithm = value() == "exhaustive" ? AlgorithmPolicy::exhaustive : AlgorithmPolicy::heuristic;
-    else if (arg == "--graphs") config.cuda_graphs = true;
-    else if (arg == "--workspace-mb") config.workspace_limit_bytes = std::stoll(value()) << 20;
+    // The engine's own keys as a run's options give them (options_schema.cpp; checked by the engine).
+    else if (arg == "--algo") config.settings["engine.algo"] = value();
+    else if (arg == "--graphs") config.settings["engine.cuda_graphs"] = "true";
+    else if (arg == "--workspace-mb") config.settings["engine.workspace_limit_mb"] = value();
     else if (arg == "--layout") {
       const std::string l = value();
-      config.layout = l == "nchw" ? Layout::nchw : l == "nhwc" ? Layout::nhwc : Layout::automatic;
+      config.settings["engine.layout"] = l == "nchw" || l == "nhwc" ? l : "auto";
     } else if (arg == "--layer-times") layer_repetitions = std::stoi(value());
     else if (arg == "--op-times") op_repetitions = std::stoi(value());
     else if (arg == "--json") json_path = value();
@@ -100,7 +101,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   const Device device = probe_gpu(0, "");
-  config.gpu_ordinal = 0;
   auto engine = make_engine("cudnn", device, config);
   std::printf("%s, %d SMs, cc %s, fp32 peak %.1f TFLOP/s\n", device.model.c_str(), device.compute_units,
               device.architecture.c_str(), device.peak_fp32_tflops);
@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
                            {"loss", check.loss},
                            {"gradient_norm", check.gradient_norm},
                            {"prepare_s", prep_s},
-                           {"decisions", session->decisions()}});
+                           {"decisions", session->record().decisions}});
             if (op_repetitions > 0) {
               if (auto* cudnn_session = dynamic_cast<cudnn::CudnnSession*>(session.get())) {
                 auto ops = op_medians(cudnn_session->profile(op_repetitions));

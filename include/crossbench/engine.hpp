@@ -10,7 +10,6 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -41,6 +40,10 @@ class StepTimer {
   virtual void start() = 0;
   virtual void stop() = 0;
   virtual double elapsed_ms() = 0;  // waits until the stopped step has finished [ms]
+  // Data-parallel sessions: how long the timed step waited, after its backward
+  // pass, for gradient averages that computation did not hide [ms]; valid once
+  // elapsed_ms() has returned the step's time. NaN for single-device sessions.
+  virtual double exposed_communication_ms() { return std::numeric_limits<double>::quiet_NaN(); }
 };
 
 // For engines whose step() is synchronous on the host (CPU engines).
@@ -69,6 +72,25 @@ struct OutputCheck {
   std::vector<double> gradient_norms;  // per trainable tensor, in layer order (weight, bias, gamma, beta)
 };
 
+// What a session records with its cell besides the measurements: plain facts
+// the engine fills while preparing (a worker session also after its steps).
+struct SessionRecord {
+  // The engine's decisions, one line: e.g. the algorithm of every convolution
+  // (forward, backward-data, backward-filter), the layout, whether the step is
+  // a CUDA graph. Stored in the cube's `decisions`.
+  std::string decisions;
+  // Wall seconds of measured choices made while preparing (algorithm search,
+  // autotuning, compilation), recorded apart from the rest of the preparation
+  // (CellResult::search_s) [s]. NaN: the engine does not report it separately.
+  double search_s = std::numeric_limits<double>::quiet_NaN();
+  // The framework and library versions a worker session ran with, as a JSON
+  // object's text ({"torch": "2.5.1", "cuda": "12.4"}); empty for native
+  // engines, whose libraries are the cube's root attributes.
+  std::string versions;
+};
+
+// One prepared network/batch/precision/phase on one device. The Runner times
+// step() with timer(); it alone decides how many steps to run.
 class Session {
  public:
   virtual ~Session() = default;
@@ -76,69 +98,50 @@ class Session {
   virtual StepTimer& timer() = 0;
   virtual MemoryUse memory() const = 0;
   virtual OutputCheck check() = 0;
-  // The engine's decisions worth recording with the cell, one line: e.g. the
-  // algorithm of every convolution (forward, backward-data, backward-filter),
-  // the layout, whether the step is a CUDA graph. Stored in the cube's `decisions`.
-  virtual std::string decisions() const { return {}; }
-  // Wall seconds of measured choices made while preparing (algorithm search,
-  // autotuning, compilation), recorded apart from the rest of the preparation
-  // (CellResult::search_s). NaN: the engine does not report it separately.
-  virtual double search_seconds() const { return std::numeric_limits<double>::quiet_NaN(); }
-  // The framework and library versions a worker session ran with, as a JSON
-  // object's text ({"torch": "2.5.1", "cuda": "12.4"}); empty for native
-  // engines, whose libraries are the cube's root attributes.
-  virtual std::string versions() const { return {}; }
-  // A session whose steps run in another process (a framework worker) cannot
-  // be timed here step by step: the Runner asks it for `count` steps at a
-  // time (the batches of its stopping rule, so the protocol costs nothing per
-  // step) and gets back each step's time [ms], measured with the framework's
-  // device timer; fewer than `count` when `seconds_left` [s] runs out first.
-  // `warmup`: the steps are warm-up, their times are discarded. The Runner
-  // alone decides how many batches to ask for and when to stop. In-process
-  // sessions return nullopt: the Runner times step() with timer() itself.
-  virtual std::optional<std::vector<double>> run_steps_elsewhere(int count, double seconds_left, bool warmup) {
-    return std::nullopt;
-  }
   // --layer-times: an extra profiling pass, outside the timed steps. Every op
   // of `repetitions` steps timed (device events or the steady clock around
   // it), raw and tagged (layer, stage); the Runner takes the medians
   // (layer_medians). No ops when the engine cannot profile.
   virtual OpSamples profile(int repetitions) { return {}; }
-  // Data-parallel sessions: how long the last step waited, after its backward
-  // pass, for gradient averages that computation did not hide [ms]; valid once
-  // the step's timer has returned its time. NaN for single-device sessions.
-  virtual double last_step_exposed_communication_ms() { return std::numeric_limits<double>::quiet_NaN(); }
+  const SessionRecord& record() const { return record_; }
+
+ protected:
+  SessionRecord record_;  // filled by the engine
+};
+
+// A session whose steps run in another process (a framework worker) cannot be
+// timed here step by step; it implements this too, and the Runner asks it for
+// `count` steps at a time (the batches of its stopping rule, so the protocol
+// costs nothing per step) and gets back each step's time [ms], measured with
+// the framework's device timer; fewer than `count` when `seconds_left` [s]
+// runs out first. `warmup`: the steps are warm-up, their times are discarded.
+// The Runner alone decides how many batches to ask for and when to stop.
+class RemoteSteps {
+ public:
+  virtual ~RemoteSteps() = default;
+  virtual std::vector<double> run_steps(int count, double seconds_left, bool warmup) = 0;
 };
 
 enum class Update : std::uint8_t { none, sgd };
 
-// Settings shared by all cells of a run, fixed when the engine is created.
-enum class AlgorithmPolicy : std::uint8_t { heuristic, exhaustive };
-enum class Layout : std::uint8_t { automatic, nchw, nhwc };
-
+// Settings shared by all cells of a run, fixed when the engine is created:
+// what every engine uses, typed, and the run's canonical settings as text,
+// from which each engine parses its own settings type (in its own folder:
+// src/engines/cudnn/cudnn_settings.hpp, src/engines/worker/worker_settings.hpp).
 struct EngineConfig {
   std::uint64_t seed = 42;        // synthetic weights, inputs, labels, dropout
   Update update = Update::none;   // training: apply the weight update in each step
   double learning_rate = 0.01;    // sgd
-  int threads = 1;                // CPU engines: threads of the rank's binding
-  // GPU engines:
-  AlgorithmPolicy algorithm = AlgorithmPolicy::heuristic;  // convolution algorithm choice
-  std::string algorithm_cache_path;  // exhaustive: measured choices saved and replayed (JSON); empty: in memory
-  std::int64_t workspace_limit_bytes = 1LL << 30;          // per convolution [bytes]
-  Layout layout = Layout::automatic;  // automatic: NCHW for fp32, NHWC for tf32, fp16, bf16 (measured)
-  bool cuda_graphs = false;           // capture the step as a CUDA graph and replay it
-  int gpu_ordinal = 0;                // the GPU the rank is bound to
+  int threads = 1;                // CPU engines and workers: threads of the rank's binding
   // Data-parallel training: gradients are all-reduced in buckets of about this size [bytes].
   std::int64_t bucket_bytes = 25LL << 20;
-  // Framework workers: engine name → the worker's command line (argv, no shell).
-  std::map<std::string, std::vector<std::string>> worker_commands;
-  double worker_timeout_s = 600;      // [s] a worker's preparation or check, like a cell's time limit
-  // pytorch-compile: torch.compile's mode, "reduce-overhead" (CUDA graphs) or "max-autotune"
-  // (CUDA graphs and autotuned kernels); sent to every worker, which records what ran.
-  std::string compile_mode = "reduce-overhead";
-  // Framework workers: the settings their prepare request carries, schema key → canonical text
-  // (options_schema.hpp worker_settings(); the schema's sent_to_workers rows).
-  std::map<std::string, std::string> worker_settings;
+  // Canonical text by key: the single-valued job-file keys of the options
+  // schema ("engine.layout" → "nhwc"), and the [workers] command of each worker
+  // engine of the matrix ("workers.pytorch" → "python3 {workers}/pytorch/worker.py").
+  std::map<std::string, std::string> settings;
+  // The value of a schema key: settings' (checked against its schema row,
+  // UsageError when outside it) or, when absent, the schema default.
+  std::string setting(const std::string& key) const;
 };
 
 class Engine {
@@ -173,9 +176,13 @@ const std::vector<EngineInfo>& engine_catalog();
 // The native engine of a device kind: cudnn (gpu), onednn (cpu).
 std::string_view native_engine(DeviceKind kind);
 // Creates a built engine for a rank's device: a native one from the catalogue,
-// or a worker engine when config.worker_commands names it. Throws UsageError for
+// or a worker engine when config.settings has its [workers] command. Throws UsageError for
 // a name that is neither; returns nullptr for a known engine not built into this binary.
 std::unique_ptr<Engine> make_engine(std::string_view name, const Device& device, const EngineConfig& config);
+// Parses every engine's own settings out of config.settings as make_engine
+// will, in every build, so that a bad value or combination is refused
+// (UsageError) before anything runs.
+void check_engine_settings(const EngineConfig& config);
 // Versions of the libraries of the built engines ("onednn_version" → "2.6.3"), for the cube's attributes.
 std::vector<std::pair<std::string, std::string>> engine_library_versions();
 

@@ -44,7 +44,7 @@ struct OpSamples {
 };
 
 // Per layer: the medians over the repetitions of its forward and backward
-// sums (src/core/runner.cpp, with core/statistics). Empty when no op was profiled.
+// sums (src/runner/runner.cpp, with core/statistics). Empty when no op was profiled.
 std::vector<LayerTime> layer_medians(const OpSamples& samples);
 // Per op, in step order: (label, median [ms]).
 std::vector<std::pair<std::string, double>> op_medians(const OpSamples& samples);

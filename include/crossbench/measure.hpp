@@ -1,4 +1,4 @@
-// Measurement settings and raw results of the Runner (src/core/runner.cpp),
+// Measurement settings and raw results of the Runner (src/runner/runner.cpp),
 // the one owner of the stopping rule for every engine, framework workers included.
 #pragma once
 

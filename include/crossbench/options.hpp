@@ -1,5 +1,6 @@
-// Options of `crossbench run` and `crossbench plan`: parsed once from the job
-// file and the command line into this immutable struct, passed by const reference.
+// Options of `crossbench run`, `plan` and `check`: parsed once from the job
+// file and the command line (src/app/options.hpp) into this immutable struct,
+// passed by const reference.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,7 @@
 
 #include "crossbench/cell.hpp"
 #include "crossbench/engine.hpp"
-#include "crossbench/runner.hpp"
+#include "crossbench/measure.hpp"
 
 namespace crossbench {
 
@@ -29,7 +30,7 @@ struct Options {
   std::string job_name;             // file stem: "quick"
   MatrixOptions matrix;
   MeasureOptions measure;
-  EngineConfig engine;              // seed, update, learning rate (threads are set per rank)
+  EngineConfig engine;              // shared settings and the engines' settings text (threads: set per rank)
   std::filesystem::path output;     // the cube
   bool output_from_command_line = false;  // --output (its directory must exist) or the job file's path
   std::string device_tag;           // --device-tag, else CROSSBENCH_DEVICE_TAG
@@ -57,21 +58,5 @@ struct Options {
 
 // Whether `describe(cell)` is selected by --filter.
 bool cell_selected(const Options& options, const CellSpec& cell);
-
-// Parses the arguments of `crossbench run|plan|check` (after the subcommand)
-// by the options schema. Throws UsageError naming the offending file, key,
-// flag or value and the valid choices: an unknown flag, a word that is not a
-// flag's value (`run myjob.ini`), a flag or --set key given twice. `default_job`
-// is used when --job is absent. With --help, returns at once with `help` set.
-Options parse_command_options(const std::string& command, const std::vector<std::string>& arguments,
-                              const std::filesystem::path& default_job, const std::string& command_line);
-
-// `run` only: refuses (UsageError) to touch an earlier run's cube or journal
-// unless --resume or --overwrite says what to do with it.
-void check_output_is_free(const Options& options);
-
-// The --help of `crossbench run|plan|check`: usage, every flag and job-file key
-// with its default, the exit codes and examples (generated from the schema).
-std::string command_help(const std::string& command);
 
 }  // namespace crossbench

@@ -12,8 +12,6 @@
 
 namespace crossbench {
 
-struct Options;
-
 enum class OptionType {
   integer,        // whole number within [low, high]
   number,         // real number within (low, high]
@@ -59,9 +57,10 @@ std::vector<std::string> option_sections();
 // (the job file or the --set), the key, the value and the valid range.
 std::string validated_setting(const OptionSpec& spec, const std::string& text, const std::string& origin);
 
-// The canonical value of a key in `options` ("engine.algo" -> "exhaustive"),
-// or its schema default when the options were not parsed from a job (tests).
-std::string setting_value(const Options& options, const std::string& key);
+// The canonical value of a key in a run's settings (Options::settings,
+// EngineConfig::settings: "engine.algo" -> "exhaustive"), or its schema
+// default where the settings lack it (options not parsed from a job: tests).
+std::string setting_value(const std::map<std::string, std::string>& values, const std::string& key);
 
 // A recorded setting: the canonical value of one schema key in a run.
 struct RecordedSetting {
@@ -71,14 +70,15 @@ struct RecordedSetting {
   std::string recorded_as;    // the cube attribute
 };
 
-// Every recorded setting of a run (keys with recorded_as), in schema order.
-std::vector<RecordedSetting> recorded_settings(const Options& options);
+// Every recorded setting of a run (keys with recorded_as), in schema order,
+// from the canonical value of every schema key (Options::settings).
+std::vector<RecordedSetting> recorded_settings(const std::map<std::string, std::string>& settings);
 // Those that change the numbers: what `run --resume` must find unchanged.
-std::vector<RecordedSetting> number_changing_settings(const Options& options);
+std::vector<RecordedSetting> number_changing_settings(const std::map<std::string, std::string>& settings);
 
-// The settings a framework worker's prepare request carries: the canonical
-// value of every key marked sent_to_workers ("measure.seed" -> "42"), all of them.
-std::map<std::string, std::string> worker_settings(const Options& options);
+// The keys a framework worker's prepare request carries (its `settings`
+// object): every key marked sent_to_workers, in schema order.
+std::vector<std::string> worker_setting_keys();
 
 // The reference of the job-file keys as a Markdown table (README "Job file keys").
 std::string options_markdown_table();

@@ -35,15 +35,15 @@ struct CellResult {
   std::int32_t steps = 0;                  // timed steps measured
   std::int32_t rank = -1;                  // MPI rank that ran the cell
   std::string message;                     // why the cell is not ok; for ok cells, the stopping decision
-  std::string decisions;                   // the engine's recorded decisions (Session::decisions())
+  std::string decisions;                   // the engine's recorded decisions (SessionRecord::decisions)
   std::vector<double> samples_ms;          // every timed step [ms]
   // Wall time of the cell (every status): when it started and ended (UTC,
   // ISO 8601 with milliseconds, "" unknown) and how long each part took [s],
   // NaN when the part did not happen or is unknown. preparation: prepare()
   // without the search; search: measured choices the engine reports
-  // (Session::search_seconds(), e.g. algorithm search, compilation); timed:
+  // (SessionRecord::search_s, e.g. algorithm search, compilation); timed:
   // warm-up, timed steps and the output check.
-  std::string versions;                    // Session::versions(): a worker's framework versions (JSON object text)
+  std::string versions;                    // SessionRecord::versions: a worker's framework versions (JSON object text)
   std::string started_utc;
   std::string finished_utc;
   double preparation_s = not_a_number;

@@ -27,7 +27,7 @@ class TelemetrySampler;
 // Times steps of a prepared session by the rules above: warm-up, then batches
 // of timed steps (min_steps, then 10% more, at least 10, up to max_steps)
 // with the stopping rule checked after each batch. A worker session runs
-// each batch in its process (Session::run_steps_elsewhere); the rule is this
+// each batch in its process (RemoteSteps::run_steps); the rule is this
 // one either way. `seconds_already_spent` counts preparation against the
 // cell's time limit [s]. With `agreement`, the samples are the group's
 // per-step maxima. With `telemetry`, it samples the device over the timed steps.

@@ -1,4 +1,4 @@
-// splitmix64, written once for the host (src/core/synthetic.cpp) and the
+// splitmix64, written once for the host (src/networks/synthetic.cpp) and the
 // device (the cuDNN engine's fill kernels): the synthetic generator's streams
 // must agree bit for bit on both (formulas in synthetic.hpp).
 #pragma once

@@ -2,7 +2,7 @@
 // dropout masks. Counter-based (splitmix64 of seed, tensor id and element
 // index), so any engine, in any language, on any device, reproduces the same
 // values in any order. A worker in Python reproduces it with 64-bit integer
-// arithmetic; tests/core/synthetic_test.cpp holds reference values.
+// arithmetic; tests/networks/synthetic_test.cpp holds reference values.
 //
 // Canonical layouts: input NCHW; convolution weights OIHW; fully-connected
 // weights (out, in) with `in` in (C, H, W) order; biases, batch-norm gamma/beta
@@ -28,7 +28,7 @@
 //   dropout: kept when fp64(uniform01(seed, tensor_id(layer, dropout_mask) + (step << 32), i)) >= rate.
 //
 // Python: M = 2**64 - 1; mix with `& M` after each multiply; or numpy uint64 arrays.
-// Reference values (tests/core/synthetic_test.cpp holds them):
+// Reference values (tests/networks/synthetic_test.cpp holds them):
 //   hash(0, 0, 0)                           = 0xE220A8397B1DCDAF  (splitmix64's first output from 0)
 //   hash(42, 1, 0)                          = 0x57E1FABA65107204
 //   hash(42, 1, 1)                          = 0xF4ABD143FEB24055

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.hpp"
+#include "app/options.hpp"
 #include "crossbench/device.hpp"
 #include "crossbench/engine.hpp"
 #include "crossbench/error.hpp"
@@ -97,7 +98,6 @@ int check_command(const CommandContext& context) {
     const Device& device = kind == DeviceKind::gpu ? *gpu : cpu;
     EngineConfig config = options.engine;
     config.threads = device.kind == DeviceKind::cpu ? device.compute_units : 1;
-    config.gpu_ordinal = device.kind == DeviceKind::gpu ? device.index : -1;
     const std::unique_ptr<Engine> engine = make_engine(engine_name, device, config);
     for (const auto& network_name : options.matrix.networks) {
       const Network network = make_network(network_name);

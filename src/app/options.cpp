@@ -2,7 +2,7 @@
 // command line of `crossbench run|plan|check`, both by the options schema
 // (src/core/options_schema.cpp): this file knows how to turn checked text into
 // Options, the schema knows which keys and flags exist and what they accept.
-#include "crossbench/options.hpp"
+#include "app/options.hpp"
 
 #include <algorithm>
 #include <boost/program_options.hpp>
@@ -18,8 +18,8 @@
 #include "crossbench/network.hpp"
 #include "crossbench/options_schema.hpp"
 #include "crossbench/text_file.hpp"
-#include "engines/cudnn/algorithm_cache.hpp"
 #include "engines/worker/worker_engine.hpp"
+#include "engines/worker/worker_settings.hpp"
 
 namespace po = boost::program_options;
 
@@ -404,34 +404,24 @@ Options parse_command_options(const std::string& command, const std::vector<std:
                      std::to_string(options.measure.min_steps) + ")");
   options.measure.target_ci = number("measure.target_ci");
   options.measure.cell_time_limit_s = number("measure.cell_time_limit_s");
-  options.engine.worker_timeout_s = options.measure.cell_time_limit_s;
   options.engine.seed = static_cast<std::uint64_t>(integer("measure.seed"));
   options.engine.learning_rate = number("measure.learning_rate");
   options.engine.update = text("measure.update") == "sgd" ? Update::sgd : Update::none;
   options.measure.layer_times = text("measure.layer_times") == "true";
   options.measure.layer_time_repetitions = static_cast<int>(integer("measure.layer_time_repetitions"));
 
-  for (const auto& engine : options.matrix.engines)
-    if (worker_commands.count(engine)) options.engine.worker_commands[engine] = split_worker_command(worker_commands[engine]);
-
-  options.engine.algorithm = text("engine.algo") == "exhaustive" ? AlgorithmPolicy::exhaustive : AlgorithmPolicy::heuristic;
-  options.engine.workspace_limit_bytes = integer("engine.workspace_limit_mb") << 20;
-  options.engine.layout = text("engine.layout") == "nchw"   ? Layout::nchw
-                          : text("engine.layout") == "nhwc" ? Layout::nhwc
-                                                            : Layout::automatic;
   options.engine.bucket_bytes = integer("engine.bucket_mb") << 20;
-  options.engine.cuda_graphs = text("engine.cuda_graphs") == "true";
+  // A file every rank reads and writes: named absolutely, as recorded.
+  if (const std::string& cache = text("engine.algo_cache"); !cache.empty())
+    options.settings["engine.algo_cache"] = std::filesystem::absolute(cache).string();
 
-  options.engine.compile_mode = text("engine.compile_mode");
-  if (const std::string& cache = text("engine.algo_cache"); !cache.empty()) {
-    const std::string origin = value("engine.algo_cache") ? value("engine.algo_cache")->second : "engine.algo_cache";
-    if (options.engine.algorithm != AlgorithmPolicy::exhaustive)
-      throw UsageError(origin + ": [engine] algo_cache applies to algo = exhaustive (the measured search) only");
-    options.engine.algorithm_cache_path = std::filesystem::absolute(cache).string();
-    options.settings["engine.algo_cache"] = options.engine.algorithm_cache_path;
-    // Read once here, before MPI starts, so that a corrupt file is refused (exit 2) before any output exists.
-    cudnn::AlgorithmCache(options.engine.algorithm_cache_path, {});
-  }
+  // The engines' own settings travel as text; each engine parses its own
+  // (EngineConfig::settings). Checked here, before MPI starts, so that a bad
+  // combination or file is refused (exit 2) before any output exists.
+  for (const auto& [key, setting] : options.settings) options.engine.settings[key] = setting;
+  for (const auto& engine : options.matrix.engines)
+    if (worker_commands.count(engine)) options.engine.settings[worker_command_key(engine)] = worker_commands[engine];
+  check_engine_settings(options.engine);
 
   // [output] and the command line.
   options.output_from_command_line = given("--output");
@@ -452,7 +442,6 @@ Options parse_command_options(const std::string& command, const std::vector<std:
   options.settings["--replicas"] = std::to_string(options.replicas);
   options.settings["--filter"] = options.cell_filter;
   options.settings["--resume"] = options.resume ? "true" : "false";
-  options.engine.worker_settings = worker_settings(options);  // the schema says which keys reach workers
   return options;
 }
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "app/commands.hpp"
+#include "app/options.hpp"
 #include "app/console.hpp"
 #include "crossbench/error.hpp"
 #include "dist/binding.hpp"

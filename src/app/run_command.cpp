@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "app/commands.hpp"
+#include "app/options.hpp"
 #include "app/console.hpp"
 #include "crossbench/build_info.hpp"
 #include "crossbench/cube.hpp"
@@ -62,7 +63,7 @@ std::map<std::string, std::string> run_attributes(const Options& options, const 
   };
   for (const auto& [name, version] : engine_library_versions()) attributes[name] = version;
   // Every recorded setting, under the name the options schema gives it.
-  for (const RecordedSetting& setting : recorded_settings(options)) attributes[setting.recorded_as] = setting.value;
+  for (const RecordedSetting& setting : recorded_settings(options.settings)) attributes[setting.recorded_as] = setting.value;
   return attributes;
 }
 
@@ -72,7 +73,7 @@ void write_jsonl_record(std::ofstream& out, const Options& options, const CellRe
                         const std::vector<Device>& devices) {
   nlohmann::json record = to_json(result);
   nlohmann::json settings = nlohmann::json::object();
-  for (const RecordedSetting& setting : recorded_settings(options)) settings[setting.key] = setting.value;
+  for (const RecordedSetting& setting : recorded_settings(options.settings)) settings[setting.key] = setting.value;
   record["provenance"] = {{"crossbench_version", build_info::version},
                           {"git_revision", build_info::git_revision},
                           {"job", options.job_name},
@@ -127,7 +128,6 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
 
   EngineConfig engine_config = options.engine;
   engine_config.threads = device.kind == DeviceKind::cpu ? device.compute_units : 1;
-  engine_config.gpu_ordinal = device.kind == DeviceKind::gpu ? device.index : -1;
   std::map<std::string, std::unique_ptr<Engine>> engines;
   std::map<std::string, Network> networks;
   ResultChannel channel(mpi);

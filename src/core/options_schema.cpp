@@ -7,7 +7,6 @@
 #include <sstream>
 
 #include "crossbench/error.hpp"
-#include "crossbench/options.hpp"
 
 namespace crossbench {
 namespace {
@@ -171,36 +170,36 @@ std::string validated_setting(const OptionSpec& spec, const std::string& raw, co
   }
 }
 
-std::string setting_value(const Options& options, const std::string& key) {
-  const auto found = options.settings.find(key);
-  if (found != options.settings.end()) return found->second;
+std::string setting_value(const std::map<std::string, std::string>& values, const std::string& key) {
+  const auto found = values.find(key);
+  if (found != values.end()) return found->second;
   const OptionSpec* spec = find_option(key);
   if (spec == nullptr) throw Error("'" + key + "' is not a key of the options schema");
   return spec->default_value;
 }
 
-std::vector<RecordedSetting> recorded_settings(const Options& options) {
+std::vector<RecordedSetting> recorded_settings(const std::map<std::string, std::string>& values) {
   std::vector<RecordedSetting> settings;
   for (const auto& spec : options_schema()) {
     if (spec.recorded_as.empty()) continue;
-    const auto found = options.settings.find(spec.key.empty() ? spec.flag : spec.key);
-    settings.push_back({spec.key.empty() ? spec.flag : spec.key, found == options.settings.end() ? "" : found->second,
+    const auto found = values.find(spec.key.empty() ? spec.flag : spec.key);
+    settings.push_back({spec.key.empty() ? spec.flag : spec.key, found == values.end() ? "" : found->second,
                         spec.changes_numbers, spec.recorded_as});
   }
   return settings;
 }
 
-std::vector<RecordedSetting> number_changing_settings(const Options& options) {
-  std::vector<RecordedSetting> settings = recorded_settings(options);
+std::vector<RecordedSetting> number_changing_settings(const std::map<std::string, std::string>& values) {
+  std::vector<RecordedSetting> settings = recorded_settings(values);
   std::erase_if(settings, [](const RecordedSetting& setting) { return !setting.changes_numbers; });
   return settings;
 }
 
-std::map<std::string, std::string> worker_settings(const Options& options) {
-  std::map<std::string, std::string> settings;
+std::vector<std::string> worker_setting_keys() {
+  std::vector<std::string> keys;
   for (const auto& spec : options_schema())
-    if (spec.sent_to_workers) settings[spec.key] = setting_value(options, spec.key);
-  return settings;
+    if (spec.sent_to_workers) keys.push_back(spec.key);
+  return keys;
 }
 
 std::string options_markdown_table() {

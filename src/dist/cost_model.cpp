@@ -51,7 +51,7 @@ void add_preparation(CellEstimate& estimate, const Network& network, const CellS
     return;
   }
   estimate.preparation_s = kNativePreparationSeconds;
-  if (device.kind == DeviceKind::gpu && setting_value(options, "engine.algo") == "exhaustive") {
+  if (device.kind == DeviceKind::gpu && setting_value(options.settings, "engine.algo") == "exhaustive") {
     const int directions = cell.phase == Phase::training ? 3 : 1;  // forward; backward data and filter
     estimate.search_s = kSearchSecondsPerConvolution * convolutions(network) * directions;
   }

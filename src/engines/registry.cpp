@@ -3,7 +3,10 @@
 
 #include "crossbench/engine.hpp"
 #include "crossbench/error.hpp"
+#include "crossbench/options_schema.hpp"
+#include "engines/cudnn/cudnn_settings.hpp"
 #include "engines/worker/worker_engine.hpp"
+#include "engines/worker/worker_settings.hpp"
 
 #if CROSSBENCH_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
@@ -38,9 +41,15 @@ const std::vector<EngineInfo>& engine_catalog() {
 
 std::string_view native_engine(DeviceKind kind) { return kind == DeviceKind::gpu ? "cudnn" : "onednn"; }
 
+std::string EngineConfig::setting(const std::string& key) const {
+  const OptionSpec* spec = find_option(key);
+  if (spec == nullptr || spec->key.empty()) throw Error("engine setting '" + key + "' is not a job-file key of the options schema");
+  const auto found = settings.find(key);
+  return found == settings.end() ? spec->default_value : validated_setting(*spec, found->second, "engine settings");
+}
+
 std::unique_ptr<Engine> make_engine(std::string_view name, const Device& device, const EngineConfig& config) {
-  if (const auto worker = config.worker_commands.find(std::string(name)); worker != config.worker_commands.end())
-    return make_worker_engine(worker->first, worker->second, device, config);
+  if (auto worker = worker_settings(config, name)) return make_worker_engine(std::string(name), device, config, *worker);
   const auto& catalog = engine_catalog();
   const auto found = std::find_if(catalog.begin(), catalog.end(), [&](const EngineInfo& info) { return info.name == name; });
   if (found == catalog.end()) {
@@ -52,9 +61,16 @@ std::unique_ptr<Engine> make_engine(std::string_view name, const Device& device,
   if (name == "onednn") return make_onednn_engine(device, config);
 #endif
 #if CROSSBENCH_HAVE_CUDA
-  if (name == "cudnn") return make_cudnn_engine(device, config);
+  if (name == "cudnn") return make_cudnn_engine(device, config, cudnn::cudnn_settings(config));
 #endif
   return nullptr;
+}
+
+void check_engine_settings(const EngineConfig& config) {
+  // The cuDNN engine's keys are checked in every build: a job file means the same on every machine.
+  cudnn::check_cudnn_settings(config);
+  for (const auto& [key, command] : config.settings)
+    if (key.rfind("workers.", 0) == 0) worker_settings(config, key.substr(8));
 }
 
 std::vector<std::pair<std::string, std::string>> engine_library_versions() {

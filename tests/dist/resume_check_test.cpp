@@ -64,9 +64,9 @@ TEST(ResumeCheck, ResumeSettingsAreTheSchemasNumberChangingKeys) {
 
 TEST(ResumeCheck, WorkerCommandsAreCompared) {
   Options before = small_options();
-  before.engine.worker_commands["pytorch"] = {"python3", "worker.py"};
+  before.engine.settings["workers.pytorch"] = "python3 worker.py";
   Options after = before;
-  after.engine.worker_commands["pytorch"] = {"python3", "other.py"};
+  after.engine.settings["workers.pytorch"] = "python3  other.py";  // the command as run: single spaces
   EXPECT_EQ(JournalHeader::for_run(after, {"cpu"}).mismatch(JournalHeader::for_run(before, {"cpu"}), false),
             "worker command workers.pytorch is 'python3 worker.py' in the journal, 'python3 other.py' in this run");
 }

@@ -377,7 +377,7 @@ TEST(OnednnMemory, ReuseAndInPlaceLowerThePeak) {
 TEST(OnednnSession, DecisionsNameTheRecipe) {
   const Network network = make_network("alexnet");
   onednn::OnednnSession session(network, cell_of(network, 1, Phase::inference), test_config());
-  EXPECT_EQ(session.decisions(), recipe_of(Precision::fp32));
+  EXPECT_EQ(session.record().decisions, recipe_of(Precision::fp32));
 }
 
 // ---- Engine -------------------------------------------------------------------

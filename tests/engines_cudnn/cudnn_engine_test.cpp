@@ -30,6 +30,7 @@
 #include "crossbench/network.hpp"
 #include "crossbench/runner.hpp"
 #include "crossbench/telemetry.hpp"
+#include "engines/cudnn/cudnn_engine.hpp"
 #include "engines/cudnn/cudnn_session.hpp"
 #include "engines_cudnn/tiny_networks.hpp"
 
@@ -37,6 +38,8 @@ namespace crossbench {
 namespace {
 
 using nlohmann::json;
+using cudnn::AlgorithmPolicy;
+using cudnn::Layout;
 
 #define SKIP_WITHOUT_GPU()                                                                   \
   do {                                                                                       \
@@ -81,11 +84,11 @@ std::vector<Setting> settings() {
 std::unique_ptr<Engine> engine_for(Precision, Layout layout, AlgorithmPolicy algorithm, bool graphs = false) {
   EngineConfig config;
   config.seed = 42;
-  config.layout = layout;
-  config.algorithm = algorithm;
-  config.cuda_graphs = graphs;
-  config.gpu_ordinal = 0;
-  return make_engine("cudnn", probe_gpu(0, ""), config);
+  cudnn::CudnnSettings settings;
+  settings.layout = layout;
+  settings.algorithm = algorithm;
+  settings.cuda_graphs = graphs;
+  return make_cudnn_engine(probe_gpu(0, ""), config, settings);
 }
 
 double relative(double actual, double expected, double floor = 1e-12) {
@@ -145,7 +148,7 @@ TEST_P(LayerKinds, AgreeWithOnednn) {
     for (int i = 0; i < 3; ++i) session->step();
     const OutputCheck again = session->check();
     EXPECT_NEAR(again.loss, check.loss, 1e-6 * std::abs(check.loss)) << what << ": check() after steps";
-    if (HasFailure()) std::cerr << what << " decisions: " << session->decisions() << "\n";
+    if (HasFailure()) std::cerr << what << " decisions: " << session->record().decisions << "\n";
   }
 }
 
@@ -211,9 +214,9 @@ TEST_P(Networks, Fp32AgreesWithOnednnAtBatch2) {
               << "), worst per-tensor difference from oneDNN " << worst_reference
               << ", between two cuDNN algorithm sets " << worst_spread << "\n";
     expect_matches(check, expected, 1e-3, what, phase == Phase::training, tensor_bound, total_bound);
-    if (HasFailure()) std::cerr << what << " decisions: " << session->decisions() << "\n";
+    if (HasFailure()) std::cerr << what << " decisions: " << session->record().decisions << "\n";
     // The measured algorithms (which may include the im2col + GEMM candidates) against oneDNN, with the same bounds.
-    const std::string decisions = measured_session->decisions();
+    const std::string decisions = measured_session->record().decisions;
     if (decisions.find("im2col_gemm") != std::string::npos) std::cerr << what << ": im2col_gemm chosen\n";
     expect_matches(other, expected, 1e-3, what + " (exhaustive)", phase == Phase::training, tensor_bound,
                    total_bound);
@@ -308,7 +311,7 @@ TEST(CudnnSession, CudaGraphReplayGivesTheSameResults) {
     const CellSpec cell{"cudnn", name, Precision::fp32, 4, Phase::training, 0};
     auto eager = engine_for(Precision::fp32, Layout::automatic, AlgorithmPolicy::heuristic, false)->prepare(network, cell);
     auto graphed = engine_for(Precision::fp32, Layout::automatic, AlgorithmPolicy::heuristic, true)->prepare(network, cell);
-    EXPECT_NE(graphed->decisions().find("graphs=on"), std::string::npos) << graphed->decisions();
+    EXPECT_NE(graphed->record().decisions.find("graphs=on"), std::string::npos) << graphed->record().decisions;
     for (int i = 0; i < 3; ++i) {
       eager->step();
       graphed->step();
@@ -362,7 +365,7 @@ TEST(CudnnSession, CudaGraphReplayMatchesEagerStepsElementByElement) {
     auto* graphed = dynamic_cast<cudnn::CudnnSession*>(graphed_session.get());
     ASSERT_NE(eager, nullptr);
     ASSERT_NE(graphed, nullptr);
-    ASSERT_TRUE(graphed->uses_cuda_graph()) << graphed->decisions();
+    ASSERT_TRUE(graphed->uses_cuda_graph()) << graphed->record().decisions;
     ASSERT_FALSE(eager->uses_cuda_graph());
     for (int i = 0; i < 3; ++i) {  // the same dropout steps on both sides (the graph advances its own)
       eager->step();
@@ -404,7 +407,7 @@ TEST(CudnnSession, RecordsItsDecisionsAndExactMemory) {
   ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
   {
     auto session = engine->prepare(network, {"cudnn", "googlenet", Precision::fp16, 32, Phase::training, 0});
-    const std::string d = session->decisions();
+    const std::string d = session->record().decisions;
     std::cerr << "decisions: " << d << "\n";
     EXPECT_NE(d.find("layout=nhwc"), std::string::npos) << d;
     EXPECT_NE(d.find("algo=exhaustive"), std::string::npos) << d;
@@ -463,10 +466,9 @@ TEST(CudnnEngine, AlgorithmCacheReplaysThePlanWithNoSearch) {
   std::filesystem::remove(file);
   const Network network = make_network("googlenet");
   const CellSpec cell{"cudnn", "googlenet", Precision::bf16, 8, Phase::training, 0};
+  // Through the options' text, as a run gives it.
   EngineConfig config;
-  config.algorithm = AlgorithmPolicy::exhaustive;
-  config.cuda_graphs = true;
-  config.algorithm_cache_path = file.string();
+  config.settings = {{"engine.algo", "exhaustive"}, {"engine.cuda_graphs", "true"}, {"engine.algo_cache", file.string()}};
   const Device device = probe_gpu(0, "");
   std::string cold_plan;
   OutputCheck cold_check;
@@ -474,18 +476,18 @@ TEST(CudnnEngine, AlgorithmCacheReplaysThePlanWithNoSearch) {
     auto engine = make_engine("cudnn", device, config);
     auto session = engine->prepare(network, cell);
     int hits = -1, misses = -1;
-    cold_plan = without_cache_use(session->decisions(), hits, misses);
-    EXPECT_GT(misses, 0) << session->decisions();
+    cold_plan = without_cache_use(session->record().decisions, hits, misses);
+    EXPECT_GT(misses, 0) << session->record().decisions;
     EXPECT_NE(cold_plan.find("search_arena="), std::string::npos) << cold_plan;
     // The search's wall time is reported apart from the rest of the preparation (the cell's search_s).
-    EXPECT_TRUE(std::isfinite(session->search_seconds()));
-    EXPECT_GT(session->search_seconds(), 0.0);
+    EXPECT_TRUE(std::isfinite(session->record().search_s));
+    EXPECT_GT(session->record().search_s, 0.0);
     cold_check = session->check();
     session.reset();
     // The same cell again in this process: every choice from the engine's memory.
     auto again = engine->prepare(network, cell);
-    const std::string again_plan = without_cache_use(again->decisions(), hits, misses);
-    EXPECT_EQ(misses, 0) << again->decisions();
+    const std::string again_plan = without_cache_use(again->record().decisions, hits, misses);
+    EXPECT_EQ(misses, 0) << again->record().decisions;
     EXPECT_EQ(again_plan.find("search_arena="), std::string::npos) << "every choice remembered: no search arena";
     // Every layer's choice and its candidates' medians (the header differs only by the arena).
     EXPECT_EQ(again_plan, without_search_arena(cold_plan));
@@ -495,8 +497,8 @@ TEST(CudnnEngine, AlgorithmCacheReplaysThePlanWithNoSearch) {
   auto engine = make_engine("cudnn", device, config);
   auto session = engine->prepare(network, cell);
   int hits = -1, misses = -1;
-  const std::string warm_plan = without_cache_use(session->decisions(), hits, misses);
-  EXPECT_EQ(misses, 0) << session->decisions();
+  const std::string warm_plan = without_cache_use(session->record().decisions, hits, misses);
+  EXPECT_EQ(misses, 0) << session->record().decisions;
   EXPECT_GT(hits, 0);
   EXPECT_EQ(warm_plan.find("search_arena="), std::string::npos) << "a warm cache allocates no search arena";
   // Every layer's choice and its candidates' medians, replayed exactly.

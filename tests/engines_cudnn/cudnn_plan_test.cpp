@@ -25,7 +25,7 @@ struct Plan {
 std::unique_ptr<Plan> plan(const Network& network, Precision precision, Phase phase, std::int64_t batch,
                            Layout layout = Layout::automatic) {
   auto p = std::make_unique<Plan>();
-  static EngineConfig config;
+  static CudnnConfig config;
   config.layout = layout;
   static CellSpec cell;
   cell = {"cudnn", network.name(), precision, batch, phase, 0};

@@ -4,11 +4,11 @@
 
 # The algorithm cache and the measured choice's ordering are plain C++: tested
 # in every build, on the CPU (the source compiles into the test directly).
-crossbench_test(cudnn_algorithm_cache_test LABEL cpu LINKS crossbench_base
+crossbench_test(cudnn_algorithm_cache_test LABEL cpu LINKS crossbench_core
                 SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_algorithm_cache_test.cpp
                         ${CMAKE_SOURCE_DIR}/src/engines/cudnn/algorithm_cache.cpp)
 if(CROSSBENCH_ENABLE_CUDA)
-  crossbench_test(cudnn_engine_test LABEL gpu LINKS crossbench_engines
+  crossbench_test(cudnn_engine_test LABEL gpu LINKS crossbench_runner crossbench_engines
                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_engine_test.cpp)
   crossbench_test(cudnn_kernels_test LABEL gpu LINKS crossbench_engines
                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_kernels_test.cpp)

@@ -12,6 +12,7 @@
 #include "crossbench/error.hpp"
 #include "crossbench/options.hpp"
 #include "crossbench/options_schema.hpp"
+#include "app/options.hpp"
 #include "engines/worker/worker_engine.hpp"
 
 namespace crossbench {
@@ -58,11 +59,11 @@ TEST(PrepareRequest, ALargeSeedStaysExact) {
   EXPECT_EQ(request.at("settings").at("measure.seed").get<long long>(), 9000000000000000001LL);
 }
 
-TEST(PrepareRequest, AKeyOutsideTheSchemaIsRefused) {
+TEST(PrepareRequest, AValueOutsideItsSchemaRowIsRefused) {
   EngineConfig config;
-  config.worker_settings["measure.colour"] = "blue";
+  config.settings["engine.layout"] = "diagonal";
   const CellSpec cell{"pytorch", "alexnet", Precision::fp32, 2, Phase::training, 0};
-  EXPECT_THROW(prepare_request(make_network("alexnet"), cell, config, kWorkerProtocol), Error);
+  EXPECT_THROW(prepare_request(make_network("alexnet"), cell, config, kWorkerProtocol), UsageError);
 }
 
 }  // namespace

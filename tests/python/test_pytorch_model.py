@@ -28,7 +28,7 @@ NETWORKS = ["alexnet", "overfeat", "vgg11", "vgg16", "vgg19", "googlenet", "resn
 PARAMETERS_M = {"alexnet": 61.1, "overfeat": 145.9, "vgg11": 132.9, "vgg16": 138.4, "vgg19": 143.7,
                 "googlenet": 7.0, "resnet50": 25.6, "resnet101": 44.5, "resnet152": 60.2}
 
-# ---- The synthetic generator: include/crossbench/synthetic.hpp, tests/core/synthetic_test.cpp ----
+# ---- The synthetic generator: include/crossbench/synthetic.hpp, tests/networks/synthetic_test.cpp ----
 
 HASH_REFERENCES = [
     (0, 0, 0, 0xE220A8397B1DCDAF),

@@ -61,9 +61,9 @@ class CudnnEngine final : public Engine {
  public:
   // The algorithm cache lives as long as the engine (all of a rank's cells):
   // identical convolutions are measured once per process; with
-  // EngineConfig::algorithm_cache_path it is read here (a corrupt file:
+  // CudnnSettings::algorithm_cache_path it is read here (a corrupt file:
   // UsageError) and appended to after each cell that measured something new.
-  CudnnEngine(const Device& device, const EngineConfig& config)
+  CudnnEngine(const Device& device, const CudnnConfig& config)
       : device_(device),
         config_(config),
         algorithm_cache_(std::filesystem::path(config.algorithm_cache_path), measurement_context(device)) {}
@@ -97,7 +97,7 @@ class CudnnEngine final : public Engine {
   }
 
   Device device_;
-  EngineConfig config_;
+  CudnnConfig config_;
   AlgorithmCache algorithm_cache_;
   bool save_failed_ = false;
 };
@@ -185,8 +185,9 @@ std::vector<std::pair<std::string, std::string>> library_versions() {
 
 }  // namespace cudnn
 
-std::unique_ptr<Engine> make_cudnn_engine(const Device& device, const EngineConfig& config) {
-  return std::make_unique<cudnn::CudnnEngine>(device, config);
+std::unique_ptr<Engine> make_cudnn_engine(const Device& device, const EngineConfig& config,
+                                          const cudnn::CudnnSettings& settings) {
+  return std::make_unique<cudnn::CudnnEngine>(device, cudnn::CudnnConfig(config, settings));
 }
 
 }  // namespace crossbench

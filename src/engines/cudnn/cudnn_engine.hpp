@@ -7,10 +7,13 @@
 #include <vector>
 
 #include "crossbench/engine.hpp"
+#include "engines/cudnn/cudnn_settings.hpp"
 
 namespace crossbench {
 
-std::unique_ptr<Engine> make_cudnn_engine(const Device& device, const EngineConfig& config);
+// `settings`: the engine's own (cudnn_settings(config) in the registry; typed in tests and benches).
+std::unique_ptr<Engine> make_cudnn_engine(const Device& device, const EngineConfig& config,
+                                          const cudnn::CudnnSettings& settings);
 
 namespace cudnn {
 // What the engine supports on a device (no GPU needed: it reads the Device).

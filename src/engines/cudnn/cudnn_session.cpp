@@ -25,13 +25,13 @@ std::string cell_text(const Network& network, const CellSpec& cell) {
          std::string(to_string(cell.precision)) + " batch " + std::to_string(cell.batch);
 }
 
-std::string policy_text(const EngineConfig& config) {
+std::string policy_text(const CudnnConfig& config) {
   return config.algorithm == AlgorithmPolicy::exhaustive ? "exhaustive" : "heuristic";
 }
 
 }  // namespace
 
-CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const EngineConfig& config,
+CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const CudnnConfig& config,
                            const Device& device, Communicator* communicator, AlgorithmCache* algorithm_cache)
     : cell_(cell), config_(config), training_(cell.phase == Phase::training), communicator_(communicator) {
   if (cell.batch <= 0) throw Error("cuDNN engine: batch must be positive, got " + std::to_string(cell.batch));
@@ -44,7 +44,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const E
     layer_names_.push_back(layer.name);
     layer_kinds_.emplace_back(to_string(layer.kind));
   }
-  CB_CHECK_CUDA(cudaSetDevice(std::max(config.gpu_ordinal, 0)));
+  CB_CHECK_CUDA(cudaSetDevice(std::max(device.index, 0)));  // the GPU the rank is bound to
   stream_ = make_stream();
   dnn_ = make_cudnn_handle();
   CB_CHECK_CUDNN(cudnnSetStream(dnn_, stream_));
@@ -100,7 +100,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const E
   // Phase 2 is where the measured choices are made (and replayed from the
   // cache): its wall time is the cell's search_s; with the heuristic policy it
   // is only the descriptors' setup.
-  search_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - search_began).count();
+  record_.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - search_began).count();
   const AlgorithmCache::Counts counts_after = algorithm_cache->counts();
   pool_.grow(workspace_buffer_, static_cast<std::int64_t>(workspace_bytes_));
 
@@ -124,6 +124,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const E
 
   timer_ = std::make_unique<EventTimer>(stream_);
   timer_->watch(communicator_);
+  if (communicator_ != nullptr) timer_->time_exposed_communication(backward_done_, averages_done_);
   if (config.cuda_graphs) capture_graph();
 
   std::ostringstream text;
@@ -148,7 +149,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const E
     const std::string d = impl->decisions();
     if (!d.empty()) text << "; " << d;
   }
-  decisions_ = text.str();
+  record_.decisions = text.str();
 }
 
 CudnnSession::~CudnnSession() {
@@ -290,13 +291,6 @@ std::vector<float> CudnnSession::gradient_storage(std::size_t index) {
 }
 
 std::vector<float> CudnnSession::logits_storage() { return fp32_storage(logits_, "logits_storage"); }
-
-double CudnnSession::last_step_exposed_communication_ms() {
-  if (communicator_ == nullptr || steps_ == 0) return std::numeric_limits<double>::quiet_NaN();
-  float ms = 0;
-  CB_CHECK_CUDA(cudaEventElapsedTime(&ms, backward_done_, averages_done_));
-  return ms;
-}
 
 void CudnnSession::set_dropout_step(std::uint64_t step) {
   // A pageable copy is staged before returning, so `step` may go out of scope.

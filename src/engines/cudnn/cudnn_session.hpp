@@ -11,6 +11,7 @@
 #include "crossbench/engine.hpp"
 #include "crossbench/gradient_buckets.hpp"
 #include "engines/cudnn/algorithm_cache.hpp"
+#include "engines/cudnn/cudnn_settings.hpp"
 #include "engines/cudnn/event_timer.hpp"
 #include "engines/cudnn/graph.hpp"
 
@@ -23,7 +24,7 @@ class CudnnSession final : public Session {
   // With `communicator`: data-parallel training (Engine::prepare with a communicator).
   // `algorithm_cache`: the engine's measured choices (shared across cells);
   // nullptr: the session keeps its own, in memory.
-  CudnnSession(const Network& network, const CellSpec& cell, const EngineConfig& config, const Device& device,
+  CudnnSession(const Network& network, const CellSpec& cell, const CudnnConfig& config, const Device& device,
                Communicator* communicator = nullptr, AlgorithmCache* algorithm_cache = nullptr);
   ~CudnnSession() override;
 
@@ -31,10 +32,7 @@ class CudnnSession final : public Session {
   StepTimer& timer() override { return *timer_; }
   MemoryUse memory() const override;
   OutputCheck check() override;
-  std::string decisions() const override { return decisions_; }
-  double search_seconds() const override { return search_seconds_; }
   OpSamples profile(int repetitions) override;
-  double last_step_exposed_communication_ms() override;
 
   // ---- For tests and benches ----
   std::int64_t unshared_bytes() const { return pool_.unshared_bytes(); }
@@ -65,7 +63,7 @@ class CudnnSession final : public Session {
   std::vector<float> fp32_storage(const Tensor& t, const char* what);  // synchronises, then copies to the host
 
   CellSpec cell_;
-  EngineConfig config_;
+  CudnnConfig config_;
   bool training_ = false;
   std::vector<std::string> layer_names_, layer_kinds_;
   // Declaration order is release order reversed: the graph and the pool go
@@ -87,8 +85,6 @@ class CudnnSession final : public Session {
   GraphExec graph_exec_;
   std::unique_ptr<EventTimer> timer_;
   std::uint64_t steps_ = 0;
-  std::string decisions_;
-  double search_seconds_ = 0;  // wall time of prepare()'s phase 2: descriptors and the algorithm search [s]
   std::unique_ptr<AlgorithmCache> own_algorithm_cache_;  // without the engine's
   // Data parallel: the group's communicator, the buckets over the gradients,
   // and events around the wait for the averages (the exposed communication).

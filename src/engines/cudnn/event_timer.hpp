@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <limits>
 #include <thread>
 
 #include "crossbench/communicator.hpp"
@@ -34,10 +35,23 @@ class EventTimer final : public StepTimer {
   // Data parallel: the wait polls, so that a failed or stuck collective ends
   // the cell (Communicator::check_health) instead of hanging the rank.
   void watch(Communicator* communicator) { watched_ = communicator; }
+  // Data parallel: the events the step records around its wait for the
+  // gradient averages (owned by the session, which outlives its timer).
+  void time_exposed_communication(cudaEvent_t backward_done, cudaEvent_t averages_done) {
+    backward_done_ = backward_done;
+    averages_done_ = averages_done;
+  }
   double elapsed_ms() override {  // waits until the step has finished [ms]
     wait_for(stop_, watched_);
     float ms = 0;
     CB_CHECK_CUDA(cudaEventElapsedTime(&ms, start_, stop_));
+    timed_ = true;
+    return ms;
+  }
+  double exposed_communication_ms() override {  // [ms]; the step has finished (elapsed_ms)
+    if (backward_done_ == nullptr || !timed_) return std::numeric_limits<double>::quiet_NaN();
+    float ms = 0;
+    CB_CHECK_CUDA(cudaEventElapsedTime(&ms, backward_done_, averages_done_));
     return ms;
   }
 
@@ -45,6 +59,8 @@ class EventTimer final : public StepTimer {
   cudaStream_t stream_;
   Event start_, stop_;
   Communicator* watched_ = nullptr;
+  cudaEvent_t backward_done_ = nullptr, averages_done_ = nullptr;
+  bool timed_ = false;  // a step has been timed: the exposed-communication events are recorded
 };
 
 }  // namespace crossbench::cudnn

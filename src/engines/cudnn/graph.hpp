@@ -29,6 +29,7 @@
 #include "crossbench/engine.hpp"
 #include "crossbench/network.hpp"
 #include "crossbench/synthetic.hpp"
+#include "engines/cudnn/cudnn_settings.hpp"
 #include "engines/cudnn/memory_pool.hpp"
 #include "engines/cudnn/handles.hpp"
 #include "engines/cudnn/tensor.hpp"
@@ -82,12 +83,12 @@ class AlgorithmCache;  // algorithm_cache.hpp
 // the measured algorithm search, scratch memory (see SetupContext::arena).
 class SetupContext {
  public:
-  SetupContext(cudnnHandle_t dnn, cudaStream_t stream, const EngineConfig& config, Precision precision,
+  SetupContext(cudnnHandle_t dnn, cudaStream_t stream, const CudnnConfig& config, Precision precision,
                std::int64_t arena_limit_bytes)
       : dnn(dnn), stream(stream), config(config), precision(precision), arena_limit_(arena_limit_bytes) {}
   cudnnHandle_t dnn;
   cudaStream_t stream;
-  const EngineConfig& config;
+  const CudnnConfig& config;
   Precision precision;
   cublasHandle_t blas = nullptr;  // on `stream`: measured GEMM candidates (a 1x1 convolution's weight gradient)
   AlgorithmCache* algorithm_cache = nullptr;  // measured choices: replayed, shared across layers and cells, saved
@@ -153,13 +154,13 @@ class LayerImpl {
 // Build-time context shared by the per-layer builders.
 class Builder {
  public:
-  Builder(const Network& network, const CellSpec& cell, const EngineConfig& config, MemoryPool& pool,
+  Builder(const Network& network, const CellSpec& cell, const CudnnConfig& config, MemoryPool& pool,
           std::vector<Op>& ops, std::vector<Parameter>& parameters,
           std::vector<std::unique_ptr<LayerImpl>>& impls);
 
   const Network& network;
   const CellSpec& cell;
-  const EngineConfig& config;
+  const CudnnConfig& config;
   MemoryPool& pool;
   std::vector<Op>& ops;
   std::vector<Parameter>& parameters;

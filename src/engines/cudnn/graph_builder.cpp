@@ -65,7 +65,7 @@ cudnnActivationDescriptor_t relu_descriptor() {
 
 // ---- Builder -------------------------------------------------------------------
 
-Builder::Builder(const Network& network_, const CellSpec& cell_, const EngineConfig& config_, MemoryPool& pool_,
+Builder::Builder(const Network& network_, const CellSpec& cell_, const CudnnConfig& config_, MemoryPool& pool_,
                  std::vector<Op>& ops_, std::vector<Parameter>& parameters_,
                  std::vector<std::unique_ptr<LayerImpl>>& impls_)
     : network(network_), cell(cell_), config(config_), pool(pool_), ops(ops_), parameters(parameters_), impls(impls_),

@@ -17,17 +17,12 @@ OnednnSession::OnednnSession(const Network& network, const CellSpec& cell, const
   if (config_.threads > 0) omp_set_num_threads(config_.threads);
   graph_ = build_graph(network, cell, config, options, communicator);
   for (const Layer& layer : network.layers()) network_layers_.emplace_back(layer.name, std::string(to_string(layer.kind)));
-}
-
-std::string OnednnSession::decisions() const {
-  const std::string recipe(recipe_of(graph_->data_type == dt::bf16 ? Precision::bf16 : Precision::fp32));  // all it runs
-  if (!graph_->data_parallel) return recipe;
-  return recipe + "; gradients averaged in " + graph_->data_parallel->buckets->description() + "; images " +
-         std::to_string(graph_->first_image) + ".. of the global batch";
-}
-
-double OnednnSession::last_step_exposed_communication_ms() {
-  return graph_->data_parallel ? graph_->data_parallel->last_exposed_ms : std::numeric_limits<double>::quiet_NaN();
+  record_.decisions = recipe_of(graph_->data_type == dt::bf16 ? Precision::bf16 : Precision::fp32);  // all it runs
+  if (graph_->data_parallel) {
+    record_.decisions += "; gradients averaged in " + graph_->data_parallel->buckets->description() + "; images " +
+                         std::to_string(graph_->first_image) + ".. of the global batch";
+    timer_.time_exposed_communication(&graph_->data_parallel->last_exposed_ms);
+  }
 }
 
 void OnednnSession::run(std::size_t begin, std::size_t end) {

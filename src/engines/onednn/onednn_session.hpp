@@ -3,6 +3,7 @@
 // engine's tests can read parameters, activations and gradients.
 #pragma once
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -14,6 +15,24 @@
 
 namespace crossbench::onednn {
 
+// The steady clock around a step (CPU steps are synchronous), and in data
+// parallel the step's wait for the gradient averages, which the graph's
+// gradient-averaging op measures (Graph::data_parallel->last_exposed_ms).
+class OnednnTimer final : public StepTimer {
+ public:
+  void start() override { clock_.start(); }
+  void stop() override { clock_.stop(); }
+  double elapsed_ms() override { return clock_.elapsed_ms(); }
+  double exposed_communication_ms() override {
+    return exposed_ms_ != nullptr ? *exposed_ms_ : std::numeric_limits<double>::quiet_NaN();
+  }
+  void time_exposed_communication(const double* exposed_ms) { exposed_ms_ = exposed_ms; }  // [ms], the graph's
+
+ private:
+  SteadyClockTimer clock_;
+  const double* exposed_ms_ = nullptr;
+};
+
 class OnednnSession final : public Session {
  public:
   // With `communicator`: data-parallel training (Engine::prepare with a communicator).
@@ -24,8 +43,6 @@ class OnednnSession final : public Session {
   StepTimer& timer() override { return timer_; }
   MemoryUse memory() const override { return {static_cast<std::int64_t>(graph_->pool.planned_bytes())}; }
   OutputCheck check() override;
-  std::string decisions() const override;
-  double last_step_exposed_communication_ms() override;
   // --layer-times: every op of `repetitions` steps timed, raw (profile.cpp).
   OpSamples profile(int repetitions) override;
 
@@ -50,7 +67,7 @@ class OnednnSession final : public Session {
   std::unique_ptr<Graph> graph_;
   std::vector<std::pair<std::string, std::string>> network_layers_;  // (name, kind) in layer order
   EngineConfig config_;
-  SteadyClockTimer timer_;
+  OnednnTimer timer_;
   std::uint64_t steps_ = 0;
 };
 

@@ -25,7 +25,7 @@ nlohmann::json typed_value(const std::string& key, const std::string& text) {
 
 nlohmann::json prepare_request(const Network& network, const CellSpec& cell, const EngineConfig& config, int protocol) {
   nlohmann::json settings = nlohmann::json::object();
-  for (const auto& [key, text] : config.worker_settings) settings[key] = typed_value(key, text);
+  for (const std::string& key : worker_setting_keys()) settings[key] = typed_value(key, config.setting(key));
   return {{"protocol", protocol},
           {"type", "prepare"},
           {"cell", {{"network", cell.network}, {"precision", to_string(cell.precision)}, {"batch", cell.batch},

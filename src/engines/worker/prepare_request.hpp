@@ -12,9 +12,10 @@
 namespace crossbench {
 
 // The cell, its network graph, the rank's CPU threads, and `settings`: every
-// key in config.worker_settings (the schema's sent_to_workers rows) with its
-// value typed by the schema row (integer, number, boolean, else text). Throws
-// Error for a key the schema does not declare.
+// key of the schema's sent_to_workers rows (worker_setting_keys()) with its
+// value in config.settings (the schema default where absent), typed by the
+// row (integer, number, boolean, else text). Throws UsageError for a value
+// outside its row.
 nlohmann::json prepare_request(const Network& network, const CellSpec& cell, const EngineConfig& config, int protocol);
 
 }  // namespace crossbench

@@ -27,29 +27,29 @@ Clock::time_point after(double seconds) {
 
 class WorkerEngine;
 
-class WorkerSession final : public Session {
+// Its steps run in the worker process: the Runner drives them through RemoteSteps.
+class WorkerSession final : public Session, public RemoteSteps {
  public:
-  WorkerSession(WorkerEngine& engine, double peak_bytes) : engine_(engine), peak_bytes_(peak_bytes) {}
+  WorkerSession(WorkerEngine& engine, double peak_bytes, std::string versions) : engine_(engine), peak_bytes_(peak_bytes) {
+    record_.versions = std::move(versions);
+  }
   ~WorkerSession() override;
-  void step() override { throw Error("a worker session runs its steps in batches (run_steps_elsewhere); step() is not used"); }
+  void step() override { throw Error("a worker session runs its steps in batches (RemoteSteps::run_steps); step() is not used"); }
   StepTimer& timer() override { return unused_timer_; }
   MemoryUse memory() const override { return {static_cast<std::int64_t>(peak_bytes_)}; }
   OutputCheck check() override;
-  std::string decisions() const override { return decisions_; }
-  std::string versions() const override;
-  std::optional<std::vector<double>> run_steps_elsewhere(int count, double seconds_left, bool warmup) override;
+  std::vector<double> run_steps(int count, double seconds_left, bool warmup) override;
 
  private:
   WorkerEngine& engine_;
   double peak_bytes_;
-  std::string decisions_;
   SteadyClockTimer unused_timer_;
 };
 
 class WorkerEngine final : public Engine {
  public:
-  WorkerEngine(std::string name, std::vector<std::string> command, const Device& device, const EngineConfig& config)
-      : name_(std::move(name)), command_(std::move(command)), device_(device), config_(config) {}
+  WorkerEngine(std::string name, const Device& device, const EngineConfig& config, WorkerSettings settings)
+      : name_(std::move(name)), device_(device), config_(config), settings_(std::move(settings)) {}
   ~WorkerEngine() override {
     if (worker_) {
       try {
@@ -68,10 +68,10 @@ class WorkerEngine final : public Engine {
     if (communicator != nullptr) return nullptr;  // workers train on one device
     start_if_needed();
     const json request = prepare_request(network, cell, config_, kWorkerProtocol);
-    const json reply = exchange(request, "prepared", after(config_.worker_timeout_s));
+    const json reply = exchange(request, "prepared", after(settings_.timeout_s));
     raise_for_status(reply, "preparing " + describe(cell));
     const auto& peak = reply.contains("peak_memory_bytes") ? reply["peak_memory_bytes"] : json();
-    return std::make_unique<WorkerSession>(*this, peak.is_number() ? peak.get<double>() : NAN);
+    return std::make_unique<WorkerSession>(*this, peak.is_number() ? peak.get<double>() : NAN, versions_);
   }
 
   // One request, one reply of the expected type; any protocol failure costs the
@@ -122,7 +122,7 @@ class WorkerEngine final : public Engine {
     throw Error(message);
   }
 
-  const EngineConfig& config() const { return config_; }
+  const WorkerSettings& settings() const { return settings_; }
 
  private:
   void start_if_needed() {
@@ -133,14 +133,14 @@ class WorkerEngine final : public Engine {
     // The rank's device binding: the worker sees exactly the rank's GPU, or no GPU at all.
     environment["CUDA_VISIBLE_DEVICES"] = device_.kind == DeviceKind::gpu ? device_.uuid : "";
     try {
-      worker_ = std::make_unique<Subprocess>(command_, environment);
+      worker_ = std::make_unique<Subprocess>(settings_.command, environment);
     } catch (const Error& error) {
       throw Unsupported(std::string(error.what()) + "; install the interpreter or set [workers] " + name_ +
                         " = <command> in the job file");
     }
     std::string line;
     // Starting counts against the cell's time limit like everything else the cell waits for.
-    const auto outcome = worker_->read_line(line, after(config_.worker_timeout_s));
+    const auto outcome = worker_->read_line(line, after(settings_.timeout_s));
     if (outcome != Subprocess::ReadOutcome::line) {
       if (outcome == Subprocess::ReadOutcome::end_of_file) worker_->wait_for_exit(std::chrono::seconds(5));
       const std::string tail = worker_->stderr_tail();
@@ -148,7 +148,7 @@ class WorkerEngine final : public Engine {
       worker_.reset();
       if (outcome == Subprocess::ReadOutcome::deadline)
         throw CellTimeout("worker '" + name_ + "' did not say hello within the cell time limit of " +
-                          std::to_string(config_.worker_timeout_s) + " s" + (tail.empty() ? "" : "; stderr:\n" + tail));
+                          std::to_string(settings_.timeout_s) + " s" + (tail.empty() ? "" : "; stderr:\n" + tail));
       throw Error("worker '" + name_ + "' did not say hello (" + state + ")" + (tail.empty() ? "" : "; stderr:\n" + tail));
     }
     json hello;
@@ -177,35 +177,28 @@ class WorkerEngine final : public Engine {
     versions_ = versions.is_object() && !versions.empty() ? versions.dump() : json{{"framework", framework_}}.dump();
   }
 
- public:
-  const std::string& versions() const { return versions_; }
-
- private:
-
   std::string name_;
-  std::vector<std::string> command_;
   Device device_;
   EngineConfig config_;
+  WorkerSettings settings_;
   std::unique_ptr<Subprocess> worker_;
   std::string framework_;
   std::string versions_;  // JSON object text, from the hello
 };
 
-std::string WorkerSession::versions() const { return engine_.versions(); }
-
 WorkerSession::~WorkerSession() {
   try {
-    engine_.exchange(json{{"protocol", kWorkerProtocol}, {"type", "release"}}, "released", after(grace_seconds(engine_.config().worker_timeout_s)));
+    engine_.exchange(json{{"protocol", kWorkerProtocol}, {"type", "release"}}, "released", after(grace_seconds(engine_.settings().timeout_s)));
   } catch (const std::exception&) {
     // The worker was discarded (and will be restarted); nothing else to free.
   }
 }
 
-std::optional<std::vector<double>> WorkerSession::run_steps_elsewhere(int count, double seconds_left, bool warmup) {
+std::vector<double> WorkerSession::run_steps(int count, double seconds_left, bool warmup) {
   const json request{{"protocol", kWorkerProtocol}, {"type", "steps"},
                      {"count", count},             {"warmup", warmup},
                      {"time_limit_s", std::max(seconds_left, 0.0)}};
-  const double limit_s = engine_.config().worker_timeout_s;
+  const double limit_s = engine_.settings().timeout_s;
   const json reply = engine_.exchange(request, "stepped", after(seconds_left + grace_seconds(limit_s)));
   engine_.raise_for_status(reply, warmup ? "warming up" : "running timed steps");
   // At most the steps asked for, each a finite time >= 0 (reply_validation.hpp names the bad field).
@@ -215,13 +208,13 @@ std::optional<std::vector<double>> WorkerSession::run_steps_elsewhere(int count,
   for (const auto& sample : reply["samples_ms"]) samples.push_back(sample.get<double>());
   if (reply.contains("peak_memory_bytes") && reply["peak_memory_bytes"].is_number())
     peak_bytes_ = reply["peak_memory_bytes"].get<double>();
-  decisions_ = reply.value("decisions", decisions_);
+  record_.decisions = reply.value("decisions", record_.decisions);
   return samples;
 }
 
 OutputCheck WorkerSession::check() {
   const json reply = engine_.exchange(json{{"protocol", kWorkerProtocol}, {"type", "check"}}, "checked",
-                                      after(engine_.config().worker_timeout_s));
+                                      after(engine_.settings().timeout_s));
   engine_.raise_for_status(reply, "checking the outputs");
   const auto number = [&](const char* key) {
     return reply.contains(key) && reply[key].is_number() ? reply[key].get<double>() : NAN;
@@ -238,9 +231,9 @@ OutputCheck WorkerSession::check() {
 
 }  // namespace
 
-std::unique_ptr<Engine> make_worker_engine(const std::string& name, const std::vector<std::string>& command,
-                                           const Device& device, const EngineConfig& config) {
-  return std::make_unique<WorkerEngine>(name, command, device, config);
+std::unique_ptr<Engine> make_worker_engine(const std::string& name, const Device& device, const EngineConfig& config,
+                                           const WorkerSettings& settings) {
+  return std::make_unique<WorkerEngine>(name, device, config, settings);
 }
 
 }  // namespace crossbench

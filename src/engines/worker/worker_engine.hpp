@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "crossbench/engine.hpp"
+#include "engines/worker/worker_settings.hpp"
 
 namespace crossbench {
 
@@ -29,7 +30,7 @@ std::map<std::string, std::string> default_worker_commands();
 // Splits a command line on whitespace (no shell) and expands "{workers}".
 std::vector<std::string> split_worker_command(const std::string& command);
 
-std::unique_ptr<Engine> make_worker_engine(const std::string& name, const std::vector<std::string>& command,
-                                           const Device& device, const EngineConfig& config);
+std::unique_ptr<Engine> make_worker_engine(const std::string& name, const Device& device, const EngineConfig& config,
+                                           const WorkerSettings& settings);
 
 }  // namespace crossbench

@@ -20,7 +20,7 @@ A session may instead offer ``session.step()`` (one step's time [ms]);
 ``run_steps`` then calls it in a loop (``steps_one_by_one``).
 
 The worker never decides how many steps to run: crossbench's Runner
-(src/core/runner.cpp) sends ``steps`` requests (warm-up, then its stopping
+(src/runner/runner.cpp) sends ``steps`` requests (warm-up, then its stopping
 rule's batches: min_steps, then 10% more at a time) and decides from the raw
 times it gets back when to stop. There is no copy of the stopping rule here.
 """

@@ -113,7 +113,7 @@ TEST(Measure, PreparationCountsAgainstTheTimeLimit) {
 // A session whose steps run elsewhere (as a framework worker's): it runs the
 // batches the Runner asks for, with the same script of step times, and logs
 // each request (count, warm-up) so that the batch schedule can be checked.
-class BatchedSession final : public Session {
+class BatchedSession final : public Session, public RemoteSteps {
  public:
   struct Request {
     int count;
@@ -126,7 +126,7 @@ class BatchedSession final : public Session {
   StepTimer& timer() override { return unused_; }
   MemoryUse memory() const override { return {1}; }
   OutputCheck check() override { return {true, 6.9, 1.0, NAN, {}}; }
-  std::optional<std::vector<double>> run_steps_elsewhere(int count, double seconds_left, bool warmup) override {
+  std::vector<double> run_steps(int count, double seconds_left, bool warmup) override {
     requests.push_back({count, warmup});
     const auto start = std::chrono::steady_clock::now();
     std::vector<double> times;
@@ -434,12 +434,50 @@ class SearchingSession final : public Session {
   StepTimer& timer() override { return timer_; }
   void step() override { std::this_thread::sleep_for(std::chrono::milliseconds(2)); }
   MemoryUse memory() const override { return {1}; }
+  SearchingSession() { record_.search_s = 0.05; }
   OutputCheck check() override { return {true, 1.0, 1.0, NAN, {}}; }
-  double search_seconds() const override { return 0.05; }
 
  private:
   ScriptedTimer timer_{[](int) { return 2.0; }};
 };
+
+// A data-parallel-like session: its timer knows each timed step's exposed
+// communication, and its record says what it decided.
+class ExposingTimer final : public StepTimer {
+ public:
+  void start() override {}
+  void stop() override {}
+  double elapsed_ms() override { return 4.0; }
+  double exposed_communication_ms() override { return 0.5; }
+};
+
+class RecordingSession final : public Session {
+ public:
+  RecordingSession() {
+    record_.decisions = "layout=nchw";
+    record_.versions = R"({"lib": "1.0"})";
+  }
+  StepTimer& timer() override { return timer_; }
+  void step() override {}
+  MemoryUse memory() const override { return {1}; }
+  OutputCheck check() override { return {true, 1.0, 1.0, NAN, {}}; }
+
+ private:
+  ExposingTimer timer_;
+};
+
+TEST_F(RunCell, TheRecordAndTheTimersExposedCommunicationAreKept) {
+  ScriptedEngine engine([] { return std::make_unique<RecordingSession>(); });
+  const CellResult r = run(&engine);
+  ASSERT_EQ(r.status, Status::ok) << r.message;
+  EXPECT_EQ(r.decisions, "layout=nchw");
+  EXPECT_EQ(r.versions, R"({"lib": "1.0"})");
+  EXPECT_DOUBLE_EQ(r.exposed_communication_ms, 0.5);
+  EXPECT_TRUE(std::isnan(r.search_s));  // not reported separately
+  // A single-device session's timer has none.
+  ScriptedEngine plain([] { return std::make_unique<ScriptedSession>([](int) { return 8.0; }); });
+  EXPECT_TRUE(std::isnan(run(&plain).exposed_communication_ms));
+}
 
 TEST_F(RunCell, EveryCellRecordsItsWallTimes) {
   ScriptedEngine engine([] {

@@ -134,7 +134,7 @@ Measurement measure(Session& session, const MeasureOptions& options, double seco
   };
   const auto agreed_step = [&]() -> StepFacts {
     const double ms = timed_step(session);
-    std::array<double, 4> facts{ms, session.last_step_exposed_communication_ms(), seconds_left() <= 0 ? 1.0 : 0.0,
+    std::array<double, 4> facts{ms, session.timer().exposed_communication_ms(), seconds_left() <= 0 ? 1.0 : 0.0,
                                 stop_flag::cell_must_end() ? 1.0 : 0.0};
     if (agreement != nullptr) agreement->max_over_group(facts);
     if (facts[3] > 0) throw CellInterrupted(stop_flag::reason());
@@ -144,14 +144,16 @@ Measurement measure(Session& session, const MeasureOptions& options, double seco
   Measurement measurement;
   // Runs up to `count` steps in one go, keeping their times unless they are
   // warm-up; returns whether the cell is out of time. A session whose steps
-  // run in a worker process runs the whole batch there (one request, one
-  // reply); any other session is timed here, step by step. Warm-up goes
+  // run in a worker process (RemoteSteps) runs the whole batch there (one
+  // request, one reply); any other session is timed here, step by step. Warm-up goes
   // through the timer too, so that an asynchronous engine has finished its
   // warm-up work before the first timed step starts.
+  auto* const remote = dynamic_cast<RemoteSteps*>(&session);
   const auto run_batch = [&](std::size_t count, bool warmup) -> bool {
-    if (auto elsewhere = session.run_steps_elsewhere(static_cast<int>(count), std::max(seconds_left(), 0.0), warmup)) {
-      if (!warmup) measurement.samples_ms.insert(measurement.samples_ms.end(), elsewhere->begin(), elsewhere->end());
-      return elsewhere->size() < count || seconds_left() <= 0;
+    if (remote != nullptr) {
+      const std::vector<double> elsewhere = remote->run_steps(static_cast<int>(count), std::max(seconds_left(), 0.0), warmup);
+      if (!warmup) measurement.samples_ms.insert(measurement.samples_ms.end(), elsewhere.begin(), elsewhere.end());
+      return elsewhere.size() < count || seconds_left() <= 0;
     }
     for (std::size_t i = 0; i < count; ++i) {
       const StepFacts step = agreed_step();
@@ -319,7 +321,7 @@ CellResult run_cell_unstamped(Engine* engine, const std::string& engine_name, co
   }
   const double prepare_call_s = seconds_since(start);
   if (session) {
-    result.search_s = session->search_seconds();
+    result.search_s = session->record().search_s;
     result.preparation_s = std::isfinite(result.search_s) ? prepare_call_s - result.search_s : prepare_call_s;
   }
   if (failure) {
@@ -334,8 +336,9 @@ CellResult run_cell_unstamped(Engine* engine, const std::string& engine_name, co
     const Measurement measurement = measure(*session, options, preparation_s, agreement, &telemetry);
     const OutputCheck check = session->check();
     result.peak_memory_bytes = static_cast<double>(session->memory().peak_bytes);
-    result.decisions = session->decisions();
-    result.versions = session->versions();
+    // Read after the steps: a worker's decisions include what happened during them.
+    result.decisions = session->record().decisions;
+    result.versions = session->record().versions;
     summarize_cell(result, network, measurement, check, options, preparation_s, data_parallel ? cell.gpus : 1);
     result.timed_s = seconds_since(timed_start);
     if (result.status == Status::ok && options.layer_times) profile_layers(*session, options.layer_time_repetitions, result);

@@ -1,0 +1,29 @@
+// Parsing the options of `crossbench run|plan|check` (include/crossbench/options.hpp)
+// from the job file and the command line, by the options schema.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "crossbench/options.hpp"
+
+namespace crossbench {
+
+// Parses the arguments of `crossbench run|plan|check` (after the subcommand)
+// by the options schema. Throws UsageError naming the offending file, key,
+// flag or value and the valid choices: an unknown flag, a word that is not a
+// flag's value (`run myjob.ini`), a flag or --set key given twice. `default_job`
+// is used when --job is absent. With --help, returns at once with `help` set.
+Options parse_command_options(const std::string& command, const std::vector<std::string>& arguments,
+                              const std::filesystem::path& default_job, const std::string& command_line);
+
+// `run` only: refuses (UsageError) to touch an earlier run's cube or journal
+// unless --resume or --overwrite says what to do with it.
+void check_output_is_free(const Options& options);
+
+// The --help of `crossbench run|plan|check`: usage, every flag and job-file key
+// with its default, the exit codes and examples (generated from the schema).
+std::string command_help(const std::string& command);
+
+}  // namespace crossbench

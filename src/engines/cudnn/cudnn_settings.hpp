@@ -1,0 +1,40 @@
+// The cuDNN engine's own settings: its [engine] keys of the options schema
+// (include/crossbench/options_schema.hpp declares them once), parsed and
+// checked here, in one place, out of EngineConfig::settings. Plain C++ (no
+// CUDA): every build checks them before a run starts (check_engine_settings).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "crossbench/engine.hpp"
+
+namespace crossbench::cudnn {
+
+enum class AlgorithmPolicy : std::uint8_t { heuristic, exhaustive };
+enum class Layout : std::uint8_t { automatic, nchw, nhwc };
+
+struct CudnnSettings {
+  AlgorithmPolicy algorithm = AlgorithmPolicy::heuristic;  // engine.algo: convolution algorithm choice
+  std::string algorithm_cache_path;  // engine.algo_cache: exhaustive: measured choices saved and replayed (JSON); empty: in memory
+  std::int64_t workspace_limit_bytes = 1LL << 30;  // engine.workspace_limit_mb: per convolution [bytes]
+  Layout layout = Layout::automatic;  // engine.layout: automatic: NCHW for fp32, NHWC for tf32, fp16, bf16 (measured)
+  bool cuda_graphs = false;           // engine.cuda_graphs: capture the step as a CUDA graph and replay it
+};
+
+// Reads the engine's keys of `config.settings` (schema defaults for absent
+// ones). Throws UsageError for a value outside its schema row and for
+// engine.algo_cache without algo = exhaustive.
+CudnnSettings cudnn_settings(const EngineConfig& config);
+// cudnn_settings(), and the algorithm cache file read once, so that a file
+// that is not a cache is refused (UsageError naming it) before any cell runs;
+// a missing file is a cold cache. The engine reads it again when created.
+void check_cudnn_settings(const EngineConfig& config);
+
+// What the engine's code sees: the settings every engine shares and its own.
+struct CudnnConfig : EngineConfig, CudnnSettings {
+  CudnnConfig() = default;
+  CudnnConfig(const EngineConfig& shared, const CudnnSettings& own) : EngineConfig(shared), CudnnSettings(own) {}
+};
+
+}  // namespace crossbench::cudnn

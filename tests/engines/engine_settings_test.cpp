@@ -1,0 +1,76 @@
+// Each engine's own settings, parsed from the run's canonical schema text
+// (EngineConfig::settings): schema defaults for absent keys, every value held
+// to its schema row, the cross-key rules in the engine's one place.
+#include <gtest/gtest.h>
+
+#include "crossbench/engine.hpp"
+#include "crossbench/error.hpp"
+#include "engines/cudnn/cudnn_settings.hpp"
+#include "engines/worker/worker_engine.hpp"
+#include "engines/worker/worker_settings.hpp"
+
+namespace crossbench {
+namespace {
+
+TEST(EngineSettings, AbsentKeysHaveTheirSchemaDefaults) {
+  const EngineConfig config;
+  EXPECT_EQ(config.setting("engine.layout"), "auto");
+  EXPECT_EQ(config.setting("measure.cell_time_limit_s"), "600");
+  EXPECT_THROW(config.setting("engine.colour"), Error);  // not a schema key: a programming error
+  const cudnn::CudnnSettings defaults = cudnn::cudnn_settings(config);
+  const cudnn::CudnnSettings plain;
+  EXPECT_EQ(defaults.algorithm, plain.algorithm);
+  EXPECT_EQ(defaults.layout, plain.layout);
+  EXPECT_EQ(defaults.workspace_limit_bytes, plain.workspace_limit_bytes);
+  EXPECT_EQ(defaults.cuda_graphs, plain.cuda_graphs);
+  EXPECT_TRUE(defaults.algorithm_cache_path.empty());
+}
+
+TEST(EngineSettings, TheCudnnEngineReadsItsKeys) {
+  EngineConfig config;
+  config.settings = {{"engine.algo", "exhaustive"},
+                     {"engine.layout", "nhwc"},
+                     {"engine.workspace_limit_mb", "256"},
+                     {"engine.cuda_graphs", "true"}};
+  const cudnn::CudnnSettings settings = cudnn::cudnn_settings(config);
+  EXPECT_EQ(settings.algorithm, cudnn::AlgorithmPolicy::exhaustive);
+  EXPECT_EQ(settings.layout, cudnn::Layout::nhwc);
+  EXPECT_EQ(settings.workspace_limit_bytes, 256LL << 20);
+  EXPECT_TRUE(settings.cuda_graphs);
+  check_engine_settings(config);
+
+  config.settings["engine.layout"] = "nhwd";  // outside the schema row
+  EXPECT_THROW(cudnn::cudnn_settings(config), UsageError);
+}
+
+TEST(EngineSettings, AnAlgorithmCacheNeedsTheMeasuredSearch) {
+  EngineConfig config;
+  config.settings = {{"engine.algo_cache", "/nonexistent/algorithms.json"}};
+  try {
+    check_engine_settings(config);
+    FAIL() << "algo_cache with the heuristic accepted";
+  } catch (const UsageError& error) {
+    EXPECT_NE(std::string(error.what()).find("algo_cache applies to algo = exhaustive"), std::string::npos) << error.what();
+  }
+  config.settings["engine.algo"] = "exhaustive";  // a missing file is a cold cache
+  EXPECT_NO_THROW(check_engine_settings(config));
+}
+
+TEST(EngineSettings, AWorkerEngineIsOneWithACommand) {
+  EngineConfig config;
+  EXPECT_FALSE(worker_settings(config, "pytorch").has_value());
+  config.settings = {{worker_command_key("pytorch"), "python3  {workers}/pytorch/worker.py"},
+                     {"measure.cell_time_limit_s", "30"},
+                     {"engine.compile_mode", "max-autotune"}};
+  const auto settings = worker_settings(config, "pytorch");
+  ASSERT_TRUE(settings.has_value());
+  ASSERT_EQ(settings->command.size(), 2u);
+  EXPECT_EQ(settings->command[1], (find_workers_directory() / "pytorch" / "worker.py").string());
+  EXPECT_DOUBLE_EQ(settings->timeout_s, 30);
+
+  config.settings[worker_command_key("jax")] = "  ";
+  EXPECT_THROW(check_engine_settings(config), UsageError);
+}
+
+}  // namespace
+}  // namespace crossbench
