@@ -212,6 +212,7 @@ def run_crossbench(binary: pathlib.Path, args, networks, batches, phases, workdi
 
 def export_network(binary: pathlib.Path, name: str, workdir: pathlib.Path) -> pathlib.Path:
     path = workdir / f"{name}.json"
+    path.unlink(missing_ok=True)  # a --keep directory of an earlier run: export-network never overwrites
     done = subprocess.run([str(binary), "export-network", name, "--output", str(path)],
                           capture_output=True, text=True)
     if done.returncode != 0:
