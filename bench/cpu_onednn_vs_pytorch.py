@@ -17,10 +17,19 @@ steps, then at least min_steps timed steps, stopping when the 95% CI of the
 median is within target_ci of it (crossbench's rule), or at max_steps or the
 cell time limit. By default the two sides alternate cell by cell (one crossbench
 run per cell), so that both see the machine in the same state.
+
+BLAS: Debian's python3-torch (BLAS_INFO=generic) runs fully-connected layers
+through whatever libblas.so.3 resolves to. --blas openblas / reference / DIR
+re-executes the script with LD_LIBRARY_PATH pointing there (and
+OPENBLAS_NUM_THREADS = --threads); --blas system (the default) takes the
+update-alternatives choice. The header line names the library that PyTorch's
+sgemm_ actually resolved to (dlsym from libtorch_cpu, then dladdr).
+crossbench's side loads no BLAS (oneDNN's own kernels).
 """
 from __future__ import annotations
 
 import argparse
+import ctypes
 import math
 import os
 import pathlib
@@ -35,6 +44,16 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src" / "workers"))
 
 CELL_DIMS = ("device", "engine", "network", "precision", "batch", "phase", "replica")
+
+# --blas NAME: the directories whose libblas.so.3 / liblapack.so.3 the PyTorch side loads.
+MULTIARCH = pathlib.Path("/usr/lib/x86_64-linux-gnu")
+BLAS_CHOICES = {
+    "openblas": [MULTIARCH / "openblas-pthread"],  # libopenblas0-pthread
+    "openblas-openmp": [MULTIARCH / "openblas-openmp"],  # libopenblas0-openmp
+    "blis": [MULTIARCH / "blis-pthread"],  # libblis4-pthread
+    "reference": [MULTIARCH / "blas", MULTIARCH / "lapack"],  # libblas3, liblapack3
+}
+BLAS_ENV = "CROSSBENCH_BENCH_BLAS"  # set once the script has re-executed itself with the choice
 
 
 def parse_arguments(argv=None):
@@ -61,7 +80,60 @@ def parse_arguments(argv=None):
                              "state; one crossbench run per cell); blocked: one crossbench run for every "
                              "cell, then PyTorch")
     parser.add_argument("--keep", metavar="DIR", help="keep the job files, cubes and graphs in DIR")
+    parser.add_argument("--blas", default="system",
+                        help="the BLAS of the PyTorch side: system (libblas.so.3 as update-alternatives "
+                             f"says), {', '.join(BLAS_CHOICES)}, or a directory holding libblas.so.3 "
+                             "(the script re-executes itself with LD_LIBRARY_PATH set)")
     return parser.parse_args(argv)
+
+
+def select_blas(args) -> None:
+    """Re-execute this script with LD_LIBRARY_PATH such that libblas.so.3 (and liblapack.so.3) resolve
+    to the chosen BLAS; the dynamic loader reads LD_LIBRARY_PATH only at process start."""
+    if args.blas == "system" or os.environ.get(BLAS_ENV) == args.blas:
+        return
+    directories = BLAS_CHOICES.get(args.blas, [pathlib.Path(args.blas)])
+    if not (directories[0] / "libblas.so.3").exists():
+        raise SystemExit(f"--blas {args.blas}: no libblas.so.3 in {directories[0]} (install "
+                         "libopenblas0-pthread, libopenblas0-openmp, libblis4-pthread or libblas3)")
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = os.pathsep.join([str(d) for d in directories]
+                                             + [p for p in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p])
+    env.setdefault("OPENBLAS_NUM_THREADS", str(args.threads))
+    env.setdefault("BLIS_NUM_THREADS", str(args.threads))
+    env[BLAS_ENV] = args.blas
+    os.execve(sys.executable, [sys.executable] + sys.argv, env)
+
+
+def loaded_blas() -> str:
+    """The library that PyTorch's sgemm_ resolves to: dlsym on libtorch_cpu's handle (its own
+    dependency order), then dladdr, then the real path of the file (libblas.so.3 is a link)."""
+    class DlInfo(ctypes.Structure):
+        _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                    ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+    try:
+        with open("/proc/self/maps") as maps:
+            torch_cpu = next(line.split()[-1] for line in maps if "libtorch_cpu" in line)
+        handle = ctypes.CDLL(torch_cpu, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+        libc = ctypes.CDLL(None)
+        libc.dlsym.restype, libc.dlsym.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p]
+        libc.dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(DlInfo)]
+        address = libc.dlsym(handle._handle, b"sgemm_")
+        info = DlInfo()
+        if not address or not libc.dladdr(address, ctypes.byref(info)):
+            return "unknown (sgemm_ not found)"
+        path = os.path.realpath(info.dli_fname.decode())
+        kind = ("OpenBLAS" if "openblas" in path else "BLIS" if "blis" in path
+                else "reference BLAS" if "/blas/" in path else "BLAS")
+        try:
+            config = ctypes.CDLL(path).openblas_get_config
+            config.restype = ctypes.c_char_p
+            kind += f" ({config().decode().strip()})"
+        except (AttributeError, OSError):
+            pass
+        return f"{kind}: {path}"
+    except (StopIteration, OSError) as error:
+        return f"unknown ({error})"
 
 
 # ---- crossbench ----------------------------------------------------------------------------
@@ -140,6 +212,7 @@ def run_crossbench(binary: pathlib.Path, args, networks, batches, phases, workdi
 
 def export_network(binary: pathlib.Path, name: str, workdir: pathlib.Path) -> pathlib.Path:
     path = workdir / f"{name}.json"
+    path.unlink(missing_ok=True)  # a --keep directory of an earlier run: export-network never overwrites
     done = subprocess.run([str(binary), "export-network", name, "--output", str(path)],
                           capture_output=True, text=True)
     if done.returncode != 0:
@@ -204,6 +277,7 @@ def time_pytorch(torch, model, batch: int, phase: str, args):
 
 def main(argv=None) -> int:
     args = parse_arguments(argv)
+    select_blas(args)
     networks = [n.strip() for n in args.networks.split(",") if n.strip()]
     batches = [int(b) for b in args.batches.split(",") if b.strip()]
     phases = [p.strip() for p in args.phases.split(",") if p.strip()]
@@ -215,6 +289,8 @@ def main(argv=None) -> int:
     import torch
     from pytorch.model import CrossbenchModel
     torch.set_num_threads(args.threads)
+    blas = loaded_blas()
+    print(f"pytorch: sgemm_ from {blas}", file=sys.stderr, flush=True)
 
     cells = [(name, batch, phase) for name in networks for batch in batches for phase in phases]
     native, theirs = {}, {}
@@ -241,6 +317,8 @@ def main(argv=None) -> int:
     print(f"\nCPU, fp32, {args.threads} thread(s); PyTorch {torch.__version__}"
           f"{' channels_last' if args.channels_last else ''}; {args.order} order; medians [ms]; "
           f"ratio = PyTorch / crossbench (> 1: crossbench faster)")
+    print(f"PyTorch's BLAS (sgemm_ resolved from libtorch_cpu): {blas}; "
+          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}")
     print("loss: each side's output check (forward, dropout step 0) on the same synthetic batch; "
           "crossbench's from the cube's message (6 digits)\n")
     header = (f"{'network':<9} {'batch':>5} {'phase':<9} {'crossbench':>10} {'pytorch':>9} {'ratio':>6}"
