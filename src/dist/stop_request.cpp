@@ -1,7 +1,11 @@
 #include "dist/stop_request.hpp"
 
+#include <pthread.h>
+#include <time.h>
+
 #include <atomic>
 #include <csignal>
+#include <cstring>
 
 #include "crossbench/error.hpp"
 
@@ -21,9 +25,29 @@ extern "C" void on_stop_signal(int number) {
 
 }  // namespace
 
+sigset_t StopRequest::stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGUSR1);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+
 StopRequest::StopRequest() {
   stop_flag::reset();
   signals_received.store(0);
+  const sigset_t blocked = stop_signals();
+  if (const int code = pthread_sigmask(SIG_BLOCK, &blocked, &previous_mask_); code != 0)
+    throw Error(std::string("pthread_sigmask(SIG_BLOCK) for the stop signals failed: ") + std::strerror(code));
+  try {
+    receiver_ = std::thread([this] { receive(); });  // inherits the mask; sigtimedwait takes the signals anyway
+  } catch (...) {
+    pthread_sigmask(SIG_SETMASK, &previous_mask_, nullptr);
+    throw;
+  }
+  // A thread started before this object (none of crossbench's) would still
+  // take a stop signal: the handler counts it there the same way.
   struct sigaction action {};
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);
@@ -33,7 +57,20 @@ StopRequest::StopRequest() {
   sigaction(SIGINT, &action, &previous_int_);
 }
 
+void StopRequest::receive() {
+  const sigset_t waited = stop_signals();
+  while (!done_.load()) {
+    const timespec poll_interval{0, 50'000'000};  // [ns]: how soon the destructor's join returns
+    const int number = sigtimedwait(&waited, nullptr, &poll_interval);
+    if (number > 0) on_stop_signal(number);  // EAGAIN (timeout) and EINTR: wait again
+  }
+}
+
 StopRequest::~StopRequest() {
+  done_.store(true);
+  receiver_.join();
+  // A signal that arrived since is pending: unblocking delivers it to the handler, still installed.
+  pthread_sigmask(SIG_SETMASK, &previous_mask_, nullptr);
   sigaction(SIGTERM, &previous_term_, nullptr);
   sigaction(SIGUSR1, &previous_usr1_, nullptr);
   sigaction(SIGINT, &previous_int_, nullptr);

@@ -7,13 +7,24 @@
 // grace time (--stop-grace-s) passing, ends the running cell at once: it is
 // recorded `not_run` and runs again on --resume. The state is stop_flag's
 // (include/crossbench/stop_flag.hpp): the one thing a signal handler can reach.
+//
+// No stop signal ever interrupts a compute thread. oneDNN 2.6's JIT kernels
+// keep data below the stack pointer beyond the 128-byte red zone (valgrind:
+// reads "on thread 1's stack"), and a signal frame pushed onto such a stack
+// overwrote it: heap corruption and aborts in dnnl_primitive_execute after
+// SIGUSR1 (tests/faults/test_stop_faults.py). So the signals are blocked in
+// the thread that constructs StopRequest, and therefore in every thread it
+// starts later (OpenMP's, MPI's, the telemetry sampler), and one thread of
+// StopRequest's own receives them with sigtimedwait.
 #pragma once
 
 #include <mpi.h>
 #include <signal.h>
 
 #include <array>
+#include <atomic>
 #include <deque>
+#include <thread>
 #include <vector>
 
 #include "crossbench/stop_flag.hpp"
@@ -21,8 +32,10 @@
 
 namespace crossbench {
 
-// Installs the handlers for SIGTERM, SIGUSR1 and SIGINT for the lifetime of
-// the object and restores the previous ones after.
+// For its lifetime: blocks SIGTERM, SIGUSR1 and SIGINT in the constructing
+// thread (construct it first, before MPI or OpenMP start threads), receives
+// them on a thread of its own, and installs a handler for any thread started
+// before it; restores the mask and the previous handlers after.
 class StopRequest {
  public:
   StopRequest();
@@ -33,7 +46,15 @@ class StopRequest {
   bool requested() const { return stop_flag::level() > 0; }
   int signal_number() const { return stop_flag::signal_number(); }
 
+  // The stop signals (SIGTERM, SIGUSR1, SIGINT), blocked in every thread but the receiver.
+  static sigset_t stop_signals();
+
  private:
+  void receive();
+
+  sigset_t previous_mask_{};
+  std::atomic<bool> done_{false};
+  std::thread receiver_;
   struct sigaction previous_term_ {};
   struct sigaction previous_usr1_ {};
   struct sigaction previous_int_ {};

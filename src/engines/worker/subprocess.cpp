@@ -49,6 +49,12 @@ Subprocess::Subprocess(const std::vector<std::string>& argv, const std::map<std:
   if (pid_ < 0) throw Error(std::string("fork() for worker failed on ") + where_am_i() + ": " + std::strerror(errno));
   if (pid_ == 0) {
     ::setpgid(0, 0);  // its own group: killing the worker kills what it started too
+    // A signal mask and ignored signals survive exec: the worker starts with
+    // neither the rank's blocked stop signals (StopRequest) nor its ignored SIGPIPE.
+    sigset_t none;
+    ::sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGPIPE, SIG_DFL);
     ::dup2(in[0], STDIN_FILENO);
     ::dup2(out[1], STDOUT_FILENO);
     ::dup2(err[1], STDERR_FILENO);
