@@ -207,7 +207,10 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
         resume=(--resume)
         echo "cube20: continuing $dir/cube20.h5 ($(($(wc -l <"$dir/cube20.h5.journal") - 1)) journal entries)"
       fi
-      timeout -k $((grace + 30)) "$TLIMIT" $CB run --job jobs/seed2017.ini \
+      # CUBE20_NP=N: N ranks (one GPU each, e.g. on nvidia-h200-x2) split the remaining cells.
+      runner=$CB
+      [ "${CUBE20_NP:-1}" -gt 1 ] && runner=".bundle/run mpirun --allow-run-as-root --oversubscribe -np $CUBE20_NP .bundle/bin/crossbench"
+      timeout -k $((grace + 30)) "$TLIMIT" $runner run --job jobs/seed2017.ini \
         --set "matrix.engines=${CUBE20_ENGINES:-cudnn,pytorch,pytorch-compile,jax}" \
         --set "matrix.networks=${CUBE20_NETWORKS:-alexnet,overfeat,vgg11,googlenet,resnet50,resnet101,resnet152}" \
         --set matrix.precisions=fp32,tf32,bf16,amp-bf16 --set matrix.phases=inference,training \

@@ -10,6 +10,7 @@ misbehaves on command.
   --fault too-many-samples  answers `steps` with 1000 step times whatever count it asked for
   --fault bad-field         answers `steps` with a number where `status` is a string
   --fault huge-message      fails `prepare` with a 50 MiB message
+  --fault signal-mask       fails `prepare` with its blocked signals ("SigBlk: <hex mask>")
 """
 import argparse
 import json
@@ -43,6 +44,10 @@ def main():
         if kind == "prepare":
             if fault == "huge-message":
                 reply({"type": "prepared", "status": "failed", "message": "x" * (50 << 20)})
+            elif fault == "signal-mask":
+                with open("/proc/self/status") as status:
+                    blocked = next(line.split()[1] for line in status if line.startswith("SigBlk:"))
+                reply({"type": "prepared", "status": "failed", "message": f"SigBlk: {blocked}"})
             else:
                 reply({"type": "prepared", "status": "ok", "peak_memory_bytes": 1.0})
         elif kind == "steps":  # since protocol 2: run `count` steps, return their times

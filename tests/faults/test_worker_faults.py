@@ -54,3 +54,14 @@ def test_a_huge_worker_message_is_cut(tmp_path, crossbench, write_job):
     status, message, _ = run_hostile(tmp_path, crossbench, write_job, "huge-message")
     assert status == "failed" and "more bytes]" in message
     assert len(message) < 8192
+
+
+def test_a_worker_starts_with_no_signal_blocked(tmp_path, crossbench, write_job):
+    # The rank blocks its stop signals in every thread (src/dist/stop_request.hpp);
+    # a mask survives exec, so the worker must be started with it cleared, or
+    # SIGTERM and SIGINT would never reach it.
+    status, message, _ = run_hostile(tmp_path, crossbench, write_job, "signal-mask")
+    assert status == "failed", message
+    assert "SigBlk:" in message, message
+    mask = int(message.split("SigBlk:")[1].split()[0], 16)
+    assert mask == 0, f"the worker started with signals blocked: {message}"
