@@ -280,18 +280,29 @@ def run_standalone(args):
 # ---- The orchestrator --------------------------------------------------------------------------
 
 def standalone_rows(args, variant, order):
-    """The standalone loops of one variant, in a child process; {(network, precision, phase): row}.
+    """The standalone loops of one variant, in child processes; {(network, precision, phase): row}.
 
-    The child runs as crossbench's worker does: through the same launcher (the words of --crossbench
+    A child runs as crossbench's worker does: through the same launcher (the words of --crossbench
     before the binary, e.g. `.bundle/run`, so the same LD_LIBRARY_PATH and the same cuDNN), with the
-    environment the rank gives a worker (OMP_NUM_THREADS=1, PYTHONUNBUFFERED), and the cells in the
-    order crossbench ran them (`order`, from its journal): cudnn.benchmark keeps the algorithms it
-    measured for a convolution for the life of the process, so the cell that runs a shape second
-    reuses the first cell's choices, and both sides must have the same history (bench/README.md)."""
+    environment the rank gives a worker (OMP_NUM_THREADS=1, PYTHONUNBUFFERED). By default each cell
+    has a process of its own, as crossbench's workers do (`[engine] worker_per_cell = true`) and as
+    a framework's users run one configuration: cudnn.benchmark keeps the algorithms it measured for a
+    convolution shape for the life of a process, so in a shared process the cell that runs a shape
+    second reuses the first cell's choices (bench/README.md). With --shared-process one child runs
+    every cell, in the order crossbench ran them (`order`, from its journal), to compare against
+    `worker_per_cell = false`."""
+    cells = list(order) if order else list(cells_of(args))
+    groups = [cells] if args.shared_process else [[cell] for cell in cells]
+    rows = {}
+    for group in groups:
+        rows.update(standalone_child(args, variant, group))
+    return rows
+
+
+def standalone_child(args, variant, cells):
     launcher = args.crossbench.split()[:-1]
     command = launcher + [sys.executable, "-u", __file__, "--standalone", variant] + passthrough(args)
-    if order:
-        command += ["--order", ",".join("/".join(cell) for cell in order)]
+    command += ["--order", ",".join("/".join(cell) for cell in cells)]
     env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false", OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     rows = {}
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env) as child:
@@ -328,6 +339,7 @@ def crossbench_rows(args, variant):
         "--set", f"workers.jax={python} -u {{workers}}/jax/worker.py"]
     for setting in settings:
         command += ["--set", setting]
+    command += ["--set", f"engine.worker_per_cell={'false' if args.shared_process else 'true'}"]
     started = time.time()
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
@@ -402,6 +414,9 @@ def main():
     parser.add_argument("--work-dir", default="/tmp/crossbench-frameworks", help="crossbench's cubes")
     parser.add_argument("--out", help="JSON with every row, rewritten after each variant")
     parser.add_argument("--standalone", help=argparse.SUPPRESS)  # child process: one variant's loops
+    parser.add_argument("--shared-process", action="store_true",
+                        help="one process for every cell on both sides (crossbench with engine.worker_per_cell = false); "
+                             "default: a process per cell on both sides")
     parser.add_argument("--order", help=argparse.SUPPRESS)  # child process: NET/PREC/PHASE,... as crossbench ran them
     args = parser.parse_args()
     if args.standalone:

@@ -44,6 +44,7 @@ std::vector<OptionSpec> make_schema() {
       {"engine.layout", "--layout", T::choice, "auto", 0, 0, {"auto", "nchw", "nhwc"}, "tensor layout; auto = NCHW for fp32, NHWC for tf32, fp16 and bf16 (measured on the H200: bench/results/2026-12-01)", true, "engine_layout", all, to_workers},
       {"engine.cuda_graphs", "--cuda-graphs", T::boolean, "false", 0, 0, {}, "capture each step as a CUDA graph and replay it", true, "engine_cuda_graphs", all},
       {"engine.compile_mode", "", T::choice, "reduce-overhead", 0, 0, {"reduce-overhead", "max-autotune"}, "pytorch-compile: the torch.compile mode (reduce-overhead = CUDA graphs)", true, "engine_compile_mode", all, to_workers},
+      {"engine.worker_per_cell", "", T::boolean, "true", 0, 0, {}, "framework workers: a fresh worker process for every cell, as a framework's users run one configuration per process (nothing a library keeps for a process's life, e.g. cudnn.benchmark's algorithm choices, the caching allocator's pool or compiled graphs, carries into the next cell); false serves a rank's cells from one process (faster sweeps)", true, "engine_worker_per_cell", all},
       {"engine.bucket_mb", "", T::integer, "25", 1, 1 << 16, {}, "data-parallel gradient all-reduce bucket size [MiB]", true, "data_parallel_bucket_mb", measured},
       // [output]
       {"output.path", "", T::text, "results/<job name>.h5", 0, 0, {}, "the results cube (its directory is created)", false, "", measured},

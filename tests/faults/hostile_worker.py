@@ -3,7 +3,7 @@
 protocol (src/workers/common/protocol.py) without any framework, and
 misbehaves on command.
 
-  --fault ok                answers well: step times of 1 ms
+  --fault ok                answers well: step times of 1 ms (its pid in `decisions`)
   --fault silent-start      never says hello
   --fault stderr-flood      writes 64 MiB to stderr (no newline) while running steps, then dies
   --fault stdout-flood      writes 100 MiB to stdout without a newline while running steps
@@ -67,7 +67,7 @@ def main():
             if fault == "too-many-samples":
                 steps = 1000
             status = 5 if fault == "bad-field" else "ok"
-            reply({"type": "stepped", "status": status, "samples_ms": [1.0] * steps})
+            reply({"type": "stepped", "status": status, "samples_ms": [1.0] * steps, "decisions": f"pid={os.getpid()}"})
         elif kind == "check":
             reply({"type": "checked", "status": "ok", "finite": True, "loss": 1.0})
         elif kind == "release":

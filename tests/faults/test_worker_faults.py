@@ -4,7 +4,7 @@ import time
 import pytest
 
 from conftest import HOSTILE_WORKER
-from helpers import cube_cells
+from helpers import cube_cells, journal_results
 
 
 def run_hostile(tmp_path, crossbench, write_job, fault, cell_time_limit_s=20):
@@ -65,3 +65,18 @@ def test_a_worker_starts_with_no_signal_blocked(tmp_path, crossbench, write_job)
     assert "SigBlk:" in message, message
     mask = int(message.split("SigBlk:")[1].split()[0], 16)
     assert mask == 0, f"the worker started with signals blocked: {message}"
+
+
+@pytest.mark.parametrize("per_cell", ["true", "false"])
+def test_every_cell_gets_a_fresh_worker_process_unless_told(tmp_path, crossbench, write_job, per_cell):
+    # A framework's users run one configuration per process: by default no
+    # process state (cudnn.benchmark's choices, allocator pools) crosses cells.
+    extra = f"[workers]\nhostile = python3 {HOSTILE_WORKER} --fault ok\n[engine]\nworker_per_cell = {per_cell}\n"
+    job = write_job(engines="hostile", batches="1, 2, 3", extra=extra)
+    output = tmp_path / f"per_cell_{per_cell}.h5"
+    result = crossbench("run", "--job", job, "--output", output, "--quiet", timeout=300)
+    assert result.returncode == 0, result.stderr
+    results = journal_results(output)
+    assert [r["status"] for r in results] == ["ok"] * 3, results
+    pids = {r["decisions"] for r in results}
+    assert len(pids) == (3 if per_cell == "true" else 1), pids

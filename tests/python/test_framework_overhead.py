@@ -81,3 +81,21 @@ def test_the_standalone_side_replays_crossbenchs_order(tmp_path):
                                  phases="z"))
     assert list(overhead.cells_of(args)) == order
     assert overhead.journal_order(tmp_path / "missing.journal") == []
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_the_standalone_side_runs_a_process_per_cell_like_the_workers(monkeypatch, shared):
+    # crossbench's workers end with their cell ([engine] worker_per_cell = true): the standalone
+    # side gives each cell its own process too, unless both sides are told to share one.
+    children = []
+
+    def child(args, variant, cells):
+        children.append(list(cells))
+        return {cell: {"median_ms": 1.0} for cell in cells}
+
+    monkeypatch.setattr(overhead, "standalone_child", child)
+    order = [("resnet50", "bf16", "training"), ("resnet50", "bf16", "inference"), ("alexnet", "tf32", "training")]
+    args = type("Args", (), dict(order=None, shared_process=shared, networks="x", precisions="y", phases="z"))
+    rows = overhead.standalone_rows(args, "eager", order)
+    assert set(rows) == set(order)
+    assert children == ([order] if shared else [[cell] for cell in order])

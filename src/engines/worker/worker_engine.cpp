@@ -68,8 +68,14 @@ class WorkerEngine final : public Engine {
     if (communicator != nullptr) return nullptr;  // workers train on one device
     start_if_needed();
     const json request = prepare_request(network, cell, config_, kWorkerProtocol);
-    const json reply = exchange(request, "prepared", after(settings_.timeout_s));
-    raise_for_status(reply, "preparing " + describe(cell));
+    json reply;
+    try {
+      reply = exchange(request, "prepared", after(settings_.timeout_s));
+      raise_for_status(reply, "preparing " + describe(cell));
+    } catch (...) {
+      end_of_cell();  // a cell that could not be prepared (oom, unsupported) ends here too
+      throw;
+    }
     const auto& peak = reply.contains("peak_memory_bytes") ? reply["peak_memory_bytes"] : json();
     return std::make_unique<WorkerSession>(*this, peak.is_number() ? peak.get<double>() : NAN, versions_);
   }
@@ -123,6 +129,22 @@ class WorkerEngine final : public Engine {
   }
 
   const WorkerSettings& settings() const { return settings_; }
+
+  // engine.worker_per_cell: the worker's process ends with its cell, so that
+  // nothing it keeps for its life (cudnn.benchmark's choices, allocator pools,
+  // compiled graphs, a preallocated GPU arena) reaches the next cell, as when
+  // a framework's users run one configuration per process. It is asked to
+  // exit, given a few seconds, then its process group is killed.
+  void end_of_cell() {
+    if (!settings_.process_per_cell || !worker_) return;
+    try {
+      worker_->write_line(json{{"protocol", kWorkerProtocol}, {"type", "exit"}}.dump());
+      worker_->wait_for_exit(std::chrono::seconds(10));
+    } catch (const std::exception&) {
+      // gone already: nothing to ask
+    }
+    worker_.reset();
+  }
 
  private:
   void start_if_needed() {
@@ -192,6 +214,7 @@ WorkerSession::~WorkerSession() {
   } catch (const std::exception&) {
     // The worker was discarded (and will be restarted); nothing else to free.
   }
+  engine_.end_of_cell();
 }
 
 std::vector<double> WorkerSession::run_steps(int count, double seconds_left, bool warmup) {

@@ -15,6 +15,7 @@ std::optional<WorkerSettings> worker_settings(const EngineConfig& config, std::s
   if (settings.command.empty()) throw UsageError("[workers] " + std::string(name) + " has an empty command");
   // A worker's every wait is bounded like the cell it serves.
   settings.timeout_s = std::stod(config.setting("measure.cell_time_limit_s"));
+  settings.process_per_cell = config.setting("engine.worker_per_cell") == "true";
   return settings;
 }
 

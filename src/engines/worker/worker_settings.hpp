@@ -15,6 +15,7 @@ namespace crossbench {
 struct WorkerSettings {
   std::vector<std::string> command;  // workers.<name>: the worker's argv (no shell), "{workers}" expanded
   double timeout_s = 600;            // measure.cell_time_limit_s: a worker's start, preparation or check [s]
+  bool process_per_cell = true;      // engine.worker_per_cell: a fresh process for every cell
   // The schema keys a worker runs a cell with (layout, compile mode, seed, ...) are not
   // parsed here: prepare_request.cpp sends every sent_to_workers key of the schema.
 };
