@@ -1,7 +1,7 @@
 # The one-way include order of DESIGN.md's "Layout", checked on every
 # `#include "..."` of src/ and include/crossbench/ (the `layering` test):
 #
-#   core → networks → engines → {runner, comm, cube} → dist → app
+#   core → networks → engines → {runner, comm, cube} → cluster → app
 #
 # A file includes only headers of its own part and of parts before it; the
 # parts in braces are peers and include none of each other. Within engines,
@@ -23,7 +23,7 @@ set(_rank_engines 2)
 set(_rank_runner 3)
 set(_rank_comm 3)
 set(_rank_cube 3)
-set(_rank_dist 4)
+set(_rank_cluster 4)
 set(_rank_app 5)
 
 # include/crossbench/<header> → the part that implements it.
@@ -98,7 +98,7 @@ foreach(_file IN LISTS _files)
       endif()  # else a header of a library ("oneapi/dnnl/dnnl.hpp", "nvtx3/..."): not ours
     elseif(NOT _target STREQUAL _self AND NOT _rank_${_target} LESS _rank_${_self})
       list(APPEND _problems "${_file}: ${_self} includes ${_included} of ${_target}, which comes after it "
-                            "(core → networks → engines → {runner, comm, cube} → dist → app)")
+                            "(core → networks → engines → {runner, comm, cube} → cluster → app)")
     elseif(_self STREQUAL "engines" AND _target STREQUAL "engines" AND NOT _target_engine STREQUAL ""
            AND NOT _self_engine STREQUAL "" AND NOT _target_engine STREQUAL _self_engine
            AND NOT _target_engine STREQUAL "kit")

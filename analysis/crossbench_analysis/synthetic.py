@@ -329,7 +329,7 @@ def ok_cell(coords: dict, samples_ms, batch: int, **extra) -> dict:
 
 def add_scaling_efficiency(cells: list[dict]) -> list[dict]:
     """Set `scaling_efficiency` of every ok cell with gpus > 1 (that has none) as
-    crossbench run does (src/dist/cube_assembly.cpp): images_per_s ÷ (gpus ×
+    crossbench run does (src/cluster/cube_assembly.cpp): images_per_s ÷ (gpus ×
     images_per_s of the ok gpus = 1 cell of the same coordinates: the same
     replica, else replica 0). Changes `cells` in place and returns it."""
     axes = ("device", "engine", "network", "precision", "batch", "phase", "replica")

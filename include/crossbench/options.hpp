@@ -49,7 +49,7 @@ struct Options {
   std::string cell_filter;          // --filter: ECMAScript regular expression over describe(cell); empty = all
   std::filesystem::path jsonl;      // run --jsonl: one JSON line per finished cell; empty = none
   bool json = false;                // plan --json
-  std::vector<std::filesystem::path> calibrate;  // plan --calibrate CUBE.h5,...: recorded wall times (dist/calibration.hpp)
+  std::vector<std::filesystem::path> calibrate;  // plan --calibrate CUBE.h5,...: recorded wall times (cluster/calibration.hpp)
   int simulated_ranks = 0;          // plan --ranks N (0: the MPI world)
   std::string device_json;          // plan --device-json FILE
   bool workers_on_cpu = false;      // check --cpu

@@ -43,7 +43,7 @@ void summarize_cell(CellResult& result, const Network& network, const Measuremen
 // Runs one cell end to end: supports(), prepare(), measure(), check(); turns
 // every failure into a status (oom, unsupported, failed, timeout) and never
 // throws for a cell's own failure. A data-parallel cell (gpus > 1) needs the
-// group's `communicator` and `agreement` (src/dist/data_parallel.hpp makes them).
+// group's `communicator` and `agreement` (src/cluster/data_parallel.hpp makes them).
 CellResult run_cell(Engine* engine, const std::string& engine_name, const Network& network,
                     const CellSpec& cell, const Device& device, const MeasureOptions& options,
                     int rank, Communicator* communicator = nullptr, StepAgreement* agreement = nullptr);

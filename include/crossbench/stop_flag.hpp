@@ -8,7 +8,7 @@
 //            CellInterrupted between steps; the cell is recorded `not_run` and
 //            runs again on --resume.
 //
-// raise() is async-signal-safe. A poller (the MPI side, src/dist) may be
+// raise() is async-signal-safe. A poller (the MPI side, src/cluster) may be
 // installed to learn of other ranks' stops while a cell runs on this one.
 #pragma once
 

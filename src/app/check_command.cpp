@@ -16,7 +16,7 @@
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
 #include "crossbench/options.hpp"
-#include "dist/plan.hpp"
+#include "cluster/plan.hpp"
 
 namespace crossbench {
 namespace {

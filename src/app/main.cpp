@@ -10,7 +10,7 @@
 // so that nothing after run_cli can change the exit status the run decided.
 // (oneDNN 2.6's teardown used to abort after a stopped run: a stop signal's
 // frame had corrupted a JIT kernel's stack data. Stop signals are now taken
-// by a thread of their own, src/dist/stop_request.hpp.)
+// by a thread of their own, src/cluster/stop_request.hpp.)
 int main(int argc, char** argv) {
   const int status = crossbench::run_cli(argc, argv);
   std::cout.flush();

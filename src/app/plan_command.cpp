@@ -10,9 +10,9 @@
 #include "app/options.hpp"
 #include "app/console.hpp"
 #include "crossbench/error.hpp"
-#include "dist/binding.hpp"
-#include "dist/mpi_session.hpp"
-#include "dist/plan.hpp"
+#include "cluster/binding.hpp"
+#include "cluster/mpi_session.hpp"
+#include "cluster/plan.hpp"
 
 namespace crossbench {
 namespace {
@@ -28,7 +28,7 @@ std::string rank_list(const std::vector<int>& ranks) {
 std::string estimate_legend(const Plan& plan) {
   std::ostringstream text;
   text << "estimates: model = preparation + search (exhaustive algorithm search, torch.compile, jit) + "
-          "warm-up and min_steps steps at 40% of the device's peak (src/dist/cost_model.cpp)\n";
+          "warm-up and min_steps steps at 40% of the device's peak (src/cluster/cost_model.cpp)\n";
   if (plan.calibration_cubes.empty()) return text.str();
   std::string cubes;
   for (const auto& cube : plan.calibration_cubes) cubes += (cubes.empty() ? "" : ", ") + cube.string();

@@ -57,7 +57,7 @@ def test_a_huge_worker_message_is_cut(tmp_path, crossbench, write_job):
 
 
 def test_a_worker_starts_with_no_signal_blocked(tmp_path, crossbench, write_job):
-    # The rank blocks its stop signals in every thread (src/dist/stop_request.hpp);
+    # The rank blocks its stop signals in every thread (src/cluster/stop_request.hpp);
     # a mask survives exec, so the worker must be started with it cleared, or
     # SIGTERM and SIGINT would never reach it.
     status, message, _ = run_hostile(tmp_path, crossbench, write_job, "signal-mask")

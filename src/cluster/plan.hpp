@@ -9,8 +9,8 @@
 
 #include "crossbench/device.hpp"
 #include "crossbench/options.hpp"
-#include "dist/calibration.hpp"
-#include "dist/cost_model.hpp"
+#include "cluster/calibration.hpp"
+#include "cluster/cost_model.hpp"
 
 namespace crossbench {
 

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "crossbench/stop_flag.hpp"
-#include "dist/mpi_session.hpp"
+#include "cluster/mpi_session.hpp"
 
 namespace crossbench {
 

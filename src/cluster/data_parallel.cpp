@@ -1,4 +1,4 @@
-#include "dist/data_parallel.hpp"
+#include "cluster/data_parallel.hpp"
 
 #include <array>
 

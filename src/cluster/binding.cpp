@@ -1,4 +1,4 @@
-#include "dist/binding.hpp"
+#include "cluster/binding.hpp"
 
 #include <nlohmann/json.hpp>
 

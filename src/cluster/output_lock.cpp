@@ -1,4 +1,4 @@
-#include "dist/output_lock.hpp"
+#include "cluster/output_lock.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>

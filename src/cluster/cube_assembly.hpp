@@ -7,7 +7,7 @@
 
 #include "crossbench/cube.hpp"
 #include "crossbench/options.hpp"
-#include "dist/plan.hpp"
+#include "cluster/plan.hpp"
 
 namespace crossbench {
 

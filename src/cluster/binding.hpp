@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "crossbench/device.hpp"
-#include "dist/mpi_session.hpp"
+#include "cluster/mpi_session.hpp"
 
 namespace crossbench {
 

@@ -1,4 +1,4 @@
-#include "dist/stop_request.hpp"
+#include "cluster/stop_request.hpp"
 
 #include <pthread.h>
 #include <time.h>

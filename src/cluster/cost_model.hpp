@@ -1,7 +1,7 @@
 // The plan's cost model (DESIGN.md "Distribution"): a cell's wall time
 // estimated from its FLOPs and the device's peak, plus its preparation and
 // its search, before anything has run. `plan --calibrate` replaces or scales
-// it with recorded wall times (dist/calibration.hpp).
+// it with recorded wall times (cluster/calibration.hpp).
 #pragma once
 
 #include "crossbench/device.hpp"

@@ -1,4 +1,4 @@
-#include "dist/journal.hpp"
+#include "cluster/journal.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,7 +15,7 @@
 
 #include "crossbench/cube.hpp"
 #include "crossbench/error.hpp"
-#include "dist/resume_settings.hpp"
+#include "cluster/resume_settings.hpp"
 
 namespace crossbench {
 namespace {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "crossbench/options.hpp"
-#include "dist/journal.hpp"
-#include "dist/plan.hpp"
+#include "cluster/journal.hpp"
+#include "cluster/plan.hpp"
 
 namespace crossbench {
 

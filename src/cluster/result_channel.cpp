@@ -1,4 +1,4 @@
-#include "dist/result_channel.hpp"
+#include "cluster/result_channel.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "crossbench/result.hpp"
-#include "dist/mpi_session.hpp"
+#include "cluster/mpi_session.hpp"
 
 namespace crossbench {
 

@@ -1,4 +1,4 @@
-#include "dist/plan.hpp"
+#include "cluster/plan.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <set>
 
 #include "crossbench/error.hpp"
-#include "dist/journal.hpp"
+#include "cluster/journal.hpp"
 
 namespace crossbench {
 namespace {

@@ -1,12 +1,12 @@
-#include "dist/calibration.hpp"
+#include "cluster/calibration.hpp"
 
 #include <algorithm>
 #include <cmath>
 
 #include "crossbench/cube.hpp"
 #include "crossbench/error.hpp"
-#include "dist/journal.hpp"
-#include "dist/plan.hpp"
+#include "cluster/journal.hpp"
+#include "cluster/plan.hpp"
 
 namespace crossbench {
 namespace {

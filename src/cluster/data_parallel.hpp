@@ -5,8 +5,8 @@
 
 #include "crossbench/engine.hpp"
 #include "crossbench/result.hpp"
-#include "dist/mpi_session.hpp"
-#include "dist/plan.hpp"
+#include "cluster/mpi_session.hpp"
+#include "cluster/plan.hpp"
 
 namespace crossbench {
 

@@ -1,4 +1,4 @@
-#include "dist/resume_settings.hpp"
+#include "cluster/resume_settings.hpp"
 
 #include "crossbench/options_schema.hpp"
 #include "engines/worker/worker_engine.hpp"

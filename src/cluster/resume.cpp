@@ -1,12 +1,12 @@
-#include "dist/resume.hpp"
+#include "cluster/resume.hpp"
 
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
 #include "crossbench/error.hpp"
-#include "dist/journal.hpp"
-#include "dist/plan.hpp"
+#include "cluster/journal.hpp"
+#include "cluster/plan.hpp"
 
 namespace crossbench {
 

@@ -1,4 +1,4 @@
-#include "dist/cost_model.hpp"
+#include "cluster/cost_model.hpp"
 
 #include <algorithm>
 

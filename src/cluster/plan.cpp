@@ -1,4 +1,4 @@
-#include "dist/plan.hpp"
+#include "cluster/plan.hpp"
 
 #include <algorithm>
 #include <map>
@@ -7,7 +7,7 @@
 
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
-#include "dist/journal.hpp"
+#include "cluster/journal.hpp"
 
 namespace crossbench {
 

@@ -1,8 +1,8 @@
-#include "dist/collector.hpp"
+#include "cluster/collector.hpp"
 
 #include "crossbench/cube.hpp"
 #include "crossbench/error.hpp"
-#include "dist/cube_assembly.hpp"
+#include "cluster/cube_assembly.hpp"
 
 namespace crossbench {
 

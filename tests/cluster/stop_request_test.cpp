@@ -1,6 +1,6 @@
 // Stop signals are taken by StopRequest's own thread, never by a compute
 // thread: a signal frame pushed onto a thread running oneDNN's JIT kernels
-// corrupted their data below the stack pointer (src/dist/stop_request.hpp).
+// corrupted their data below the stack pointer (src/cluster/stop_request.hpp).
 #include <gtest/gtest.h>
 #include <omp.h>
 #include <pthread.h>
@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "dist/stop_request.hpp"
+#include "cluster/stop_request.hpp"
 
 namespace crossbench {
 namespace {

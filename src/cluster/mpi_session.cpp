@@ -1,4 +1,4 @@
-#include "dist/mpi_session.hpp"
+#include "cluster/mpi_session.hpp"
 
 #include <array>
 #include <iostream>

@@ -1,9 +1,9 @@
-#include "dist/cube_assembly.hpp"
+#include "cluster/cube_assembly.hpp"
 
 #include <algorithm>
 #include <map>
 
-#include "dist/journal.hpp"
+#include "cluster/journal.hpp"
 
 #include <nlohmann/json.hpp>
 

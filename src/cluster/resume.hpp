@@ -12,7 +12,7 @@
 #include "crossbench/device.hpp"
 #include "crossbench/options.hpp"
 #include "crossbench/result.hpp"
-#include "dist/mpi_session.hpp"
+#include "cluster/mpi_session.hpp"
 
 namespace crossbench {
 

@@ -4,8 +4,8 @@
 
 #include "crossbench/options.hpp"
 #include "crossbench/options_schema.hpp"
-#include "dist/journal.hpp"
-#include "dist/resume_settings.hpp"
+#include "cluster/journal.hpp"
+#include "cluster/resume_settings.hpp"
 
 namespace crossbench {
 namespace {
