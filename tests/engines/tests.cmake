@@ -6,7 +6,8 @@ if(CROSSBENCH_ENABLE_ONEDNN)
 endif()
 # The engine kit shared by both native engines (src/engines/kit/).
 crossbench_test(engine_kit_test LABEL cpu LINKS crossbench_engines
-                SOURCES ${CMAKE_CURRENT_LIST_DIR}/buffer_plan_test.cpp ${CMAKE_CURRENT_LIST_DIR}/graph_state_test.cpp)
+                SOURCES ${CMAKE_CURRENT_LIST_DIR}/buffer_plan_test.cpp ${CMAKE_CURRENT_LIST_DIR}/graph_state_test.cpp
+                        ${CMAKE_CURRENT_LIST_DIR}/fusion_plan_test.cpp)
 # Each engine's own settings from the run's schema text (cudnn_settings, worker_settings: plain C++, every build).
 crossbench_test(engine_settings_test LABEL cpu LINKS crossbench_engines
                 SOURCES ${CMAKE_CURRENT_LIST_DIR}/engine_settings_test.cpp)

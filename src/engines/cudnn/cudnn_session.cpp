@@ -133,6 +133,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const C
        << " workspace=" << format_bytes(static_cast<double>(workspace_bytes_))
        << " fc=cublas/" << (cell.precision == Precision::tf32 ? "32F_FAST_TF32" : "32F")
        << " relu=kernels"
+       << " " << b.fusions.decisions(network)
        << " pool=" << format_bytes(static_cast<double>(pool_.planned_bytes()));
   if (buckets_) text << " data_parallel=" << first_image_ << ".." << first_image_ + cell.batch - 1 << " of the global batch, "
                      << buckets_->description() << " (CUDA graphs off: all-reduces start from the host)";

@@ -33,6 +33,7 @@
 #include "engines/cudnn/memory_pool.hpp"
 #include "engines/cudnn/handles.hpp"
 #include "engines/cudnn/tensor.hpp"
+#include "engines/kit/fusion.hpp"
 #include "engines/kit/graph_state.hpp"
 
 namespace crossbench::cudnn {
@@ -166,6 +167,7 @@ class Builder {
   std::vector<Parameter>& parameters;
   std::vector<std::unique_ptr<LayerImpl>>& impls;
   std::vector<LayerState> states;
+  kit::FusionPlan fusions;  // the kit's fusion pass with this engine's answers (pre-pass); `decisions` prints it
   bool training;
   DType type;     // tensor data type of the cell's precision
   bool nhwc;      // layout of every activation

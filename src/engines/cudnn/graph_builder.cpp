@@ -4,10 +4,14 @@
 // gradient plumbing).
 #include <algorithm>
 #include <climits>
+#include <optional>
+#include <string>
 
 #include "crossbench/error.hpp"
 #include "engines/cudnn/graph.hpp"
 #include "engines/cudnn/kernels_elementwise.hpp"
+#include "engines/kit/fusion.hpp"
+#include "engines/kit/walk.hpp"
 
 namespace crossbench::cudnn {
 
@@ -203,81 +207,53 @@ bool is_view(LayerKind kind, bool training) {
   return kind == LayerKind::flatten || (kind == LayerKind::dropout && !training);
 }
 
-void forward_layer(Builder& b, int index) {
-  switch (b.layer(index).kind) {
-    case LayerKind::input: forward_input(b, index); break;
-    case LayerKind::convolution: forward_convolution(b, index); break;
-    case LayerKind::max_pool:
-    case LayerKind::avg_pool: forward_pooling(b, index); break;
-    case LayerKind::lrn: forward_lrn(b, index); break;
-    case LayerKind::relu: forward_relu(b, index); break;
-    case LayerKind::batch_norm: forward_batch_norm(b, index); break;
-    case LayerKind::dropout: forward_dropout(b, index); break;
-    case LayerKind::concat: forward_concat(b, index); break;
-    case LayerKind::add: forward_add(b, index); break;
-    case LayerKind::fully_connected: forward_fully_connected(b, index); break;
-    case LayerKind::flatten: forward_flatten(b, index); break;
-    case LayerKind::softmax_cross_entropy: break;  // build_loss
+// What this engine lowers of the kit's fusion groups for this cell
+// (kit/fusion.hpp), or why not. Each is lowered by the group's first layer:
+// the convolution (cuDNN's fused conv+bias+relu call, or our epilogue kernel
+// after it; inference also folds a batch-norm into it) and the add (our
+// add+relu kernel); the relu's own op then does nothing.
+std::optional<std::string> can_lower(const Builder& b, const kit::FusedGroup& g) {
+  const bool relu_in_place = g.relu < 0 || b.states[static_cast<std::size_t>(g.relu)].in_place;
+  switch (g.kind) {
+    case kit::FusedKind::conv_bias_relu:
+    case kit::FusedKind::conv_bn_relu:
+    case kit::FusedKind::add_relu:
+      if (!relu_in_place) return "the relu cannot write over its input";
+      return std::nullopt;
+    case kit::FusedKind::bn_relu:
+    case kit::FusedKind::bn_add_relu:
+      return "no lowering of training batch-norm with its relu yet: cuDNN's batch-norm, then our relu kernels";
+    case kit::FusedKind::fc_bias_relu:
+      return "no lowering yet: cuBLAS GEMM, then our bias and relu kernels";
   }
+  return "unknown group";
 }
 
-void backward_layer(Builder& b, int index) {
-  switch (b.layer(index).kind) {
-    case LayerKind::convolution: backward_convolution(b, index); break;
-    case LayerKind::max_pool:
-    case LayerKind::avg_pool: backward_pooling(b, index); break;
-    case LayerKind::lrn: backward_lrn(b, index); break;
-    case LayerKind::relu: backward_relu(b, index); break;
-    case LayerKind::batch_norm: backward_batch_norm(b, index); break;
-    case LayerKind::dropout: backward_dropout(b, index); break;
-    case LayerKind::concat: backward_concat(b, index); break;
-    case LayerKind::add: backward_add(b, index); break;
-    case LayerKind::fully_connected: backward_fully_connected(b, index); break;
-    case LayerKind::flatten: backward_flatten(b, index); break;
-    case LayerKind::input:
-    case LayerKind::softmax_cross_entropy: break;
-  }
-}
-
-// Runs one layer's builder; failures name the layer (OutOfMemory stays OutOfMemory).
-template <typename Build>
-void in_layer(Builder& b, int index, const char* what, Build&& build) {
-  try {
-    build();
-  } catch (const OutOfMemory& e) {
-    throw OutOfMemory(b.label(index, what) + ": " + e.what());
-  } catch (const Error& e) {
-    throw Error(b.label(index, what) + ": " + e.what());
-  }
-}
-
-// Decides, before any tensor exists, which relus run in place (and may fuse
-// into the convolution before them) and where concat inputs are written.
+// Decides, before any tensor exists, which relus run in place, which fusion
+// groups this engine lowers (the kit's planner), and where concat inputs are written.
 void pre_pass(Builder& b) {
   const int count = static_cast<int>(b.network.layers().size());
   kit::mark_consumers_and_gradients(b.network, b.training, b.states);
-  // Inference: a batch-norm whose input only it reads, from a convolution, folds into it.
-  if (!b.training)
-    for (int index = 1; index < count; ++index) {
-      if (b.layer(index).kind != LayerKind::batch_norm) continue;
-      const int from = b.layer(index).inputs.front();
-      if (from == 0 || b.layer(from).kind != LayerKind::convolution || b.state(from).consumers != 1) continue;
-      b.state(from).folded_batch_norm = index;
-      b.state(index).folded_into = from;
-    }
   for (int index = 1; index < count; ++index) {
     const Layer& layer = b.layer(index);
     if (layer.kind != LayerKind::relu) continue;
     const int from = layer.inputs.front();
     const LayerKind from_kind = b.layer(from).kind;
-    LayerState& s = b.state(index);
-    s.in_place = from != 0 && b.state(from).consumers == 1 && !is_view(from_kind, b.training) &&
-                 from_kind != LayerKind::concat && !(b.training && backward_reads_own_output(from_kind));
-    if (s.in_place && (from_kind == LayerKind::convolution || from_kind == LayerKind::add))
-      b.state(from).fusable_relu = index;
-    if (s.in_place && b.state(from).folded_into >= 0) {
-      b.state(from).fusable_relu = index;  // the relu after a folded batch-norm fuses into the convolution
-      b.state(b.state(from).folded_into).fusable_relu = index;
+    b.state(index).in_place = from != 0 && b.state(from).consumers == 1 && !is_view(from_kind, b.training) &&
+                              from_kind != LayerKind::concat && !(b.training && backward_reads_own_output(from_kind));
+  }
+  b.fusions = kit::plan_fusions(b.network, b.training, [&](const kit::FusedGroup& g) { return can_lower(b, g); });
+  for (const kit::FusedGroup& g : b.fusions.groups()) {
+    switch (g.kind) {
+      case kit::FusedKind::conv_bias_relu:
+      case kit::FusedKind::add_relu: b.state(g.anchor()).fusable_relu = g.relu; break;
+      case kit::FusedKind::conv_bn_relu:
+        // Inference: the batch-norm folds into the convolution (its only reader), and the relu after it fuses there.
+        b.state(g.anchor()).folded_batch_norm = g.batch_norm;
+        b.state(g.batch_norm).folded_into = g.anchor();
+        if (g.relu >= 0) b.state(g.anchor()).fusable_relu = b.state(g.batch_norm).fusable_relu = g.relu;
+        break;
+      default: throw Error("cuDNN engine: a fusion group it did not accept: " + std::string(kit::to_string(g.kind)));
     }
   }
   // Concat inputs written straight into their channel slice (NCHW: a slice is a
@@ -333,32 +309,67 @@ void place_concat_outputs(Builder& b) {
 
 }  // namespace
 
+namespace {
+
+// This engine's lowering of each layer kind (layer_*.cpp), walked by the kit (kit/walk.hpp).
+class CudnnLowering final : public kit::LayerLowering {
+ public:
+  explicit CudnnLowering(Builder& b) : b_(b) {}
+  void forward_input(int i) override { cudnn::forward_input(b_, i); }
+  void forward_convolution(int i) override { cudnn::forward_convolution(b_, i); }
+  void forward_pooling(int i) override { cudnn::forward_pooling(b_, i); }
+  void forward_lrn(int i) override { cudnn::forward_lrn(b_, i); }
+  void forward_relu(int i) override { cudnn::forward_relu(b_, i); }
+  void forward_batch_norm(int i) override { cudnn::forward_batch_norm(b_, i); }
+  void forward_dropout(int i) override { cudnn::forward_dropout(b_, i); }
+  void forward_concat(int i) override { cudnn::forward_concat(b_, i); }
+  void forward_add(int i) override { cudnn::forward_add(b_, i); }
+  void forward_fully_connected(int i) override { cudnn::forward_fully_connected(b_, i); }
+  void forward_flatten(int i) override { cudnn::forward_flatten(b_, i); }
+  void loss(int i) override { build_loss(b_, i); }
+  void backward_convolution(int i) override { cudnn::backward_convolution(b_, i); }
+  void backward_pooling(int i) override { cudnn::backward_pooling(b_, i); }
+  void backward_lrn(int i) override { cudnn::backward_lrn(b_, i); }
+  void backward_relu(int i) override { cudnn::backward_relu(b_, i); }
+  void backward_batch_norm(int i) override { cudnn::backward_batch_norm(b_, i); }
+  void backward_dropout(int i) override { cudnn::backward_dropout(b_, i); }
+  void backward_concat(int i) override { cudnn::backward_concat(b_, i); }
+  void backward_add(int i) override { cudnn::backward_add(b_, i); }
+  void backward_fully_connected(int i) override { cudnn::backward_fully_connected(b_, i); }
+  void backward_flatten(int i) override { cudnn::backward_flatten(b_, i); }
+  void update() override { build_sgd(b_); }
+  void end_of_step() override {
+    const Tensor step{{1, 1, 1, 1}, {1, 1, 1, 1}, DType::f64, false, b_.step_buffer, 0};
+    const int loss = static_cast<int>(b_.network.layers().size()) - 1;
+    b_.push(loss, Stage::bookkeeping, "advance the dropout step", {step}, [step](const Exec& e) {
+      kernels::increment(e.ptr_as<std::uint64_t>(step), e.stream);
+    });
+  }
+  bool needs_grad(int i) const override { return b_.states[static_cast<std::size_t>(i)].needs_grad; }
+  void mark(Mark where) override {
+    switch (where) {
+      case Mark::forward_end: b_.forward_end = b_.ops.size(); break;
+      case Mark::loss_end: b_.loss_end = b_.ops.size(); break;
+      case Mark::backward_end: b_.backward_end = b_.ops.size(); break;
+      case Mark::update_end: b_.update_end = b_.ops.size(); break;
+    }
+  }
+
+ private:
+  Builder& b_;
+};
+
+}  // namespace
+
 void build_graph(Builder& b) {
-  const int count = static_cast<int>(b.network.layers().size());
   pre_pass(b);
   // Persistent session buffers.
   b.labels_buffer = b.pool.request(b.batch * 4, true, "labels");
   b.step_buffer = b.pool.request(8, true, "dropout step");
   b.row_loss_buffer = b.pool.request(b.batch * 4, true, "loss per image");
   place_concat_outputs(b);
-
-  const int loss = count - 1;
-  for (int index = 0; index < loss; ++index) in_layer(b, index, "forward", [&] { forward_layer(b, index); });
-  b.forward_end = b.ops.size();
-  in_layer(b, loss, "loss", [&] { build_loss(b, loss); });
-  b.loss_end = b.ops.size();
-  if (b.training)
-    for (int index = loss - 1; index > 0; --index)
-      if (b.state(index).needs_grad) in_layer(b, index, "backward", [&] { backward_layer(b, index); });
-  b.backward_end = b.ops.size();
-  if (b.training && b.config.update == Update::sgd) build_sgd(b);
-  b.update_end = b.ops.size();
-  if (b.training) {
-    const Tensor step{{1, 1, 1, 1}, {1, 1, 1, 1}, DType::f64, false, b.step_buffer, 0};
-    b.push(loss, Stage::bookkeeping, "advance the dropout step", {step}, [step](const Exec& e) {
-      kernels::increment(e.ptr_as<std::uint64_t>(step), e.stream);
-    });
-  }
+  CudnnLowering lowering(b);
+  kit::walk_network(b.network, b.training, b.config.update == Update::sgd, lowering);
 }
 
 // ---- Input, flatten, update -------------------------------------------------------

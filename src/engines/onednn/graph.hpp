@@ -22,6 +22,7 @@
 #include "crossbench/engine.hpp"
 #include "crossbench/network.hpp"
 #include "crossbench/synthetic.hpp"
+#include "engines/kit/fusion.hpp"
 #include "engines/kit/graph_state.hpp"
 #include "engines/onednn/dnnl_util.hpp"
 #include "engines/onednn/memory_pool.hpp"
@@ -91,6 +92,7 @@ struct Graph {
   // ops[0, forward_end) forward, [forward_end, loss_end) the loss (and its
   // gradient in training), [loss_end, backward_end) backward, then the update.
   std::size_t forward_end = 0, loss_end = 0, backward_end = 0;
+  kit::FusionPlan fusions;  // the kit's fusion pass with this engine's answers; `decisions` prints it
   std::vector<Parameter> parameters;  // layer order; weight, bias, gamma, beta
   Tensor logits;                      // plain (N, classes), valid after the forward ops
   std::vector<std::int32_t> labels;

@@ -3,10 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <sstream>
 
 #include "crossbench/error.hpp"
 #include "engines/onednn/graph.hpp"
+#include "engines/kit/fusion.hpp"
+#include "engines/kit/walk.hpp"
 
 namespace crossbench::onednn {
 
@@ -164,60 +168,6 @@ void Builder::set_parameter_gradient(int parameter, const md& desc) {
 // ---- build_graph --------------------------------------------------------------
 namespace {
 
-void forward_layer(Builder& ctx, int index) {
-  switch (ctx.layer(index).kind) {
-    case LayerKind::input: forward_input(ctx, index); break;
-    case LayerKind::convolution: forward_convolution(ctx, index); break;
-    case LayerKind::max_pool:
-    case LayerKind::avg_pool: forward_pooling(ctx, index); break;
-    case LayerKind::lrn: forward_lrn(ctx, index); break;
-    case LayerKind::relu: forward_relu(ctx, index); break;
-    case LayerKind::batch_norm: forward_batch_norm(ctx, index); break;
-    case LayerKind::dropout: forward_dropout(ctx, index); break;
-    case LayerKind::concat: forward_concat(ctx, index); break;
-    case LayerKind::add: forward_add(ctx, index); break;
-    case LayerKind::fully_connected: forward_fully_connected(ctx, index); break;
-    case LayerKind::flatten: forward_flatten(ctx, index); break;
-    case LayerKind::softmax_cross_entropy: break;  // build_loss
-  }
-}
-
-void backward_layer(Builder& ctx, int index) {
-  switch (ctx.layer(index).kind) {
-    case LayerKind::convolution: backward_convolution(ctx, index); break;
-    case LayerKind::max_pool:
-    case LayerKind::avg_pool: backward_pooling(ctx, index); break;
-    case LayerKind::lrn: backward_lrn(ctx, index); break;
-    case LayerKind::relu: backward_relu(ctx, index); break;
-    case LayerKind::batch_norm: backward_batch_norm(ctx, index); break;
-    case LayerKind::dropout: backward_dropout(ctx, index); break;
-    case LayerKind::concat: backward_concat(ctx, index); break;
-    case LayerKind::add: backward_add(ctx, index); break;
-    case LayerKind::fully_connected: backward_fully_connected(ctx, index); break;
-    case LayerKind::flatten: backward_flatten(ctx, index); break;
-    case LayerKind::input:
-    case LayerKind::softmax_cross_entropy: break;
-  }
-}
-
-// Runs one layer's builder; failures name the layer (OutOfMemory stays OutOfMemory).
-template <typename Build>
-void with_layer_context(Builder& ctx, int index, const char* what, Build&& build) {
-  ctx.current_layer = index;
-  try {
-    build();
-  } catch (const OutOfMemory& e) {
-    throw OutOfMemory(ctx.label(index, what) + ": " + e.what());
-  } catch (const Error& e) {
-    throw Error(ctx.label(index, what) + ": " + e.what());
-  } catch (const dnnl::error& e) {
-    throw_library_error("oneDNN", ctx.label(index, what), __FILE__, __LINE__, e.what(),
-                        e.status == dnnl_out_of_memory);
-  } catch (const std::bad_alloc&) {
-    throw OutOfMemory(ctx.label(index, what) + ": host allocation failed");
-  }
-}
-
 // Data parallel: after a layer's backward ops, its parameters' gradients are final.
 void push_gradients_ready(Builder& ctx, int index) {
   DataParallelState* data_parallel = ctx.graph.data_parallel.get();
@@ -259,6 +209,70 @@ void make_gradient_buckets(Graph& graph, const EngineConfig& config) {
   data_parallel.buckets = std::make_unique<GradientBuckets>(*data_parallel.communicator, std::move(tensors),
                                                             static_cast<std::size_t>(config.bucket_bytes));
 }
+
+// What this engine lowers of the kit's fusion groups (kit/fusion.hpp), or why not.
+std::optional<std::string> can_lower(const kit::FusedGroup& g) {
+  switch (g.kind) {
+    case kit::FusedKind::conv_bias_relu:
+    case kit::FusedKind::conv_bn_relu:
+    case kit::FusedKind::fc_bias_relu:
+    case kit::FusedKind::bn_relu:
+    case kit::FusedKind::bn_add_relu:
+    case kit::FusedKind::add_relu: return "no oneDNN post-op lowering yet: each layer is its own primitive";
+  }
+  return "unknown group";
+}
+
+// This engine's lowering of each layer kind (layer_*.cpp), walked by the kit (kit/walk.hpp).
+class OnednnLowering final : public kit::LayerLowering {
+ public:
+  explicit OnednnLowering(Builder& ctx) : ctx_(ctx), data_parallel_(ctx.graph.data_parallel.get()) {}
+  void entering(int i) override { ctx_.current_layer = i; }
+  void forward_input(int i) override { onednn::forward_input(ctx_, i); }
+  void forward_convolution(int i) override { onednn::forward_convolution(ctx_, i); }
+  void forward_pooling(int i) override { onednn::forward_pooling(ctx_, i); }
+  void forward_lrn(int i) override { onednn::forward_lrn(ctx_, i); }
+  void forward_relu(int i) override { onednn::forward_relu(ctx_, i); }
+  void forward_batch_norm(int i) override { onednn::forward_batch_norm(ctx_, i); }
+  void forward_dropout(int i) override { onednn::forward_dropout(ctx_, i); }
+  void forward_concat(int i) override { onednn::forward_concat(ctx_, i); }
+  void forward_add(int i) override { onednn::forward_add(ctx_, i); }
+  void forward_fully_connected(int i) override { onednn::forward_fully_connected(ctx_, i); }
+  void forward_flatten(int i) override { onednn::forward_flatten(ctx_, i); }
+  void loss(int i) override { build_loss(ctx_, i); }  // sets forward_end and loss_end
+  void backward_convolution(int i) override { onednn::backward_convolution(ctx_, i); }
+  void backward_pooling(int i) override { onednn::backward_pooling(ctx_, i); }
+  void backward_lrn(int i) override { onednn::backward_lrn(ctx_, i); }
+  void backward_relu(int i) override { onednn::backward_relu(ctx_, i); }
+  void backward_batch_norm(int i) override { onednn::backward_batch_norm(ctx_, i); }
+  void backward_dropout(int i) override { onednn::backward_dropout(ctx_, i); }
+  void backward_concat(int i) override { onednn::backward_concat(ctx_, i); }
+  void backward_add(int i) override { onednn::backward_add(ctx_, i); }
+  void backward_fully_connected(int i) override { onednn::backward_fully_connected(ctx_, i); }
+  void backward_flatten(int i) override { onednn::backward_flatten(ctx_, i); }
+  void gradients_final(int i) override {
+    if (data_parallel_ && !ctx_.state(i).parameters.empty()) push_gradients_ready(ctx_, i);
+  }
+  void backward_done() override {
+    if (data_parallel_) push_wait_for_averages(ctx_);
+  }
+  void update() override { build_sgd(ctx_); }
+  bool needs_grad(int i) const override { return ctx_.state(i).needs_grad; }
+  void mark(Mark where) override {
+    if (where == Mark::backward_end) ctx_.graph.backward_end = ctx_.graph.ops.size();
+  }
+  void rethrow_as_error(const std::string& context) override {
+    try {
+      throw;
+    } catch (const dnnl::error& e) {
+      throw_library_error("oneDNN", context, __FILE__, __LINE__, e.what(), e.status == dnnl_out_of_memory);
+    }
+  }
+
+ private:
+  Builder& ctx_;
+  DataParallelState* data_parallel_;
+};
 
 std::string cell_text(const Network& network, const CellSpec& cell) {
   return "oneDNN " + network.name() + " " + std::string(to_string(cell.phase)) + " " +
@@ -311,23 +325,10 @@ std::unique_ptr<Graph> build_graph(const Network& network, const CellSpec& cell,
 
   Builder ctx(*graph, network, cell, config, options);
   kit::mark_consumers_and_gradients(network, ctx.training, ctx.states);
-
-  const int loss = count - 1;
-  for (int index = 0; index < loss; ++index) {
-    with_layer_context(ctx, index, "forward", [&] { forward_layer(ctx, index); });
-    graph->outputs[static_cast<std::size_t>(index)] = ctx.state(index).out;
-  }
-  with_layer_context(ctx, loss, "", [&] { build_loss(ctx, loss); });  // sets forward_end and loss_end
-  DataParallelState* data_parallel = graph->data_parallel.get();
-  if (ctx.training)
-    for (int index = loss - 1; index > 0; --index)
-      if (ctx.state(index).needs_grad) {
-        with_layer_context(ctx, index, "backward", [&] { backward_layer(ctx, index); });
-        if (data_parallel && !ctx.state(index).parameters.empty()) push_gradients_ready(ctx, index);
-      }
-  if (data_parallel) push_wait_for_averages(ctx);
-  graph->backward_end = graph->ops.size();
-  if (ctx.training && config.update == Update::sgd) build_sgd(ctx);
+  graph->fusions = kit::plan_fusions(network, ctx.training, can_lower);
+  OnednnLowering lowering(ctx);
+  kit::walk_network(network, ctx.training, config.update == Update::sgd, lowering);
+  for (int index = 0; index < count - 1; ++index) graph->outputs[static_cast<std::size_t>(index)] = ctx.state(index).out;
   for (std::size_t i = 0; i < graph->ops.size(); ++i) {
     Op& op = graph->ops[i];
     // --layer-times charges every op to a layer: none may be left out. The
@@ -355,7 +356,7 @@ std::unique_ptr<Graph> build_graph(const Network& network, const CellSpec& cell,
       for (const auto& [arg, tensor] : op.args)
         op.bound.emplace(arg, dnnl::memory(tensor.desc, graph->engine, graph->pool.address(tensor.buffer, tensor.offset)));
     for (auto& initialise : ctx.initialisers) initialise();
-    if (data_parallel) make_gradient_buckets(*graph, config);
+    if (graph->data_parallel) make_gradient_buckets(*graph, config);
   } catch (const dnnl::error& e) {
     throw_library_error("oneDNN", "binding and initialising tensors", __FILE__, __LINE__, e.what(),
                         e.status == dnnl_out_of_memory);

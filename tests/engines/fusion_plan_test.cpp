@@ -1,0 +1,163 @@
+// The kit's fusion pass (src/engines/kit/fusion.hpp) on every real network:
+// groups are legal chains (one reader for every intermediate output), no
+// layer is in two groups, every relu-ended chain is proposed, the counts per
+// kind match the networks' structure, refusals carry the engine's reason and
+// fall back to the next-longest chain, and `decisions` prints what it returned.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "crossbench/network.hpp"
+#include "engines/kit/fusion.hpp"
+
+namespace crossbench::kit {
+namespace {
+
+const CanLower accept_all = [](const FusedGroup&) -> std::optional<std::string> { return std::nullopt; };
+
+std::vector<int> readers_of(const Network& network) {
+  std::vector<int> readers(network.layers().size(), 0);
+  for (const Layer& layer : network.layers())
+    for (int from : layer.inputs) ++readers[static_cast<std::size_t>(from)];
+  return readers;
+}
+
+LayerKind kind_of(const Network& network, int index) { return network.layers()[static_cast<std::size_t>(index)].kind; }
+
+TEST(FusionPlan, GroupsAreLegalChainsAndDisjoint) {
+  for (const std::string& name : network_names())
+    for (const bool training : {false, true}) {
+      SCOPED_TRACE(name + (training ? " training" : " inference"));
+      const Network network = make_network(name);
+      const FusionPlan plan = plan_fusions(network, training, accept_all);
+      const std::vector<int> readers = readers_of(network);
+      std::set<int> seen;
+      for (const FusedGroup& g : plan.groups()) {
+        ASSERT_GE(g.layers.size(), 2u);
+        for (std::size_t i = 0; i < g.layers.size(); ++i) {
+          EXPECT_TRUE(seen.insert(g.layers[i]).second) << "layer " << g.layers[i] << " in two groups";
+          EXPECT_EQ(plan.group_of(g.layers[i]), &g);
+          if (i + 1 < g.layers.size()) {
+            // Every output but the last is read by the next layer of the chain alone.
+            EXPECT_EQ(readers[static_cast<std::size_t>(g.layers[i])], 1);
+            const auto& next_inputs = network.layers()[static_cast<std::size_t>(g.layers[i + 1])].inputs;
+            EXPECT_NE(std::find(next_inputs.begin(), next_inputs.end(), g.layers[i]), next_inputs.end());
+          }
+        }
+        if (g.relu >= 0) {
+          EXPECT_EQ(g.layers.back(), g.relu);
+          EXPECT_EQ(kind_of(network, g.relu), LayerKind::relu);
+        }
+        switch (g.kind) {
+          case FusedKind::conv_bias_relu: EXPECT_EQ(kind_of(network, g.anchor()), LayerKind::convolution); break;
+          case FusedKind::fc_bias_relu: EXPECT_EQ(kind_of(network, g.anchor()), LayerKind::fully_connected); break;
+          case FusedKind::conv_bn_relu:
+            EXPECT_FALSE(training);
+            EXPECT_EQ(kind_of(network, g.anchor()), LayerKind::convolution);
+            EXPECT_EQ(kind_of(network, g.batch_norm), LayerKind::batch_norm);
+            break;
+          case FusedKind::bn_relu: EXPECT_TRUE(training); EXPECT_EQ(kind_of(network, g.anchor()), LayerKind::batch_norm); break;
+          case FusedKind::bn_add_relu: {
+            EXPECT_TRUE(training);
+            EXPECT_EQ(kind_of(network, g.batch_norm), LayerKind::batch_norm);
+            EXPECT_EQ(kind_of(network, g.add), LayerKind::add);
+            const auto& add_inputs = network.layers()[static_cast<std::size_t>(g.add)].inputs;
+            EXPECT_NE(std::find(add_inputs.begin(), add_inputs.end(), g.residual), add_inputs.end());
+            EXPECT_NE(g.residual, g.batch_norm);
+            break;
+          }
+          case FusedKind::add_relu: EXPECT_EQ(kind_of(network, g.anchor()), LayerKind::add); break;
+        }
+      }
+      EXPECT_TRUE(plan.refused().empty());
+    }
+}
+
+// Every relu whose input is a convolution, fully-connected, batch-norm or add read by it alone is in a group.
+TEST(FusionPlan, EveryFusableReluIsClaimed) {
+  for (const std::string& name : network_names())
+    for (const bool training : {false, true}) {
+      SCOPED_TRACE(name);
+      const Network network = make_network(name);
+      const FusionPlan plan = plan_fusions(network, training, accept_all);
+      const std::vector<int> readers = readers_of(network);
+      for (int index = 1; index < static_cast<int>(network.layers().size()); ++index) {
+        if (kind_of(network, index) != LayerKind::relu) continue;
+        const int from = network.layers()[static_cast<std::size_t>(index)].inputs.front();
+        const LayerKind k = kind_of(network, from);
+        const bool fusable = readers[static_cast<std::size_t>(from)] == 1 &&
+                             (k == LayerKind::convolution || k == LayerKind::fully_connected || k == LayerKind::add ||
+                              k == LayerKind::batch_norm);
+        // An inference batch-norm fuses only with a convolution before it that it alone reads.
+        const bool inference_bn_without_conv =
+            !training && k == LayerKind::batch_norm &&
+            !(kind_of(network, network.layers()[static_cast<std::size_t>(from)].inputs.front()) ==
+                  LayerKind::convolution &&
+              readers[static_cast<std::size_t>(network.layers()[static_cast<std::size_t>(from)].inputs.front())] == 1);
+        EXPECT_EQ(plan.group_of(index) != nullptr, fusable && !inference_bn_without_conv) << "relu " << index;
+      }
+    }
+}
+
+TEST(FusionPlan, CountsFollowTheNetworksStructure) {
+  const Network resnet50 = make_network("resnet50");
+  const FusionPlan training = plan_fusions(resnet50, true, accept_all);
+  // 16 bottlenecks: two bn+relu inside each, bn+add+relu at each end; the stem's bn+relu.
+  EXPECT_EQ(training.count(FusedKind::bn_relu), 2 * 16 + 1);
+  EXPECT_EQ(training.count(FusedKind::bn_add_relu), 16);
+  EXPECT_EQ(training.count(FusedKind::conv_bias_relu), 0);
+  const FusionPlan inference = plan_fusions(resnet50, false, accept_all);
+  // Every one of the 53 batch-norms folds into its convolution (33 with the relu after it); 16 add+relu.
+  EXPECT_EQ(inference.count(FusedKind::conv_bn_relu), 53);
+  EXPECT_EQ(inference.count(FusedKind::add_relu), 16);
+
+  const Network vgg11 = make_network("vgg11");
+  const FusionPlan vgg = plan_fusions(vgg11, true, accept_all);
+  EXPECT_EQ(vgg.count(FusedKind::conv_bias_relu), 8);
+  EXPECT_EQ(vgg.count(FusedKind::fc_bias_relu), 2);
+  const FusionPlan googlenet = plan_fusions(make_network("googlenet"), false, accept_all);
+  EXPECT_EQ(googlenet.count(FusedKind::conv_bias_relu), 57);
+}
+
+TEST(FusionPlan, RefusalsAreRecordedWithTheReasonAndFallBack) {
+  const Network resnet50 = make_network("resnet50");
+  const CanLower no_batch_norm_groups = [](const FusedGroup& g) -> std::optional<std::string> {
+    if (g.kind == FusedKind::bn_add_relu || g.kind == FusedKind::bn_relu) return "no kernel for it";
+    return std::nullopt;
+  };
+  const FusionPlan plan = plan_fusions(resnet50, true, no_batch_norm_groups);
+  EXPECT_EQ(plan.count(FusedKind::bn_relu), 0);
+  EXPECT_EQ(plan.count(FusedKind::bn_add_relu), 0);
+  EXPECT_EQ(plan.count(FusedKind::add_relu), 16);  // the next-longest chain of each block's end
+  std::map<FusedKind, int> refused;
+  for (const FusionRefusal& r : plan.refused()) {
+    EXPECT_EQ(r.reason, "no kernel for it");
+    ++refused[r.group.kind];
+  }
+  EXPECT_EQ(refused[FusedKind::bn_relu], 33);
+  EXPECT_EQ(refused[FusedKind::bn_add_relu], 16);
+  const std::string text = plan.decisions(resnet50);
+  EXPECT_NE(text.find("fusions=add_relu:16"), std::string::npos) << text;
+  EXPECT_NE(text.find("refused=bn_relu["), std::string::npos) << text;
+  EXPECT_NE(text.find("](no kernel for it) x33"), std::string::npos) << text;
+  EXPECT_NE(text.find("bn_add_relu["), std::string::npos) << text;
+  EXPECT_NE(text.find("](no kernel for it) x16"), std::string::npos) << text;
+}
+
+TEST(FusionPlan, DecisionsNameEveryTakenKindWithItsCount) {
+  const Network vgg11 = make_network("vgg11");
+  const FusionPlan plan = plan_fusions(vgg11, false, accept_all);
+  EXPECT_EQ(plan.decisions(vgg11), "fusions=conv_bias_relu:8,fc_bias_relu:2");
+  const FusionPlan none = plan_fusions(vgg11, false, [](const FusedGroup&) -> std::optional<std::string> {
+    return "off";
+  });
+  EXPECT_EQ(none.groups().size(), 0u);
+  EXPECT_EQ(none.refused().size(), 10u);
+  EXPECT_EQ(none.decisions(vgg11).rfind("fusions=none;refused=conv_bias_relu[", 0), 0u) << none.decisions(vgg11);
+}
+
+}  // namespace
+}  // namespace crossbench::kit
