@@ -46,6 +46,34 @@ install_missing() {
   rm -f "$log"
 }
 
+# cudnn-frontend, the header-only C++ layer of the cuDNN Graph API (the cuDNN engine's Graph API
+# convolutions, src/engines/cudnn/graph_api_convolution.cpp), pinned; its headers ship in the PyPI
+# wheel under include/. Fetched once into $build_dir/_deps/cudnn_frontend, where CMake finds it. Where
+# PyPI is out of reach the engine is built with the legacy cuDNN API alone and CMake's summary says so.
+cudnn_frontend_version=1.32.0
+fetch_cudnn_frontend() {
+  local target=$build_dir/_deps/cudnn_frontend
+  [ -f "$target/include/cudnn_frontend.h" ] && [ "$(cat "$target/VERSION" 2>/dev/null)" = "$cudnn_frontend_version" ] && return 0
+  local download; download=$(mktemp -d)
+  if "$python" -m pip download -q --disable-pip-version-check --timeout 20 --retries 1 --no-deps --only-binary=:all: \
+       --python-version 3.11 --platform manylinux_2_28_x86_64 -d "$download" \
+       "nvidia-cudnn-frontend==$cudnn_frontend_version" >"$download/log" 2>&1; then
+    rm -rf "$target" && mkdir -p "$target"
+    "$python" - "$target" "$download"/*.whl <<'PY'
+import sys, zipfile
+target, wheel = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as archive:
+    for name in archive.namelist():
+        if name.startswith("include/"):
+            archive.extract(name, target)
+PY
+    echo "$cudnn_frontend_version" >"$target/VERSION"
+  else
+    echo "crossbench: cudnn-frontend $cudnn_frontend_version could not be fetched from PyPI ($(tail -1 "$download/log" | cut -c1-120)); the cuDNN engine keeps the legacy API" >&2
+  fi
+  rm -rf "$download"
+}
+
 # configure_and_build [-DVAR=VALUE ...] [TARGET ...]: a Release build of the targets named (all
 # without any), configured with the -D settings given; the output of CMake and the compiler only
 # when they fail.
@@ -58,6 +86,7 @@ configure_and_build() {
       *) targets+=(--target "$argument") ;;
     esac
   done
+  fetch_cudnn_frontend
   log=$(mktemp)
   if ! { cmake -S "$repo_root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "${settings[@]}" &&
          cmake --build "$build_dir" -j "$jobs" "${targets[@]}"; } >"$log" 2>&1; then

@@ -40,6 +40,7 @@ std::vector<OptionSpec> make_schema() {
       // [engine]
       {"engine.algo", "--algo", T::choice, "heuristic", 0, 0, {"heuristic", "exhaustive"}, "GPU convolution algorithms: the library's first choice, or a measured search (untimed)", true, "engine_algorithm_policy", all},
       {"engine.algo_cache", "--algo-cache", T::text, "", 0, 0, {}, "algo = exhaustive: a JSON file of measured algorithm choices, keyed by device, library versions and layer signature; a warm cache replays them with no search, misses are searched and appended (empty: choices kept in memory for the run)", false, "engine_algo_cache", all},
+      {"engine.graph_api", "--graph-api", T::boolean, "true", 0, 0, {}, "algo = exhaustive: also time the cuDNN Graph API's engine configurations of every convolution (and a conv+bias+relu group as one graph) and keep the faster; false: the legacy API's algorithms only", true, "engine_graph_api", all},
       {"engine.workspace_limit_mb", "", T::integer, "1024", 0, 1 << 24, {}, "GPU convolution workspace limit per convolution [MiB]", true, "engine_workspace_limit_mb", all},
       {"engine.layout", "--layout", T::choice, "auto", 0, 0, {"auto", "nchw", "nhwc"}, "tensor layout; auto = NCHW for fp32, NHWC for tf32, fp16 and bf16 (measured on the H200: bench/results/2026-12-01)", true, "engine_layout", all, to_workers},
       {"engine.cuda_graphs", "--cuda-graphs", T::boolean, "false", 0, 0, {}, "capture each step as a CUDA graph and replay it", true, "engine_cuda_graphs", all},

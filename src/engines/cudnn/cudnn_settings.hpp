@@ -20,6 +20,7 @@ struct CudnnSettings {
   std::int64_t workspace_limit_bytes = 1LL << 30;  // engine.workspace_limit_mb: per convolution [bytes]
   Layout layout = Layout::automatic;  // engine.layout: automatic: NCHW for fp32, NHWC for tf32, fp16, bf16 (measured)
   bool cuda_graphs = false;           // engine.cuda_graphs: capture the step as a CUDA graph and replay it
+  bool graph_api = true;              // engine.graph_api: exhaustive: Graph API engine configurations are candidates too
 };
 
 // Reads the engine's keys of `config.settings` (schema defaults for absent

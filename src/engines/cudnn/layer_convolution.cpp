@@ -29,6 +29,16 @@
 // "fwd=im2col_gemm(...)" and "bwd_filter=im2col_gemm(...)" (for a 1x1
 // convolution the GEMM reads the input directly, without columns).
 //
+// The measured search (exhaustive) also times the direction as a cuDNN Graph
+// API graph (graph_api_convolution.hpp): the first kGraphCandidates engine
+// configurations of cuDNN's heuristics (modes A and fallback; none that needs
+// runtime compilation; strict fp32 without tensor cores) on the search arena,
+// in context, cached like the algorithms; the fastest replaces the legacy
+// choice where it is clearly faster. The forward of a conv_bias_relu group is
+// timed as one graph with its bias and relu epilogue, against the legacy
+// choice plus the epilogue pass it saves. Decisions say "fwd=graph(NAME ...)".
+// `--algo heuristic` keeps the legacy API alone (the 2017 frameworks' way).
+//
 // Inference folds a batch-norm that only reads the convolution into it (as
 // TensorRT and oneDNN's graph do): the weights are scaled by gamma/sqrt(var+eps)
 // and the bias becomes the folded shift, once after initialisation (graph.hpp's
@@ -37,6 +47,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <sstream>
 #include <vector>
 
@@ -44,6 +55,7 @@
 #include "engines/cudnn/algorithm_cache.hpp"
 #include "engines/cudnn/algorithms.hpp"
 #include "engines/cudnn/gemm_weight_gradient.hpp"
+#include "engines/cudnn/graph_api_convolution.hpp"
 #include "engines/cudnn/graph.hpp"
 #include "engines/cudnn/im2col_gemm.hpp"
 #include "engines/cudnn/kernels_epilogue.hpp"
@@ -52,6 +64,8 @@ namespace crossbench::cudnn {
 namespace {
 
 constexpr double kMemoryBandwidth = 3.0e12;  // [bytes/s] a conservative HBM figure for the fusion estimate
+// Graph API engine configurations timed per direction: the heuristics' first ones (each needs a plan build).
+constexpr int kGraphCandidates = 6;
 
 class Convolution final : public LayerImpl {
  public:
@@ -90,6 +104,14 @@ class Convolution final : public LayerImpl {
   bool filter_im2col = false;    // the weight gradient as im2col + GEMM (fp32 NCHW)
   float filter_im2col_ms = NAN;  // [ms] on the search arena
   std::string forward_times, filter_times, data_times;  // exhaustive: the re-timed candidates [ms]
+  // The Graph API's measured plan of each direction, where it won (else null: the legacy choice).
+  struct GraphPlan {
+    std::unique_ptr<GraphConvolution> graph;
+    int plan = -1;
+    float time_ms = NAN;  // [ms] median in context
+    std::string name, note;  // the plan; why none was taken (refused graph, slower: its best time)
+  };
+  GraphPlan graph_forward, graph_data, graph_filter;
   bool fused = false;            // cudnnConvolutionBiasActivationForward
   bool kernel_epilogue = false;  // unfused: bias (+ relu) in one kernels::bias_activation pass
   std::string fallback;  // why a fused forward fell back, if it did
@@ -179,6 +201,17 @@ class Convolution final : public LayerImpl {
       }
     }
     ctx.need_workspace(forward_im2col ? im2col_shape(y).forward_workspace_bytes() : forward.workspace_bytes);
+    if (!forward_im2col) {
+      // The legacy choice's time with the epilogue pass a fused graph saves (as the fusion estimate above).
+      const bool graph_epilogue = fusion_candidate && has_bias;
+      const double unfused_epilogue_ms =
+          graph_epilogue && !fused ? (kernel_epilogue ? 2.0 : 4.0) * static_cast<double>(y.bytes()) / kMemoryBandwidth * 1e3
+                                   : 0.0;
+      choose_graph_plan(ctx, GraphDirection::forward, graph_epilogue,
+                        std::string(graph_epilogue ? "forward+bias+relu " : "forward ") + forward_signature,
+                        forward.time_ms + unfused_epilogue_ms, graph_forward);
+      if (graph_forward.graph) fused = false;
+    }
     if (!training) return;
     dyd = describe_tensor(dy);
     filter_cd = make_conv(precision);
@@ -208,6 +241,11 @@ class Convolution final : public LayerImpl {
     }
     if (filter_im2col) ctx.need_workspace(im2col_shape(dy).weight_gradient_workspace_bytes());
     else if (!filter_gemm) ctx.need_workspace(filter.workspace_bytes);
+    {
+      const double incumbent_ms = filter_im2col ? filter_im2col_ms : filter_gemm ? filter_gemm_ms : filter.time_ms;
+      choose_graph_plan(ctx, GraphDirection::backward_filter, false, "backward-filter " + filter_signature, incumbent_ms,
+                        graph_filter);
+    }
     choose_bias_gradient(ctx, filter_signature);
     if (data_gradient) {
       dxd = describe_tensor(dx);
@@ -217,7 +255,80 @@ class Convolution final : public LayerImpl {
       data_times = candidate_times(data_candidates, backward_data_algorithm_name);
       adopt(data_cd, data);
       ctx.need_workspace(data.workspace_bytes);
+      // The Graph API writes dx; an accumulated gradient (beta 1) stays with the legacy call.
+      if (dx_beta == 0.0f)
+        choose_graph_plan(ctx, GraphDirection::backward_data, false,
+                          "backward-data " + problem_signature(ctx, {dxd, wd, data_cd, dyd}), data.time_ms, graph_data);
     }
+  }
+
+  // Times the first kGraphCandidates plans of a Graph API graph of one direction on the search arena
+  // (cached under `signature` like every measured choice) and keeps the fastest where it is clearly
+  // faster than `incumbent_ms`, the legacy choice's time; else `note` says why not.
+  void choose_graph_plan(SetupContext& ctx, GraphDirection direction, bool bias_relu, const std::string& signature,
+                         double incumbent_ms, GraphPlan& out) {
+    if (ctx.config.algorithm != AlgorithmPolicy::exhaustive || !ctx.config.graph_api) return;
+    if (!graph_api_available()) {
+      out.note = graph_api_unavailable_reason();
+      return;
+    }
+    GraphConvolutionProblem problem;
+    problem.direction = direction;
+    problem.precision = precision;
+    problem.x = direction == GraphDirection::backward_data ? dx : x;
+    problem.w = direction == GraphDirection::backward_filter ? dw : w;
+    problem.y = direction == GraphDirection::forward ? y : dy;
+    problem.bias = bias;
+    problem.bias_relu = bias_relu;
+    problem.padding = static_cast<int>(padding);
+    problem.stride = static_cast<int>(stride);
+    problem.workspace_limit_bytes = ctx.config.workspace_limit_bytes;
+    std::unique_ptr<GraphConvolution> graph;
+    try {
+      graph = GraphConvolution::create(ctx.dnn, problem);
+    } catch (const OutOfMemory&) {
+      throw;
+    } catch (const Error& e) {
+      out.note = std::string("refused: ") + e.what();
+      return;
+    }
+    std::vector<std::string> names;
+    for (int i = 0; i < graph->plan_count() && i < kGraphCandidates; ++i) names.push_back(graph->plan_name(i));
+    if (names.empty()) {
+      out.note = "no engine configuration fits";
+      return;
+    }
+    const std::vector<float> times = measured_times_ms(ctx, "graph_api." + signature, names, [&] {
+      std::vector<float> measured(names.size(), NAN);
+      const SetupContext::Arena& a = ctx.arena();
+      for (std::size_t i = 0; i < names.size(); ++i) {
+        const int plan = static_cast<int>(i);
+        if (!graph->build(plan) || graph->workspace_bytes(plan) > static_cast<std::int64_t>(a.workspace_bytes)) continue;
+        // Arena roles as the legacy search's: x the input (or dx), w the filter (or dw), y the output (or dy).
+        measured[i] = static_cast<float>(median_in_context_ms(ctx, [&] {
+          return graph->run(ctx.dnn, plan, a.x, a.w, a.y, bias_relu ? a.w : nullptr, a.workspace, true);
+        }));
+      }
+      return measured;
+    });
+    int best = -1;
+    for (std::size_t i = 0; i < times.size(); ++i)
+      if (!std::isnan(times[i]) && (best < 0 || times[i] < times[static_cast<std::size_t>(best)])) best = static_cast<int>(i);
+    if (best < 0) {
+      out.note = "no plan ran";
+      return;
+    }
+    std::ostringstream why;
+    why << names[static_cast<std::size_t>(best)] << " " << times[static_cast<std::size_t>(best)] << "ms";
+    if (!clearly_faster(times[static_cast<std::size_t>(best)], incumbent_ms) || !graph->build(best)) {
+      out.note = why.str() + ">=" + std::to_string(incumbent_ms) + "ms";
+      return;
+    }
+    out.plan = best;
+    out.time_ms = times[static_cast<std::size_t>(best)];
+    out.name = names[static_cast<std::size_t>(best)];
+    out.graph = std::move(graph);
+    ctx.need_workspace(static_cast<std::size_t>(out.graph->workspace_bytes(best)));
   }
 
   // Rows of a channels-last tensor at a uniform stride (packed, or a channel slice).
@@ -311,7 +422,9 @@ class Convolution final : public LayerImpl {
   }
 
   // The relu after it is applied here: by cuDNN's fused call or by our epilogue kernel.
-  bool relu_fused() const override { return fusion_candidate && has_bias && (fused || kernel_epilogue); }
+  bool relu_fused() const override {
+    return fusion_candidate && has_bias && (fused || kernel_epilogue || graph_forward.graph != nullptr);
+  }
 
   const char* math(const AlgorithmChoice& c) const {
     return math_type_name(adopt_math_type(precision) ? c.math : CUDNN_FMA_MATH);
@@ -320,22 +433,31 @@ class Convolution final : public LayerImpl {
   std::string decisions() const override {
     std::ostringstream text;
     text << name << ":fwd=";
-    if (forward_im2col)
+    if (graph_forward.graph)
+      text << "graph(" << graph_forward.name << " " << graph_forward.time_ms << "ms<" << forward.time_ms << "ms "
+           << forward_algorithm_name(forward.algorithm) << ")";
+    else if (forward_im2col)
       text << "im2col_gemm(" << forward_im2col_ms << "ms<" << forward.time_ms << "ms "
            << forward_algorithm_name(forward.algorithm) << ")";
     else
       text << forward_algorithm_name(forward.algorithm) << "/" << math(forward);
     if (folds_batch_norm) text << "+bn(folded)";
-    if (fused) text << "+bias+relu";
+    if (fused || (graph_forward.graph && relu_fused())) text << "+bias+relu";
     else if (kernel_epilogue) text << (relu_fused() ? "+bias+relu(kernel)" : "+bias(kernel)");
     if (!fallback.empty()) text << "(unfused: " << fallback << ")";
     if (!forward_im2col && !std::isnan(forward_im2col_ms)) text << "[im2col_gemm " << forward_im2col_ms << "ms>=" << forward.time_ms << "ms]";
     if (!forward_times.empty()) text << "{" << forward_times << "}";
+    if (!graph_forward.graph && !graph_forward.note.empty()) text << "[graph " << graph_forward.note << "]";
     if (training) {
-      text << ",bwd_data=" << (data_gradient ? backward_data_algorithm_name(data.algorithm) : "-");
+      text << ",bwd_data=";
+      if (graph_data.graph) text << "graph(" << graph_data.name << " " << graph_data.time_ms << "ms<" << data.time_ms << "ms)";
+      else text << (data_gradient ? backward_data_algorithm_name(data.algorithm) : "-");
       if (data_gradient) text << "/" << math(data);
       if (data_gradient && !data_times.empty()) text << "{" << data_times << "}";
-      if (filter_im2col)
+      if (!graph_data.graph && !graph_data.note.empty()) text << "[graph " << graph_data.note << "]";
+      if (graph_filter.graph)
+        text << ",bwd_filter=graph(" << graph_filter.name << " " << graph_filter.time_ms << "ms)";
+      else if (filter_im2col)
         text << ",bwd_filter=im2col_gemm(" << filter_im2col_ms << "ms<" << filter.time_ms << "ms "
              << backward_filter_algorithm_name(filter.algorithm) << ")";
       else if (filter_gemm)
@@ -345,6 +467,7 @@ class Convolution final : public LayerImpl {
         text << ",bwd_filter=" << backward_filter_algorithm_name(filter.algorithm) << "/" << math(filter);
       if (!filter_im2col && !std::isnan(filter_im2col_ms)) text << "[im2col_gemm " << filter_im2col_ms << "ms>=" << filter.time_ms << "ms]";
       if (!filter_times.empty()) text << "{" << filter_times << "}";
+      if (!graph_filter.graph && !graph_filter.note.empty()) text << "[graph " << graph_filter.note << "]";
       if (has_bias) {
         text << ",bias_grad=" << (bias_gradient_kernel ? "kernel" : "cudnn");
         if (!std::isnan(bias_kernel_ms))
@@ -355,6 +478,16 @@ class Convolution final : public LayerImpl {
   }
 
   void run_forward(const Exec& e) {
+    if (graph_forward.graph) {
+      const bool epilogue = fusion_candidate && has_bias;
+      if (graph_forward.graph->run(e.dnn, graph_forward.plan, e.ptr(x), e.ptr(w), e.ptr(y), epilogue ? e.ptr(bias) : nullptr,
+                                   e.workspace, e.probing)) {
+        if (!epilogue) run_epilogue(e);
+        return;
+      }
+      fallback = "graph plan " + graph_forward.name + " refused at run time";  // prepare()'s validation pass only
+      graph_forward.graph.reset();
+    }
     if (forward_im2col) {
       im2col_gemm_forward(e.blas, im2col_shape(y), e.ptr_as<const float>(x), e.ptr_as<const float>(w),
                           e.ptr_as<float>(y), e.workspace, e.stream);
@@ -389,7 +522,13 @@ class Convolution final : public LayerImpl {
   }
 
   void run_backward_filter(const Exec& e) {
-    if (filter_im2col)
+    const bool by_graph =
+        graph_filter.graph &&
+        graph_filter.graph->run(e.dnn, graph_filter.plan, e.ptr(x), e.ptr(dw), e.ptr(dy), nullptr, e.workspace, e.probing);
+    if (graph_filter.graph && !by_graph) graph_filter.graph.reset();  // refused in prepare()'s validation pass
+    if (by_graph) {
+      // dw written by the Graph API plan
+    } else if (filter_im2col)
       im2col_gemm_weight_gradient(e.blas, im2col_shape(dy), e.ptr_as<const float>(x), e.ptr_as<const float>(dy),
                                   e.ptr_as<float>(dw), e.workspace, e.stream);
     else if (filter_gemm)
@@ -407,6 +546,11 @@ class Convolution final : public LayerImpl {
   }
 
   void run_backward_data(const Exec& e) {
+    if (graph_data.graph) {
+      if (graph_data.graph->run(e.dnn, graph_data.plan, e.ptr(dx), e.ptr(w), e.ptr(dy), nullptr, e.workspace, e.probing))
+        return;
+      graph_data.graph.reset();  // refused in prepare()'s validation pass: the legacy choice
+    }
     CB_CHECK_CUDNN(cudnnConvolutionBackwardData(e.dnn, &kOne, wd, e.ptr(w), dyd, e.ptr(dy), data_cd,
                                                 static_cast<cudnnConvolutionBwdDataAlgo_t>(data.algorithm),
                                                 e.workspace, e.workspace_bytes, &dx_beta, dxd, e.ptr(dx)));

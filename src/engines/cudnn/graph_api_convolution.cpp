@@ -1,0 +1,183 @@
+#include "engines/cudnn/graph_api_convolution.hpp"
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "crossbench/error.hpp"
+
+// The Graph API path needs cudnn-frontend (CMake: CROSSBENCH_CUDNN_FRONTEND_ROOT, fetched by
+// scripts/common.sh) and cuDNN 9; builds without them (the CUDA 11.8 + cuDNN 8.9 one) keep the legacy API.
+#if defined(CROSSBENCH_HAVE_CUDNN_FRONTEND) && CUDNN_MAJOR >= 9
+#define CROSSBENCH_GRAPH_API 1
+#include <cudnn_frontend.h>
+#else
+#define CROSSBENCH_GRAPH_API 0
+#endif
+
+namespace crossbench::cudnn {
+
+#if CROSSBENCH_GRAPH_API
+
+namespace fe = cudnn_frontend;
+
+namespace {
+
+// A frontend call's error, named like every checked library call.
+#define CB_CHECK_CUDNN_FRONTEND(expr)                                                                      \
+  do {                                                                                                     \
+    auto cb_fe_status_ = (expr);                                                                     \
+    if (cb_fe_status_.is_bad())                                                                            \
+      ::crossbench::throw_library_error("cuDNN Graph API", #expr, __FILE__, __LINE__,                      \
+                                        cb_fe_status_.get_message(), false);                               \
+  } while (false)
+
+fe::DataType_t data_type(DType type) {
+  switch (type) {
+    case DType::f32: return fe::DataType_t::FLOAT;
+    case DType::f16: return fe::DataType_t::HALF;
+    case DType::bf16: return fe::DataType_t::BFLOAT16;
+    default: throw Error("cuDNN Graph API: no convolution for data type " + std::string(name_of(type)));
+  }
+}
+
+std::vector<std::int64_t> dims_of(const Tensor& t) { return {t.dims[0], t.dims[1], t.dims[2], t.dims[3]}; }
+std::vector<std::int64_t> strides_of(const Tensor& t) {
+  return {t.strides[0], t.strides[1], t.strides[2], t.strides[3]};
+}
+
+enum Uid : std::int64_t { kX = 1, kW = 2, kY = 3, kBias = 4 };
+
+}  // namespace
+
+struct GraphConvolution::Impl {
+  fe::graph::Graph graph;
+  std::vector<char> built;  // per plan: built (1)
+};
+
+bool graph_api_available() { return true; }
+const char* graph_api_unavailable_reason() { return ""; }
+
+std::unique_ptr<GraphConvolution> GraphConvolution::create(cudnnHandle_t handle, const GraphConvolutionProblem& p) {
+  auto impl = std::make_unique<Impl>();
+  fe::graph::Graph& g = impl->graph;
+  const fe::DataType_t io = data_type(p.x.type);
+  g.set_io_data_type(io).set_intermediate_data_type(fe::DataType_t::FLOAT).set_compute_data_type(fe::DataType_t::FLOAT);
+  const auto tensor = [&](const char* name, Uid uid, const Tensor& t) {
+    return g.tensor(fe::graph::Tensor_attributes()
+                        .set_name(name)
+                        .set_uid(uid)
+                        .set_dim(dims_of(t))
+                        .set_stride(strides_of(t))
+                        .set_data_type(data_type(t.type)));
+  };
+  const std::vector<std::int64_t> padding{p.padding, p.padding}, stride{p.stride, p.stride}, dilation{1, 1};
+  switch (p.direction) {
+    case GraphDirection::forward: {
+      auto x = tensor("x", kX, p.x);
+      auto w = tensor("w", kW, p.w);
+      auto y = g.conv_fprop(x, w,
+                            fe::graph::Conv_fprop_attributes().set_padding(padding).set_stride(stride).set_dilation(dilation));
+      if (p.bias_relu) {
+        y->set_data_type(fe::DataType_t::FLOAT);  // the epilogue reads the fp32 accumulator
+        auto bias = tensor("bias", kBias, p.bias);
+        auto biased = g.pointwise(y, bias, fe::graph::Pointwise_attributes().set_mode(fe::PointwiseMode_t::ADD));
+        biased->set_data_type(fe::DataType_t::FLOAT);
+        y = g.pointwise(biased, fe::graph::Pointwise_attributes().set_mode(fe::PointwiseMode_t::RELU_FWD));
+      }
+      y->set_output(true).set_uid(kY).set_dim(dims_of(p.y)).set_stride(strides_of(p.y)).set_data_type(io);
+      break;
+    }
+    case GraphDirection::backward_data: {
+      auto dy = tensor("dy", kY, p.y);
+      auto w = tensor("w", kW, p.w);
+      auto dx = g.conv_dgrad(
+          dy, w, fe::graph::Conv_dgrad_attributes().set_padding(padding).set_stride(stride).set_dilation(dilation));
+      dx->set_output(true).set_uid(kX).set_dim(dims_of(p.x)).set_stride(strides_of(p.x)).set_data_type(io);
+      break;
+    }
+    case GraphDirection::backward_filter: {
+      auto dy = tensor("dy", kY, p.y);
+      auto x = tensor("x", kX, p.x);
+      auto dw = g.conv_wgrad(
+          dy, x, fe::graph::Conv_wgrad_attributes().set_padding(padding).set_stride(stride).set_dilation(dilation));
+      dw->set_output(true).set_uid(kW).set_dim(dims_of(p.w)).set_stride(strides_of(p.w)).set_data_type(io);
+      break;
+    }
+  }
+  CB_CHECK_CUDNN_FRONTEND(g.validate());
+  CB_CHECK_CUDNN_FRONTEND(g.build_operation_graph(handle));
+  CB_CHECK_CUDNN_FRONTEND(g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}));
+  // As PyTorch filters its cuDNN engine configurations: never one that converts its inputs down, and for
+  // strict fp32 (no allow_tf32) none that uses tensor cores (TF32).
+  std::vector<fe::NumericalNote_t> barred{fe::NumericalNote_t::DOWN_CONVERT_INPUTS};
+  if (p.precision == Precision::fp32) barred.push_back(fe::NumericalNote_t::TENSOR_CORE);
+  g.deselect_numeric_notes(barred);
+  g.deselect_workspace_greater_than(p.workspace_limit_bytes);
+  // Precompiled kernels only: a runtime-compiled engine's build takes seconds, in every cold process.
+  g.deselect_behavior_notes({fe::BehaviorNote_t::RUNTIME_COMPILATION});
+  CB_CHECK_CUDNN_FRONTEND(g.check_support(handle));
+  impl->built.assign(static_cast<std::size_t>(g.get_execution_plan_count()), 0);
+  return std::unique_ptr<GraphConvolution>(new GraphConvolution(std::move(impl)));
+}
+
+int GraphConvolution::plan_count() const { return static_cast<int>(impl_->graph.get_execution_plan_count()); }
+
+std::string GraphConvolution::plan_name(int plan) const {
+  std::string name;
+  if (impl_->graph.get_plan_name_at_index(plan, name).is_bad()) return "plan" + std::to_string(plan);
+  return name;
+}
+
+bool GraphConvolution::build(int plan) {
+  if (plan < 0 || plan >= plan_count()) return false;
+  char& built = impl_->built[static_cast<std::size_t>(plan)];
+  if (!built) built = impl_->graph.build_plan_at_index(plan).is_good() ? 1 : 0;
+  return built != 0;
+}
+
+std::int64_t GraphConvolution::workspace_bytes(int plan) const {
+  std::int64_t bytes = 0;
+  CB_CHECK_CUDNN_FRONTEND(impl_->graph.get_workspace_size_plan_at_index(plan, bytes));
+  return bytes;
+}
+
+bool GraphConvolution::run(cudnnHandle_t handle, int plan, void* x, void* w, void* y, void* bias, void* workspace,
+                           bool refusal_allowed) const {
+  std::unordered_map<std::int64_t, void*> pack{{kX, x}, {kW, w}, {kY, y}};
+  if (bias != nullptr) pack.emplace(kBias, bias);
+  auto status = impl_->graph.execute_plan_at_index(handle, pack, workspace, plan);
+  if (status.is_good()) return true;
+  if (refusal_allowed) return false;
+  throw_library_error("cuDNN Graph API", "execute_plan_at_index(" + plan_name(plan) + ")", __FILE__, __LINE__,
+                      status.get_message(), false);
+}
+
+#else  // no Graph API in this build
+
+struct GraphConvolution::Impl {};
+
+bool graph_api_available() { return false; }
+const char* graph_api_unavailable_reason() {
+#if CUDNN_MAJOR < 9
+  return "cuDNN 8 build: the legacy API only";
+#else
+  return "built without cudnn-frontend (CROSSBENCH_CUDNN_FRONTEND_ROOT)";
+#endif
+}
+
+std::unique_ptr<GraphConvolution> GraphConvolution::create(cudnnHandle_t, const GraphConvolutionProblem&) {
+  throw Error(std::string("cuDNN Graph API unavailable: ") + graph_api_unavailable_reason());
+}
+int GraphConvolution::plan_count() const { return 0; }
+std::string GraphConvolution::plan_name(int) const { return {}; }
+bool GraphConvolution::build(int) { return false; }
+std::int64_t GraphConvolution::workspace_bytes(int) const { return 0; }
+bool GraphConvolution::run(cudnnHandle_t, int, void*, void*, void*, void*, void*, bool) const { return false; }
+
+#endif
+
+GraphConvolution::GraphConvolution(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GraphConvolution::~GraphConvolution() = default;
+
+}  // namespace crossbench::cudnn

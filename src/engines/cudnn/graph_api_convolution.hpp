@@ -1,0 +1,70 @@
+// One convolution direction as a cuDNN Graph API graph (cudnn-frontend v1,
+// pinned in scripts/common.sh), with every engine configuration cuDNN's
+// heuristics (modes A and fallback) list for it. The legacy API reaches eight
+// algorithms per direction; the Graph API's engine configurations (tile
+// sizes, split-K and other knobs) are what PyTorch's cuDNN path searches.
+// The forward may carry the fused epilogue of a conv_bias_relu group: y =
+// relu(conv(x, w) + bias) in one kernel.
+//
+// The layer measures the plans (plan_count/plan_name/build/run) with the same
+// in-context timing and algorithm cache as the legacy algorithms
+// (algorithms.hpp) and keeps the faster. The frontend's types stay in the one
+// .cpp that includes it (it costs ~40 s of compile time per file).
+#pragma once
+
+#include <cudnn.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "crossbench/cell.hpp"
+#include "engines/cudnn/tensor.hpp"
+
+namespace crossbench::cudnn {
+
+enum class GraphDirection { forward, backward_data, backward_filter };
+
+struct GraphConvolutionProblem {
+  GraphDirection direction = GraphDirection::forward;
+  Precision precision = Precision::fp32;
+  Tensor x, w, y;        // forward: inputs x, w and output y; backward data: dy (y), w → dx (x); filter: x, dy (y) → dw (w)
+  Tensor bias;           // forward with epilogue: y = relu(conv + bias) (a (1, C, 1, 1) tensor)
+  bool bias_relu = false;
+  int padding = 0, stride = 1;
+  std::int64_t workspace_limit_bytes = 0;
+};
+
+// Whether this build has the Graph API path (cudnn-frontend found at build time, cuDNN 9 or later);
+// else the reason, for the decisions.
+[[nodiscard]] bool graph_api_available();
+[[nodiscard]] const char* graph_api_unavailable_reason();
+
+class GraphConvolution {
+ public:
+  // The graph with its heuristics' engine configurations that fit the workspace limit (strict fp32:
+  // none that uses tensor cores, as PyTorch without allow_tf32). Throws Error where cuDNN refuses the graph.
+  [[nodiscard]] static std::unique_ptr<GraphConvolution> create(cudnnHandle_t handle,
+                                                                const GraphConvolutionProblem& problem);
+  ~GraphConvolution();
+  GraphConvolution(const GraphConvolution&) = delete;
+  GraphConvolution& operator=(const GraphConvolution&) = delete;
+
+  [[nodiscard]] int plan_count() const;
+  [[nodiscard]] std::string plan_name(int plan) const;  // engine and knobs, stable for one cuDNN version
+  // Builds a plan (compiles its kernels); false where cuDNN refuses it.
+  [[nodiscard]] bool build(int plan);
+  [[nodiscard]] std::int64_t workspace_bytes(int plan) const;
+  // Enqueues the plan on the handle's stream; x, w, y, bias as in the problem. false where the
+  // execution is refused and `refusal_allowed` (the measurement), else throws Error.
+  bool run(cudnnHandle_t handle, int plan, void* x, void* w, void* y, void* bias, void* workspace,
+           bool refusal_allowed) const;
+
+ private:
+  struct Impl;
+  explicit GraphConvolution(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace crossbench::cudnn
