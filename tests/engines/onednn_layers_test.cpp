@@ -379,7 +379,7 @@ TEST(OnednnSession, DecisionsNameTheRecipe) {
   onednn::OnednnSession session(network, cell_of(network, 1, Phase::inference), test_config());
   const std::string& decisions = session.record().decisions;
   // The recipe first, then what the kit's fusion pass returned with this engine's answers.
-  EXPECT_EQ(decisions.rfind(recipe_of(Precision::fp32) + " fusions=", 0), 0u) << decisions;
+  EXPECT_EQ(decisions.rfind(std::string(recipe_of(Precision::fp32)) + " fusions=", 0), 0u) << decisions;
   EXPECT_NE(decisions.find("conv_bias_relu"), std::string::npos) << decisions;
 }
 
