@@ -13,6 +13,9 @@
 #   kitcompare seed2017 (cudnn; fp32, tf32, bf16; exhaustive search, CUDA graphs) with the BEFORE
 #             build ($CB_BEFORE, e.g. ".bundle-before/run .bundle-before/bin/crossbench") and with this
 #             bundle, interleaved per precision, then bench/compare_cubes.py (flags >2% or memory growth)
+#   graphab   seed2017 (cudnn; $AB_PRECISIONS, default fp32,tf32,bf16; exhaustive search, CUDA graphs) with
+#             engine.graph_api=false (the legacy API's algorithms) and true (Graph API engine configurations
+#             as candidates too), one binary, interleaved per precision, each cold; then bench/compare_cubes.py
 #   oldtk     a CUDA 12 or 11.8 build packed by bench/gpu_bundle_toolkit.sh: its gpu tests, then seed2017
 #             in fp32 and tf32 (cube $OUT/${SEED_OUT:-seed-oldtk}.h5), on the bundle's cudart and cuBLAS and
 #             PyTorch's cuDNN 9 and NCCL; says which library is missing instead of running without it
@@ -108,6 +111,21 @@ for stage in "$@"; do
         done
         python3 bench/compare_cubes.py "$OUT/kit_before_$precision.h5" "$OUT/kit_after_$precision.h5" \
           --markdown "$OUT/kit_compare_$precision.md" | head -30
+      done ;;
+    graphab)
+      for precision in ${AB_PRECISIONS:-fp32 tf32 bf16}; do
+        for side in legacy graph; do
+          api=false; [ $side = graph ] && api=true
+          timeout "$TLIMIT" $CB run --job jobs/seed2017.ini --set matrix.engines=cudnn --algo exhaustive \
+            --set engine.cuda_graphs=true --set engine.graph_api=$api --set matrix.precisions=$precision \
+            --set measure.min_steps="$STEPS" --set measure.target_ci=0.02 \
+            --set "matrix.networks=${AB_NETWORKS:-alexnet,overfeat,vgg11,googlenet,resnet50,resnet101,resnet152}" \
+            --algo-cache "$OUT/algo_${side}_$precision.json" \
+            --output "$OUT/ab_${side}_$precision.h5" >"$OUT/ab_${side}_$precision.log" 2>&1
+          echo "$side $precision exit $?"
+        done
+        python3 bench/compare_cubes.py "$OUT/ab_legacy_$precision.h5" "$OUT/ab_graph_$precision.h5" \
+          --markdown "$OUT/ab_compare_$precision.md" | head -30
       done ;;
     sweep)
       timeout "$TLIMIT" $CB run --job jobs/batch-sweep.ini --set matrix.engines=cudnn --set matrix.networks=resnet50,alexnet \
