@@ -16,6 +16,9 @@
 #   graphab   seed2017 (cudnn; $AB_PRECISIONS, default fp32,tf32,bf16; exhaustive search, CUDA graphs) with
 #             engine.graph_api=false (the legacy API's algorithms) and true (Graph API engine configurations
 #             as candidates too), one binary, interleaved per precision, each cold; then bench/compare_cubes.py
+#   fwcmp     the cudnn rows beside pytorch-compile (torch.compile reduce-overhead) rows in one cube per
+#             precision ($FWCMP_PRECISIONS, default tf32 bf16; $FWCMP_NETWORKS; $FWCMP_PHASES, default training),
+#             the cudnn cells replaying $FWCMP_CACHE_DIR/algo_graph_<precision>.json (a graphab stage's cache)
 #   oldtk     a CUDA 12 or 11.8 build packed by bench/gpu_bundle_toolkit.sh: its gpu tests, then seed2017
 #             in fp32 and tf32 (cube $OUT/${SEED_OUT:-seed-oldtk}.h5), on the bundle's cudart and cuBLAS and
 #             PyTorch's cuDNN 9 and NCCL; says which library is missing instead of running without it
@@ -126,6 +129,20 @@ for stage in "$@"; do
         done
         python3 bench/compare_cubes.py "$OUT/ab_legacy_$precision.h5" "$OUT/ab_graph_$precision.h5" \
           --markdown "$OUT/ab_compare_$precision.md" | head -30
+      done ;;
+    fwcmp)
+      for precision in ${FWCMP_PRECISIONS:-tf32 bf16}; do
+        cache=/tmp/fwcmp_algo_$precision.json
+        [ -f "${FWCMP_CACHE_DIR:-.}/algo_graph_$precision.json" ] && cp "${FWCMP_CACHE_DIR:-.}/algo_graph_$precision.json" "$cache"
+        timeout "$TLIMIT" $CB run --job jobs/seed2017.ini --set matrix.engines=cudnn,pytorch-compile --algo exhaustive \
+          --set engine.cuda_graphs=true --set matrix.precisions=$precision \
+          --set "matrix.networks=${FWCMP_NETWORKS:-overfeat,vgg11,alexnet,resnet50}" \
+          --set "matrix.phases=${FWCMP_PHASES:-training}" \
+          --set "workers.pytorch-compile=python3 -u {workers}/pytorch/worker.py --compile" \
+          --set measure.min_steps="$STEPS" --set measure.warmup=5 --set measure.target_ci=0.02 \
+          --algo-cache "$cache" --output "$OUT/fwcmp_$precision.h5" >"$OUT/fwcmp_$precision.log" 2>&1
+        echo "fwcmp $precision exit $?"
+        grep -E "cudnn|pytorch-compile" "$OUT/fwcmp_$precision.log" | grep -E " ok | oom | failed | timeout " | tail -20
       done ;;
     sweep)
       timeout "$TLIMIT" $CB run --job jobs/batch-sweep.ini --set matrix.engines=cudnn --set matrix.networks=resnet50,alexnet \

@@ -275,20 +275,29 @@ TEST_P(SeedCellsAgainstFp32, WithinTheStatedBounds) {
                      ->prepare(network, {"cudnn", name, precision, 64, Phase::training, 0});
   const OutputCheck got = session->check();
   const bool tf32 = precision == Precision::tf32;
-  const double loss_bound = tf32 ? 1e-2 : 3e-2, total_bound = tf32 ? 2e-2 : 5e-2, tensor_bound = tf32 ? 2e-2 : 5e-2;
+  const bool resnet = name.rfind("resnet", 0) == 0;
+  // Each tensor's gradient norm against that tensor's own fp32 norm (not a share of the total, under
+  // which most of a ResNet's small tensors could be entirely wrong and pass). The per-tensor bounds
+  // are the formats' agreement bounds (DESIGN.md: tf32 50 u = 2.5e-2, ResNets 0.25; bf16 0.2, ResNets
+  // 0.5); the worst measured is printed below and stated in DESIGN.md.
+  const double loss_bound = tf32 ? 1e-2 : 3e-2, total_bound = tf32 ? 2e-2 : 5e-2;
+  const double tensor_bound = tf32 ? (resnet ? 0.25 : 2.5e-2) : (resnet ? 0.5 : 0.2);
   const std::string what = name + " " + std::string(to_string(precision)) + " batch 64";
   ASSERT_TRUE(got.finite) << what;
   ASSERT_EQ(got.gradient_norms.size(), want.gradient_norms.size()) << what;
   double worst_tensor = 0;
   for (std::size_t i = 0; i < want.gradient_norms.size(); ++i) {
-    const double share_error = std::abs(got.gradient_norms[i] - want.gradient_norms[i]) / want.gradient_norm;
-    worst_tensor = std::max(worst_tensor, share_error);
-    EXPECT_LE(share_error, tensor_bound) << what << ": trainable tensor " << i << " gradient norm "
+    // A tensor whose fp32 gradient is exactly zero (none in these networks) would divide by zero: it must stay zero.
+    const double own_error = want.gradient_norms[i] > 0
+                                 ? std::abs(got.gradient_norms[i] - want.gradient_norms[i]) / want.gradient_norms[i]
+                                 : std::abs(got.gradient_norms[i]);
+    worst_tensor = std::max(worst_tensor, own_error);
+    EXPECT_LE(own_error, tensor_bound) << what << ": trainable tensor " << i << " gradient norm "
                                          << got.gradient_norms[i] << " vs fp32 " << want.gradient_norms[i];
   }
   std::cerr << what << ": loss " << got.loss << " vs fp32 " << want.loss << " (" << relative(got.loss, want.loss)
             << "), gradient norm " << got.gradient_norm << " vs " << want.gradient_norm << " ("
-            << relative(got.gradient_norm, want.gradient_norm) << "), worst tensor " << worst_tensor << "\n";
+            << relative(got.gradient_norm, want.gradient_norm) << "), worst tensor (own norm) " << worst_tensor << "\n";
   EXPECT_LE(relative(got.loss, want.loss), loss_bound) << what;
   EXPECT_LE(relative(got.gradient_norm, want.gradient_norm), total_bound) << what;
 }

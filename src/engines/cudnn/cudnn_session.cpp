@@ -62,6 +62,9 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const C
   backward_end_ = b.backward_end;
   if (communicator_ != nullptr) add_gradient_averaging();
   logits_ = b.logits;
+  for (const auto& constant : b.constants) step_state_.push_back(constant.first);
+  if (config_.update == Update::sgd)
+    for (const Parameter& p : parameters_) step_state_.push_back(p.value);
   row_loss_buffer_ = b.row_loss_buffer;
   step_buffer_ = b.step_buffer;
   workspace_buffer_ = pool_.request(0, true, "workspace");
@@ -340,8 +343,29 @@ OutputCheck CudnnSession::check() {
   synchronize();
   set_dropout_step(0);
   OutputCheck result;
-  run(0, loss_end_, true);
-  if (training_) run(loss_end_, backward_end_, true);
+  // The timed path is the checked path: where the steps are one CUDA graph, check() replays that very
+  // graph (its plans, fusions, layout and algorithms), not the ops eagerly. What a step leaves behind
+  // (running statistics, --update sgd's weights) is saved first and restored after, so check() leaves
+  // the model as it found it, as the eager path does (e.check: no running-statistics update).
+  DeviceBuffer saved;
+  if (graph_exec_) {
+    std::size_t bytes = 0;
+    for (const Tensor& t : step_state_) bytes += static_cast<std::size_t>(t.span_bytes());
+    if (bytes > 0) saved = DeviceBuffer(bytes, "check()'s copy of the step's running statistics and weights");
+    std::size_t at = 0;
+    for (const Tensor& t : step_state_) {
+      const auto n = static_cast<std::size_t>(t.span_bytes());
+      CB_CHECK_CUDA(cudaMemcpyAsync(saved.data() + at, pool_.address(t.buffer) + t.offset, n, cudaMemcpyDeviceToDevice,
+                                    stream_));
+      at += n;
+    }
+    CB_CHECK_CUDA(cudaGraphLaunch(graph_exec_, stream_));
+    // An inference step is the forward alone: the loss that check() reports is computed after it.
+    if (!training_) run(forward_end_, loss_end_, true);
+  } else {
+    run(0, loss_end_, true);
+    if (training_) run(loss_end_, backward_end_, true);
+  }
 
   const std::int64_t rows = logits_.n(), classes = logits_.c();
   std::vector<float> logits(static_cast<std::size_t>(rows * classes)), row_loss(static_cast<std::size_t>(rows));
@@ -360,6 +384,15 @@ OutputCheck CudnnSession::check() {
                               stream_);
     }
     CB_CHECK_CUDA(cudaMemcpyAsync(norms.data(), sums, norms.size() * sizeof(double), cudaMemcpyDeviceToHost, stream_));
+  }
+  if (graph_exec_) {
+    std::size_t at = 0;
+    for (const Tensor& t : step_state_) {
+      const auto n = static_cast<std::size_t>(t.span_bytes());
+      CB_CHECK_CUDA(cudaMemcpyAsync(pool_.address(t.buffer) + t.offset, saved.data() + at, n, cudaMemcpyDeviceToDevice,
+                                    stream_));
+      at += n;
+    }
   }
   synchronize();
   set_dropout_step(steps_);  // steps after check() continue the sequence

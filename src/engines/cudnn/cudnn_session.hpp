@@ -77,6 +77,9 @@ class CudnnSession final : public Session {
   std::vector<std::unique_ptr<LayerImpl>> impls_;
   std::size_t forward_end_ = 0, loss_end_ = 0, backward_end_ = 0;
   Tensor logits_;
+  // What one step writes that must outlive it (batch-norm running statistics; the weights under
+  // --update sgd): check() restores them after replaying the step's graph.
+  std::vector<Tensor> step_state_;
   int row_loss_buffer_ = -1, step_buffer_ = -1, workspace_buffer_ = -1, cublas_workspace_buffer_ = -1,
       norms_buffer_ = -1;
   std::size_t workspace_bytes_ = 0;
