@@ -277,11 +277,14 @@ TEST_P(SeedCellsAgainstFp32, WithinTheStatedBounds) {
   const bool tf32 = precision == Precision::tf32;
   const bool resnet = name.rfind("resnet", 0) == 0;
   // Each tensor's gradient norm against that tensor's own fp32 norm (not a share of the total, under
-  // which most of a ResNet's small tensors could be entirely wrong and pass). The per-tensor bounds
-  // are the formats' agreement bounds (DESIGN.md: tf32 50 u = 2.5e-2, ResNets 0.25; bf16 0.2, ResNets
-  // 0.5); the worst measured is printed below and stated in DESIGN.md.
+  // which most of a ResNet's small tensors could be entirely wrong and pass). Measured on the H200
+  // (bench/results/2026-12-01/fusion/call2/tests.log), worst tensor over the networks: tf32 8.3e-3,
+  // bf16 1.1e-2 (googlenet); ResNets tf32 0.246 (resnet101), bf16 0.370 (resnet152): batch-norm
+  // amplifies rounding with depth, as fp32 itself does between thread counts (DESIGN.md). Bounds:
+  // about 3x the measured worst, and for the ResNets the agreement bound (0.5) that still fails a
+  // tensor left at zero (error 1); tf32 ResNets 0.4 (1.6x their measured worst).
   const double loss_bound = tf32 ? 1e-2 : 3e-2, total_bound = tf32 ? 2e-2 : 5e-2;
-  const double tensor_bound = tf32 ? (resnet ? 0.25 : 2.5e-2) : (resnet ? 0.5 : 0.2);
+  const double tensor_bound = tf32 ? (resnet ? 0.4 : 2.5e-2) : (resnet ? 0.5 : 5e-2);
   const std::string what = name + " " + std::string(to_string(precision)) + " batch 64";
   ASSERT_TRUE(got.finite) << what;
   ASSERT_EQ(got.gradient_norms.size(), want.gradient_norms.size()) << what;
