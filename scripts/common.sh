@@ -55,7 +55,11 @@ fetch_cudnn_frontend() {
   local target=$build_dir/_deps/cudnn_frontend
   [ -f "$target/include/cudnn_frontend.h" ] && [ "$(cat "$target/VERSION" 2>/dev/null)" = "$cudnn_frontend_version" ] && return 0
   local download; download=$(mktemp -d)
-  if "$python" -m pip download -q --disable-pip-version-check --timeout 20 --retries 1 --no-deps --only-binary=:all: \
+  local pip=("$python" -m pip)
+  if ! "$python" -m pip --version >/dev/null 2>&1; then  # no python3-pip: a venv's own pip
+    "$python" -m venv "$build_dir/_deps/pip-venv" >/dev/null 2>&1 && pip=("$build_dir/_deps/pip-venv/bin/pip")
+  fi
+  if "${pip[@]}" download -q --disable-pip-version-check --timeout 20 --retries 1 --no-deps --only-binary=:all: \
        --python-version 3.11 --platform manylinux_2_28_x86_64 -d "$download" \
        "nvidia-cudnn-frontend==$cudnn_frontend_version" >"$download/log" 2>&1; then
     rm -rf "$target" && mkdir -p "$target"
