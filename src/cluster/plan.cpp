@@ -7,7 +7,6 @@
 
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
-#include "cluster/journal.hpp"
 
 namespace crossbench {
 
@@ -78,28 +77,23 @@ Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, 
                        group.key + "' has " + std::to_string(group.ranks.size()) + " rank(s)");
     // The group's cells in matrix order, each with its estimate.
     std::vector<PlannedCell> cells;
-    for (const auto& engine : resolve_engines(options.matrix.engines, group.device.kind))
-      for (const auto& network : options.matrix.networks)
-        for (const auto precision : options.matrix.precisions)
-          for (const auto batch : options.matrix.batches)
-            for (const auto phase : options.matrix.phases)
-              for (const int gpus : options.matrix.gpus)
-                for (int replica = 0; replica < options.replicas; ++replica) {
-                  PlannedCell planned;
-                  planned.device_key = group.key;
-                  planned.cell = {engine, network, precision, batch, phase, replica, gpus};
-                  planned.rank = -1;
-                  if (done.count(cell_key(group.key, planned.cell)) || !cell_selected(options, planned.cell)) continue;
-                  planned.model = model_cell_estimate(networks.at(network), planned.cell, group.device, options);
-                  planned.estimated_s = planned.model.total_s();
-                  if (gpus > static_cast<int>(group.ranks.size()) && phase == Phase::training)
-                    planned.unrunnable_reason = "data parallel over " + std::to_string(gpus) + " devices needs " +
-                                                std::to_string(gpus) + " ranks bound to devices of key '" + group.key +
-                                                "'; this run has " + std::to_string(group.ranks.size());
-                  if (!planned.unrunnable_reason.empty()) planned.model = {0, 0, kUnsupportedCellSeconds};
-                  planned.estimated_s = planned.model.total_s();
-                  cells.push_back(planned);
-                }
+    for (const CellSpec& cell : expand_matrix(options.matrix, resolve_engines(options.matrix.engines, group.device.kind),
+                                              options.replicas)) {
+      if (done.count(cell_key(group.key, cell)) || !cell_selected(options, cell)) continue;
+      PlannedCell planned;
+      planned.device_key = group.key;
+      planned.cell = cell;
+      planned.rank = -1;
+      planned.model = model_cell_estimate(networks.at(cell.network), cell, group.device, options.measure, options.engine);
+      if (cell.gpus > static_cast<int>(group.ranks.size()) && cell.phase == Phase::training) {
+        planned.unrunnable_reason = "data parallel over " + std::to_string(cell.gpus) + " devices needs " +
+                                    std::to_string(cell.gpus) + " ranks bound to devices of key '" + group.key +
+                                    "'; this run has " + std::to_string(group.ranks.size());
+        planned.model = {0, 0, kUnsupportedCellSeconds};
+      }
+      planned.estimated_s = planned.model.total_s();
+      cells.push_back(planned);
+    }
     if (recorded != nullptr) {
       const auto fits = calibrate_cells(cells, *recorded, options.measure.cell_time_limit_s);
       plan.calibration.insert(plan.calibration.end(), fits.begin(), fits.end());

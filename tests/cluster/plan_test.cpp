@@ -6,8 +6,8 @@
 #include <cmath>
 #include <set>
 
+#include "crossbench/cell.hpp"
 #include "crossbench/error.hpp"
-#include "cluster/journal.hpp"
 
 namespace crossbench {
 namespace {
