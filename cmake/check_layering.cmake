@@ -7,7 +7,9 @@
 # parts in braces are peers and include none of each other. Within engines,
 # each engine (src/engines/<name>/) includes only its own folder and the kit
 # (src/engines/kit/), and the kit includes no engine; the registry
-# (src/engines/*.cpp) includes them all. A public header belongs to the part
+# (src/engines/*.cpp) includes them all; outside src/engines/, no file includes
+# an engine's folder: engines are reached through the registry (crossbench/engine.hpp).
+# A public header belongs to the part
 # that implements it (the table below); a new one must be added there.
 #
 #   cmake -DSOURCE_DIR=<repository> -P cmake/check_layering.cmake
@@ -104,6 +106,9 @@ foreach(_file IN LISTS _files)
            AND NOT _target_engine STREQUAL "kit")
       list(APPEND _problems "${_file}: engine ${_self_engine} includes ${_included} of engine ${_target_engine}; "
                             "an engine includes only its own folder and the kit")
+    elseif(NOT _self STREQUAL "engines" AND _target STREQUAL "engines" AND NOT _target_engine STREQUAL "")
+      list(APPEND _problems "${_file}: ${_self} includes ${_included} of engine ${_target_engine}; outside "
+                            "src/engines/, engines are reached only through the registry (crossbench/engine.hpp)")
     endif()
   endforeach()
 endforeach()

@@ -1,7 +1,10 @@
-// The vocabulary of a benchmark matrix: precision, phase, status, and one cell.
+// The vocabulary of a benchmark matrix: precision, phase, status, one cell,
+// the matrix's expansion into cells, the one key that names a cell within a
+// run, and the one mapping from a cell's failure to its status.
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -61,6 +64,40 @@ struct CellSpec {
 
 // "onednn/resnet50/fp32/b64/training/r0", with "/g4" before the replica when
 // gpus > 1: stable, used in logs and the journal.
-std::string describe(const CellSpec& cell);
+[[nodiscard]] std::string describe(const CellSpec& cell);
+
+// The key of a cell within a run: "<device key>|<describe(cell)>". The one
+// name of a cell for the journal, the plan, resume, calibration and the cube
+// (its layer-time index).
+[[nodiscard]] std::string cell_key(const std::string& device_key, const CellSpec& cell);
+
+// The axes of a job's matrix ([matrix] of the job file).
+struct MatrixOptions {
+  std::vector<std::string> networks;
+  std::vector<std::string> engines;  // may hold "auto": each device's native engine
+  std::vector<Precision> precisions;
+  std::vector<std::int64_t> batches;
+  std::vector<Phase> phases;
+  std::vector<int> gpus{1};  // data-parallel group sizes; > 1 applies to training only
+};
+
+// The cells of `matrix` run by `engines` (its engines resolved for one device:
+// no "auto"), `replicas` of each, in matrix order: engine, network, precision,
+// batch, phase, gpus, replica (the innermost). The one expansion of the matrix
+// (run's plan and `check`).
+[[nodiscard]] std::vector<CellSpec> expand_matrix(const MatrixOptions& matrix, const std::vector<std::string>& engines,
+                                                  int replicas);
+
+// What a cell's failure records: its status and message.
+struct CellFailure {
+  Status status = Status::failed;
+  std::string message;
+};
+// The one mapping from an exception thrown while preparing, measuring or
+// checking a cell to its status (DESIGN.md "Measurement"): Unsupported →
+// unsupported, CellInterrupted (a stop) → not_run, CellTimeout → timeout,
+// OutOfMemory and std::bad_alloc → oom, anything else → failed. Used by `run`
+// (the Runner) and `check`.
+[[nodiscard]] CellFailure cell_failure(std::exception_ptr thrown);
 
 }  // namespace crossbench

@@ -81,6 +81,6 @@ void write_cube(const std::filesystem::path& path, const CubeContents& contents)
 // Reads a cube written by write_cube; refuses (Error) a file whose `schema`
 // is not one of cube_schemas_read; `schema` says which it is. Returns only cells whose status is not `not_run`, samples without
 // NaN padding.
-CubeContents read_cube(const std::filesystem::path& path);
+[[nodiscard]] CubeContents read_cube(const std::filesystem::path& path);
 
 }  // namespace crossbench

@@ -45,10 +45,10 @@ struct Device {
 
 // Probes the device this process should bind: `gpu_ordinal` >= 0 selects that
 // visible GPU; -1 means the CPU with `cpu_threads` threads.
-Device probe_cpu(int cpu_threads, const std::string& tag);
+[[nodiscard]] Device probe_cpu(int cpu_threads, const std::string& tag);
 // Number of GPUs this process sees (0 without CUDA support or without a usable GPU).
 int visible_gpu_count();
-Device probe_gpu(int gpu_ordinal, const std::string& tag);  // throws Error on failure
+[[nodiscard]] Device probe_gpu(int gpu_ordinal, const std::string& tag);  // throws Error on failure
 // FP32 lanes per SM of an NVIDIA GPU generation (192 on Kepler, 64 on GP100, Volta, Turing and
 // GA100, 128 elsewhere) and the fp32 peak that the planner's cost model uses [TFLOP/s].
 int gpu_fp32_lanes_per_sm(int major, int minor);
@@ -60,6 +60,6 @@ void describe_host(Device& device);
 int cpu_threads_of_binding();
 
 nlohmann::json to_json(const Device& device);
-Device device_from_json(const nlohmann::json& json);
+[[nodiscard]] Device device_from_json(const nlohmann::json& json);
 
 }  // namespace crossbench

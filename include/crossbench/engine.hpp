@@ -89,6 +89,20 @@ struct SessionRecord {
   std::string versions;
 };
 
+// A session whose steps run in another process (a framework worker) cannot be
+// timed here step by step; it declares this capability (Session::remote_steps
+// returns it), and the Runner asks it for
+// `count` steps at a time (the batches of its stopping rule, so the protocol
+// costs nothing per step) and gets back each step's time [ms], measured with
+// the framework's device timer; fewer than `count` when `seconds_left` [s]
+// runs out first. `warmup`: the steps are warm-up, their times are discarded.
+// The Runner alone decides how many batches to ask for and when to stop.
+class RemoteSteps {
+ public:
+  virtual ~RemoteSteps() = default;
+  virtual std::vector<double> run_steps(int count, double seconds_left, bool warmup) = 0;
+};
+
 // One prepared network/batch/precision/phase on one device. The Runner times
 // step() with timer(); it alone decides how many steps to run.
 class Session {
@@ -103,23 +117,14 @@ class Session {
   // it), raw and tagged (layer, stage); the Runner takes the medians
   // (layer_medians). No ops when the engine cannot profile.
   virtual OpSamples profile(int repetitions) { return {}; }
+  // A declared capability: the session whose steps run in another process
+  // returns its RemoteSteps, and the Runner asks it for batches of steps
+  // instead of timing step(); nullptr (every in-process session): step() is timed.
+  [[nodiscard]] virtual RemoteSteps* remote_steps() { return nullptr; }
   const SessionRecord& record() const { return record_; }
 
  protected:
   SessionRecord record_;  // filled by the engine
-};
-
-// A session whose steps run in another process (a framework worker) cannot be
-// timed here step by step; it implements this too, and the Runner asks it for
-// `count` steps at a time (the batches of its stopping rule, so the protocol
-// costs nothing per step) and gets back each step's time [ms], measured with
-// the framework's device timer; fewer than `count` when `seconds_left` [s]
-// runs out first. `warmup`: the steps are warm-up, their times are discarded.
-// The Runner alone decides how many batches to ask for and when to stop.
-class RemoteSteps {
- public:
-  virtual ~RemoteSteps() = default;
-  virtual std::vector<double> run_steps(int count, double seconds_left, bool warmup) = 0;
 };
 
 enum class Update : std::uint8_t { none, sgd };
@@ -152,7 +157,7 @@ class Engine {
   virtual DeviceKind device_kind() const = 0;
   // Whether the engine can run on a kind of device at all (workers run on both).
   virtual bool runs_on(DeviceKind kind) const { return kind == device_kind(); }
-  virtual Support supports(const Device& device, const CellSpec& cell) const = 0;
+  [[nodiscard]] virtual Support supports(const Device& device, const CellSpec& cell) const = 0;
   // Allocates everything the cell needs; throws OutOfMemory when an allocation fails.
   // With a `communicator`, data-parallel training (cell.gpus > 1): this rank
   // trains shard communicator->rank() of a global batch of
@@ -161,7 +166,7 @@ class Engine {
   // gradients over the group, in buckets of EngineConfig::bucket_bytes, before
   // the weight update; an engine that cannot returns nullptr (the cell is then
   // `unsupported`).
-  virtual std::unique_ptr<Session> prepare(const Network& network, const CellSpec& cell,
+  [[nodiscard]] virtual std::unique_ptr<Session> prepare(const Network& network, const CellSpec& cell,
                                            Communicator* communicator = nullptr) = 0;
 };
 
@@ -178,11 +183,20 @@ std::string_view native_engine(DeviceKind kind);
 // Creates a built engine for a rank's device: a native one from the catalogue,
 // or a worker engine when config.settings has its [workers] command. Throws UsageError for
 // a name that is neither; returns nullptr for a known engine not built into this binary.
-std::unique_ptr<Engine> make_engine(std::string_view name, const Device& device, const EngineConfig& config);
+[[nodiscard]] std::unique_ptr<Engine> make_engine(std::string_view name, const Device& device, const EngineConfig& config);
 // Parses every engine's own settings out of config.settings as make_engine
 // will, in every build, so that a bad value or combination is refused
 // (UsageError) before anything runs.
 void check_engine_settings(const EngineConfig& config);
+// The framework workers (engines run as worker processes, src/engines/worker/),
+// reached by the rest of crossbench only through these and make_engine:
+// the built-in engine → command mapping (pytorch, pytorch-compile, jax;
+// "{workers}" in a command stands for the directory of the shipped workers);
+std::map<std::string, std::string> default_worker_commands();
+// a command line split on whitespace (no shell), "{workers}" expanded;
+[[nodiscard]] std::vector<std::string> split_worker_command(const std::string& command);
+// the key of a worker engine's command in EngineConfig::settings: "workers.pytorch".
+[[nodiscard]] std::string worker_command_key(std::string_view name);
 // Versions of the libraries of the built engines ("onednn_version" → "2.6.3"), for the cube's attributes.
 std::vector<std::pair<std::string, std::string>> engine_library_versions();
 

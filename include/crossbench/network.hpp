@@ -130,10 +130,10 @@ class NetworkBuilder {
 // The networks of DESIGN.md, in the order `crossbench list networks` prints them.
 const std::vector<std::string>& network_names();
 // Throws UsageError naming the unknown network and listing the valid ones.
-Network make_network(std::string_view name);
+[[nodiscard]] Network make_network(std::string_view name);
 
 // The layer graph as JSON (`crossbench export-network`), and back (workers, tests).
 nlohmann::json to_json(const Network& network);
-Network network_from_json(const nlohmann::json& json);
+[[nodiscard]] Network network_from_json(const nlohmann::json& json);
 
 }  // namespace crossbench

@@ -15,15 +15,6 @@
 
 namespace crossbench {
 
-struct MatrixOptions {
-  std::vector<std::string> networks;
-  std::vector<std::string> engines;  // may hold "auto": each device's native engine
-  std::vector<Precision> precisions;
-  std::vector<std::int64_t> batches;
-  std::vector<Phase> phases;
-  std::vector<int> gpus{1};  // data-parallel group sizes; > 1 applies to training only
-};
-
 struct Options {
   std::filesystem::path job_file;   // the job file read (absolute)
   std::string job_text;             // its full text, recorded in the cube
@@ -57,6 +48,6 @@ struct Options {
 };
 
 // Whether `describe(cell)` is selected by --filter.
-bool cell_selected(const Options& options, const CellSpec& cell);
+[[nodiscard]] bool cell_selected(const Options& options, const CellSpec& cell);
 
 }  // namespace crossbench

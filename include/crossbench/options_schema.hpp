@@ -6,7 +6,9 @@
 // all come from this one table.
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,9 +50,14 @@ struct OptionSpec {
 // Every option, in the order --help and the README list them.
 const std::vector<OptionSpec>& options_schema();
 // The row of a job-file key ("measure.warmup") or a flag ("--replicas"); nullptr when unknown.
-const OptionSpec* find_option(const std::string& key_or_flag);
+[[nodiscard]] const OptionSpec* find_option(const std::string& key_or_flag);
 // The job-file sections, in schema order, then [workers] (engine name = command).
 std::vector<std::string> option_sections();
+
+// The one integer parser of the options: all of `text` as a 64-bit integer
+// (decimal, an optional sign); nullopt for anything else ("", "1.5", "3x",
+// a value beyond the 64-bit range).
+[[nodiscard]] std::optional<std::int64_t> parse_integer(const std::string& text);
 
 // Checks `text` against the row's type and range; returns its canonical text
 // ("1e-2" → "0.01", " true" → "true"). Throws UsageError naming `origin`
@@ -60,7 +67,7 @@ std::string validated_setting(const OptionSpec& spec, const std::string& text, c
 // The canonical value of a key in a run's settings (Options::settings,
 // EngineConfig::settings: "engine.algo" -> "exhaustive"), or its schema
 // default where the settings lack it (options not parsed from a job: tests).
-std::string setting_value(const std::map<std::string, std::string>& values, const std::string& key);
+[[nodiscard]] std::string setting_value(const std::map<std::string, std::string>& values, const std::string& key);
 
 // A recorded setting: the canonical value of one schema key in a run.
 struct RecordedSetting {
@@ -72,9 +79,9 @@ struct RecordedSetting {
 
 // Every recorded setting of a run (keys with recorded_as), in schema order,
 // from the canonical value of every schema key (Options::settings).
-std::vector<RecordedSetting> recorded_settings(const std::map<std::string, std::string>& settings);
+[[nodiscard]] std::vector<RecordedSetting> recorded_settings(const std::map<std::string, std::string>& settings);
 // Those that change the numbers: what `run --resume` must find unchanged.
-std::vector<RecordedSetting> number_changing_settings(const std::map<std::string, std::string>& settings);
+[[nodiscard]] std::vector<RecordedSetting> number_changing_settings(const std::map<std::string, std::string>& settings);
 
 // The keys a framework worker's prepare request carries (its `settings`
 // object): every key marked sent_to_workers, in schema order.

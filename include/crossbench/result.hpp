@@ -56,6 +56,6 @@ struct CellResult {
 };
 
 nlohmann::json to_json(const CellResult& result);
-CellResult cell_result_from_json(const nlohmann::json& json);  // throws Error on a malformed record
+[[nodiscard]] CellResult cell_result_from_json(const nlohmann::json& json);  // throws Error on a malformed record
 
 }  // namespace crossbench

@@ -31,7 +31,7 @@ class TelemetrySampler;
 // one either way. `seconds_already_spent` counts preparation against the
 // cell's time limit [s]. With `agreement`, the samples are the group's
 // per-step maxima. With `telemetry`, it samples the device over the timed steps.
-Measurement measure(Session& session, const MeasureOptions& options, double seconds_already_spent = 0,
+[[nodiscard]] Measurement measure(Session& session, const MeasureOptions& options, double seconds_already_spent = 0,
                     StepAgreement* agreement = nullptr, TelemetrySampler* telemetry = nullptr);
 
 // The statistics and rates of a measured, checked session: `result` gets its
@@ -40,11 +40,18 @@ Measurement measure(Session& session, const MeasureOptions& options, double seco
 void summarize_cell(CellResult& result, const Network& network, const Measurement& measurement,
                     const OutputCheck& check, const MeasureOptions& options, double preparation_s, int devices = 1);
 
+// Why `engine` cannot run `cell` on `device` at all, known before anything is
+// prepared: the engine is not built into this binary (nullptr), does not run
+// on the device's kind (naming `rank`, the rank bound to it), or its
+// supports() says no. Empty: it may run. Used by run_cell and `check`.
+[[nodiscard]] std::string unsupported_reason(const Engine* engine, const std::string& engine_name,
+                                             const Device& device, const CellSpec& cell, int rank);
+
 // Runs one cell end to end: supports(), prepare(), measure(), check(); turns
 // every failure into a status (oom, unsupported, failed, timeout) and never
 // throws for a cell's own failure. A data-parallel cell (gpus > 1) needs the
 // group's `communicator` and `agreement` (src/cluster/data_parallel.hpp makes them).
-CellResult run_cell(Engine* engine, const std::string& engine_name, const Network& network,
+[[nodiscard]] CellResult run_cell(Engine* engine, const std::string& engine_name, const Network& network,
                     const CellSpec& cell, const Device& device, const MeasureOptions& options,
                     int rank, Communicator* communicator = nullptr, StepAgreement* agreement = nullptr);
 

@@ -26,7 +26,7 @@ double percentile_of_sorted(std::span<const double> sorted, double q);
 // 95% CI of the median from order statistics: ranks n/2 ∓ 1.96·√n/2 (binomial,
 // normal approximation), clamped to the sample; [NaN, NaN] for fewer than 2 samples.
 void median_confidence_interval(std::span<const double> sorted, double& low, double& high);
-Statistics summarize(std::span<const double> samples_ms);
+[[nodiscard]] Statistics summarize(std::span<const double> samples_ms);
 // (ci_high - ci_low) / 2 / median; +inf when undefined.
 double relative_ci_half_width(const Statistics& statistics);
 

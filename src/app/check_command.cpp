@@ -5,8 +5,8 @@
 // preparation, so engines can be compared number for number on identical data.
 #include <algorithm>
 #include <iostream>
+#include <map>
 #include <memory>
-#include <new>
 #include <nlohmann/json.hpp>
 
 #include "app/commands.hpp"
@@ -16,6 +16,7 @@
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
 #include "crossbench/options.hpp"
+#include "crossbench/runner.hpp"
 #include "cluster/plan.hpp"
 
 namespace crossbench {
@@ -50,12 +51,9 @@ json check_cell(Engine* engine, const Network& network, const CellSpec& cell, co
     line["message"] = message;
     return line;
   };
-  if (engine == nullptr)
-    return outcome(Status::unsupported, "engine '" + cell.engine + "' is not built into this crossbench binary "
-                                        "(`crossbench list engines` says why)");
-  if (!engine->runs_on(device.kind)) return outcome(Status::unsupported, "engine '" + cell.engine + "' cannot run on " + device.key());
-  const Support support = engine->supports(device, cell);
-  if (!support.supported) return outcome(Status::unsupported, support.reason);
+  // The same pre-checks and failure mapping as `run` (runner.hpp, cell.hpp).
+  if (const std::string reason = unsupported_reason(engine, cell.engine, device, cell, 0); !reason.empty())
+    return outcome(Status::unsupported, reason);
   try {
     const OutputCheck check = engine->prepare(network, cell)->check();
     line["finite"] = check.finite;
@@ -64,27 +62,18 @@ json check_cell(Engine* engine, const Network& network, const CellSpec& cell, co
     line["gradient_norm"] = check.gradient_norm;
     line["gradient_norms"] = check.gradient_norms;
     return outcome(check.finite ? Status::ok : Status::failed, check.finite ? "" : "non-finite output");
-  } catch (const Unsupported& error) {
-    return outcome(Status::unsupported, error.what());
-  } catch (const CellTimeout& error) {
-    return outcome(Status::timeout, error.what());
-  } catch (const OutOfMemory& error) {
-    return outcome(Status::oom, error.what());
-  } catch (const std::bad_alloc&) {
-    return outcome(Status::oom, "host allocation failed (std::bad_alloc)");
-  } catch (const std::exception& error) {
-    return outcome(Status::failed, error.what());
+  } catch (...) {
+    const CellFailure failure = cell_failure(std::current_exception());
+    return outcome(failure.status, failure.message);
   }
 }
 
 }  // namespace
 
 int check_command(const CommandContext& context) {
-  const Options options = parse_command_options("check", context.arguments, context.default_job, context.command_line);
-  if (options.help) {
-    std::cout << command_help("check");
-    return 0;
-  }
+  const std::optional<Options> parsed = command_options_or_help("check", context);
+  if (!parsed) return 0;  // --help
+  const Options& options = *parsed;
   const bool workers_on_cpu = options.workers_on_cpu;
   const Device cpu = probe_cpu(cpu_threads_of_binding(), options.device_tag);
   std::unique_ptr<Device> gpu;
@@ -99,15 +88,14 @@ int check_command(const CommandContext& context) {
     EngineConfig config = options.engine;
     config.threads = device.kind == DeviceKind::cpu ? device.compute_units : 1;
     const std::unique_ptr<Engine> engine = make_engine(engine_name, device, config);
-    for (const auto& network_name : options.matrix.networks) {
-      const Network network = make_network(network_name);
-      for (const Precision precision : options.matrix.precisions)
-        for (const std::int64_t batch : options.matrix.batches)
-          for (const Phase phase : options.matrix.phases) {
-            const CellSpec cell{engine_name, network_name, precision, batch, phase, 0};
-            if (!cell_selected(options, cell)) continue;
-            std::cout << check_cell(engine.get(), network, cell, device).dump() << std::endl;
-          }
+    // One process, one device: the data-parallel sizes are run's, each cell is checked once.
+    MatrixOptions single_device = options.matrix;
+    single_device.gpus = {1};
+    std::map<std::string, Network> networks;
+    for (const CellSpec& cell : expand_matrix(single_device, {engine_name}, 1)) {
+      if (!cell_selected(options, cell)) continue;
+      if (!networks.count(cell.network)) networks.emplace(cell.network, make_network(cell.network));
+      std::cout << check_cell(engine.get(), networks.at(cell.network), cell, device).dump() << std::endl;
     }
   }
   return 0;

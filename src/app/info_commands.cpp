@@ -16,7 +16,6 @@
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
 #include "crossbench/options_schema.hpp"
-#include "engines/worker/worker_engine.hpp"
 
 namespace crossbench {
 namespace {

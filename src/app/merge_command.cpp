@@ -1,12 +1,12 @@
 // `crossbench merge A.h5 B.h5 ... -o ALL.h5`: one cube from cubes of separate runs.
 #include <algorithm>
-#include <ctime>
 #include <iostream>
 
 #include "app/commands.hpp"
 #include "crossbench/build_info.hpp"
 #include "crossbench/cube.hpp"
 #include "crossbench/error.hpp"
+#include "core/utc_time.hpp"
 #include "cube/cube_merge.hpp"
 
 namespace crossbench {
@@ -30,15 +30,6 @@ constexpr const char* kMergeHelp =
     "  crossbench merge results/h100.h5 results/h200.h5 -o results/all.h5\n"
     "  crossbench merge old.h5 rerun.h5 -o all.h5 --prefer last\n"
     "  scripts/report report results/all.h5 -o report\n";
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
 
 }  // namespace
 

@@ -1,5 +1,5 @@
-// Parsing of job files (INI, Boost.ProgramOptions config files) and the
-// command line of `crossbench run|plan|check`, both by the options schema
+// Parsing of job files (INI) and the command line of `crossbench
+// run|plan|check`, both by Boost.ProgramOptions from the options schema
 // (src/core/options_schema.cpp): this file knows how to turn checked text into
 // Options, the schema knows which keys and flags exist and what they accept.
 #include "app/options.hpp"
@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <regex>
 #include <set>
 #include <type_traits>
@@ -16,10 +17,9 @@
 
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
+#include "crossbench/engine.hpp"
 #include "crossbench/options_schema.hpp"
 #include "crossbench/text_file.hpp"
-#include "engines/worker/worker_engine.hpp"
-#include "engines/worker/worker_settings.hpp"
 
 namespace po = boost::program_options;
 
@@ -98,19 +98,6 @@ auto parse_names(const std::string& origin, const std::string& key, const std::s
   return values;
 }
 
-std::int64_t parse_integer(const std::string& origin, const std::string& what, const std::string& text) {
-  std::size_t used = 0;
-  long long value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size())
-    throw UsageError(origin + ": " + what + " must be an integer, not '" + text + "'");
-  return value;
-}
-
 // Values of the job file with the --set overrides applied: "section.key" → (value, origin).
 using Settings = std::map<std::string, std::pair<std::string, std::string>>;
 
@@ -154,43 +141,64 @@ struct CommandLine {
   bool help = false;
 };
 
+// The command's flags as Boost.ProgramOptions reads them, from the schema: a
+// switch takes no value, a boolean an optional one (`--layer-times`,
+// `--layer-times=false`), every other flag one value; --set may repeat.
+po::options_description command_line_description(const std::string& command) {
+  po::options_description description("crossbench " + command);
+  description.add_options()("help,h", "this text");
+  for (const auto& spec : options_schema()) {
+    if (spec.flag.empty() || !spec.for_command(command)) continue;
+    const std::string name = spec.flag.substr(2);  // "--replicas" → "replicas"
+    if (spec.type == OptionType::flag)
+      description.add_options()(name.c_str(), spec.help.c_str());
+    else if (spec.type == OptionType::boolean)
+      description.add_options()(name.c_str(), po::value<std::string>()->implicit_value("true"), spec.help.c_str());
+    else
+      description.add_options()(name.c_str(), po::value<std::string>(), spec.help.c_str());
+  }
+  return description;
+}
+
 CommandLine split_command_line(const std::string& command, const std::vector<std::string>& arguments) {
+  const po::options_description description = command_line_description(command);
+  po::parsed_options parsed(&description);
+  try {
+    // Long flags exactly as the schema spells them (no abbreviations), -h.
+    const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+    parsed = po::command_line_parser(arguments).options(description).style(style).run();
+  } catch (const po::unknown_option& error) {
+    std::vector<std::string> valid;
+    for (const auto& row : options_schema())
+      if (!row.flag.empty() && row.for_command(command)) valid.push_back(row.flag);
+    throw UsageError("crossbench " + command + ": unknown flag '" + error.get_option_name() + "'; valid: " + join(valid) +
+                     ", --help");
+  } catch (const po::invalid_command_line_syntax& error) {
+    const std::string flag = error.get_option_name();
+    const OptionSpec* spec = find_option(flag);
+    if (error.kind() == po::invalid_command_line_syntax::extra_parameter) throw UsageError(flag + " takes no value");
+    throw UsageError(flag + " needs a value" + (spec != nullptr ? " (" + spec->help + ")" : std::string()));
+  } catch (const po::error& error) {
+    throw UsageError("crossbench " + command + ": " + error.what() + " (crossbench " + command + " --help lists the flags)");
+  }
   CommandLine line;
-  for (std::size_t i = 0; i < arguments.size(); ++i) {
-    const std::string& argument = arguments[i];
-    if (argument == "--help" || argument == "-h") {
-      line.help = true;
-      continue;
-    }
-    if (argument.rfind("--", 0) != 0) {
+  for (const po::option& option : parsed.options) {
+    if (option.position_key >= 0) {  // a word that is no flag's value
+      const std::string& argument = option.value.front();
       std::string hint;
       if (argument.size() > 4 && argument.substr(argument.size() - 4) == ".ini") hint = "; did you mean --job " + argument + "?";
       throw UsageError("crossbench " + command + ": unexpected argument '" + argument + "'" + hint +
                        " (crossbench " + command + " --help lists the flags)");
     }
-    const auto equals = argument.find('=');
-    const std::string flag = argument.substr(0, equals);
-    const OptionSpec* spec = find_option(flag);
-    if (spec == nullptr || spec->flag != flag || !spec->for_command(command)) {
-      std::vector<std::string> valid;
-      for (const auto& row : options_schema())
-        if (!row.flag.empty() && row.for_command(command)) valid.push_back(row.flag);
-      throw UsageError("crossbench " + command + ": unknown flag '" + flag + "'; valid: " + join(valid) + ", --help");
+    if (option.string_key == "help") {
+      line.help = true;
+      continue;
     }
-    std::string value;
-    if (spec->type == OptionType::flag) {
-      if (equals != std::string::npos) throw UsageError(flag + " takes no value");
-    } else if (spec->type == OptionType::boolean) {
-      value = equals == std::string::npos ? "true" : argument.substr(equals + 1);  // a switch; --layer-times=false also works
-    } else if (equals != std::string::npos) {
-      value = argument.substr(equals + 1);
-    } else {
-      if (i + 1 >= arguments.size()) throw UsageError(flag + " needs a value (" + spec->help + ")");
-      value = arguments[++i];
-    }
+    const std::string flag = "--" + option.string_key;
     auto& values = line.values[flag];
     if (!values.empty() && flag != "--set") throw UsageError(flag + " is given twice; give it once");
-    values.push_back(value);
+    // A switch has no value; a boolean given bare is "true" (its implicit value).
+    values.push_back(option.value.empty() ? (find_option(flag)->type == OptionType::flag ? "" : "true") : option.value.front());
   }
   return line;
 }
@@ -204,6 +212,178 @@ std::string value_name(const OptionSpec& spec) {
   const auto found = names.find(spec.flag);
   if (found != names.end()) return found->second;
   return spec.type == OptionType::choice ? join(spec.choices, "|") : "LIST";
+}
+
+// A key's setting from the job file or the command line: its value and where it came from; nullptr when absent.
+const std::pair<std::string, std::string>* find_setting(const Settings& settings, const std::string& dotted) {
+  const auto found = settings.find(dotted);
+  return found == settings.end() ? nullptr : &found->second;
+}
+
+// The flags of the command line that stand for no job-file key (--quiet, --ranks, --filter, ...).
+void read_flags(const CommandLine& line, Options& options) {
+  const auto given = [&](const std::string& flag) { return line.values.count(flag) > 0; };
+  const auto flag_value = [&](const std::string& flag) { return line.values.at(flag).front(); };
+  options.quiet = given("--quiet");
+  options.resume = given("--resume");
+  options.overwrite = given("--overwrite");
+  options.json = given("--json");
+  options.workers_on_cpu = given("--cpu");
+  if (options.resume && options.overwrite) throw UsageError("--resume and --overwrite exclude each other");
+  // Command-line values checked by their schema rows.
+  const auto checked_flag = [&](const std::string& flag) {
+    return validated_setting(*find_option(flag), flag_value(flag), "command line");
+  };
+  if (given("--checkpoint-s")) options.checkpoint_s = std::stod(checked_flag("--checkpoint-s"));
+  if (given("--stop-grace-s")) options.stop_grace_s = std::stod(checked_flag("--stop-grace-s"));
+  options.allow_new_devices = given("--allow-new-devices");
+  if (options.allow_new_devices && !options.resume) throw UsageError("--allow-new-devices applies to --resume only");
+  if (given("--ranks")) options.simulated_ranks = std::stoi(checked_flag("--ranks"));
+  if (given("--device-json")) options.device_json = flag_value("--device-json");
+  if (!options.device_json.empty() && options.simulated_ranks == 0) throw UsageError("--device-json needs --ranks N");
+  if (given("--jsonl")) options.jsonl = flag_value("--jsonl");
+  if (given("--calibrate"))
+    for (const auto& cube : split_list(flag_value("--calibrate"))) {
+      if (cube.empty()) throw UsageError("--calibrate '" + flag_value("--calibrate") + "' has an empty entry; give CUBE.h5[,CUBE.h5...]");
+      options.calibrate.emplace_back(cube);
+    }
+  if (given("--filter")) {
+    options.cell_filter = flag_value("--filter");
+    try {
+      std::regex(options.cell_filter, std::regex::ECMAScript);
+    } catch (const std::regex_error& error) {
+      throw UsageError("--filter '" + options.cell_filter + "' is not a regular expression: " + error.what());
+    }
+  }
+}
+
+// The job file's settings with the command line's --set and key flags (--algo ...) applied over them.
+Settings read_settings(const CommandLine& line, const Options& options) {
+  const auto given = [&](const std::string& flag) { return line.values.count(flag) > 0; };
+  Settings settings = read_job_file(options.job_file, options.job_text);
+  std::set<std::string> overridden;
+  if (given("--set"))
+    for (const auto& assignment : line.values.at("--set")) apply_override(settings, overridden, assignment, "--set " + assignment);
+  // Flags that stand for job-file keys, validated the same way.
+  for (const auto& spec : options_schema())
+    if (!spec.key.empty() && !spec.flag.empty() && given(spec.flag))
+      apply_override(settings, overridden, spec.key + "=" + line.values.at(spec.flag).front(), spec.flag);
+  return settings;
+}
+
+// [matrix] and [workers]: the matrix's axes into `matrix`; returns the worker
+// engine → command of the run (the built-in ones and the job file's).
+std::map<std::string, std::string> read_matrix(const Settings& settings, const std::filesystem::path& job_file,
+                                               MatrixOptions& matrix) {
+  const auto value = [&](const std::string& dotted) { return find_setting(settings, dotted); };
+  const auto require = [&](const std::string& dotted) {
+    const auto* setting = value(dotted);
+    if (!setting)
+      throw UsageError("job file '" + job_file.string() + "': the matrix is empty: [matrix] " +
+                       dotted.substr(dotted.find('.') + 1) + " is missing");
+    return *setting;
+  };
+  // [matrix]
+  {
+    const auto [text, origin] = require("matrix.networks");
+    matrix.networks = parse_names(origin, "networks", text, network_names(),
+                                          [&](const std::string& name) -> std::optional<std::string> {
+                                            const auto& names = network_names();
+                                            if (std::find(names.begin(), names.end(), name) == names.end()) return std::nullopt;
+                                            return name;
+                                          });
+  }
+  // [workers]: the built-in framework workers, and any the job file adds or redefines.
+  std::map<std::string, std::string> worker_commands = default_worker_commands();
+  for (const auto& [dotted, setting] : settings)
+    if (dotted.rfind("workers.", 0) == 0) {
+      const std::string engine = dotted.substr(8);
+      const bool native = std::any_of(engine_catalog().begin(), engine_catalog().end(),
+                                      [&](const EngineInfo& info) { return info.name == engine; });
+      if (native || engine == "auto" || engine.empty())
+        throw UsageError(setting.second + ": [workers] " + engine + ": '" + engine + "' is a native engine name, not a worker");
+      if (split_worker_command(setting.first).empty())
+        throw UsageError(setting.second + ": [workers] " + engine + " has an empty command");
+      worker_commands[engine] = setting.first;
+    }
+  {
+    std::vector<std::string> valid{"auto"};
+    for (const auto& info : engine_catalog()) valid.push_back(info.name);
+    for (const auto& [engine, command] : worker_commands) valid.push_back(engine);
+    const auto [text, origin] = require("matrix.engines");
+    matrix.engines = parse_names(origin, "engines", text, valid,
+                                         [&](const std::string& name) -> std::optional<std::string> {
+                                           if (std::find(valid.begin(), valid.end(), name) == valid.end()) return std::nullopt;
+                                           return name;
+                                         });
+  }
+  {
+    const auto [text, origin] = require("matrix.precisions");
+    matrix.precisions = parse_names(origin, "precisions", text, precision_names(), precision_from_string);
+  }
+  {
+    const auto [text, origin] = require("matrix.phases");
+    matrix.phases = parse_names(origin, "phases", text, phase_names(), phase_from_string);
+  }
+  // Integer lists, within their schema row's range.
+  const auto integer_list = [&](const std::string& key, const std::string& text, const std::string& origin) {
+    const OptionSpec& spec = *find_option(key);
+    const std::string name = spec.name(), singular = name == "batches" ? "batch" : name;
+    return parse_names(origin, name, text, {"integers from " + spec.range_text()},
+                       [&](const std::string& item) -> std::optional<std::int64_t> {
+                         const std::optional<std::int64_t> number = parse_integer(item);
+                         if (!number)
+                           throw UsageError(origin + ": " + singular + " '" + item + "' in [matrix] " + name +
+                                            " must be an integer, not '" + item + "'");
+                         if (*number < spec.low || *number > spec.high)
+                           throw UsageError(origin + ": " + singular + " " + item + " in [matrix] " + name +
+                                            " is out of range; valid: " + spec.range_text());
+                         return number;
+                       });
+  };
+  {
+    const auto [text, origin] = require("matrix.batches");
+    matrix.batches = integer_list("matrix.batches", text, origin);
+  }
+  if (const auto* gpus = value("matrix.gpus")) {
+    matrix.gpus.clear();
+    for (const auto count : integer_list("matrix.gpus", gpus->first, gpus->second)) matrix.gpus.push_back(static_cast<int>(count));
+  }
+
+  return worker_commands;
+}
+
+// Every single-valued key: checked against its schema row, its canonical
+// text recorded in options.settings, and the typed fields filled from it.
+void read_single_valued(const Settings& settings, Options& options) {
+  const auto value = [&](const std::string& dotted) { return find_setting(settings, dotted); };
+  for (const auto& spec : options_schema()) {
+    if (spec.key.empty() || spec.type == OptionType::names || spec.type == OptionType::integers) continue;
+    const auto* setting = value(spec.key);
+    options.settings[spec.key] = setting ? validated_setting(spec, setting->first, setting->second) : spec.default_value;
+  }
+  const auto integer = [&](const std::string& key) { return std::stoll(options.settings.at(key)); };
+  const auto number = [&](const std::string& key) { return std::stod(options.settings.at(key)); };
+  const auto text = [&](const std::string& key) -> const std::string& { return options.settings.at(key); };
+  options.measure.warmup_steps = static_cast<int>(integer("measure.warmup"));
+  options.measure.min_steps = static_cast<int>(integer("measure.min_steps"));
+  options.measure.max_steps = static_cast<int>(integer("measure.max_steps"));
+  if (options.measure.max_steps < options.measure.min_steps)
+    throw UsageError("job file '" + options.job_file.string() + "': [measure] max_steps (" +
+                     std::to_string(options.measure.max_steps) + ") is below min_steps (" +
+                     std::to_string(options.measure.min_steps) + ")");
+  options.measure.target_ci = number("measure.target_ci");
+  options.measure.cell_time_limit_s = number("measure.cell_time_limit_s");
+  options.engine.seed = static_cast<std::uint64_t>(integer("measure.seed"));
+  options.engine.learning_rate = number("measure.learning_rate");
+  options.engine.update = text("measure.update") == "sgd" ? Update::sgd : Update::none;
+  options.measure.layer_times = text("measure.layer_times") == "true";
+  options.measure.layer_time_repetitions = static_cast<int>(integer("measure.layer_time_repetitions"));
+
+  options.engine.bucket_bytes = integer("engine.bucket_mb") << 20;
+  // A file every rank reads and writes: named absolutely, as recorded.
+  if (const std::string& cache = text("engine.algo_cache"); !cache.empty())
+    options.settings["engine.algo_cache"] = std::filesystem::absolute(cache).string();
 }
 
 }  // namespace
@@ -258,163 +438,21 @@ Options parse_command_options(const std::string& command, const std::vector<std:
   const CommandLine line = split_command_line(command, arguments);
   const auto given = [&](const std::string& flag) { return line.values.count(flag) > 0; };
   const auto flag_value = [&](const std::string& flag) { return line.values.at(flag).front(); };
+  Options options;
   if (line.help) {
-    Options options;
     options.help = true;
     return options;
   }
-  Options options;
   options.command_line = command_line;
-  options.quiet = given("--quiet");
-  options.resume = given("--resume");
-  options.overwrite = given("--overwrite");
-  options.json = given("--json");
-  options.workers_on_cpu = given("--cpu");
-  if (options.resume && options.overwrite) throw UsageError("--resume and --overwrite exclude each other");
-  // Command-line values checked by their schema rows.
-  const auto checked_flag = [&](const std::string& flag) {
-    return validated_setting(*find_option(flag), flag_value(flag), "command line " + flag);
-  };
-  if (given("--checkpoint-s")) options.checkpoint_s = std::stod(checked_flag("--checkpoint-s"));
-  if (given("--stop-grace-s")) options.stop_grace_s = std::stod(checked_flag("--stop-grace-s"));
-  options.allow_new_devices = given("--allow-new-devices");
-  if (options.allow_new_devices && !options.resume) throw UsageError("--allow-new-devices applies to --resume only");
-  if (given("--ranks")) options.simulated_ranks = std::stoi(checked_flag("--ranks"));
-  if (given("--device-json")) options.device_json = flag_value("--device-json");
-  if (!options.device_json.empty() && options.simulated_ranks == 0) throw UsageError("--device-json needs --ranks N");
-  if (given("--jsonl")) options.jsonl = flag_value("--jsonl");
-  if (given("--calibrate"))
-    for (const auto& cube : split_list(flag_value("--calibrate"))) {
-      if (cube.empty()) throw UsageError("--calibrate '" + flag_value("--calibrate") + "' has an empty entry; give CUBE.h5[,CUBE.h5...]");
-      options.calibrate.emplace_back(cube);
-    }
-  if (given("--filter")) {
-    options.cell_filter = flag_value("--filter");
-    try {
-      std::regex(options.cell_filter, std::regex::ECMAScript);
-    } catch (const std::regex_error& error) {
-      throw UsageError("--filter '" + options.cell_filter + "' is not a regular expression: " + error.what());
-    }
-  }
+  read_flags(line, options);
   options.job_file = given("--job") ? std::filesystem::path(flag_value("--job")) : default_job;
   options.job_text = read_regular_text_file(options.job_file, "job file");
   options.job_file = std::filesystem::absolute(options.job_file);
   options.job_name = options.job_file.stem().string();
-  Settings settings = read_job_file(options.job_file, options.job_text);
-  std::set<std::string> overridden;
-  if (given("--set"))
-    for (const auto& assignment : line.values.at("--set")) apply_override(settings, overridden, assignment, "--set " + assignment);
-  // Flags that stand for job-file keys, validated the same way.
-  for (const auto& spec : options_schema())
-    if (!spec.key.empty() && !spec.flag.empty() && given(spec.flag))
-      apply_override(settings, overridden, spec.key + "=" + flag_value(spec.flag),
-                     spec.flag);
-
-  const auto value = [&](const std::string& dotted) -> const std::pair<std::string, std::string>* {
-    const auto found = settings.find(dotted);
-    return found == settings.end() ? nullptr : &found->second;
-  };
-  const auto require = [&](const std::string& dotted) {
-    const auto* setting = value(dotted);
-    if (!setting)
-      throw UsageError("job file '" + options.job_file.string() + "': the matrix is empty: [matrix] " +
-                       dotted.substr(dotted.find('.') + 1) + " is missing");
-    return *setting;
-  };
-
-  // [matrix]
-  {
-    const auto [text, origin] = require("matrix.networks");
-    options.matrix.networks = parse_names(origin, "networks", text, network_names(),
-                                          [&](const std::string& name) -> std::optional<std::string> {
-                                            const auto& names = network_names();
-                                            if (std::find(names.begin(), names.end(), name) == names.end()) return std::nullopt;
-                                            return name;
-                                          });
-  }
-  // [workers]: the built-in framework workers, and any the job file adds or redefines.
-  std::map<std::string, std::string> worker_commands = default_worker_commands();
-  for (const auto& [dotted, setting] : settings)
-    if (dotted.rfind("workers.", 0) == 0) {
-      const std::string engine = dotted.substr(8);
-      const bool native = std::any_of(engine_catalog().begin(), engine_catalog().end(),
-                                      [&](const EngineInfo& info) { return info.name == engine; });
-      if (native || engine == "auto" || engine.empty())
-        throw UsageError(setting.second + ": [workers] " + engine + ": '" + engine + "' is a native engine name, not a worker");
-      if (split_worker_command(setting.first).empty())
-        throw UsageError(setting.second + ": [workers] " + engine + " has an empty command");
-      worker_commands[engine] = setting.first;
-    }
-  {
-    std::vector<std::string> valid{"auto"};
-    for (const auto& info : engine_catalog()) valid.push_back(info.name);
-    for (const auto& [engine, command] : worker_commands) valid.push_back(engine);
-    const auto [text, origin] = require("matrix.engines");
-    options.matrix.engines = parse_names(origin, "engines", text, valid,
-                                         [&](const std::string& name) -> std::optional<std::string> {
-                                           if (std::find(valid.begin(), valid.end(), name) == valid.end()) return std::nullopt;
-                                           return name;
-                                         });
-  }
-  {
-    const auto [text, origin] = require("matrix.precisions");
-    options.matrix.precisions = parse_names(origin, "precisions", text, precision_names(), precision_from_string);
-  }
-  {
-    const auto [text, origin] = require("matrix.phases");
-    options.matrix.phases = parse_names(origin, "phases", text, phase_names(), phase_from_string);
-  }
-  // Integer lists, within their schema row's range.
-  const auto integer_list = [&](const std::string& key, const std::string& text, const std::string& origin) {
-    const OptionSpec& spec = *find_option(key);
-    const std::string name = spec.name(), singular = name == "batches" ? "batch" : name;
-    return parse_names(origin, name, text, {"integers from " + spec.range_text()},
-                       [&](const std::string& item) -> std::optional<std::int64_t> {
-                         const auto number = parse_integer(origin, singular + " '" + item + "' in [matrix] " + name, item);
-                         if (number < spec.low || number > spec.high)
-                           throw UsageError(origin + ": " + singular + " " + item + " in [matrix] " + name +
-                                            " is out of range; valid: " + spec.range_text());
-                         return number;
-                       });
-  };
-  {
-    const auto [text, origin] = require("matrix.batches");
-    options.matrix.batches = integer_list("matrix.batches", text, origin);
-  }
-  if (const auto* gpus = value("matrix.gpus")) {
-    options.matrix.gpus.clear();
-    for (const auto count : integer_list("matrix.gpus", gpus->first, gpus->second)) options.matrix.gpus.push_back(static_cast<int>(count));
-  }
-
-  // Every single-valued key: checked against its schema row, canonical text recorded.
-  for (const auto& spec : options_schema()) {
-    if (spec.key.empty() || spec.type == OptionType::names || spec.type == OptionType::integers) continue;
-    const auto* setting = value(spec.key);
-    options.settings[spec.key] = setting ? validated_setting(spec, setting->first, setting->second) : spec.default_value;
-  }
-  const auto integer = [&](const std::string& key) { return std::stoll(options.settings.at(key)); };
-  const auto number = [&](const std::string& key) { return std::stod(options.settings.at(key)); };
-  const auto text = [&](const std::string& key) -> const std::string& { return options.settings.at(key); };
-  options.measure.warmup_steps = static_cast<int>(integer("measure.warmup"));
-  options.measure.min_steps = static_cast<int>(integer("measure.min_steps"));
-  options.measure.max_steps = static_cast<int>(integer("measure.max_steps"));
-  if (options.measure.max_steps < options.measure.min_steps)
-    throw UsageError("job file '" + options.job_file.string() + "': [measure] max_steps (" +
-                     std::to_string(options.measure.max_steps) + ") is below min_steps (" +
-                     std::to_string(options.measure.min_steps) + ")");
-  options.measure.target_ci = number("measure.target_ci");
-  options.measure.cell_time_limit_s = number("measure.cell_time_limit_s");
-  options.engine.seed = static_cast<std::uint64_t>(integer("measure.seed"));
-  options.engine.learning_rate = number("measure.learning_rate");
-  options.engine.update = text("measure.update") == "sgd" ? Update::sgd : Update::none;
-  options.measure.layer_times = text("measure.layer_times") == "true";
-  options.measure.layer_time_repetitions = static_cast<int>(integer("measure.layer_time_repetitions"));
-
-  options.engine.bucket_bytes = integer("engine.bucket_mb") << 20;
-  // A file every rank reads and writes: named absolutely, as recorded.
-  if (const std::string& cache = text("engine.algo_cache"); !cache.empty())
-    options.settings["engine.algo_cache"] = std::filesystem::absolute(cache).string();
-
+  const Settings settings = read_settings(line, options);
+  const auto value = [&](const std::string& dotted) { return find_setting(settings, dotted); };
+  std::map<std::string, std::string> worker_commands = read_matrix(settings, options.job_file, options.matrix);
+  read_single_valued(settings, options);
   // The engines' own settings travel as text; each engine parses its own
   // (EngineConfig::settings). Checked here, before MPI starts, so that a bad
   // combination or file is refused (exit 2) before any output exists.
@@ -432,7 +470,8 @@ Options parse_command_options(const std::string& command, const std::vector<std:
 
   if (given("--device-tag")) options.device_tag = flag_value("--device-tag");
   else if (const char* tag = std::getenv("CROSSBENCH_DEVICE_TAG")) options.device_tag = tag;
-  if (given("--replicas")) options.replicas = std::stoi(checked_flag("--replicas"));
+  if (given("--replicas"))
+    options.replicas = std::stoi(validated_setting(*find_option("--replicas"), flag_value("--replicas"), "command line"));
   // The matrix keys and the command-line facts, as recorded.
   for (const auto& key : {"matrix.networks", "matrix.engines", "matrix.precisions", "matrix.batches", "matrix.phases"})
     options.settings[key] = value(key)->first;
@@ -443,6 +482,13 @@ Options parse_command_options(const std::string& command, const std::vector<std:
   options.settings["--filter"] = options.cell_filter;
   options.settings["--resume"] = options.resume ? "true" : "false";
   return options;
+}
+
+std::optional<Options> command_options_or_help(const std::string& command, const CommandContext& context) {
+  Options options = parse_command_options(command, context.arguments, context.default_job, context.command_line);
+  if (!options.help) return options;
+  std::cout << command_help(command);
+  return std::nullopt;
 }
 
 void check_output_is_free(const Options& options) {

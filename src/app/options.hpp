@@ -3,9 +3,11 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "app/commands.hpp"
 #include "crossbench/options.hpp"
 
 namespace crossbench {
@@ -15,8 +17,12 @@ namespace crossbench {
 // flag or value and the valid choices: an unknown flag, a word that is not a
 // flag's value (`run myjob.ini`), a flag or --set key given twice. `default_job`
 // is used when --job is absent. With --help, returns at once with `help` set.
-Options parse_command_options(const std::string& command, const std::vector<std::string>& arguments,
+[[nodiscard]] Options parse_command_options(const std::string& command, const std::vector<std::string>& arguments,
                               const std::filesystem::path& default_job, const std::string& command_line);
+
+// The options of `crossbench COMMAND` (run, plan, check) parsed from its
+// context; nullopt when --help asked for the command's help, which it has printed.
+[[nodiscard]] std::optional<Options> command_options_or_help(const std::string& command, const CommandContext& context);
 
 // `run` only: refuses (UsageError) to touch an earlier run's cube or journal
 // unless --resume or --overwrite says what to do with it.
@@ -24,6 +30,6 @@ void check_output_is_free(const Options& options);
 
 // The --help of `crossbench run|plan|check`: usage, every flag and job-file key
 // with its default, the exit codes and examples (generated from the schema).
-std::string command_help(const std::string& command);
+[[nodiscard]] std::string command_help(const std::string& command);
 
 }  // namespace crossbench

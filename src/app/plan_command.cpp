@@ -127,11 +127,9 @@ void print_plan_as_asked(const Options& options, const Plan& plan, int ranks) {
 int plan_command(const CommandContext& context) {
   // --ranks N plans for N ranks like this process, without MPI; --device-json FILE
   // makes them N ranks of another device (a what-if for a cluster you are not on).
-  const Options options = parse_command_options("plan", context.arguments, context.default_job, context.command_line);
-  if (options.help) {
-    std::cout << command_help("plan");
-    return 0;
-  }
+  const std::optional<Options> parsed = command_options_or_help("plan", context);
+  if (!parsed) return 0;  // --help
+  const Options& options = *parsed;
   // Read before MPI starts: a missing or unreadable cube is bad input (exit 2) on every rank alike.
   std::optional<RecordedWallTimes> recorded;
   if (!options.calibrate.empty()) recorded = read_recorded_wall_times(options.calibrate);

@@ -6,17 +6,14 @@
 #include <cerrno>
 #include <cstring>
 #include <chrono>
-#include <tuple>
-#include <ctime>
-#include <fstream>
 #include <iostream>
+#include <memory>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "app/commands.hpp"
 #include "app/options.hpp"
-#include "app/console.hpp"
+#include "app/reporters.hpp"
 #include "crossbench/build_info.hpp"
 #include "crossbench/cube.hpp"
 #include "crossbench/error.hpp"
@@ -25,27 +22,19 @@
 #include "crossbench/runner.hpp"
 #include "cluster/binding.hpp"
 #include "cluster/collector.hpp"
-#include "cluster/cube_assembly.hpp"
 #include "cluster/data_parallel.hpp"
 #include "cluster/journal.hpp"
 #include "cluster/mpi_session.hpp"
 #include "cluster/output_lock.hpp"
 #include "cluster/plan.hpp"
+#include "cluster/reporter.hpp"
 #include "cluster/resume.hpp"
 #include "cluster/result_channel.hpp"
 #include "cluster/stop_request.hpp"
+#include "core/utc_time.hpp"
 
 namespace crossbench {
 namespace {
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
 
 // The facts of this run that the cube records, so that every decision can be read back.
 std::map<std::string, std::string> run_attributes(const Options& options, const MpiSession& mpi, const Plan& plan) {
@@ -65,24 +54,6 @@ std::map<std::string, std::string> run_attributes(const Options& options, const 
   // Every recorded setting, under the name the options schema gives it.
   for (const RecordedSetting& setting : recorded_settings(options.settings)) attributes[setting.recorded_as] = setting.value;
   return attributes;
-}
-
-// run --jsonl: one line per finished cell, the journal's record plus the
-// provenance a script needs without the cube (device of the rank, build, settings).
-void write_jsonl_record(std::ofstream& out, const Options& options, const CellResult& result,
-                        const std::vector<Device>& devices) {
-  nlohmann::json record = to_json(result);
-  nlohmann::json settings = nlohmann::json::object();
-  for (const RecordedSetting& setting : recorded_settings(options.settings)) settings[setting.key] = setting.value;
-  record["provenance"] = {{"crossbench_version", build_info::version},
-                          {"git_revision", build_info::git_revision},
-                          {"job", options.job_name},
-                          {"output", options.output.string()},
-                          {"settings", settings}};
-  if (result.rank >= 0 && static_cast<std::size_t>(result.rank) < devices.size())
-    record["provenance"]["device"] = to_json(devices[static_cast<std::size_t>(result.rank)]);
-  out << record.dump() << "\n" << std::flush;
-  if (!out) throw Error("--jsonl '" + options.jsonl.string() + "': writing failed");
 }
 
 // Rank 0 takes the output's lock and, holding it, checks again that the
@@ -118,72 +89,66 @@ std::unique_ptr<OutputLock> lock_output(const Options& options, const MpiSession
   return lock;
 }
 
-int run_on_ranks(const Options& options, const MpiSession& mpi, const StopRequest& stop) {
-  StopBroadcast stop_broadcast(mpi);  // a stop on any rank reaches every rank
-  stop_flag::set_grace_seconds(options.stop_grace_s);
-  const Device device = bind_device(mpi, options.device_tag);
-  const std::vector<Device> devices = gather_devices(mpi, device);
-  ResumeState resume = agree_on_resume(options, mpi, devices);
-  const Plan plan = make_plan(options, devices, resume.done);
+// Rank 0's reporters, in the order they receive each cell: the cube (the
+// journal first), the console, then --jsonl.
+std::vector<std::unique_ptr<Reporter>> make_reporters(const Options& options, const MpiSession& mpi, const Plan& plan,
+                                                      const std::vector<Device>& devices, ResumeState& resume) {
+  auto console = std::make_unique<ConsoleReporter>(options, plan, devices, mpi.size(), resume.earlier.size());
+  std::unique_ptr<Reporter> jsonl;
+  if (!options.jsonl.empty()) jsonl = std::make_unique<JsonlReporter>(options, devices);
+  const auto journal = journal_path(options.output);
+  if (options.output.has_parent_path()) std::filesystem::create_directories(options.output.parent_path());
+  if (options.overwrite && ::unlink(journal.c_str()) != 0 && errno != ENOENT)
+    throw Error("--overwrite: removing the old journal '" + journal.string() + "' failed: " + std::strerror(errno));
+  JournalWriter writer = options.resume ? JournalWriter::append_to(journal)
+                                        : JournalWriter::create(journal, JournalHeader::for_run(options, device_keys_of(devices)));
+  if (!resume.new_devices.empty()) writer.append_devices(resume.new_devices);
+  std::vector<std::unique_ptr<Reporter>> reporters;
+  reporters.push_back(std::make_unique<CubeReporter>(options, plan, devices, run_attributes(options, mpi, plan),
+                                                     resume.earlier, std::move(writer)));
+  reporters.push_back(std::move(console));
+  if (jsonl) reporters.push_back(std::move(jsonl));
+  return reporters;
+}
 
+// What reaches rank 0 from the other ranks: their results (to the collector)
+// and each rank's `finished` message.
+struct RankZeroInbox {
+  Collector& collector;
+  int ranks_finished = 1;  // rank 0 itself, once its own cells are done, plus each `finished` message
+  bool interrupted = false;
+
+  void take(ChannelMessage message) {
+    if (message.kind == ChannelMessage::Kind::result) {
+      collector.add(std::move(message.result));
+      return;
+    }
+    ++ranks_finished;
+    interrupted = interrupted || message.interrupted;
+    if (message.stop_signal != 0) stop_flag::raise(message.stop_signal, 1);  // the signal recorded is the one received
+  }
+};
+
+// This rank's cells of the plan, in order, each result to rank 0 (rank 0:
+// to its collector, reading what other ranks sent between its cells).
+// Returns whether a stop request ended them early, and how many results it sent.
+struct RankCellsDone {
+  bool interrupted = false;
+  int results_sent = 0;
+};
+RankCellsDone run_rank_cells(const Options& options, const MpiSession& mpi, const StopRequest& stop,
+                             StopBroadcast& stop_broadcast, const Plan& plan, const Device& device,
+                             ResultChannel& channel, RankZeroInbox* inbox) {
   EngineConfig engine_config = options.engine;
   engine_config.threads = device.kind == DeviceKind::cpu ? device.compute_units : 1;
   std::map<std::string, std::unique_ptr<Engine>> engines;
   std::map<std::string, Network> networks;
-  ResultChannel channel(mpi);
-
-  std::unique_ptr<Progress> progress;
-  std::unique_ptr<Collector> collector;
-  DeviceLegend legend(devices);
-  std::ofstream jsonl;
-  // Rank 0's console: context (what runs, progress) on stderr; the legend and
-  // the table, the results, on stdout, also with --quiet.
-  if (mpi.rank() == 0) {
-    if (!options.quiet) {
-      std::cerr << "crossbench: " << plan.cells.size() << " cells to run on " << mpi.size() << " rank(s), "
-                << plan.groups.size() << " device group(s); predicted makespan " << format_duration(plan.makespan_s);
-      if (options.resume) std::cerr << "; resuming: " << resume.earlier.size() << " cells already in the journal";
-      std::cerr << "\n";
-    }
-    legend.print(std::cout);
-    if (!options.jsonl.empty()) {
-      jsonl.open(options.jsonl, std::ios::app);
-      if (!jsonl) throw UsageError("--jsonl '" + options.jsonl.string() + "': cannot open it for appending");
-    }
-    progress = std::make_unique<Progress>(std::cerr, legend, plan.cells.size(), plan.total_s, options.quiet);
-    const auto journal = journal_path(options.output);
-    if (options.output.has_parent_path()) std::filesystem::create_directories(options.output.parent_path());
-    if (options.overwrite && ::unlink(journal.c_str()) != 0 && errno != ENOENT)
-      throw Error("--overwrite: removing the old journal '" + journal.string() + "' failed: " + std::strerror(errno));
-    JournalWriter writer = options.resume ? JournalWriter::append_to(journal)
-                                          : JournalWriter::create(journal, JournalHeader::for_run(options, device_keys_of(devices)));
-    if (!resume.new_devices.empty()) writer.append_devices(resume.new_devices);
-    collector = std::make_unique<Collector>(options, plan, devices, run_attributes(options, mpi, plan),
-                                            std::move(resume.earlier), std::move(writer),
-                                            [&](const CellResult& result, double estimated_s) {
-                                              progress->finished(result, estimated_s);
-                                              if (jsonl.is_open()) write_jsonl_record(jsonl, options, result, devices);
-                                            });
-  }
-
-  // Every rank: its cells, stopping between cells when a signal asks.
-  int results_sent = 0;
-  bool interrupted = false;
-  int ranks_finished = 1;  // rank 0: itself, once its own cells are done, plus each `finished` message
-  const auto handle = [&](ChannelMessage message) {
-    if (message.kind == ChannelMessage::Kind::result) {
-      collector->add(std::move(message.result));
-    } else {
-      ++ranks_finished;
-      interrupted = interrupted || message.interrupted;
-      if (message.stop_signal != 0) stop_flag::raise(message.stop_signal, 1);  // the signal recorded is the one received
-    }
-  };
+  RankCellsDone done;
   for (const auto& planned : plan.cells_of(mpi.rank())) {
     stop_broadcast.poll();
     // The ranks of a data-parallel cell decide together (run_data_parallel_cell).
     if (stop.requested() && !planned.data_parallel()) {
-      interrupted = true;
+      done.interrupted = true;
       break;
     }
     const std::string& engine_name = planned.cell.engine;
@@ -204,81 +169,63 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
       result = run_cell(engines[engine_name].get(), engine_name, networks.at(planned.cell.network), planned.cell, device,
                         options.measure, mpi.rank());
     }
-    if (mpi.rank() != 0) {
+    if (inbox == nullptr) {
       channel.send_result(result);
-      ++results_sent;
+      ++done.results_sent;
       continue;
     }
-    collector->add(std::move(result));
-    while (auto message = channel.poll()) handle(std::move(*message));
+    inbox->collector.add(std::move(result));
+    while (auto message = channel.poll()) inbox->take(std::move(*message));
   }
-  if (mpi.rank() != 0) {
-    stop_broadcast.poll();
-    channel.send_finished(results_sent, interrupted || stop.requested(), stop.signal_number());
-    return interrupted || stop.requested() ? kExitIncomplete : 0;
-  }
-  interrupted = interrupted || stop.requested();
+  return done;
+}
 
-  // Rank 0: everything the other ranks send, until each says it has finished.
-  while (ranks_finished < mpi.size()) {
+int run_on_ranks(const Options& options, const MpiSession& mpi, const StopRequest& stop) {
+  StopBroadcast stop_broadcast(mpi);  // a stop on any rank reaches every rank
+  stop_flag::set_grace_seconds(options.stop_grace_s);
+  const Device device = bind_device(mpi, options.device_tag);
+  const std::vector<Device> devices = gather_devices(mpi, device);
+  ResumeState resume = agree_on_resume(options, mpi, devices);
+  const Plan plan = make_plan(options, devices, resume.done);
+  ResultChannel channel(mpi);
+
+  if (mpi.rank() != 0) {
+    const RankCellsDone done = run_rank_cells(options, mpi, stop, stop_broadcast, plan, device, channel, nullptr);
+    stop_broadcast.poll();
+    const bool interrupted = done.interrupted || stop.requested();
+    channel.send_finished(done.results_sent, interrupted, stop.signal_number());
+    return interrupted ? kExitIncomplete : 0;
+  }
+
+  // Rank 0: its own cells, then everything the other ranks send until each says it has finished.
+  Collector collector(plan, resume.earlier, make_reporters(options, mpi, plan, devices, resume));
+  RankZeroInbox inbox{collector};
+  const bool stopped_early = run_rank_cells(options, mpi, stop, stop_broadcast, plan, device, channel, &inbox).interrupted;
+  inbox.interrupted = inbox.interrupted || stopped_early;
+  while (inbox.ranks_finished < mpi.size()) {
     if (auto message = channel.poll()) {
-      handle(std::move(*message));
+      inbox.take(std::move(*message));
     } else {
       stop_broadcast.poll();
-      collector->checkpoint_if_due();
+      collector.idle();
       std::this_thread::sleep_for(std::chrono::milliseconds(20));  // between polls: rank 0 has no cells left
     }
   }
-  const std::size_t missing = plan.cells.size() - collector->new_final_results();
-  interrupted = interrupted || stop.requested() || missing > 0;
-  const std::string stopped_by = stop.signal_number() != 0 ? "stopped by signal " + std::to_string(stop.signal_number())
-                                                            : "stopped";
-  collector->write_cube(interrupted ? "incomplete: " + stopped_by + " with " + std::to_string(missing) +
-                                          " cells not run; resume with --resume"
-                                    : "complete");
-
-  std::map<Status, int> counts;
-  for (const auto& result : collector->results()) ++counts[result.status];
-  {
-    // The table in matrix order, whatever order the cells finished in.
-    std::vector<CellResult> ordered = collector->results();
-    const auto position = [](const auto& list, const auto& value) {
-      return std::find(list.begin(), list.end(), value) - list.begin();
-    };
-    std::stable_sort(ordered.begin(), ordered.end(), [&](const CellResult& a, const CellResult& b) {
-      const auto rank_of = [&](const CellResult& r) {
-        return std::make_tuple(r.device_key, r.cell.engine, position(options.matrix.networks, r.cell.network),
-                               position(options.matrix.precisions, r.cell.precision), r.cell.batch,
-                               position(options.matrix.phases, r.cell.phase), r.cell.gpus, r.cell.replica);
-      };
-      return rank_of(a) < rank_of(b);
-    });
-    add_scaling_efficiency(ordered);
-    std::cout << "\n";
-    print_table(std::cout, legend, ordered);
-    if (options.measure.layer_times) print_layer_times(std::cout, ordered, options.measure.layer_time_repetitions);
-  }
-  std::cout << std::flush;
-  std::cerr << "\ncrossbench: wrote " << options.output.string() << " (" << collector->results().size() << " cells:";
-  for (const auto& [status, count] : counts) std::cerr << " " << count << " " << to_string(status);
-  std::cerr << ")\n";
-  if (interrupted)
-    std::cerr << "crossbench: incomplete: " << missing << " cells not run; continue with the same command and --resume\n";
-  const std::string report_dir = (options.output.parent_path() / (options.output.stem().string() + "-report")).string();
-  std::cerr << "next: scripts/report report " << options.output.string() << " -o " << (report_dir.empty() ? "report" : report_dir)
-            << "\n" << std::flush;
-  return interrupted ? kExitIncomplete : 0;
+  RunEnd end;
+  end.cells_not_run = plan.cells.size() - collector.new_final_results();
+  end.complete = !(inbox.interrupted || stop.requested() || end.cells_not_run > 0);
+  end.stop_signal = stop.signal_number();
+  collector.finish(end);
+  return end.complete ? 0 : kExitIncomplete;
 }
 
 }  // namespace
 
 int run_command(const CommandContext& context) {
   // Parsed before MPI starts: bad input never reaches the device or the output.
-  const Options options = parse_command_options("run", context.arguments, context.default_job, context.command_line);
-  if (options.help) {
-    std::cout << command_help("run");
-    return 0;
-  }
+  const std::optional<Options> parsed = command_options_or_help("run", context);
+  if (!parsed) return 0;  // --help
+  const Options& options = *parsed;
   StopRequest stop;
   MpiSession mpi;
   try {

@@ -5,8 +5,6 @@
 
 #include "crossbench/cube.hpp"
 #include "crossbench/error.hpp"
-#include "cluster/journal.hpp"
-#include "cluster/plan.hpp"
 
 namespace crossbench {
 namespace {

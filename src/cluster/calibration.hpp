@@ -11,15 +11,9 @@
 #include <vector>
 
 #include "crossbench/statistics.hpp"
+#include "cluster/planned_cell.hpp"
 
 namespace crossbench {
-
-struct PlannedCell;
-
-// Where a cell's estimate comes from (PlannedCell::estimate_source).
-inline constexpr const char* kEstimateModel = "model";
-inline constexpr const char* kEstimateRecorded = "recorded";
-inline constexpr const char* kEstimateScaledModel = "scaled model";
 
 struct RecordedWallTimes {
   std::vector<std::filesystem::path> cubes;  // as given
@@ -31,7 +25,7 @@ struct RecordedWallTimes {
 // Reads the ok cells of every cube. A cube that is missing or not a readable
 // crossbench cube is a UsageError naming it (plan exits 2); a cube without
 // recorded wall times (schema 2) adds nothing.
-RecordedWallTimes read_recorded_wall_times(const std::vector<std::filesystem::path>& cubes);
+[[nodiscard]] RecordedWallTimes read_recorded_wall_times(const std::vector<std::filesystem::path>& cubes);
 
 // The fit of one engine on one device key.
 struct CalibrationFit {
@@ -45,7 +39,7 @@ struct CalibrationFit {
 // (PlannedCell::model) and `recorded`; returns one fit per (device key,
 // engine), in the cells' order. Cells the plan cannot run keep their cost; a
 // scaled model stays within `cell_time_limit_s` [s], as the run does.
-std::vector<CalibrationFit> calibrate_cells(std::vector<PlannedCell>& cells, const RecordedWallTimes& recorded,
+[[nodiscard]] std::vector<CalibrationFit> calibrate_cells(std::vector<PlannedCell>& cells, const RecordedWallTimes& recorded,
                                             double cell_time_limit_s);
 
 }  // namespace crossbench

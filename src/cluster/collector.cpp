@@ -6,17 +6,14 @@
 
 namespace crossbench {
 
-Collector::Collector(const Options& options, const Plan& plan, std::vector<Device> rank_devices,
-                     std::map<std::string, std::string> attributes, std::vector<CellResult> earlier,
-                     JournalWriter journal, OnResult on_result)
-    : options_(options),
-      plan_(plan),
-      rank_devices_(std::move(rank_devices)),
-      attributes_(std::move(attributes)),
-      results_(std::move(earlier)),
-      earlier_count_(results_.size()),
-      journal_(std::move(journal)),
-      on_result_(std::move(on_result)) {
+std::string RunEnd::run_state() const {
+  if (complete) return "complete";
+  const std::string stopped_by = stop_signal != 0 ? "stopped by signal " + std::to_string(stop_signal) : "stopped";
+  return "incomplete: " + stopped_by + " with " + std::to_string(cells_not_run) + " cells not run; resume with --resume";
+}
+
+Collector::Collector(const Plan& plan, std::vector<CellResult> earlier, std::vector<std::unique_ptr<Reporter>> reporters)
+    : results_(std::move(earlier)), earlier_count_(results_.size()), reporters_(std::move(reporters)) {
   for (const auto& planned : plan.cells) estimates_[cell_key(planned.device_key, planned.cell)] = planned.estimated_s;
 }
 
@@ -27,10 +24,16 @@ void Collector::add(CellResult result) {
                 result.device_key + " from rank " + std::to_string(result.rank));
   const double estimated_s = estimate->second;
   estimates_.erase(estimate);  // a second result for the same cell is an error too
-  if (result.status != Status::not_run) journal_.append(result);  // durable before anything else happens with it
-  if (on_result_) on_result_(result, estimated_s);
+  for (const auto& reporter : reporters_) reporter->report_cell(result, estimated_s);
   results_.push_back(std::move(result));
-  checkpoint_if_due();
+}
+
+void Collector::idle() {
+  for (const auto& reporter : reporters_) reporter->idle();
+}
+
+void Collector::finish(const RunEnd& end) {
+  for (const auto& reporter : reporters_) reporter->finish(results_, end);
 }
 
 std::size_t Collector::new_final_results() const {
@@ -39,12 +42,30 @@ std::size_t Collector::new_final_results() const {
   return count;
 }
 
-void Collector::checkpoint_if_due() {
+CubeReporter::CubeReporter(const Options& options, const Plan& plan, std::vector<Device> rank_devices,
+                           std::map<std::string, std::string> attributes, std::vector<CellResult> earlier,
+                           JournalWriter journal)
+    : options_(options),
+      plan_(plan),
+      rank_devices_(std::move(rank_devices)),
+      attributes_(std::move(attributes)),
+      results_(std::move(earlier)),
+      journal_(std::move(journal)) {}
+
+void CubeReporter::report_cell(const CellResult& result, double /*estimated_s*/) {
+  if (result.status != Status::not_run) journal_.append(result);  // durable before anything else happens with it
+  results_.push_back(result);
+  idle();
+}
+
+void CubeReporter::idle() {
   const double since = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint_).count();
   if (since >= options_.checkpoint_s) write_cube("incomplete: checkpoint while running");
 }
 
-void Collector::write_cube(const std::string& run_state) {
+void CubeReporter::finish(const std::vector<CellResult>& /*results*/, const RunEnd& end) { write_cube(end.run_state()); }
+
+void CubeReporter::write_cube(const std::string& run_state) {
   auto attributes = attributes_;
   attributes["run_state"] = run_state;
   if (options_.output.has_parent_path()) std::filesystem::create_directories(options_.output.parent_path());

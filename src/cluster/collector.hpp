@@ -1,51 +1,65 @@
-// Rank 0's side of a run: every result goes to the journal first (fsync'd),
-// then to the in-memory list; the cube is rewritten atomically at checkpoints
-// and at the end.
+// Rank 0's side of a run: every finished cell is checked against the plan
+// (each planned cell once), kept, and handed to the reporters (reporter.hpp)
+// in order. The cube's reporter comes first, so that the journal holds a
+// cell (fsync'd) before anything else is done with it.
 #pragma once
 
 #include <chrono>
-#include <filesystem>
-#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "crossbench/options.hpp"
 #include "cluster/journal.hpp"
 #include "cluster/plan.hpp"
+#include "cluster/reporter.hpp"
 
 namespace crossbench {
 
 class Collector {
  public:
-  using OnResult = std::function<void(const CellResult& result, double estimated_s)>;
+  // `earlier` holds the results of a resumed journal: they are kept (and are
+  // the first of finish()'s results) but not reported again.
+  Collector(const Plan& plan, std::vector<CellResult> earlier, std::vector<std::unique_ptr<Reporter>> reporters);
 
-  // `earlier` holds the results of a resumed journal; they go into the cube but not to `on_result`.
-  Collector(const Options& options, const Plan& plan, std::vector<Device> rank_devices,
-            std::map<std::string, std::string> attributes, std::vector<CellResult> earlier, JournalWriter journal,
-            OnResult on_result);
-
-  // Journal, then memory; throws Error for a cell not in the plan. A `not_run`
-  // result (a cell a stop interrupted) goes into the cube but not the journal,
-  // so that --resume runs it again.
+  // Throws Error for a cell not in the plan, or one reported twice.
   void add(CellResult result);
-  void checkpoint_if_due();             // rewrites the cube when checkpoint_s has passed
-  void write_cube(const std::string& run_state);  // "complete", "incomplete: ..." → root attribute run_state
-  const std::vector<CellResult>& results() const { return results_; }
-  std::size_t new_results() const { return results_.size() - earlier_count_; }
+  void idle();                       // while waiting for other ranks: each reporter's idle()
+  void finish(const RunEnd& end);    // each reporter's finish(), with every result
+  [[nodiscard]] const std::vector<CellResult>& results() const { return results_; }
   // New results with a final status (not the `not_run` of a cell a stop interrupted).
-  std::size_t new_final_results() const;
+  [[nodiscard]] std::size_t new_final_results() const;
 
  private:
+  std::vector<CellResult> results_;
+  std::size_t earlier_count_;
+  std::vector<std::unique_ptr<Reporter>> reporters_;
+  std::map<std::string, double> estimates_;  // cell key → planned cost [s]; a reported cell leaves it
+};
+
+// The results cube and its journal (DESIGN.md "Distribution"): every result
+// goes to the journal first, durable when report_cell returns (a `not_run`
+// result, a cell a stop interrupted, goes into the cube but not the journal,
+// so that --resume runs it again); the cube is rewritten atomically at
+// checkpoints (every checkpoint_s) and at the end.
+class CubeReporter final : public Reporter {
+ public:
+  // `earlier`: a resumed journal's results, which the cube holds too.
+  CubeReporter(const Options& options, const Plan& plan, std::vector<Device> rank_devices,
+               std::map<std::string, std::string> attributes, std::vector<CellResult> earlier, JournalWriter journal);
+  void report_cell(const CellResult& result, double estimated_s) override;
+  void idle() override;  // rewrites the cube when checkpoint_s has passed
+  void finish(const std::vector<CellResult>& results, const RunEnd& end) override;
+
+ private:
+  void write_cube(const std::string& run_state);  // "complete", "incomplete: ..." → root attribute run_state
   const Options& options_;
   const Plan& plan_;
   std::vector<Device> rank_devices_;
   std::map<std::string, std::string> attributes_;
   std::vector<CellResult> results_;
-  std::size_t earlier_count_;
   JournalWriter journal_;
-  OnResult on_result_;
-  std::map<std::string, double> estimates_;  // cell key → planned cost [s]
   std::chrono::steady_clock::time_point last_checkpoint_ = std::chrono::steady_clock::now();
 };
 

@@ -43,7 +43,7 @@ int convolutions(const Network& network) {
 // each direction it runs); a worker builds its model, and pytorch-compile and
 // jax compile the step once per cell.
 void add_preparation(CellEstimate& estimate, const Network& network, const CellSpec& cell, const Device& device,
-                     const Options& options, bool native) {
+                     const EngineConfig& engine, bool native) {
   if (!native) {
     estimate.preparation_s = kWorkerPreparationSeconds;
     if (cell.engine == "pytorch-compile") estimate.search_s = kCompileSeconds;
@@ -51,7 +51,7 @@ void add_preparation(CellEstimate& estimate, const Network& network, const CellS
     return;
   }
   estimate.preparation_s = kNativePreparationSeconds;
-  if (device.kind == DeviceKind::gpu && setting_value(options.settings, "engine.algo") == "exhaustive") {
+  if (device.kind == DeviceKind::gpu && engine.setting("engine.algo") == "exhaustive") {
     const int directions = cell.phase == Phase::training ? 3 : 1;  // forward; backward data and filter
     estimate.search_s = kSearchSecondsPerConvolution * convolutions(network) * directions;
   }
@@ -59,7 +59,8 @@ void add_preparation(CellEstimate& estimate, const Network& network, const CellS
 
 }  // namespace
 
-CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, const Device& device, const Options& options) {
+CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, const Device& device,
+                                 const MeasureOptions& measure, const EngineConfig& engine) {
   const auto& catalog = engine_catalog();
   const auto info = std::find_if(catalog.begin(), catalog.end(), [&](const EngineInfo& e) { return e.name == cell.engine; });
   const bool native = info != catalog.end();
@@ -69,15 +70,15 @@ CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, c
   if (cell.gpus > 1 && cell.phase != Phase::training) return unsupported;  // single-device only
 
   CellEstimate estimate;
-  add_preparation(estimate, network, cell, device, options, native);
+  add_preparation(estimate, network, cell, device, engine, native);
   const double flops_per_image = cell.phase == Phase::training ? network.training_flops_per_image()
                                                                : network.forward_flops_per_image();
-  const double steps = options.measure.warmup_steps + options.measure.min_steps;
+  const double steps = measure.warmup_steps + measure.min_steps;
   const double flops_per_second =
       std::max(device.peak_fp32_tflops, 1e-3) * 1e12 * kAssumedEfficiency * precision_speedup(device, cell.precision);
   estimate.steps_s = steps * flops_per_image * static_cast<double>(cell.batch) / flops_per_second;
   // The cell time limit includes preparation: nothing runs longer than it.
-  const double limit_s = options.measure.cell_time_limit_s;
+  const double limit_s = measure.cell_time_limit_s;
   if (estimate.total_s() > limit_s) {
     estimate.search_s = std::min(estimate.search_s, std::max(0.0, limit_s - estimate.preparation_s));
     estimate.steps_s = std::max(0.0, limit_s - estimate.preparation_s - estimate.search_s);

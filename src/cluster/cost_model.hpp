@@ -6,7 +6,8 @@
 
 #include "crossbench/device.hpp"
 #include "crossbench/network.hpp"
-#include "crossbench/options.hpp"
+#include "crossbench/engine.hpp"
+#include "crossbench/measure.hpp"
 
 namespace crossbench {
 
@@ -23,7 +24,9 @@ struct CellEstimate {
 
 // The model's estimate of a cell on a device, at most the cell time limit
 // (which includes preparation); kUnsupportedCellSeconds (all in steps_s) for
-// a cell the engine cannot run there.
-CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, const Device& device, const Options& options);
+// a cell the engine cannot run there. It reads the measurement's steps and
+// time limit and the engines' algorithm policy (engine.algo).
+[[nodiscard]] CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, const Device& device,
+                                               const MeasureOptions& measure, const EngineConfig& engine);
 
 }  // namespace crossbench

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <map>
 
-#include "cluster/journal.hpp"
-
 #include <nlohmann/json.hpp>
 
 namespace crossbench {

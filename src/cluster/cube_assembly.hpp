@@ -17,7 +17,7 @@ namespace crossbench {
 // (same coordinates; the same replica, else replica 0) is ok among `cells`.
 void add_scaling_efficiency(std::vector<CellResult>& cells);
 
-CubeContents assemble_cube(const Options& options, const Plan& plan, const std::vector<Device>& rank_devices,
+[[nodiscard]] CubeContents assemble_cube(const Options& options, const Plan& plan, const std::vector<Device>& rank_devices,
                            const std::vector<CellResult>& results,
                            const std::map<std::string, std::string>& attributes);
 

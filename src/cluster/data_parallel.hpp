@@ -14,7 +14,7 @@ namespace crossbench {
 // data-parallel cells. Returns the cell's result on the group's first rank
 // (its status is the first failure of any member, naming that rank); other
 // ranks get their own, which they do not report.
-CellResult run_data_parallel_cell(Engine* engine, const Network& network, const PlannedCell& planned,
+[[nodiscard]] CellResult run_data_parallel_cell(Engine* engine, const Network& network, const PlannedCell& planned,
                                   const Device& device, const MeasureOptions& options, const MpiSession& mpi);
 
 }  // namespace crossbench

@@ -33,8 +33,6 @@ std::string crc_hex(const std::string& text) {
 
 }  // namespace
 
-std::string cell_key(const std::string& device_key, const CellSpec& cell) { return device_key + "|" + describe(cell); }
-
 std::filesystem::path journal_path(const std::filesystem::path& cube) {
   return std::filesystem::path(cube.string() + ".journal");
 }

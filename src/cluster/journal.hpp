@@ -35,15 +35,15 @@ struct JournalHeader {
   nlohmann::json workers;   // resume_worker_commands()
   std::vector<std::string> device_keys;  // sorted; a `devices` record adds to them
 
-  static JournalHeader for_run(const Options& options, std::vector<std::string> device_keys);
+  [[nodiscard]] static JournalHeader for_run(const Options& options, std::vector<std::string> device_keys);
   // Empty when the two match; else a sentence naming what differs. `other` is
   // the journal's; device keys new in this run are accepted when `allow_new_devices`.
-  std::string mismatch(const JournalHeader& other, bool allow_new_devices) const;
+  [[nodiscard]] std::string mismatch(const JournalHeader& other, bool allow_new_devices) const;
   // The device keys of this run that the journal `other` does not have.
-  std::vector<std::string> new_device_keys(const JournalHeader& other) const;
+  [[nodiscard]] std::vector<std::string> new_device_keys(const JournalHeader& other) const;
 };
 
-std::filesystem::path journal_path(const std::filesystem::path& cube);
+[[nodiscard]] std::filesystem::path journal_path(const std::filesystem::path& cube);
 
 struct JournalContents {
   JournalHeader header;
@@ -52,15 +52,15 @@ struct JournalContents {
 };
 
 // Reads a journal; throws Error when the file cannot be read or has no valid header.
-JournalContents read_journal(const std::filesystem::path& path);
+[[nodiscard]] JournalContents read_journal(const std::filesystem::path& path);
 
 class JournalWriter {
  public:
   // Creates a journal with its header, exclusively (an existing file or a
   // symbolic link at `path` is an error: --overwrite removes the old one
   // first), or opens an existing regular file, never through a symlink, to append.
-  static JournalWriter create(const std::filesystem::path& path, const JournalHeader& header);
-  static JournalWriter append_to(const std::filesystem::path& path);
+  [[nodiscard]] static JournalWriter create(const std::filesystem::path& path, const JournalHeader& header);
+  [[nodiscard]] static JournalWriter append_to(const std::filesystem::path& path);
   JournalWriter(JournalWriter&& other) noexcept;
   JournalWriter& operator=(JournalWriter&&) = delete;
   JournalWriter(const JournalWriter&) = delete;
@@ -75,8 +75,5 @@ class JournalWriter {
   std::filesystem::path path_;
   int descriptor_ = -1;
 };
-
-// The key of a cell within a run: device key + describe(cell).
-std::string cell_key(const std::string& device_key, const CellSpec& cell);
 
 }  // namespace crossbench

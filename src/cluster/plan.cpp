@@ -7,7 +7,6 @@
 
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
-#include "cluster/journal.hpp"
 
 namespace crossbench {
 
@@ -55,20 +54,120 @@ Assignment assign_longest_first(const std::vector<double>& costs, const std::vec
   return assignment;
 }
 
-Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, const std::set<std::string>& done,
-               const RecordedWallTimes* recorded) {
-  Plan plan;
+namespace {
+
+// The ranks grouped by device key, in order of their first rank.
+std::vector<DeviceGroup> group_ranks_by_device(const std::vector<Device>& rank_devices) {
+  std::vector<DeviceGroup> groups;
   for (int rank = 0; rank < static_cast<int>(rank_devices.size()); ++rank) {
     const std::string key = rank_devices[static_cast<std::size_t>(rank)].key();
-    auto group = std::find_if(plan.groups.begin(), plan.groups.end(), [&](const DeviceGroup& g) { return g.key == key; });
-    if (group == plan.groups.end()) {
-      plan.groups.push_back({key, rank_devices[static_cast<std::size_t>(rank)], {}});
-      group = std::prev(plan.groups.end());
+    auto group = std::find_if(groups.begin(), groups.end(), [&](const DeviceGroup& g) { return g.key == key; });
+    if (group == groups.end()) {
+      groups.push_back({key, rank_devices[static_cast<std::size_t>(rank)], {}});
+      group = std::prev(groups.end());
     }
     group->ranks.push_back(rank);
   }
-  plan.rank_load_s.assign(rank_devices.size(), 0.0);
+  return groups;
+}
 
+// A group's cells in matrix order, each with the cost model's estimate;
+// those in `done` or not selected by --filter left out.
+std::vector<PlannedCell> group_cells(const Options& options, const DeviceGroup& group, const std::set<std::string>& done,
+                                     const std::map<std::string, Network>& networks) {
+  std::vector<PlannedCell> cells;
+  for (const CellSpec& cell : expand_matrix(options.matrix, resolve_engines(options.matrix.engines, group.device.kind),
+                                            options.replicas)) {
+    if (done.count(cell_key(group.key, cell)) || !cell_selected(options, cell)) continue;
+    PlannedCell planned;
+    planned.device_key = group.key;
+    planned.cell = cell;
+    planned.rank = -1;
+    planned.model = model_cell_estimate(networks.at(cell.network), cell, group.device, options.measure, options.engine);
+    if (cell.gpus > static_cast<int>(group.ranks.size()) && cell.phase == Phase::training) {
+      planned.unrunnable_reason = "data parallel over " + std::to_string(cell.gpus) + " devices needs " +
+                                  std::to_string(cell.gpus) + " ranks bound to devices of key '" + group.key +
+                                  "'; this run has " + std::to_string(group.ranks.size());
+      planned.model = {0, 0, kUnsupportedCellSeconds};
+    }
+    planned.estimated_s = planned.model.total_s();
+    cells.push_back(planned);
+  }
+  return cells;
+}
+
+// Data-parallel cells (`parallel`: indices into `cells`, largest groups and
+// longest first), each on the cell.gpus least-loaded ranks of the group,
+// appended to the plan in order of their estimated start, so that disjoint
+// groups run side by side.
+void place_data_parallel_cells(Plan& plan, const DeviceGroup& group, std::vector<PlannedCell>& cells,
+                               const std::vector<std::size_t>& parallel) {
+  std::vector<std::pair<double, PlannedCell>> started;  // (estimated start [s], cell)
+  std::map<std::string, std::set<int>> ranks_holding;  // replicas of one cell go to distinct ranks
+  for (const std::size_t index : parallel) {
+    PlannedCell& planned = cells[index];
+    CellSpec base = planned.cell;
+    base.replica = 0;
+    auto& taken = ranks_holding[describe(base)];
+    std::vector<int> candidates;
+    for (const int rank : group.ranks)
+      if (!taken.count(rank)) candidates.push_back(rank);
+    if (static_cast<int>(candidates.size()) < planned.cell.gpus)
+      candidates = group.ranks;  // more replicas than disjoint groups: reuse ranks
+    std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) {
+      return plan.rank_load_s[static_cast<std::size_t>(a)] < plan.rank_load_s[static_cast<std::size_t>(b)];
+    });
+    candidates.resize(static_cast<std::size_t>(planned.cell.gpus));
+    std::sort(candidates.begin(), candidates.end());
+    planned.group_ranks = candidates;
+    planned.rank = candidates.front();
+    // The group starts when its busiest member is free, and ends together.
+    double start = 0;
+    for (const int rank : candidates) start = std::max(start, plan.rank_load_s[static_cast<std::size_t>(rank)]);
+    for (const int rank : candidates) {
+      taken.insert(rank);
+      plan.rank_load_s[static_cast<std::size_t>(rank)] = start + planned.estimated_s;
+    }
+    plan.total_s += planned.estimated_s * planned.cell.gpus;
+    started.emplace_back(start, planned);
+  }
+  // In order of their estimated start, so that disjoint groups run side by side.
+  std::stable_sort(started.begin(), started.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [start, planned] : started) {
+    planned.group_tag = static_cast<int>(plan.cells.size()) + 1;
+    plan.cells.push_back(std::move(planned));
+  }
+}
+
+// Single-device cells (`single`: indices into `cells`) over the group's
+// ranks, longest processing time first; the replicas of a cell on distinct ranks.
+void place_single_cells(Plan& plan, const DeviceGroup& group, std::vector<PlannedCell>& cells,
+                        const std::vector<std::size_t>& single) {
+  std::vector<double> costs;
+  std::vector<std::string> classes;
+  for (const std::size_t index : single) {
+    CellSpec base = cells[index].cell;
+    base.replica = 0;
+    costs.push_back(cells[index].estimated_s);
+    classes.push_back(describe(base));
+  }
+  const Assignment assignment = assign_longest_first(costs, classes, group.ranks, plan.rank_load_s);
+  for (const std::size_t item : assignment.order) {
+    PlannedCell& planned = cells[single[item]];
+    planned.rank = assignment.rank_of_item[item];
+    plan.total_s += planned.estimated_s;
+    plan.cells.push_back(planned);
+  }
+}
+
+}  // namespace
+
+Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, const std::set<std::string>& done,
+               const RecordedWallTimes* recorded) {
+  Plan plan;
+  plan.groups = group_ranks_by_device(rank_devices);
+  plan.rank_load_s.assign(rank_devices.size(), 0.0);
   std::map<std::string, Network> networks;
   for (const auto& name : options.matrix.networks) networks.emplace(name, make_network(name));
 
@@ -76,35 +175,11 @@ Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, 
     if (static_cast<int>(group.ranks.size()) < options.replicas)
       throw UsageError("--replicas " + std::to_string(options.replicas) + " needs at least that many ranks per device, but '" +
                        group.key + "' has " + std::to_string(group.ranks.size()) + " rank(s)");
-    // The group's cells in matrix order, each with its estimate.
-    std::vector<PlannedCell> cells;
-    for (const auto& engine : resolve_engines(options.matrix.engines, group.device.kind))
-      for (const auto& network : options.matrix.networks)
-        for (const auto precision : options.matrix.precisions)
-          for (const auto batch : options.matrix.batches)
-            for (const auto phase : options.matrix.phases)
-              for (const int gpus : options.matrix.gpus)
-                for (int replica = 0; replica < options.replicas; ++replica) {
-                  PlannedCell planned;
-                  planned.device_key = group.key;
-                  planned.cell = {engine, network, precision, batch, phase, replica, gpus};
-                  planned.rank = -1;
-                  if (done.count(cell_key(group.key, planned.cell)) || !cell_selected(options, planned.cell)) continue;
-                  planned.model = model_cell_estimate(networks.at(network), planned.cell, group.device, options);
-                  planned.estimated_s = planned.model.total_s();
-                  if (gpus > static_cast<int>(group.ranks.size()) && phase == Phase::training)
-                    planned.unrunnable_reason = "data parallel over " + std::to_string(gpus) + " devices needs " +
-                                                std::to_string(gpus) + " ranks bound to devices of key '" + group.key +
-                                                "'; this run has " + std::to_string(group.ranks.size());
-                  if (!planned.unrunnable_reason.empty()) planned.model = {0, 0, kUnsupportedCellSeconds};
-                  planned.estimated_s = planned.model.total_s();
-                  cells.push_back(planned);
-                }
+    std::vector<PlannedCell> cells = group_cells(options, group, done, networks);
     if (recorded != nullptr) {
       const auto fits = calibrate_cells(cells, *recorded, options.measure.cell_time_limit_s);
       plan.calibration.insert(plan.calibration.end(), fits.begin(), fits.end());
     }
-
     // Data-parallel cells first, longest first, each on the least-loaded ranks.
     std::vector<std::size_t> parallel, single;
     for (std::size_t i = 0; i < cells.size(); ++i) {
@@ -118,58 +193,8 @@ Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, 
       if (cells[a].cell.gpus != cells[b].cell.gpus) return cells[a].cell.gpus > cells[b].cell.gpus;
       return cells[a].estimated_s > cells[b].estimated_s;
     });
-    std::vector<std::pair<double, PlannedCell>> started;  // (estimated start [s], cell)
-    std::map<std::string, std::set<int>> ranks_holding;  // replicas of one cell go to distinct ranks
-    for (const std::size_t index : parallel) {
-      PlannedCell& planned = cells[index];
-      CellSpec base = planned.cell;
-      base.replica = 0;
-      auto& taken = ranks_holding[describe(base)];
-      std::vector<int> candidates;
-      for (const int rank : group.ranks)
-        if (!taken.count(rank)) candidates.push_back(rank);
-      if (static_cast<int>(candidates.size()) < planned.cell.gpus)
-        candidates = group.ranks;  // more replicas than disjoint groups: reuse ranks
-      std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) {
-        return plan.rank_load_s[static_cast<std::size_t>(a)] < plan.rank_load_s[static_cast<std::size_t>(b)];
-      });
-      candidates.resize(static_cast<std::size_t>(planned.cell.gpus));
-      std::sort(candidates.begin(), candidates.end());
-      planned.group_ranks = candidates;
-      planned.rank = candidates.front();
-      // The group starts when its busiest member is free, and ends together.
-      double start = 0;
-      for (const int rank : candidates) start = std::max(start, plan.rank_load_s[static_cast<std::size_t>(rank)]);
-      for (const int rank : candidates) {
-        taken.insert(rank);
-        plan.rank_load_s[static_cast<std::size_t>(rank)] = start + planned.estimated_s;
-      }
-      plan.total_s += planned.estimated_s * planned.cell.gpus;
-      started.emplace_back(start, planned);
-    }
-    // In order of their estimated start, so that disjoint groups run side by side.
-    std::stable_sort(started.begin(), started.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (auto& [start, planned] : started) {
-      planned.group_tag = static_cast<int>(plan.cells.size()) + 1;
-      plan.cells.push_back(std::move(planned));
-    }
-
-    std::vector<double> costs;
-    std::vector<std::string> classes;
-    for (const std::size_t index : single) {
-      CellSpec base = cells[index].cell;
-      base.replica = 0;
-      costs.push_back(cells[index].estimated_s);
-      classes.push_back(describe(base));
-    }
-    const Assignment assignment = assign_longest_first(costs, classes, group.ranks, plan.rank_load_s);
-    for (const std::size_t item : assignment.order) {
-      PlannedCell& planned = cells[single[item]];
-      planned.rank = assignment.rank_of_item[item];
-      plan.total_s += planned.estimated_s;
-      plan.cells.push_back(planned);
-    }
+    place_data_parallel_cells(plan, group, cells, parallel);
+    place_single_cells(plan, group, cells, single);
   }
   if (recorded != nullptr) plan.calibration_cubes = recorded->cubes;
   plan.makespan_s = plan.rank_load_s.empty() ? 0 : *std::max_element(plan.rank_load_s.begin(), plan.rank_load_s.end());

@@ -10,26 +10,9 @@
 #include "crossbench/device.hpp"
 #include "crossbench/options.hpp"
 #include "cluster/calibration.hpp"
-#include "cluster/cost_model.hpp"
+#include "cluster/planned_cell.hpp"
 
 namespace crossbench {
-
-struct PlannedCell {
-  std::string device_key;
-  CellSpec cell;
-  int rank = 0;              // the rank that runs it (and reports it: the group's first rank)
-  double estimated_s = 0;    // what the plan balances on [s]: the model, or plan --calibrate's estimate
-  CellEstimate model;        // the cost model's estimate, in parts [s]
-  std::string estimate_source = kEstimateModel;  // model, recorded or scaled model (calibration.hpp)
-  // Data parallel (gpus > 1): the cell.gpus ranks that train it together, in
-  // rank order (front() == rank); empty for a single-device cell.
-  std::vector<int> group_ranks;
-  int group_tag = 0;         // unique per data-parallel cell: the tag of its MPI group communicator
-  // Set when the plan cannot give the cell what it needs (e.g. more ranks of
-  // the device key than the run has): the cell is recorded `unsupported` with it.
-  std::string unrunnable_reason;
-  bool data_parallel() const { return !group_ranks.empty(); }
-};
 
 struct DeviceGroup {
   std::string key;
@@ -50,11 +33,11 @@ struct Plan {
   // The cells `rank` takes part in, in the order it runs them: the
   // data-parallel cells of its groups first (in one global order, so that the
   // ranks of a group meet), then its single-device cells.
-  std::vector<PlannedCell> cells_of(int rank) const;
+  [[nodiscard]] std::vector<PlannedCell> cells_of(int rank) const;
 };
 
 // Engines of the matrix for one device kind: `auto` becomes the native engine.
-std::vector<std::string> resolve_engines(const std::vector<std::string>& engines, DeviceKind kind);
+[[nodiscard]] std::vector<std::string> resolve_engines(const std::vector<std::string>& engines, DeviceKind kind);
 
 // Longest processing time first: items in decreasing cost (stable: ties keep
 // their order) each go to the least-loaded rank (lowest rank on a tie) that
@@ -65,7 +48,7 @@ struct Assignment {
   std::vector<std::size_t> order;
   std::vector<int> rank_of_item;
 };
-Assignment assign_longest_first(const std::vector<double>& costs, const std::vector<std::string>& conflict_classes,
+[[nodiscard]] Assignment assign_longest_first(const std::vector<double>& costs, const std::vector<std::string>& conflict_classes,
                                 const std::vector<int>& ranks, std::vector<double>& rank_load);
 
 // Groups ranks by device key and splits each group's cells over its ranks,
@@ -77,7 +60,7 @@ Assignment assign_longest_first(const std::vector<double>& costs, const std::vec
 // Cells whose key (cell_key(device key, cell)) is in `done` are left out: a resumed run.
 // Each cell's cost is the model's (cost_model.hpp), or with `recorded` (plan
 // --calibrate) the recorded or scaled estimate (calibration.hpp).
-Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, const std::set<std::string>& done = {},
+[[nodiscard]] Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, const std::set<std::string>& done = {},
                const RecordedWallTimes* recorded = nullptr);
 
 }  // namespace crossbench

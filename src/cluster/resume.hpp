@@ -24,8 +24,8 @@ struct ResumeState {
 
 // Every rank calls it; without --resume it returns an empty state. Throws
 // UsageError on every rank when the journal does not fit this run.
-ResumeState agree_on_resume(const Options& options, const MpiSession& mpi, const std::vector<Device>& devices);
+[[nodiscard]] ResumeState agree_on_resume(const Options& options, const MpiSession& mpi, const std::vector<Device>& devices);
 
-std::vector<std::string> device_keys_of(const std::vector<Device>& devices);
+[[nodiscard]] std::vector<std::string> device_keys_of(const std::vector<Device>& devices);
 
 }  // namespace crossbench

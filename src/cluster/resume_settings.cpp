@@ -1,7 +1,7 @@
 #include "cluster/resume_settings.hpp"
 
+#include "crossbench/engine.hpp"
 #include "crossbench/options_schema.hpp"
-#include "engines/worker/worker_engine.hpp"
 
 namespace crossbench {
 

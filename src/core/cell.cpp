@@ -1,6 +1,10 @@
 #include "crossbench/cell.hpp"
 
 #include <array>
+#include <new>
+
+#include "crossbench/error.hpp"
+#include "crossbench/stop_flag.hpp"
 
 namespace crossbench {
 namespace {
@@ -53,6 +57,41 @@ std::string describe(const CellSpec& cell) {
   if (cell.gpus != 1) text += "/g" + std::to_string(cell.gpus);
   text += "/r" + std::to_string(cell.replica);
   return text;
+}
+
+std::string cell_key(const std::string& device_key, const CellSpec& cell) { return device_key + "|" + describe(cell); }
+
+std::vector<CellSpec> expand_matrix(const MatrixOptions& matrix, const std::vector<std::string>& engines, int replicas) {
+  std::vector<CellSpec> cells;
+  for (const auto& engine : engines)
+    for (const auto& network : matrix.networks)
+      for (const Precision precision : matrix.precisions)
+        for (const std::int64_t batch : matrix.batches)
+          for (const Phase phase : matrix.phases)
+            for (const int gpus : matrix.gpus)
+              for (int replica = 0; replica < replicas; ++replica)
+                cells.push_back({engine, network, precision, batch, phase, replica, gpus});
+  return cells;
+}
+
+CellFailure cell_failure(std::exception_ptr thrown) {
+  try {
+    std::rethrow_exception(thrown);
+  } catch (const Unsupported& error) {
+    return {Status::unsupported, error.what()};
+  } catch (const CellInterrupted& error) {
+    return {Status::not_run, error.what()};
+  } catch (const CellTimeout& error) {
+    return {Status::timeout, error.what()};
+  } catch (const OutOfMemory& error) {
+    return {Status::oom, error.what()};
+  } catch (const std::bad_alloc&) {
+    return {Status::oom, "host allocation failed (std::bad_alloc)"};
+  } catch (const std::exception& error) {
+    return {Status::failed, error.what()};
+  } catch (...) {
+    return {Status::failed, "unknown exception"};
+  }
 }
 
 }  // namespace crossbench

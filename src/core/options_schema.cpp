@@ -133,21 +133,29 @@ std::vector<std::string> option_sections() {
   return sections;
 }
 
+std::optional<std::int64_t> parse_integer(const std::string& text) {
+  std::size_t used = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used == 0 || used != text.size()) return std::nullopt;
+  return value;
+}
+
 std::string validated_setting(const OptionSpec& spec, const std::string& raw, const std::string& origin) {
   const std::string text = trimmed(raw);
-  const std::string what = origin + ": [" + spec.section() + "] " + spec.name() + " = '" + text + "'";
+  // A job-file key by its section, a command-line option by its flag.
+  const std::string what = spec.key.empty() ? origin + ": " + spec.flag + " '" + text + "'"
+                                            : origin + ": [" + spec.section() + "] " + spec.name() + " = '" + text + "'";
   switch (spec.type) {
     case OptionType::integer: {
-      std::size_t used = 0;
-      long long value = 0;
-      try {
-        value = std::stoll(text, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != text.size()) throw UsageError(what + " must be an integer");
-      if (value < spec.low || value > spec.high) throw UsageError(what + " is out of range; valid: " + spec.range_text());
-      return std::to_string(value);
+      const std::optional<std::int64_t> value = parse_integer(text);
+      if (!value) throw UsageError(what + " must be an integer");
+      if (*value < spec.low || *value > spec.high) throw UsageError(what + " is out of range; valid: " + spec.range_text());
+      return std::to_string(*value);
     }
     case OptionType::number: {
       std::size_t used = 0;

@@ -1,80 +1,17 @@
-// NVML through dlopen: the few entry points we use, declared here with the
-// types of nvml.h (stable C ABI since NVML 4; the _v2 names since CUDA 5).
+// The telemetry sampler: NVML (core/nvml.hpp) on the rank's device around the timed steps.
 #include "crossbench/telemetry.hpp"
-
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 
+#include "core/nvml.hpp"
+
 namespace crossbench {
-namespace {
-
-using nvmlReturn_t = int;  // NVML_SUCCESS = 0
-using nvmlDevice_t = void*;
-constexpr int kNvmlClockSm = 1, kNvmlClockMemory = 2;  // nvmlClockType_t
-constexpr int kNvmlTemperatureGpu = 0;                 // nvmlTemperatureSensors_t
-
-struct Nvml {
-  void* library = nullptr;
-  bool initialised = false;
-  std::string why;
-  nvmlReturn_t (*init)() = nullptr;
-  nvmlReturn_t (*shutdown)() = nullptr;
-  nvmlReturn_t (*by_uuid)(const char*, nvmlDevice_t*) = nullptr;
-  nvmlReturn_t (*by_pci)(const char*, nvmlDevice_t*) = nullptr;
-  nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned int*) = nullptr;
-  nvmlReturn_t (*power)(nvmlDevice_t, unsigned int*) = nullptr;  // [mW]
-  nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned int*) = nullptr;
-  nvmlReturn_t (*reasons)(nvmlDevice_t, unsigned long long*) = nullptr;
-  nvmlReturn_t (*energy)(nvmlDevice_t, unsigned long long*) = nullptr;  // [mJ] since driver load
-  nvmlReturn_t (*driver_version)(char*, unsigned int) = nullptr;
-
-  template <typename F>
-  void bind(F& f, const char* name) {
-    f = reinterpret_cast<F>(dlsym(library, name));
-  }
-
-  Nvml() {
-    library = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (library == nullptr) {
-      why = "libnvidia-ml.so.1 not found";
-      return;
-    }
-    bind(init, "nvmlInit_v2");
-    bind(shutdown, "nvmlShutdown");
-    bind(by_uuid, "nvmlDeviceGetHandleByUUID");
-    bind(by_pci, "nvmlDeviceGetHandleByPciBusId_v2");
-    bind(clock, "nvmlDeviceGetClockInfo");
-    bind(power, "nvmlDeviceGetPowerUsage");
-    bind(temperature, "nvmlDeviceGetTemperature");
-    bind(reasons, "nvmlDeviceGetCurrentClocksEventReasons");
-    if (reasons == nullptr) bind(reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
-    bind(energy, "nvmlDeviceGetTotalEnergyConsumption");
-    bind(driver_version, "nvmlSystemGetDriverVersion");
-    if (init == nullptr || init() != 0) {
-      why = "nvmlInit_v2 failed";
-      return;
-    }
-    initialised = true;
-  }
-  ~Nvml() {
-    if (initialised && shutdown != nullptr) shutdown();
-    // The library stays loaded: other threads may be past their last call.
-  }
-};
-
-Nvml& nvml() {
-  static Nvml instance;
-  return instance;
-}
-
-}  // namespace
 
 std::string nvml_version() {
-  Nvml& n = nvml();
-  if (!n.initialised) return "unavailable (" + n.why + ")";
+  nvml::Library& n = nvml::library();
+  if (!n.usable()) return "unavailable (" + n.why() + ")";
   char text[96] = {};
   if (n.driver_version != nullptr && n.driver_version(text, sizeof text) == 0) return std::string("driver ") + text;
   return "available";
@@ -110,17 +47,13 @@ TelemetrySampler::TelemetrySampler(const Device& device) {
     why_ = "the device is a CPU";
     return;
   }
-  Nvml& n = nvml();
-  if (!n.initialised) {
-    why_ = n.why;
+  const nvml::Library& n = nvml::library();
+  if (!n.usable()) {
+    why_ = n.why();
     return;
   }
-  const std::string& uuid = device.uuid;
-  const std::string& pci_bus_id = device.pci_bus_id;
-  nvmlDevice_t handle = nullptr;
-  if (n.by_uuid != nullptr && !uuid.empty() && n.by_uuid(uuid.c_str(), &handle) == 0) device_ = handle;
-  else if (n.by_pci != nullptr && !pci_bus_id.empty() && n.by_pci(pci_bus_id.c_str(), &handle) == 0) device_ = handle;
-  else why_ = "NVML does not know the device " + uuid + " (" + pci_bus_id + ")";
+  device_ = n.find_device(device.uuid, device.pci_bus_id);
+  if (device_ == nullptr) why_ = "NVML does not know the device " + device.uuid + " (" + device.pci_bus_id + ")";
 }
 
 TelemetrySampler::~TelemetrySampler() { stop_thread(); }
@@ -136,13 +69,13 @@ void TelemetrySampler::stop_thread() {
 }
 
 TelemetrySample TelemetrySampler::sample() const {
-  Nvml& n = nvml();
+  const nvml::Library& n = nvml::library();
   TelemetrySample s{NAN, NAN, NAN, NAN, 0};
   unsigned int value = 0;
-  if (n.clock != nullptr && n.clock(device_, kNvmlClockSm, &value) == 0) s.sm_mhz = value;
-  if (n.clock != nullptr && n.clock(device_, kNvmlClockMemory, &value) == 0) s.memory_mhz = value;
+  if (n.clock != nullptr && n.clock(device_, nvml::kClockSm, &value) == 0) s.sm_mhz = value;
+  if (n.clock != nullptr && n.clock(device_, nvml::kClockMemory, &value) == 0) s.memory_mhz = value;
   if (n.power != nullptr && n.power(device_, &value) == 0) s.power_w = value / 1e3;
-  if (n.temperature != nullptr && n.temperature(device_, kNvmlTemperatureGpu, &value) == 0) s.temperature_c = value;
+  if (n.temperature != nullptr && n.temperature(device_, nvml::kTemperatureGpu, &value) == 0) s.temperature_c = value;
   unsigned long long reasons = 0;
   if (n.reasons != nullptr && n.reasons(device_, &reasons) == 0) s.reasons = reasons;
   return s;
@@ -162,7 +95,7 @@ void TelemetrySampler::run() {
 void TelemetrySampler::begin() {
   if (!available()) return;
   stop_thread();
-  Nvml& n = nvml();
+  const nvml::Library& n = nvml::library();
   samples_.clear();
   stop_ = false;
   energy_ok_ = n.energy != nullptr && n.energy(device_, &energy_begin_mj_) == 0;
@@ -173,7 +106,7 @@ void TelemetrySampler::begin() {
 Telemetry TelemetrySampler::end() {
   if (!available() || !thread_.joinable()) return {};
   stop_thread();
-  Nvml& n = nvml();
+  const nvml::Library& n = nvml::library();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin_time_).count();
   unsigned long long energy_end_mj = 0;
   std::optional<double> counter_energy_j;

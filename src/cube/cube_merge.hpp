@@ -28,6 +28,6 @@ struct MergePreference {
 // input's attributes and ranks in `sources` (a merged input's own sources are
 // carried over, so merging merged cubes keeps every run). Throws UsageError
 // naming the cells that two inputs hold, unless `preference` says which wins.
-CubeContents merge_cubes(const std::vector<MergeInput>& inputs, const MergePreference& preference);
+[[nodiscard]] CubeContents merge_cubes(const std::vector<MergeInput>& inputs, const MergePreference& preference);
 
 }  // namespace crossbench

@@ -38,8 +38,6 @@ void describe_variable(hid_t variable, const char* long_name, const char* units)
 // A 1-D variable along `scale` (the dimension's coordinate variable).
 void along(hid_t variable, hid_t scale) { CB_CHECK_HDF5(H5DSattach_scale(variable, scale, 0)); }
 
-std::string key_of(const std::string& device_key, const CellSpec& cell) { return device_key + "\n" + describe(cell); }
-
 // One cell's subgroup: layer (coordinate), kind, forward_ms, backward_ms.
 void write_cell_group(hid_t parent, const std::string& name, const CellResult& result) {
   const hdf5::Group group = create_group(parent, name);
@@ -164,7 +162,7 @@ void read_layer_times(hid_t file, const std::string& what, std::vector<CellResul
                   std::to_string(names.size()) + " rows)");
 
   std::map<std::string, CellResult*> by_key;
-  for (CellResult& cell : cells) by_key[key_of(cell.device_key, cell.cell)] = &cell;
+  for (CellResult& cell : cells) by_key[cell_key(cell.device_key, cell.cell)] = &cell;
   for (std::size_t row = 0; row < names.size(); ++row) {
     CellSpec spec;
     spec.engine = engines[row];
@@ -178,7 +176,7 @@ void read_layer_times(hid_t file, const std::string& what, std::vector<CellResul
     spec.batch = batches[row];
     spec.gpus = gpus[row];
     spec.replica = replicas[row];
-    const auto found = by_key.find(key_of(devices[row], spec));
+    const auto found = by_key.find(cell_key(devices[row], spec));
     if (found == by_key.end())
       throw Error(where + ": " + names[row] + " holds layer times of " + describe(spec) + " on device \"" +
                   devices[row] + "\", which is not a cell of the cube");

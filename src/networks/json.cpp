@@ -63,7 +63,7 @@
 #include <optional>
 #include <set>
 
-#include "cost_model.hpp"
+#include "layer_cost.hpp"
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
 

@@ -1,7 +1,7 @@
 // Network: a validated layer graph and its totals.
 #include <set>
 
-#include "cost_model.hpp"
+#include "layer_cost.hpp"
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
 

@@ -5,7 +5,7 @@
 //   ceil mode:  out = ceil((in + 2 * padding - kernel) / stride) + 1, then one less when the
 //               last window would start at or beyond in + padding (inside the right padding
 //               only), so that every window overlaps the input or its left padding.
-#include "cost_model.hpp"
+#include "layer_cost.hpp"
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
 

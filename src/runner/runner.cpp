@@ -6,12 +6,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <exception>
-#include <new>
 #include <optional>
 
 #include "core/nvtx.hpp"
+#include "core/utc_time.hpp"
 #include "crossbench/error.hpp"
 #include "crossbench/statistics.hpp"
 #include "crossbench/telemetry.hpp"
@@ -50,25 +49,10 @@ CellResult without_measurements(const CellResult& partial, Status status, std::s
   return result;
 }
 
-// The status and message of a cell whose preparation or measurement threw.
+// The status and message of a cell whose preparation or measurement threw (cell_failure).
 CellResult failed_cell(const CellResult& partial, std::exception_ptr thrown) {
-  try {
-    std::rethrow_exception(thrown);
-  } catch (const Unsupported& error) {
-    return without_measurements(partial, Status::unsupported, error.what());
-  } catch (const CellInterrupted& error) {
-    return without_measurements(partial, Status::not_run, error.what());
-  } catch (const CellTimeout& error) {
-    return without_measurements(partial, Status::timeout, error.what());
-  } catch (const OutOfMemory& error) {
-    return without_measurements(partial, Status::oom, error.what());
-  } catch (const std::bad_alloc&) {
-    return without_measurements(partial, Status::oom, "host allocation failed (std::bad_alloc)");
-  } catch (const std::exception& error) {
-    return without_measurements(partial, Status::failed, error.what());
-  } catch (...) {
-    return without_measurements(partial, Status::failed, "unknown exception");
-  }
+  CellFailure failure = cell_failure(thrown);
+  return without_measurements(partial, failure.status, std::move(failure.message));
 }
 
 // --layer-times: the profiling pass of an ok cell, run after its statistics
@@ -148,7 +132,7 @@ Measurement measure(Session& session, const MeasureOptions& options, double seco
   // request, one reply); any other session is timed here, step by step. Warm-up goes
   // through the timer too, so that an asynchronous engine has finished its
   // warm-up work before the first timed step starts.
-  auto* const remote = dynamic_cast<RemoteSteps*>(&session);
+  RemoteSteps* const remote = session.remote_steps();
   const auto run_batch = [&](std::size_t count, bool warmup) -> bool {
     if (remote != nullptr) {
       const std::vector<double> elsewhere = remote->run_steps(static_cast<int>(count), std::max(seconds_left(), 0.0), warmup);
@@ -243,21 +227,18 @@ void summarize_cell(CellResult& result, const Network& network, const Measuremen
                           100.0 * relative_ci_half_width(result.statistics), check.loss);
 }
 
-namespace {
-
-// Now in UTC, ISO 8601 with milliseconds: "2026-12-01T04:05:06.789Z".
-std::string utc_now() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
-  const auto milliseconds =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char text[40];
-  const std::size_t length = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
-  std::snprintf(text + length, sizeof text - length, ".%03lldZ", static_cast<long long>(milliseconds));
-  return text;
+std::string unsupported_reason(const Engine* engine, const std::string& engine_name, const Device& device,
+                               const CellSpec& cell, int rank) {
+  if (engine == nullptr)
+    return "engine '" + engine_name + "' is not built into this crossbench binary (`crossbench list engines` says why)";
+  if (!engine->runs_on(device.kind))
+    return "engine '" + engine_name + "' runs on " + (engine->device_kind() == DeviceKind::gpu ? "GPUs" : "CPUs") +
+           "; rank " + std::to_string(rank) + " is bound to " + device.key();
+  Support support = engine->supports(device, cell);
+  return support.supported ? std::string() : std::move(support.reason);
 }
+
+namespace {
 
 CellResult run_cell_unstamped(Engine* engine, const std::string& engine_name, const Network& network,
                               const CellSpec& cell, const Device& device, const MeasureOptions& options,
@@ -266,23 +247,9 @@ CellResult run_cell_unstamped(Engine* engine, const std::string& engine_name, co
   result.cell = cell;
   result.device_key = device.key();
   result.rank = rank;
-  if (engine == nullptr) {
+  if (std::string reason = unsupported_reason(engine, engine_name, device, cell, rank); !reason.empty()) {
     result.status = Status::unsupported;
-    result.message = "engine '" + engine_name + "' is not built into this crossbench binary "
-                     "(`crossbench list engines` says why)";
-    return result;
-  }
-  if (!engine->runs_on(device.kind)) {
-    result.status = Status::unsupported;
-    result.message = "engine '" + engine_name + "' runs on " +
-                     (engine->device_kind() == DeviceKind::gpu ? "GPUs" : "CPUs") + "; rank " +
-                     std::to_string(rank) + " is bound to " + device.key();
-    return result;
-  }
-  const Support support = engine->supports(device, cell);
-  if (!support.supported) {
-    result.status = Status::unsupported;
-    result.message = support.reason;
+    result.message = std::move(reason);
     return result;
   }
   const bool data_parallel = cell.gpus > 1;

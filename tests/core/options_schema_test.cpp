@@ -4,11 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <fstream>
 #include <set>
 #include <sstream>
 
+#include "crossbench/engine.hpp"
 #include "crossbench/error.hpp"
+#include "crossbench/measure.hpp"
+#include "crossbench/options.hpp"
 
 namespace crossbench {
 namespace {
@@ -25,6 +29,47 @@ TEST(OptionsSchema, EveryKeyAndFlagIsDeclaredOnceWithHelp) {
   for (const char* key : {"matrix.networks", "measure.warmup", "engine.algo", "output.path"}) EXPECT_TRUE(keys.count(key)) << key;
   EXPECT_EQ(find_option("--layer-times"), find_option("measure.layer_times"));
   EXPECT_EQ(find_option("measure.colour"), nullptr);
+}
+
+// The schema holds every default: a struct's initialiser is what a value-
+// initialised struct means before the options fill it (tests, the Runner's
+// own callers), and must say the same as the schema.
+TEST(OptionsSchema, EveryStructDefaultIsTheSchemasDefault) {
+  const auto default_of = [](const std::string& key) {
+    const OptionSpec* spec = find_option(key);
+    EXPECT_NE(spec, nullptr) << key;
+    return spec == nullptr ? std::string() : spec->default_value;
+  };
+  const auto as_number = [&](const std::string& key) { return std::stod(default_of(key)); };
+  const auto as_switch = [&](const std::string& key) { return default_of(key) == "true" || default_of(key) == "on"; };
+  const MeasureOptions measure;
+  EXPECT_EQ(measure.warmup_steps, as_number("measure.warmup"));
+  EXPECT_EQ(measure.min_steps, as_number("measure.min_steps"));
+  EXPECT_EQ(measure.max_steps, as_number("measure.max_steps"));
+  EXPECT_EQ(measure.target_ci, as_number("measure.target_ci"));
+  EXPECT_EQ(measure.cell_time_limit_s, as_number("measure.cell_time_limit_s"));
+  EXPECT_EQ(measure.layer_times, as_switch("measure.layer_times"));
+  EXPECT_EQ(measure.layer_time_repetitions, as_number("measure.layer_time_repetitions"));
+  const EngineConfig engine;
+  EXPECT_EQ(std::to_string(engine.seed), default_of("measure.seed"));
+  EXPECT_EQ(engine.update == Update::sgd ? "sgd" : "none", default_of("measure.update"));
+  EXPECT_EQ(engine.learning_rate, as_number("measure.learning_rate"));
+  EXPECT_EQ(engine.bucket_bytes, static_cast<std::int64_t>(as_number("engine.bucket_mb")) << 20);  // [MiB] → [bytes]
+  EXPECT_TRUE(engine.settings.empty());  // absent keys read as their schema default (EngineConfig::setting)
+  const Options options;
+  EXPECT_EQ(options.matrix.gpus, std::vector<int>{std::stoi(default_of("matrix.gpus"))});
+  EXPECT_EQ(options.replicas, as_number("--replicas"));
+  EXPECT_EQ(options.checkpoint_s, as_number("--checkpoint-s"));
+  EXPECT_EQ(options.stop_grace_s, as_number("--stop-grace-s"));
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, bool>>{{"--quiet", options.quiet},
+                                                                             {"--resume", options.resume},
+                                                                             {"--overwrite", options.overwrite},
+                                                                             {"--allow-new-devices", options.allow_new_devices},
+                                                                             {"--json", options.json},
+                                                                             {"--cpu", options.workers_on_cpu}})
+    EXPECT_EQ(value, as_switch(flag)) << flag;
+  EXPECT_EQ(options.cell_filter, default_of("--filter"));
+  EXPECT_EQ(options.jsonl.string(), default_of("--jsonl"));
 }
 
 TEST(OptionsSchema, ReadmeKeyTableIsTheSchema) {
@@ -61,6 +106,31 @@ TEST(OptionsSchema, ValuesAreCheckedAgainstTheirRow) {
     EXPECT_NE(message.find("none, sgd"), std::string::npos) << message;
   }
   EXPECT_THROW(validated_setting(*find_option("engine.cuda_graphs"), "yes", "test"), UsageError);
+}
+
+// A command-line option's value is named by its flag, a job-file key's by its section.
+TEST(OptionsSchema, AFlagsBadValueIsNamedByTheFlag) {
+  const auto message_of = [](const std::string& key_or_flag, const std::string& value, const std::string& origin) {
+    try {
+      static_cast<void>(validated_setting(*find_option(key_or_flag), value, origin));
+    } catch (const UsageError& error) {
+      return std::string(error.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_EQ(message_of("--replicas", "abc", "command line"), "command line: --replicas 'abc' must be an integer");
+  EXPECT_EQ(message_of("--checkpoint-s", "soon", "command line"), "command line: --checkpoint-s 'soon' must be a number");
+  EXPECT_EQ(message_of("--ranks", "0", "command line"), "command line: --ranks '0' is out of range; valid: 1 to 1048576");
+  EXPECT_EQ(message_of("measure.warmup", "x", "job file 'j.ini'"), "job file 'j.ini': [measure] warmup = 'x' must be an integer");
+}
+
+// The one integer parser of the options: all of the text, or nothing.
+TEST(OptionsSchema, ParseIntegerTakesWholeIntegersOnly) {
+  EXPECT_EQ(parse_integer("42"), 42);
+  EXPECT_EQ(parse_integer("-7"), -7);
+  EXPECT_EQ(parse_integer("9223372036854775807"), INT64_MAX);
+  for (const char* bad : {"", " ", "1.5", "3x", "x3", "1e3", "9223372036854775808"})
+    EXPECT_EQ(parse_integer(bad), std::nullopt) << "'" << bad << "'";
 }
 
 TEST(OptionsSchema, NumberChangingSettingsAreThoseTheSchemaMarks) {

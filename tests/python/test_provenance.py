@@ -206,10 +206,16 @@ def test_run_help_lists_every_flag_with_its_default(run_crossbench):
     (["run", "--colour"], "unknown flag '--colour'"),
     (["plan", "--ranks", "2", "--ranks", "3"], "given twice"),
     (["plan", "--filter", "("], "not a regular expression"),
+    (["run", "--replicas", "abc"], "command line: --replicas 'abc' must be an integer"),
+    (["plan", "--ranks=0"], "command line: --ranks '0' is out of range"),
+    (["run", "--quiet=1"], "--quiet takes no value"),
+    (["run", "--replicas"], "--replicas needs a value"),
+    (["run", "--rep", "2"], "unknown flag '--rep'"),  # no abbreviations: a flag is spelt as the schema spells it
 ])
 def test_bad_command_lines_exit_2(arguments, fragment, run_crossbench, tmp_path):
     result = run_crossbench(*arguments, cwd=tmp_path)
     assert result.returncode == 2 and fragment in result.stderr, result.stderr
+    assert "[]" not in result.stderr, result.stderr
     assert list(tmp_path.iterdir()) == []
 
 

@@ -39,6 +39,7 @@ class WorkerSession final : public Session, public RemoteSteps {
   MemoryUse memory() const override { return {static_cast<std::int64_t>(peak_bytes_)}; }
   OutputCheck check() override;
   std::vector<double> run_steps(int count, double seconds_left, bool warmup) override;
+  RemoteSteps* remote_steps() override { return this; }
 
  private:
   WorkerEngine& engine_;

@@ -24,11 +24,8 @@ inline constexpr int kWorkerProtocol = 3;
 // binary's build or install tree, else the source tree it was built from.
 std::filesystem::path find_workers_directory();
 
-// The built-in engine → command mapping: pytorch, pytorch-compile, jax.
-// "{workers}" in a command stands for find_workers_directory().
-std::map<std::string, std::string> default_worker_commands();
-// Splits a command line on whitespace (no shell) and expands "{workers}".
-std::vector<std::string> split_worker_command(const std::string& command);
+// default_worker_commands() and split_worker_command() are the registry's
+// (crossbench/engine.hpp): the rest of crossbench reaches workers only through it.
 
 std::unique_ptr<Engine> make_worker_engine(const std::string& name, const Device& device, const EngineConfig& config,
                                            const WorkerSettings& settings);

@@ -20,8 +20,7 @@ struct WorkerSettings {
   // parsed here: prepare_request.cpp sends every sent_to_workers key of the schema.
 };
 
-// The key of a worker engine's command in EngineConfig::settings: "workers.pytorch".
-std::string worker_command_key(std::string_view name);
+// worker_command_key() is the registry's (crossbench/engine.hpp).
 // The settings of worker engine `name`; nullopt when config.settings holds no
 // command for it (it is not a worker engine of this run). Throws UsageError
 // for an empty command or a value outside its schema row.

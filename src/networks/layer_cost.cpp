@@ -1,4 +1,4 @@
-#include "cost_model.hpp"
+#include "layer_cost.hpp"
 
 namespace crossbench {
 namespace {
