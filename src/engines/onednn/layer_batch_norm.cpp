@@ -3,6 +3,10 @@
 // shift gradients, and PyTorch's running-statistics update (momentum, unbiased
 // variance) as a small host loop. Inference: use_global_stats with the running
 // statistics of a fresh model (mean 0, variance 1).
+// bn_relu (kit/fusion.hpp, training): normalization_flags::fuse_norm_relu. The
+// forward writes relu(y), the ReLU's output, and a workspace (the ReLU's mask);
+// the backward takes the ReLU's output gradient and applies the mask itself, so
+// the ReLU runs no op in either direction and y's gradient never exists.
 #include "crossbench/error.hpp"
 #include "engines/onednn/graph.hpp"
 
@@ -25,7 +29,9 @@ void forward_batch_norm(Builder& ctx, int index) {
   const Layer& layer = ctx.layer(index);
   const Tensor& src = ctx.input_state(index).out;
   const std::int64_t channels = layer.output.channels;
-  const auto flags = ctx.training ? kScaleShift : kScaleShift | dnnl::normalization_flags::use_global_stats;
+  const bool relu = ctx.fused(index, kit::FusedKind::bn_relu);
+  auto flags = ctx.training ? kScaleShift : kScaleShift | dnnl::normalization_flags::use_global_stats;
+  if (relu) flags = flags | dnnl::normalization_flags::fuse_norm_relu;
   const auto prop = ctx.training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
   const dnnl::batch_normalization_forward::desc desc(prop, src.desc, static_cast<float>(layer.params.bn_epsilon), flags);
   const auto pd = CB_CHECK_DNNL(dnnl::batch_normalization_forward::primitive_desc(desc, ctx.attr, ctx.graph.engine));
@@ -45,15 +51,20 @@ void forward_batch_norm(Builder& ctx, int index) {
     fill(ctx, mean, 0.f);
     fill(ctx, variance, 1.f);
   }
-  ctx.push_primitive(ctx.label(index, "forward"), pd,
-                     {{DNNL_ARG_SRC, src},
-                      {DNNL_ARG_DST, s.out},
-                      {DNNL_ARG_SCALE, ctx.graph.parameters[static_cast<std::size_t>(gamma)].value},
-                      {DNNL_ARG_SHIFT, ctx.graph.parameters[static_cast<std::size_t>(beta)].value},
-                      {DNNL_ARG_MEAN, mean},
-                      {DNNL_ARG_VARIANCE, variance}});
-  s.forward_pd = pd;
+  std::vector<std::pair<int, Tensor>> args{{DNNL_ARG_SRC, src},
+                                           {DNNL_ARG_DST, s.out},
+                                           {DNNL_ARG_SCALE, ctx.graph.parameters[static_cast<std::size_t>(gamma)].value},
+                                           {DNNL_ARG_SHIFT, ctx.graph.parameters[static_cast<std::size_t>(beta)].value},
+                                           {DNNL_ARG_MEAN, mean},
+                                           {DNNL_ARG_VARIANCE, variance}};
   s.saved = {src, mean, variance};
+  if (relu && ctx.training) {  // the ReLU's mask, for the backward
+    const Tensor workspace = ctx.new_tensor(pd.workspace_desc(), ctx.label(index, "relu workspace"));
+    args.emplace_back(DNNL_ARG_WORKSPACE, workspace);
+    s.saved.push_back(workspace);
+  }
+  ctx.push_primitive(ctx.label(index, relu ? "forward (+ fused relu)" : "forward"), pd, std::move(args));
+  s.forward_pd = pd;
 
   if (ctx.training) {
     // running = (1 - momentum) * running + momentum * batch statistic (unbiased variance), as PyTorch.
@@ -88,11 +99,16 @@ void backward_batch_norm(Builder& ctx, int index) {
   LayerState& s = ctx.state(index);
   const auto fwd = std::any_cast<dnnl::batch_normalization_forward::primitive_desc>(s.forward_pd);
   const Tensor &src = s.saved[0], &mean = s.saved[1], &variance = s.saved[2];
+  // bn_relu: the gradient of relu(y), which the workspace's mask turns into y's inside the primitive.
+  const kit::FusedGroup* group = ctx.fused(index);
+  const bool relu = group != nullptr && group->kind == kit::FusedKind::bn_relu;
+  const auto flags = relu ? kScaleShift | dnnl::normalization_flags::fuse_norm_relu : kScaleShift;
   const dnnl::batch_normalization_backward::desc desc(dnnl::prop_kind::backward, s.out.desc, src.desc,
-                                                      static_cast<float>(layer.params.bn_epsilon), kScaleShift);
+                                                      static_cast<float>(layer.params.bn_epsilon), flags);
   const auto pd =
       CB_CHECK_DNNL(dnnl::batch_normalization_backward::primitive_desc(desc, ctx.attr, ctx.graph.engine, fwd));
-  const Tensor dy = ctx.ensure(ctx.gradient(index), pd.diff_dst_desc(), ctx.label(index, "output gradient"));
+  const Tensor dy = ctx.ensure(ctx.gradient(relu ? group->relu : index), pd.diff_dst_desc(),
+                               ctx.label(index, relu ? "relu output gradient" : "output gradient"));
   const md per_channel({layer.output.channels}, dt::f32, tag::a);
   ctx.set_parameter_gradient(s.parameters[0], per_channel);
   ctx.set_parameter_gradient(s.parameters[1], per_channel);
@@ -101,16 +117,17 @@ void backward_batch_norm(Builder& ctx, int index) {
   const GradientSink sink = wanted ? ctx.begin_gradient(from, pd.diff_src_desc(), ctx.label(index, "backward"))
                                    : GradientSink{from, ctx.new_tensor(pd.diff_src_desc(), ctx.label(index, "unused input gradient")), true};
   const auto& params = ctx.graph.parameters;
-  ctx.push_primitive(ctx.label(index, "backward"), pd,
-                     {{DNNL_ARG_SRC, src},
-                      {DNNL_ARG_MEAN, mean},
-                      {DNNL_ARG_VARIANCE, variance},
-                      {DNNL_ARG_DIFF_DST, dy},
-                      {DNNL_ARG_SCALE, params[static_cast<std::size_t>(s.parameters[0])].value},
-                      {DNNL_ARG_SHIFT, params[static_cast<std::size_t>(s.parameters[1])].value},
-                      {DNNL_ARG_DIFF_SRC, sink.target},
-                      {DNNL_ARG_DIFF_SCALE, params[static_cast<std::size_t>(s.parameters[0])].gradient},
-                      {DNNL_ARG_DIFF_SHIFT, params[static_cast<std::size_t>(s.parameters[1])].gradient}});
+  std::vector<std::pair<int, Tensor>> args{{DNNL_ARG_SRC, src},
+                                           {DNNL_ARG_MEAN, mean},
+                                           {DNNL_ARG_VARIANCE, variance},
+                                           {DNNL_ARG_DIFF_DST, dy},
+                                           {DNNL_ARG_SCALE, params[static_cast<std::size_t>(s.parameters[0])].value},
+                                           {DNNL_ARG_SHIFT, params[static_cast<std::size_t>(s.parameters[1])].value},
+                                           {DNNL_ARG_DIFF_SRC, sink.target},
+                                           {DNNL_ARG_DIFF_SCALE, params[static_cast<std::size_t>(s.parameters[0])].gradient},
+                                           {DNNL_ARG_DIFF_SHIFT, params[static_cast<std::size_t>(s.parameters[1])].gradient}};
+  if (relu) args.emplace_back(DNNL_ARG_WORKSPACE, s.saved[3]);
+  ctx.push_primitive(ctx.label(index, relu ? "backward (+ fused relu)" : "backward"), pd, std::move(args));
   if (wanted) ctx.end_gradient(sink, ctx.label(index, "backward"));
 }
 

@@ -2,6 +2,9 @@
 // is reordered only when the producer's layout differs from the chosen one.
 // Backward: data gradient (when the input needs one) and weight/bias gradients
 // in fp32, each primitive hinted by the forward one.
+// conv_bias_relu (kit/fusion.hpp): the forward applies the ReLU as an eltwise
+// post-op and its output is the ReLU's; the backward is unchanged (the ReLU's
+// own backward has already turned the gradient into this output's).
 #include <algorithm>
 
 #include "crossbench/error.hpp"
@@ -46,7 +49,9 @@ void forward_convolution(Builder& ctx, int index) {
                                                            g.padding_r)
                          : dnnl::convolution_forward::desc(prop, dnnl::algorithm::convolution_direct, src_any,
                                                            weights_any, dst_any, g.strides, g.padding_l, g.padding_r);
-  const auto pd = CB_CHECK_DNNL(dnnl::convolution_forward::primitive_desc(desc, ctx.attr, ctx.graph.engine));
+  const bool relu = ctx.fused(index, kit::FusedKind::conv_bias_relu);
+  const auto pd = CB_CHECK_DNNL(
+      dnnl::convolution_forward::primitive_desc(desc, relu ? ctx.attr_with_relu() : ctx.attr, ctx.graph.engine));
 
   LayerState& s = ctx.state(index);
   const Tensor in = ctx.ensure(ctx.input_state(index).out, pd.src_desc(), ctx.label(index, "input"));
@@ -59,7 +64,7 @@ void forward_convolution(Builder& ctx, int index) {
     const int b = ctx.add_parameter(index, synthetic::Slot::bias, pd.bias_desc(), plain_md(g.bias, dt::f32));
     args.emplace_back(DNNL_ARG_BIAS, ctx.graph.parameters[static_cast<std::size_t>(b)].value);
   }
-  ctx.push_primitive(ctx.label(index, "forward"), pd, std::move(args));
+  ctx.push_primitive(ctx.label(index, relu ? "forward (+ relu post-op)" : "forward"), pd, std::move(args));
   s.forward_pd = pd;
   s.saved = {in};
 }
