@@ -412,9 +412,9 @@ TEST(OnednnFusion, BatchNormRelu) {
     x = b.batch_norm(x);
     return b.relu(x);
   });
-  // Training: bn_relu twice (no conv_bias_relu: the convolutions feed batch-norms). Inference: the
-  // kit proposes conv_bn_relu (batch-norm folded into the convolution), which this engine refuses.
-  fused_matches_unfused(network, 4, {}, {{kit::FusedKind::bn_relu, 2}});
+  // Training: bn_relu twice (no conv_bias_relu: the convolutions feed batch-norms). Inference:
+  // conv_bn_relu twice (batch-norm folded into the convolution, ReLU its post-op).
+  fused_matches_unfused(network, 4, {{kit::FusedKind::conv_bn_relu, 2}}, {{kit::FusedKind::bn_relu, 2}});
   both_phases(network, 4);
 }
 
@@ -429,14 +429,39 @@ TEST(OnednnFusion, AddRelu) {
     x = b.add(x, other);
     return b.relu(x);      // add_relu whose add has a convolution on either side
   });
-  fused_matches_unfused(network, 3, {{kit::FusedKind::conv_bias_relu, 1}, {kit::FusedKind::add_relu, 2}},
+  // Inference: the branch's batch-norm, read by the add, folds into its convolution (conv_bn_relu without a ReLU).
+  fused_matches_unfused(network, 3,
+                        {{kit::FusedKind::conv_bias_relu, 1}, {kit::FusedKind::add_relu, 2}, {kit::FusedKind::conv_bn_relu, 1}},
                         {{kit::FusedKind::conv_bias_relu, 1}, {kit::FusedKind::add_relu, 2}});
   both_phases(network, 3);
 }
 
+// The fold's arithmetic with batch-norm values other than a fresh model's (gamma 1, beta 0, mean 0,
+// variance 1, which the network tests above run): the folded convolution equals convolution then
+// batch-norm, computed in double, on one input.
+TEST(OnednnFusion, FoldBatchNormIsConvolutionThenBatchNorm) {
+  const std::vector<float> weights{0.5f, -1.f, 2.f, 0.25f, 1.5f, -0.75f};  // 2 output channels x 3 inputs
+  const std::vector<float> bias{0.1f, -0.2f}, gamma{1.5f, -0.5f}, beta{0.3f, 2.f}, mean{0.7f, -1.1f}, variance{0.8f, 2.5f};
+  const std::vector<float> x{1.f, -2.f, 0.5f};
+  const double epsilon = 1e-3;
+  std::vector<float> folded = weights, folded_bias = bias;
+  onednn::fold_batch_norm(folded, folded_bias, gamma, beta, mean, variance, epsilon);
+  for (std::size_t o = 0; o < 2; ++o) {
+    double conv = bias[o], fused = folded_bias[o];
+    for (std::size_t k = 0; k < 3; ++k) {
+      conv += static_cast<double>(weights[o * 3 + k]) * x[k];
+      fused += static_cast<double>(folded[o * 3 + k]) * x[k];
+    }
+    const double normalised = gamma[o] * (conv - mean[o]) / std::sqrt(variance[o] + epsilon) + beta[o];
+    EXPECT_NEAR(fused, normalised, 1e-6 * std::max(1.0, std::abs(normalised))) << o;
+  }
+  std::vector<float> mismatched = bias;
+  EXPECT_THROW(onednn::fold_batch_norm(folded, mismatched, gamma, beta, mean, {1.f}, epsilon), Error);
+}
+
 TEST(OnednnFusion, MiniResnetEveryGroup) {
   fused_matches_unfused(mini_resnet(), 4,
-                        {{kit::FusedKind::conv_bias_relu, 4}, {kit::FusedKind::add_relu, 1}},
+                        {{kit::FusedKind::conv_bias_relu, 4}, {kit::FusedKind::add_relu, 1}, {kit::FusedKind::conv_bn_relu, 5}},
                         {{kit::FusedKind::conv_bias_relu, 4}, {kit::FusedKind::bn_relu, 3}, {kit::FusedKind::add_relu, 1}});
 }
 
@@ -547,6 +572,10 @@ TEST(OnednnSession, ResnetFusionsAndRefusals) {
   EXPECT_NE(decisions.find("fusions=add_relu:16,bn_relu:33;refused=bn_add_relu["), std::string::npos) << decisions;
   EXPECT_NE(decisions.find("(oneDNN 2."), std::string::npos) << decisions;
   EXPECT_NE(decisions.find("fuse_norm_add_relu"), std::string::npos) << decisions;
+  // Inference: every batch-norm folds into its convolution (53), the ReLU after the add is its post-op.
+  onednn::OnednnSession inference(network, cell_of(network, 1, Phase::inference), test_config());
+  EXPECT_EQ(inference.record().decisions,
+            std::string(recipe_of(Precision::fp32)) + " fusions=add_relu:16,conv_bn_relu:53");
 }
 
 // ---- Engine -------------------------------------------------------------------

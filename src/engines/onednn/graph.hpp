@@ -232,4 +232,12 @@ void backward_flatten(Builder& ctx, int index);
 void build_loss(Builder& ctx, int index);
 void build_sgd(Builder& ctx);
 
+// conv_bn_relu's fold (inference): a batch-norm (gamma, beta, running mean and variance, epsilon) after a
+// convolution whose weights are OIHW (output channel outermost) and whose bias is `bias` (zeros without
+// one) becomes that convolution with weights w * s and bias (bias - mean) * s + beta, per output channel
+// s = gamma / sqrt(variance + epsilon). Both vectors are rewritten.
+void fold_batch_norm(std::vector<float>& weights, std::vector<float>& bias, const std::vector<float>& gamma,
+                     const std::vector<float>& beta, const std::vector<float>& mean, const std::vector<float>& variance,
+                     double epsilon);
+
 }  // namespace crossbench::onednn

@@ -222,19 +222,22 @@ void make_gradient_buckets(Graph& graph, const EngineConfig& config) {
 
 // What this engine lowers of the kit's fusion groups (kit/fusion.hpp), or why not.
 // The forward of each lowered group is one primitive: the anchor with an eltwise
-// ReLU post-op (conv_bias_relu, fc_bias_relu, add_relu), or batch-norm with
-// fuse_norm_relu (bn_relu, whose backward is fused too: the workspace holds the
-// ReLU's mask). oneDNN 2.x has no backward post-ops, so the other groups' dReLU
-// stays an eltwise backward that reads the fused output (use_dst_for_bwd).
-std::optional<std::string> can_lower(const kit::FusedGroup& g, const GraphOptions& options) {
+// ReLU post-op (conv_bias_relu, fc_bias_relu, add_relu; conv_bn_relu, inference
+// only, with the batch-norm folded into the convolution's weights and bias), or
+// batch-norm with fuse_norm_relu (bn_relu, whose backward is fused too: the
+// workspace holds the ReLU's mask). oneDNN 2.x has no backward post-ops, so the
+// other groups' dReLU stays an eltwise backward that reads the fused output
+// (use_dst_for_bwd).
+std::optional<std::string> can_lower(const kit::FusedGroup& g, const GraphOptions& options, bool training) {
   if (!options.fuse) return "fusion turned off (GraphOptions::fuse)";
   switch (g.kind) {
     case kit::FusedKind::conv_bias_relu:
     case kit::FusedKind::fc_bias_relu:
     case kit::FusedKind::add_relu:
     case kit::FusedKind::bn_relu: return std::nullopt;
-    case kit::FusedKind::conv_bn_relu:
-      return "batch-norm folded into the convolution's weights is not lowered yet by the oneDNN engine";
+    case kit::FusedKind::conv_bn_relu:  // the kit proposes it in inference only
+      if (training) return "training: batch statistics change every step, so they cannot be folded into weights";
+      return std::nullopt;
     case kit::FusedKind::bn_add_relu:
       return "oneDNN " + std::to_string(DNNL_VERSION_MAJOR) + "." + std::to_string(DNNL_VERSION_MINOR) + "." +
              std::to_string(DNNL_VERSION_PATCH) +
@@ -346,7 +349,7 @@ std::unique_ptr<Graph> build_graph(const Network& network, const CellSpec& cell,
   Builder ctx(*graph, network, cell, config, options);
   kit::mark_consumers_and_gradients(network, ctx.training, ctx.states);
   graph->fusions = kit::plan_fusions(network, ctx.training,
-                                     [&options](const kit::FusedGroup& g) { return can_lower(g, options); });
+                                     [&options, &ctx](const kit::FusedGroup& g) { return can_lower(g, options, ctx.training); });
   OnednnLowering lowering(ctx);
   kit::walk_network(network, ctx.training, config.update == Update::sgd, lowering);
   // A fused group writes only its last layer's output: the others' values never exist (tests skip them).

@@ -7,6 +7,11 @@
 // forward writes relu(y), the ReLU's output, and a workspace (the ReLU's mask);
 // the backward takes the ReLU's output gradient and applies the mask itself, so
 // the ReLU runs no op in either direction and y's gradient never exists.
+// conv_bn_relu (inference): no op either; fold_into_convolution rewrites the
+// convolution's weights and bias once after initialisation.
+#include <cmath>
+#include <vector>
+
 #include "crossbench/error.hpp"
 #include "engines/onednn/graph.hpp"
 
@@ -23,10 +28,90 @@ void fill(Builder& ctx, const Tensor& t, float value) {
   });
 }
 
+// `t` (any layout) as fp32 in the layout `canonical`, and back.
+}  // namespace
+
+void fold_batch_norm(std::vector<float>& weights, std::vector<float>& bias, const std::vector<float>& gamma,
+                     const std::vector<float>& beta, const std::vector<float>& mean, const std::vector<float>& variance,
+                     double epsilon) {
+  const std::size_t channels = bias.size();
+  if (channels == 0 || weights.size() % channels != 0 || gamma.size() != channels || beta.size() != channels ||
+      mean.size() != channels || variance.size() != channels)
+    throw Error("fold_batch_norm: per-channel vectors do not match the weights");
+  const std::size_t per_output = weights.size() / channels;
+  for (std::size_t o = 0; o < channels; ++o) {
+    const double scale = gamma[o] / std::sqrt(static_cast<double>(variance[o]) + epsilon);
+    for (std::size_t k = 0; k < per_output; ++k)
+      weights[o * per_output + k] = static_cast<float>(weights[o * per_output + k] * scale);
+    bias[o] = static_cast<float>((static_cast<double>(bias[o]) - mean[o]) * scale + beta[o]);
+  }
+}
+
+namespace {
+
+std::vector<float> read(Graph& graph, const Tensor& t, const md& canonical) {
+  std::vector<float> values(static_cast<std::size_t>(elements_of(canonical)));
+  dnnl::memory from(t.desc, graph.engine, graph.pool.address(t.buffer, t.offset));
+  dnnl::memory to(canonical, graph.engine, values.data());
+  CB_CHECK_DNNL(dnnl::reorder(from, to).execute(graph.stream, from, to));
+  CB_CHECK_DNNL(graph.stream.wait());
+  return values;
+}
+
+void write(Graph& graph, std::vector<float>& values, const md& canonical, const Tensor& t) {
+  dnnl::memory from(canonical, graph.engine, values.data());
+  dnnl::memory to(t.desc, graph.engine, graph.pool.address(t.buffer, t.offset));
+  CB_CHECK_DNNL(dnnl::reorder(from, to).execute(graph.stream, from, to));
+  CB_CHECK_DNNL(graph.stream.wait());
+}
+
+// conv_bn_relu in inference: y = gamma (conv(x) + b - mean) / sqrt(variance + eps) + beta is the
+// convolution with weights w * s and bias (b - mean) s + beta, s = gamma / sqrt(variance + eps) per
+// output channel. The batch-norm's parameters and running statistics are made as unfused (the same
+// synthetic values); after they are initialised, the fold rewrites the convolution's weights in place
+// (the model is never updated in inference) and writes its folded bias (forward_convolution's saved[1]).
+// In bf16 the folded weights are rounded once, where the unfused graph rounds the convolution's output.
+void fold_into_convolution(Builder& ctx, int index, const kit::FusedGroup& group) {
+  const Layer& layer = ctx.layer(index);
+  const std::int64_t channels = layer.output.channels;
+  const md per_channel({channels}, dt::f32, tag::a);
+  const int gamma = ctx.add_parameter(index, synthetic::Slot::bn_gamma, per_channel, per_channel);
+  const int beta = ctx.add_parameter(index, synthetic::Slot::bn_beta, per_channel, per_channel);
+  const Tensor mean = ctx.new_tensor(per_channel, ctx.label(index, "running mean"), true);
+  const Tensor variance = ctx.new_tensor(per_channel, ctx.label(index, "running variance"), true);
+  fill(ctx, mean, 0.f);
+  fill(ctx, variance, 1.f);
+  const int conv = group.anchor();
+  const LayerState& c = ctx.state(conv);
+  ctx.state(index).out = c.out;
+  const int weights = c.parameters[0];
+  const int conv_bias = c.parameters.size() > 1 ? c.parameters[1] : -1;
+  const Tensor folded_bias = c.saved.at(1);
+  const double epsilon = layer.params.bn_epsilon;
+  Graph* graph = &ctx.graph;
+  ctx.after_allocation([=] {  // registered after every initialiser it reads
+    auto parameter = [&](int id) -> const Parameter& { return graph->parameters[static_cast<std::size_t>(id)]; };
+    const std::vector<float> g = read(*graph, parameter(gamma).value, per_channel);
+    const std::vector<float> b = read(*graph, parameter(beta).value, per_channel);
+    const std::vector<float> m = read(*graph, mean, per_channel), v = read(*graph, variance, per_channel);
+    std::vector<float> bias = conv_bias >= 0 ? read(*graph, parameter(conv_bias).value, per_channel)
+                                             : std::vector<float>(static_cast<std::size_t>(channels), 0.f);
+    const Parameter& w = parameter(weights);
+    std::vector<float> values = read(*graph, w.value, w.canonical);  // oihw: output channel outermost
+    fold_batch_norm(values, bias, g, b, m, v, epsilon);
+    write(*graph, values, w.canonical, w.value);
+    write(*graph, bias, per_channel, folded_bias);
+  });
+}
+
 }  // namespace
 
 void forward_batch_norm(Builder& ctx, int index) {
   const Layer& layer = ctx.layer(index);
+  if (const kit::FusedGroup* group = ctx.fused(index); group != nullptr && group->kind == kit::FusedKind::conv_bn_relu) {
+    fold_into_convolution(ctx, index, *group);
+    return;
+  }
   const Tensor& src = ctx.input_state(index).out;
   const std::int64_t channels = layer.output.channels;
   const bool relu = ctx.fused(index, kit::FusedKind::bn_relu);
