@@ -28,7 +28,6 @@ void fill(Builder& ctx, const Tensor& t, float value) {
   });
 }
 
-// `t` (any layout) as fp32 in the layout `canonical`, and back.
 }  // namespace
 
 void fold_batch_norm(std::vector<float>& weights, std::vector<float>& bias, const std::vector<float>& gamma,
@@ -49,6 +48,7 @@ void fold_batch_norm(std::vector<float>& weights, std::vector<float>& bias, cons
 
 namespace {
 
+// `t` (any layout) as fp32 in the layout `canonical`, and back (oneDNN reorders, synchronous).
 std::vector<float> read(Graph& graph, const Tensor& t, const md& canonical) {
   std::vector<float> values(static_cast<std::size_t>(elements_of(canonical)));
   dnnl::memory from(t.desc, graph.engine, graph.pool.address(t.buffer, t.offset));
