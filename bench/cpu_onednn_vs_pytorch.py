@@ -79,6 +79,10 @@ def parse_arguments(argv=None):
                         help="interleaved: for each cell, crossbench then PyTorch (both see the same machine "
                              "state; one crossbench run per cell); blocked: one crossbench run for every "
                              "cell, then PyTorch")
+    parser.add_argument("--baseline-build-dir", metavar="DIR",
+                        help="also time the crossbench binary in DIR (an earlier commit) on every cell, "
+                             "interleaved with --build-dir's (the two alternate which goes first, cell by cell), "
+                             "and print both and after / before; needs --order interleaved")
     parser.add_argument("--keep", metavar="DIR", help="keep the job files, cubes and graphs in DIR")
     parser.add_argument("--blas", default="system",
                         help="the BLAS of the PyTorch side: system (libblas.so.3 as update-alternatives "
@@ -292,8 +296,12 @@ def main(argv=None) -> int:
     blas = loaded_blas()
     print(f"pytorch: sgemm_ from {blas}", file=sys.stderr, flush=True)
 
+    baseline = pathlib.Path(args.baseline_build_dir) / "crossbench" if args.baseline_build_dir else None
+    if baseline is not None and (not baseline.exists() or args.order != "interleaved"):
+        raise SystemExit(f"--baseline-build-dir: no binary at {baseline}, or --order is not interleaved")
+
     cells = [(name, batch, phase) for name in networks for batch in batches for phase in phases]
-    native, theirs = {}, {}
+    native, before, theirs = {}, {}, {}
     with tempfile.TemporaryDirectory(prefix="cb-onednn-vs-pytorch-") as temporary:
         workdir = pathlib.Path(args.keep) if args.keep else pathlib.Path(temporary)
         workdir.mkdir(parents=True, exist_ok=True)
@@ -301,10 +309,14 @@ def main(argv=None) -> int:
         if args.order == "blocked":
             native.update(run_crossbench(binary, args, networks, batches, phases, workdir))
         model = None
-        for name, batch, phase in cells:
-            if args.order == "interleaved":  # this cell's crossbench run right before PyTorch's
-                native.update(run_crossbench(binary, args, [name], [batch], [phase], workdir,
-                                             stem=f"onednn_{name}_{batch}_{phase}"))
+        for number, (name, batch, phase) in enumerate(cells):
+            if args.order == "interleaved":  # this cell's crossbench run(s) right before PyTorch's
+                runs = [(native, binary, "onednn")]
+                if baseline is not None:  # before and after alternate which runs first
+                    runs.insert(number % 2, (before, baseline, "baseline"))
+                for into, program, stem in runs:
+                    into.update(run_crossbench(program, args, [name], [batch], [phase], workdir,
+                                               stem=f"{stem}_{name}_{batch}_{phase}"))
             if model is None or model.name != name:
                 model = None  # free the previous network's weights first
                 model = CrossbenchModel(str(graphs[name]), seed=args.seed, channels_last=args.channels_last)
@@ -346,6 +358,28 @@ def main(argv=None) -> int:
         geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
         print("-" * len(header))
         print(f"{'geometric mean of the ratios':<36} {geomean:6.2f}  ({len(ratios)} cells)")
+    if baseline is not None:
+        print(f"\nbefore: {baseline}; after: {binary}; after / before < 1: the change is faster")
+        header = (f"{'network':<9} {'batch':>5} {'phase':<9} {'before':>9} {'after':>9} {'after/before':>12}"
+                  f" {'pt/before':>9} {'pt/after':>8}  {'steps b/a':>9}  {'loss before':>11} {'loss after':>11}")
+        print(header)
+        print("-" * len(header))
+        changes = []
+        for name, batch, phase in cells:
+            b_status, b_ms, b_steps, b_message = before.get((name, batch, phase), ("missing", math.nan, -1, ""))
+            a_status, a_ms, a_steps, a_message = native.get((name, batch, phase), ("missing", math.nan, -1, ""))
+            pt_ms = theirs[(name, batch, phase)][0]
+            losses = [(re.search(r"loss ([-+0-9.eEnaif]+)", m or "") or [None, "?"])[1] for m in (b_message, a_message)]
+            if b_status != "ok" or a_status != "ok":
+                print(f"{name:<9} {batch:>5} {phase:<9} {b_status:>9} {a_status:>9}")
+                continue
+            changes.append(a_ms / b_ms)
+            print(f"{name:<9} {batch:>5} {phase:<9} {b_ms:9.2f} {a_ms:9.2f} {a_ms / b_ms:12.3f}"
+                  f" {pt_ms / b_ms:9.2f} {pt_ms / a_ms:8.2f}  {f'{b_steps}/{a_steps}':>9}  {losses[0]:>11} {losses[1]:>11}")
+        if changes:
+            print("-" * len(header))
+            print(f"{'geometric mean of after / before':<36} {math.exp(sum(map(math.log, changes)) / len(changes)):6.3f}"
+                  f"  ({len(changes)} cells)")
     return 0
 
 

@@ -1,7 +1,8 @@
 // The oneDNN engine against a plain double-precision reference
 // (reference_network.cpp): every layer kind, forward and backward, on tiny
 // networks; a small residual/inception graph that learns with SGD; refusal of
-// cells that do not fit in memory; every real network at batch 1.
+// cells that do not fit in memory; every real network at batch 1; every fused
+// group (kit/fusion.hpp) against the unfused graph, element by element.
 #include <gtest/gtest.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -9,10 +10,12 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <string>
 
 #include "crossbench/engine.hpp"
 #include "crossbench/error.hpp"
+#include "engines/kit/fusion.hpp"
 #include "engines/onednn/memory_pool.hpp"
 #include "engines/onednn/onednn_engine.hpp"
 #include "engines/onednn/onednn_session.hpp"
@@ -94,12 +97,21 @@ void compare_with_reference(const Network& network, std::int64_t batch, Phase ph
   EXPECT_TRUE(result.finite);
   EXPECT_NEAR(result.loss, ref.loss, tolerance * std::max(1.0, std::abs(ref.loss)));
   EXPECT_NEAR(result.logits_checksum, ref.logits_checksum, tolerance * std::max(1.0, norm(ref.outputs[static_cast<std::size_t>(network.logits_layer())]) * std::sqrt(double(batch))));
-  for (int l = 0; l < loss; ++l)
+  for (int l = 0; l < loss; ++l) {
+    // A fused group writes only its last layer's output (checked against the plan).
+    const kit::FusedGroup* group = exact.fusions().group_of(l);
+    ASSERT_EQ(exact.has_output(l), group == nullptr || group->layers.back() == l) << network.layers()[static_cast<std::size_t>(l)].name;
+    if (!exact.has_output(l)) continue;
     expect_close(exact.output(l), ref.outputs[static_cast<std::size_t>(l)], tolerance,
                  "output of " + network.layers()[static_cast<std::size_t>(l)].name);
+  }
   if (training) {
     for (int l = 1; l < loss; ++l) {
-      ASSERT_TRUE(exact.has_output_gradient(l)) << network.layers()[static_cast<std::size_t>(l)].name;
+      // bn_relu's batch-norm backward applies the ReLU's mask itself: y's gradient never exists.
+      const kit::FusedGroup* group = exact.fusions().group_of(l);
+      const bool fused_away = group != nullptr && group->kind == kit::FusedKind::bn_relu && l == group->batch_norm;
+      ASSERT_EQ(exact.has_output_gradient(l), !fused_away) << network.layers()[static_cast<std::size_t>(l)].name;
+      if (fused_away) continue;
       expect_close(exact.output_gradient(l), ref.gradients[static_cast<std::size_t>(l)], tolerance,
                    "gradient of " + network.layers()[static_cast<std::size_t>(l)].name);
     }
@@ -290,6 +302,169 @@ Network mini_resnet() {
 
 TEST(OnednnNetwork, MiniResnetMatchesReference) { both_phases(mini_resnet(), 4); }
 
+// ---- Fused groups against the unfused graph ---------------------------------
+
+Vec as_double(const std::vector<float>& v) { return Vec(v.begin(), v.end()); }
+
+// The ops a step runs for `layer` in `stage` (from the profile's tags).
+int ops_of(const OpSamples& samples, int layer, OpStage stage) {
+  int n = 0;
+  for (const OpTag& op : samples.ops) n += op.layer == layer && op.stage == stage;
+  return n;
+}
+
+// The fused graph (GraphOptions::fuse, the default) against the same graph
+// with every layer its own primitive: the plan has the `expected` groups, each
+// fused ReLU runs no forward op (and in bn_relu no backward op), and every
+// output and gradient that exists in both, and every parameter gradient, agree
+// element by element within `tolerance` of the tensor's scale. Buffer reuse and
+// in-place are off in both, so every tensor can be read after check().
+void compare_fused_with_unfused(const Network& network, std::int64_t batch, Phase phase, Precision precision,
+                                const std::map<kit::FusedKind, int>& expected, double tolerance) {
+  SCOPED_TRACE(network.name() + " " + std::string(to_string(phase)) + " " + std::string(to_string(precision)));
+  const bool training = phase == Phase::training;
+  const CellSpec cell = cell_of(network, batch, phase, precision);
+  onednn::OnednnSession fused(network, cell, test_config(), onednn::GraphOptions{false, false, true});
+  onednn::OnednnSession unfused(network, cell, test_config(), onednn::GraphOptions{false, false, false});
+  ASSERT_TRUE(unfused.fusions().groups().empty());
+  std::map<kit::FusedKind, int> planned;
+  for (const kit::FusedGroup& g : fused.fusions().groups()) ++planned[g.kind];
+  EXPECT_EQ(planned, expected) << fused.record().decisions;
+
+  const OpSamples fused_ops = fused.profile(1), unfused_ops = unfused.profile(1);
+  for (const kit::FusedGroup& g : fused.fusions().groups()) {
+    if (g.relu < 0) continue;
+    const std::string& name = network.layers()[static_cast<std::size_t>(g.relu)].name;
+    EXPECT_EQ(ops_of(fused_ops, g.relu, OpStage::forward), 0) << name << ": its producer applies it";
+    EXPECT_EQ(ops_of(unfused_ops, g.relu, OpStage::forward), 1) << name;
+    if (training && g.kind == kit::FusedKind::bn_relu)
+      EXPECT_EQ(ops_of(fused_ops, g.relu, OpStage::backward), 0) << name << ": batch-norm's backward applies its mask";
+  }
+
+  const OutputCheck f = fused.check(), u = unfused.check();
+  EXPECT_TRUE(f.finite);
+  EXPECT_NEAR(f.loss, u.loss, tolerance * std::max(1.0, std::abs(u.loss)));
+  const int loss = static_cast<int>(network.layers().size()) - 1;
+  int outputs = 0, gradients = 0, parameters = 0;
+  for (int l = 0; l < loss; ++l) {
+    const std::string& name = network.layers()[static_cast<std::size_t>(l)].name;
+    if (fused.has_output(l)) {
+      expect_close(fused.output(l), as_double(unfused.output(l)), tolerance, "output of " + name);
+      ++outputs;
+    }
+    if (training && l > 0 && fused.has_output_gradient(l)) {
+      expect_close(fused.output_gradient(l), as_double(unfused.output_gradient(l)), tolerance, "gradient of " + name);
+      ++gradients;
+    }
+    for (auto slot : {synthetic::Slot::weight, synthetic::Slot::bias, synthetic::Slot::bn_gamma, synthetic::Slot::bn_beta}) {
+      if (!training || synthetic::parameter_elements(network, l, slot) == 0) continue;
+      expect_close(fused.parameter_gradient(l, slot), as_double(unfused.parameter_gradient(l, slot)), tolerance,
+                   name + " " + slot_name(slot) + " gradient");
+      ++parameters;
+    }
+  }
+  EXPECT_GT(outputs, 0);
+  if (training) {
+    EXPECT_GT(gradients, 0);
+    EXPECT_EQ(static_cast<std::size_t>(parameters), f.gradient_norms.size());
+  }
+}
+
+// fp32 and, where the CPU has it, bf16; both phases. The bounds are the
+// measured worst cases rounded up (see src/engines/onednn/README.md).
+void fused_matches_unfused(const Network& network, std::int64_t batch, const std::map<kit::FusedKind, int>& inference,
+                           const std::map<kit::FusedKind, int>& training) {
+  auto engine = make_onednn_engine(Device{}, test_config());
+  for (Precision precision : {Precision::fp32, Precision::bf16}) {
+    if (!engine->supports(Device{}, cell_of(network, batch, Phase::training, precision)).supported) continue;
+    const double tolerance = precision == Precision::fp32 ? 1e-6 : 1e-6;
+    compare_fused_with_unfused(network, batch, Phase::inference, precision, inference, tolerance);
+    compare_fused_with_unfused(network, batch, Phase::training, precision, training, tolerance);
+  }
+}
+
+using Groups = std::map<kit::FusedKind, int>;
+
+TEST(OnednnFusion, ConvBiasReluAndFcBiasRelu) {
+  NetworkBuilder b("conv_fc_relu", {3, 7, 7});
+  int x = b.convolution(b.input(), 5, 3, 1, 1, true, "conv0");
+  x = b.relu(x, "relu0");                        // conv_bias_relu on a network-input convolution
+  x = b.convolution(x, 8, 3, 2, 1, false, "conv1");
+  x = b.relu(x, "relu1");                        // without a bias
+  const int side = b.convolution(x, 6, 1, 1, 0, true, "conv2");
+  x = b.relu(side, "relu2");
+  x = b.fully_connected(x, 12, true, "fc0");     // on a 4D tensor
+  x = b.relu(x, "relu3");
+  x = b.fully_connected(x, 9, false, "fc1");
+  x = b.relu(x, "relu4");
+  x = b.fully_connected(x, 7, true, "fc2");
+  const Network network = b.finish_with_loss(x);
+  const Groups groups{{kit::FusedKind::conv_bias_relu, 3}, {kit::FusedKind::fc_bias_relu, 2}};
+  fused_matches_unfused(network, 3, groups, groups);
+  both_phases(network, 3);  // and the fused graph against the double-precision reference
+}
+
+TEST(OnednnFusion, BatchNormRelu) {
+  const Network network = tiny("bn_relu", {3, 6, 6}, [](NetworkBuilder& b, int x) {
+    x = b.batch_norm(x);
+    x = b.relu(x);
+    x = b.convolution(x, 8, 3, 2, 1, false);
+    x = b.batch_norm(x);
+    return b.relu(x);
+  });
+  // Training: bn_relu twice (no conv_bias_relu: the convolutions feed batch-norms). Inference:
+  // conv_bn_relu twice (batch-norm folded into the convolution, ReLU its post-op).
+  fused_matches_unfused(network, 4, {{kit::FusedKind::conv_bn_relu, 2}}, {{kit::FusedKind::bn_relu, 2}});
+  both_phases(network, 4);
+}
+
+TEST(OnednnFusion, AddRelu) {
+  const Network network = tiny("add_relu", {3, 6, 6}, [](NetworkBuilder& b, int x) {
+    x = b.relu(x);
+    int branch = b.convolution(x, 5, 3, 1, 1, false);
+    branch = b.batch_norm(branch);
+    x = b.add(branch, x);  // training: bn_add_relu refused (oneDNN 2.6), add_relu taken
+    x = b.relu(x);
+    const int other = b.convolution(x, 5, 1, 1, 0, true);
+    x = b.add(x, other);
+    return b.relu(x);      // add_relu whose add has a convolution on either side
+  });
+  // Inference: the branch's batch-norm, read by the add, folds into its convolution (conv_bn_relu without a ReLU).
+  fused_matches_unfused(network, 3,
+                        {{kit::FusedKind::conv_bias_relu, 1}, {kit::FusedKind::add_relu, 2}, {kit::FusedKind::conv_bn_relu, 1}},
+                        {{kit::FusedKind::conv_bias_relu, 1}, {kit::FusedKind::add_relu, 2}});
+  both_phases(network, 3);
+}
+
+// The fold's arithmetic with batch-norm values other than a fresh model's (gamma 1, beta 0, mean 0,
+// variance 1, which the network tests above run): the folded convolution equals convolution then
+// batch-norm, computed in double, on one input.
+TEST(OnednnFusion, FoldBatchNormIsConvolutionThenBatchNorm) {
+  const std::vector<float> weights{0.5f, -1.f, 2.f, 0.25f, 1.5f, -0.75f};  // 2 output channels x 3 inputs
+  const std::vector<float> bias{0.1f, -0.2f}, gamma{1.5f, -0.5f}, beta{0.3f, 2.f}, mean{0.7f, -1.1f}, variance{0.8f, 2.5f};
+  const std::vector<float> x{1.f, -2.f, 0.5f};
+  const double epsilon = 1e-3;
+  std::vector<float> folded = weights, folded_bias = bias;
+  onednn::fold_batch_norm(folded, folded_bias, gamma, beta, mean, variance, epsilon);
+  for (std::size_t o = 0; o < 2; ++o) {
+    double conv = bias[o], fused = folded_bias[o];
+    for (std::size_t k = 0; k < 3; ++k) {
+      conv += static_cast<double>(weights[o * 3 + k]) * x[k];
+      fused += static_cast<double>(folded[o * 3 + k]) * x[k];
+    }
+    const double normalised = gamma[o] * (conv - mean[o]) / std::sqrt(variance[o] + epsilon) + beta[o];
+    EXPECT_NEAR(fused, normalised, 1e-6 * std::max(1.0, std::abs(normalised))) << o;
+  }
+  std::vector<float> mismatched = bias;
+  EXPECT_THROW(onednn::fold_batch_norm(folded, mismatched, gamma, beta, mean, {1.f}, epsilon), Error);
+}
+
+TEST(OnednnFusion, MiniResnetEveryGroup) {
+  fused_matches_unfused(mini_resnet(), 4,
+                        {{kit::FusedKind::conv_bias_relu, 4}, {kit::FusedKind::add_relu, 1}, {kit::FusedKind::conv_bn_relu, 5}},
+                        {{kit::FusedKind::conv_bias_relu, 4}, {kit::FusedKind::bn_relu, 3}, {kit::FusedKind::add_relu, 1}});
+}
+
 TEST(OnednnNetwork, MiniResnetLearnsWithSgd) {
   const Network network = mini_resnet();
   onednn::OnednnSession session(network, cell_of(network, 8, Phase::training), test_config(Update::sgd, 0.05));
@@ -373,14 +548,34 @@ TEST(OnednnMemory, ReuseAndInPlaceLowerThePeak) {
   EXPECT_GT(peak, static_cast<double>(network.parameters()) * 4 * 2);  // weights and their gradients at least
 }
 
-// Each cell's decisions name the recipe that ran (DESIGN.md: one meaning per precision).
-TEST(OnednnSession, DecisionsNameTheRecipe) {
+// Each cell's decisions name the recipe that ran (DESIGN.md: one meaning per precision) and the fusions.
+TEST(OnednnSession, DecisionsNameTheRecipeAndTheFusions) {
   const Network network = make_network("alexnet");
   onednn::OnednnSession session(network, cell_of(network, 1, Phase::inference), test_config());
-  const std::string& decisions = session.record().decisions;
-  // The recipe first, then what the kit's fusion pass returned with this engine's answers.
-  EXPECT_EQ(decisions.rfind(std::string(recipe_of(Precision::fp32)) + " fusions=", 0), 0u) << decisions;
-  EXPECT_NE(decisions.find("conv_bias_relu"), std::string::npos) << decisions;
+  EXPECT_EQ(session.record().decisions, std::string(recipe_of(Precision::fp32)) + " fusions=conv_bias_relu:5,fc_bias_relu:2");
+  onednn::OnednnSession unfused(network, cell_of(network, 1, Phase::inference), test_config(),
+                                onednn::GraphOptions{true, true, false});
+  EXPECT_EQ(unfused.record().decisions.rfind(std::string(recipe_of(Precision::fp32)) + " fusions=none;refused=conv_bias_relu[conv1+relu1]"
+                                             "(fusion turned off (GraphOptions::fuse)) x5,fc_bias_relu[", 0), 0u)
+      << unfused.record().decisions;
+}
+
+// What the oneDNN engine lowers and refuses of ResNet-50's groups, with the reasons.
+TEST(OnednnSession, ResnetFusionsAndRefusals) {
+  const Network network = make_network("resnet50");
+  onednn::OnednnSession training(network, cell_of(network, 1, Phase::training), test_config());
+  const kit::FusionPlan& plan = training.fusions();
+  EXPECT_EQ(plan.count(kit::FusedKind::bn_relu), 33);
+  EXPECT_EQ(plan.count(kit::FusedKind::add_relu), 16);  // bn_add_relu refused: the add + relu still fuse
+  EXPECT_EQ(plan.count(kit::FusedKind::bn_add_relu), 0);
+  const std::string& decisions = training.record().decisions;
+  EXPECT_NE(decisions.find("fusions=add_relu:16,bn_relu:33;refused=bn_add_relu["), std::string::npos) << decisions;
+  EXPECT_NE(decisions.find("(oneDNN 2."), std::string::npos) << decisions;
+  EXPECT_NE(decisions.find("fuse_norm_add_relu"), std::string::npos) << decisions;
+  // Inference: every batch-norm folds into its convolution (53), the ReLU after the add is its post-op.
+  onednn::OnednnSession inference(network, cell_of(network, 1, Phase::inference), test_config());
+  EXPECT_EQ(inference.record().decisions,
+            std::string(recipe_of(Precision::fp32)) + " fusions=add_relu:16,conv_bn_relu:53");
 }
 
 // ---- Engine -------------------------------------------------------------------

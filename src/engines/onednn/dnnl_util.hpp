@@ -45,6 +45,13 @@ inline md plain_like(const md& m) { return plain_md(m.dims(), m.data_type()); }
 inline md plain_like(const md& m, dt type) { return plain_md(m.dims(), type); }
 inline bool is_plain(const md& m) { return m == plain_like(m); }
 
+// Whether a layout holds more elements than its dims (channels padded up to a block of 8 or 16).
+inline bool has_padding(const md& m) {
+  for (int i = 0; i < m.data.ndims; ++i)
+    if (m.data.padded_dims[i] != m.data.dims[i]) return true;
+  return false;
+}
+
 inline std::int64_t elements_of(const md& m) {
   std::int64_t n = 1;  // from the C descriptor: no temporary vector
   for (int i = 0; i < m.data.ndims; ++i) n *= m.data.dims[i];

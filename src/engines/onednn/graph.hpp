@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
+#include <oneapi/dnnl/dnnl_version.h>
 
 #include "crossbench/cell.hpp"
 #include "crossbench/gradient_buckets.hpp"
@@ -82,6 +83,8 @@ struct DataParallelState {
 struct GraphOptions {
   bool reuse_memory = true;  // share buffers of tensors with disjoint lifetimes
   bool in_place = true;      // ReLU and residual add write over their input, gradients alias, when that is safe
+  bool fuse = true;          // lower the kit's fused groups (kit/fusion.hpp); off: every layer its own primitive,
+                             // the unfused reference the fusion tests compare against
 };
 
 struct Graph {
@@ -187,6 +190,13 @@ class Builder {
   // Runs after allocation: initialisation of persistent buffers.
   void after_allocation(std::function<void()> run) { initialisers.push_back(std::move(run)); }
 
+  // The kit's fused group `index` belongs to (graph.fusions), or nullptr; `fused(index, kind)`: in a group of `kind`.
+  const kit::FusedGroup* fused(int index) const { return graph.fusions.group_of(index); }
+  bool fused(int index, kit::FusedKind kind) const { return graph.fusions.in(index, kind); }
+  // `attr` (user scratchpad) plus an eltwise ReLU post-op: what the anchor of a conv_bias_relu,
+  // fc_bias_relu or add_relu group is built with, so that it writes relu(y) and the ReLU runs no op.
+  dnnl::primitive_attr attr_with_relu() const;
+
   // Whether a layer may write its output over input `input` (kit::can_overwrite; tests may turn in-place off).
   bool can_overwrite(int input) { return options.in_place && kit::can_overwrite(state(input), input); }
 
@@ -206,7 +216,7 @@ void forward_pooling(Builder& ctx, int index);
 void backward_pooling(Builder& ctx, int index);
 void forward_lrn(Builder& ctx, int index);
 void backward_lrn(Builder& ctx, int index);
-void forward_relu(Builder& ctx, int index);
+void forward_relu(Builder& ctx, int index);  // also the ReLU of a fused group: no op, its producer applied it
 void backward_relu(Builder& ctx, int index);
 void forward_batch_norm(Builder& ctx, int index);
 void backward_batch_norm(Builder& ctx, int index);
@@ -221,5 +231,13 @@ void backward_flatten(Builder& ctx, int index);
 // The loss op computes the mean cross-entropy and, in training, its gradient.
 void build_loss(Builder& ctx, int index);
 void build_sgd(Builder& ctx);
+
+// conv_bn_relu's fold (inference): a batch-norm (gamma, beta, running mean and variance, epsilon) after a
+// convolution whose weights are OIHW (output channel outermost) and whose bias is `bias` (zeros without
+// one) becomes that convolution with weights w * s and bias (bias - mean) * s + beta, per output channel
+// s = gamma / sqrt(variance + epsilon). Both vectors are rewritten.
+void fold_batch_norm(std::vector<float>& weights, std::vector<float>& bias, const std::vector<float>& gamma,
+                     const std::vector<float>& beta, const std::vector<float>& mean, const std::vector<float>& variance,
+                     double epsilon);
 
 }  // namespace crossbench::onednn

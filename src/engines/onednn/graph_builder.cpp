@@ -24,6 +24,16 @@ Builder::Builder(Graph& graph_, const Network& network_, const CellSpec& cell_, 
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
 }
 
+dnnl::primitive_attr Builder::attr_with_relu() const {
+  // A fresh attribute: primitive_attr copies share one handle, and `attr` itself must stay without post-ops.
+  dnnl::primitive_attr fused;
+  CB_CHECK_DNNL(fused.set_scratchpad_mode(dnnl::scratchpad_mode::user));
+  dnnl::post_ops ops;
+  CB_CHECK_DNNL(ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f));
+  CB_CHECK_DNNL(fused.set_post_ops(ops));
+  return fused;
+}
+
 std::string Builder::label(int index, const char* what) const {
   return "layer '" + layer(index).name + "' (" + std::string(to_string(layer(index).kind)) + ") " + what;
 }
@@ -211,14 +221,27 @@ void make_gradient_buckets(Graph& graph, const EngineConfig& config) {
 }
 
 // What this engine lowers of the kit's fusion groups (kit/fusion.hpp), or why not.
-std::optional<std::string> can_lower(const kit::FusedGroup& g) {
+// The forward of each lowered group is one primitive: the anchor with an eltwise
+// ReLU post-op (conv_bias_relu, fc_bias_relu, add_relu; conv_bn_relu, inference
+// only, with the batch-norm folded into the convolution's weights and bias), or
+// batch-norm with fuse_norm_relu (bn_relu, whose backward is fused too: the
+// workspace holds the ReLU's mask). oneDNN 2.x has no backward post-ops, so the
+// other groups' dReLU stays an eltwise backward that reads the fused output
+// (use_dst_for_bwd).
+std::optional<std::string> can_lower(const kit::FusedGroup& g, const GraphOptions& options, bool training) {
+  if (!options.fuse) return "fusion turned off (GraphOptions::fuse)";
   switch (g.kind) {
     case kit::FusedKind::conv_bias_relu:
-    case kit::FusedKind::conv_bn_relu:
     case kit::FusedKind::fc_bias_relu:
-    case kit::FusedKind::bn_relu:
+    case kit::FusedKind::add_relu:
+    case kit::FusedKind::bn_relu: return std::nullopt;
+    case kit::FusedKind::conv_bn_relu:  // the kit proposes it in inference only
+      if (training) return "training: batch statistics change every step, so they cannot be folded into weights";
+      return std::nullopt;
     case kit::FusedKind::bn_add_relu:
-    case kit::FusedKind::add_relu: return "no oneDNN post-op lowering yet: each layer is its own primitive";
+      return "oneDNN " + std::to_string(DNNL_VERSION_MAJOR) + "." + std::to_string(DNNL_VERSION_MINOR) + "." +
+             std::to_string(DNNL_VERSION_PATCH) +
+             " has no batch-norm with a fused residual add (normalization_flags::fuse_norm_add_relu is oneDNN 3's)";
   }
   return "unknown group";
 }
@@ -325,10 +348,16 @@ std::unique_ptr<Graph> build_graph(const Network& network, const CellSpec& cell,
 
   Builder ctx(*graph, network, cell, config, options);
   kit::mark_consumers_and_gradients(network, ctx.training, ctx.states);
-  graph->fusions = kit::plan_fusions(network, ctx.training, can_lower);
+  graph->fusions = kit::plan_fusions(network, ctx.training,
+                                     [&options, &ctx](const kit::FusedGroup& g) { return can_lower(g, options, ctx.training); });
   OnednnLowering lowering(ctx);
   kit::walk_network(network, ctx.training, config.update == Update::sgd, lowering);
-  for (int index = 0; index < count - 1; ++index) graph->outputs[static_cast<std::size_t>(index)] = ctx.state(index).out;
+  // A fused group writes only its last layer's output: the others' values never exist (tests skip them).
+  for (int index = 0; index < count - 1; ++index) {
+    const kit::FusedGroup* group = graph->fusions.group_of(index);
+    if (group == nullptr || group->layers.back() == index)
+      graph->outputs[static_cast<std::size_t>(index)] = ctx.state(index).out;
+  }
   for (std::size_t i = 0; i < graph->ops.size(); ++i) {
     Op& op = graph->ops[i];
     // --layer-times charges every op to a layer: none may be left out. The

@@ -3,6 +3,8 @@
 // else reads it. Backward: the output gradient is the gradient of both inputs;
 // the first input may take it over as its own buffer (no copy), the second
 // gets a copy (or an accumulation when it has other consumers).
+// add_relu (kit/fusion.hpp): the add applies the ReLU as an eltwise post-op;
+// the ReLU's backward has already turned the gradient into this output's.
 #include "crossbench/error.hpp"
 #include "engines/onednn/graph.hpp"
 
@@ -13,12 +15,16 @@ void forward_add(Builder& ctx, int index) {
   const Tensor first = ctx.state(a).out;
   const Tensor second = ctx.ensure(ctx.state(b).out, first.desc, ctx.label(index, "second input"));
   LayerState& s = ctx.state(index);
-  s.in_place = a != b && ctx.can_overwrite(a);
+  const bool relu = ctx.fused(index, kit::FusedKind::add_relu);
+  // oneDNN 2.6.3's binary (jit:uni) with an eltwise post-op computes wrong values in place (dst = src0)
+  // when the blocked layout pads the channels (5 channels in nChw16c: tests/engines/onednn_layers_test.cpp,
+  // OnednnFusion.AddRelu); out of place, and in place without padding, it is right.
+  s.in_place = a != b && ctx.can_overwrite(a) && (!relu || !has_padding(first.desc));
   const dnnl::binary::desc desc(dnnl::algorithm::binary_add, first.desc, second.desc, first.desc);
-  const auto pd = CB_CHECK_DNNL(dnnl::binary::primitive_desc(desc, ctx.attr, ctx.graph.engine));
+  const auto pd = CB_CHECK_DNNL(dnnl::binary::primitive_desc(desc, relu ? ctx.attr_with_relu() : ctx.attr, ctx.graph.engine));
   s.out = s.in_place ? first : ctx.new_tensor(pd.dst_desc(), ctx.label(index, "output"));
   s.exclusive = true;
-  ctx.push_primitive(ctx.label(index, "forward"), pd,
+  ctx.push_primitive(ctx.label(index, relu ? "forward (+ relu post-op)" : "forward"), pd,
                      {{DNNL_ARG_SRC_0, first}, {DNNL_ARG_SRC_1, second}, {DNNL_ARG_DST, s.out}});
 }
 

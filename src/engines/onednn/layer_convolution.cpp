@@ -2,6 +2,13 @@
 // is reordered only when the producer's layout differs from the chosen one.
 // Backward: data gradient (when the input needs one) and weight/bias gradients
 // in fp32, each primitive hinted by the forward one.
+// conv_bias_relu (kit/fusion.hpp): the forward applies the ReLU as an eltwise
+// post-op and its output is the ReLU's; the backward is unchanged (the ReLU's
+// own backward has already turned the gradient into this output's).
+// conv_bn_relu (inference): the batch-norm after it is folded into it, as a
+// deployment does: its weights are scaled per output channel once after
+// initialisation (layer_batch_norm.cpp, fold_into_convolution), its bias is the
+// folded bias, and the group's ReLU, if any, is its post-op.
 #include <algorithm>
 
 #include "crossbench/error.hpp"
@@ -35,7 +42,10 @@ Geometry geometry(const Builder& ctx, int index) {
 
 void forward_convolution(Builder& ctx, int index) {
   const Layer& layer = ctx.layer(index);
-  const bool bias = layer.params.bias;
+  const kit::FusedGroup* group = ctx.fused(index);
+  const bool folded = group != nullptr && group->kind == kit::FusedKind::conv_bn_relu;
+  const bool relu = group != nullptr && (group->kind == kit::FusedKind::conv_bias_relu || (folded && group->relu >= 0));
+  const bool bias = layer.params.bias || folded;  // folding gives every convolution a bias
   const Geometry g = geometry(ctx, index);
   const dt type = ctx.data_type;
   const auto prop = ctx.training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
@@ -46,7 +56,8 @@ void forward_convolution(Builder& ctx, int index) {
                                                            g.padding_r)
                          : dnnl::convolution_forward::desc(prop, dnnl::algorithm::convolution_direct, src_any,
                                                            weights_any, dst_any, g.strides, g.padding_l, g.padding_r);
-  const auto pd = CB_CHECK_DNNL(dnnl::convolution_forward::primitive_desc(desc, ctx.attr, ctx.graph.engine));
+  const auto pd = CB_CHECK_DNNL(
+      dnnl::convolution_forward::primitive_desc(desc, relu ? ctx.attr_with_relu() : ctx.attr, ctx.graph.engine));
 
   LayerState& s = ctx.state(index);
   const Tensor in = ctx.ensure(ctx.input_state(index).out, pd.src_desc(), ctx.label(index, "input"));
@@ -55,13 +66,20 @@ void forward_convolution(Builder& ctx, int index) {
   std::vector<std::pair<int, Tensor>> args{{DNNL_ARG_SRC, in},
                                            {DNNL_ARG_WEIGHTS, ctx.graph.parameters[static_cast<std::size_t>(weights)].value},
                                            {DNNL_ARG_DST, s.out}};
-  if (bias) {
-    const int b = ctx.add_parameter(index, synthetic::Slot::bias, pd.bias_desc(), plain_md(g.bias, dt::f32));
-    args.emplace_back(DNNL_ARG_BIAS, ctx.graph.parameters[static_cast<std::size_t>(b)].value);
-  }
-  ctx.push_primitive(ctx.label(index, "forward"), pd, std::move(args));
-  s.forward_pd = pd;
   s.saved = {in};
+  if (layer.params.bias) {  // the layer's own bias: the bias argument, or (folded) an input of the fold
+    const int b = ctx.add_parameter(index, synthetic::Slot::bias, pd.bias_desc(), plain_md(g.bias, dt::f32));
+    if (!folded) args.emplace_back(DNNL_ARG_BIAS, ctx.graph.parameters[static_cast<std::size_t>(b)].value);
+  }
+  if (folded) {  // written by the batch-norm's fold after initialisation: saved[1]
+    const Tensor folded_bias = ctx.new_tensor(pd.bias_desc(), ctx.label(index, "folded bias"), true);
+    args.emplace_back(DNNL_ARG_BIAS, folded_bias);
+    s.saved.push_back(folded_bias);
+  }
+  const char* what = folded ? (relu ? "forward (+ folded batch-norm, relu post-op)" : "forward (+ folded batch-norm)")
+                            : (relu ? "forward (+ relu post-op)" : "forward");
+  ctx.push_primitive(ctx.label(index, what), pd, std::move(args));
+  s.forward_pd = pd;
 }
 
 void backward_convolution(Builder& ctx, int index) {

@@ -1,7 +1,8 @@
 // Fully-connected layers: oneDNN inner product. The input is taken as
 // flattened (C, H, W): a 4D input keeps its layout (the weights get the
 // matching 4D layout), a 2D input (after flatten or another fc) is (N, K).
-// The output is 2D (N, features).
+// The output is 2D (N, features). fc_bias_relu (kit/fusion.hpp): the forward
+// applies the ReLU as an eltwise post-op, as the convolution does.
 #include <cstring>
 
 #include "crossbench/error.hpp"
@@ -35,10 +36,12 @@ void forward_fully_connected(Builder& ctx, int index) {
   const dt type = ctx.data_type;
   const auto prop = ctx.training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
   const md weights_any(sh.weights, type, tag::any), dst_any(sh.dst, type, tag::any), bias_any(sh.bias, dt::f32, tag::any);
+  const bool relu = ctx.fused(index, kit::FusedKind::fc_bias_relu);
+  const dnnl::primitive_attr attr = relu ? ctx.attr_with_relu() : ctx.attr;
   auto make = [&](const md& src_desc) {
     const auto desc = bias ? dnnl::inner_product_forward::desc(prop, src_desc, weights_any, bias_any, dst_any)
                            : dnnl::inner_product_forward::desc(prop, src_desc, weights_any, dst_any);
-    return CB_CHECK_DNNL(dnnl::inner_product_forward::primitive_desc(desc, ctx.attr, ctx.graph.engine));
+    return CB_CHECK_DNNL(dnnl::inner_product_forward::primitive_desc(desc, attr, ctx.graph.engine));
   };
   // Take the producer's layout as it is when oneDNN has a fast kernel for it;
   // else let oneDNN choose and reorder.
@@ -56,7 +59,7 @@ void forward_fully_connected(Builder& ctx, int index) {
     const int b = ctx.add_parameter(index, synthetic::Slot::bias, pd.bias_desc(), plain_md(sh.bias, dt::f32));
     args.emplace_back(DNNL_ARG_BIAS, ctx.graph.parameters[static_cast<std::size_t>(b)].value);
   }
-  ctx.push_primitive(ctx.label(index, "forward"), pd, std::move(args));
+  ctx.push_primitive(ctx.label(index, relu ? "forward (+ relu post-op)" : "forward"), pd, std::move(args));
   s.forward_pd = pd;
   s.saved = {in};
 }

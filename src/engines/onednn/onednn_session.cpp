@@ -117,6 +117,7 @@ std::vector<float> OnednnSession::parameter_gradient(int layer, synthetic::Slot 
 
 std::vector<float> OnednnSession::output(int layer) {
   const Tensor& t = graph_->outputs.at(static_cast<std::size_t>(layer));
+  if (!t.valid()) throw Error("oneDNN session: layer " + std::to_string(layer) + "'s output is fused away");
   return to_canonical(t, plain_like(t.desc, dt::f32));
 }
 

@@ -53,6 +53,9 @@ class OnednnSession final : public Session {
   // A layer's output, NCHW (or (N, features)), and the gradient of the loss
   // with respect to it. Meaningful only with GraphOptions{reuse_memory = false,
   // in_place = false}: otherwise the buffer may hold a later tensor.
+  // Not every layer's output exists: a fused group (kit/fusion.hpp) writes only its last layer's.
+  bool has_output(int layer) const { return graph_->outputs.at(static_cast<std::size_t>(layer)).valid(); }
+  const kit::FusionPlan& fusions() const { return graph_->fusions; }
   std::vector<float> output(int layer);
   std::vector<float> output_gradient(int layer);
   bool has_output_gradient(int layer) const { return graph_->gradients.at(static_cast<std::size_t>(layer)).valid(); }
