@@ -6,7 +6,7 @@
 #   python3 -c "import tarfile; tarfile.open('.bundle/payload.tar.xz').extractall('.bundle')"
 set -euo pipefail
 build=${1:-build-cuda}
-/work/shared/tools/device-bundle .bundle "$build/crossbench" "$build/tests/cudnn_engine_test" "$build/tests/cudnn_kernels_test" "$build/gpu_cudnn_cells" "$build/tests/cudnn_data_parallel_test"
+/work/shared/tools/device-bundle .bundle "$build/crossbench" "$build/tests/cudnn_engine_test" "$build/tests/cudnn_kernels_test" "$build/gpu_cudnn_cells" "$build/tests/cudnn_data_parallel_test" "$build/tests/telemetry_test"
 strip .bundle/bin/* 2>/dev/null || true
 # NVRTC (105 MB, linked for cudnn-frontend's experimental engines, never called by crossbench) comes from
 # the GPU machine's CUDA toolkit, like cudart: the carried tree must stay under 64 MiB.
