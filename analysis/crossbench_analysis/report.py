@@ -133,7 +133,11 @@ class Report:
         c = self.cube
         doc.text(f"Cube `{c.path}` (schema `{c.schema}`), created {c.attrs.get('created', 'at an unknown time')} "
                  f"by crossbench {c.attrs.get('crossbench_version', '?')} "
-                 f"(revision {c.attrs.get('git_revision', '?')}).")
+                 f"(revision {self._revisions()}).")
+        for note in c.mixed_runs():
+            doc.text(f"**Mixed runs:** {note}. Cells measured by different builds, physical GPUs or settings "
+                     f"differ for those reasons too; section 6 lists the run segments and each cell's origin "
+                     f"is in the cube (`segment`, `source`, /ranks).")
         self.headline()
         self.summary()
         self.section1()
@@ -144,6 +148,16 @@ class Report:
         self.section5()
         self.section6()
         return doc
+
+    def _revisions(self) -> str:
+        """The build's revision; where segments or merged inputs differ, each one, never '?' for a merged cube."""
+        c = self.cube
+        revs = [seg.get("git_revision", "?") for seg in c.segments] or [s["attrs"].get("git_revision", "?")
+                                                                          for s in c.sources]
+        revs = list(dict.fromkeys(revs))
+        if len(revs) > 1:
+            return "several: " + ", ".join(revs)
+        return revs[0] if revs else c.attrs.get("git_revision", "?")
 
     def headline(self):
         """The answer first: per device, the fastest engine per network and
@@ -622,6 +636,21 @@ class Report:
             doc.table(r, "ranks: one row per MPI rank (host, device, clocks, power limit, driver)")
         else:
             doc.text("The cube has no /ranks table.")
+        if c.segments:
+            keys = ("source", "started", "ended", "run_state", "git_revision", "command_line", "hosts",
+                    "allowed_build_change")
+            seg_rows = []
+            for i, seg in enumerate(c.segments):
+                row = {"segment": i}
+                row.update({k: seg.get(k, "") for k in keys if any(k in x for x in c.segments)})
+                uu = c.ranks[c.ranks["segment"] == i]["uuid"] if "segment" in c.ranks.columns else []
+                row["GPUs (UUID)"] = ", ".join(sorted({str(u) for u in uu if str(u)})) or "none"
+                m = c.measured
+                row["cells measured"] = int((m["segment"] == i).sum()) if "segment" in m.columns else 0
+                seg_rows.append(row)
+            doc.text(f"{len(c.segments)} run segment(s): each `mpirun` or `--resume` is one; every cell records "
+                     f"the segment that measured it, and /ranks holds each segment's ranks.")
+            doc.table(pd.DataFrame(seg_rows), "run segments: when, which build, which hosts and GPUs")
         dev_rows = []
         for dev in self.devices:
             n_ranks = int((c.ranks["device_key"] == dev).sum()) if "device_key" in c.ranks.columns else 0
@@ -660,13 +689,10 @@ def with_provenance(cube: Cube, cells: pd.DataFrame) -> pd.DataFrame:
     out = cells.copy()
     for name in PROVENANCE_ATTRS:
         out[name] = cube.attrs.get(name, "")
-    r = cube.ranks
-    for col, new in (("host", "host"), ("uuid", "device_uuid")):
-        if "rank" in r.columns and col in r.columns and "rank" in out.columns:
-            by_rank = dict(zip(pd.to_numeric(r["rank"], errors="coerce"), r[col].astype(str)))
-            out[new] = [by_rank.get(k, "") for k in out["rank"]]
-        else:
-            out[new] = ""
+    origin = cube.origins(out)
+    # Per cell where the cube knows it (schema 4: its segment's build and its /ranks row).
+    for col in ("host", "device_uuid", "git_revision", "segment", "source"):
+        out[col] = origin[col]
     return out
 
 

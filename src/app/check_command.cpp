@@ -92,6 +92,17 @@ int check_command(const CommandContext& context) {
   for (const auto& name : resolve_engines(options.matrix.engines, visible_gpu_count() > 0 ? DeviceKind::gpu : DeviceKind::cpu))
     if (std::find(engine_names.begin(), engine_names.end(), name) == engine_names.end()) engine_names.push_back(name);
 
+  // --filter: a filter that selects no cell checks nothing; that is a mistake, not a pass.
+  if (!options.cell_filter.empty()) {
+    bool any = false;
+    for (const auto& engine_name : engine_names)
+      for (const auto& network_name : options.matrix.networks)
+        for (const Precision precision : options.matrix.precisions)
+          for (const std::int64_t batch : options.matrix.batches)
+            for (const Phase phase : options.matrix.phases)
+              any = any || cell_selected(options, CellSpec{engine_name, network_name, precision, batch, phase, 0});
+    if (!any) throw UsageError("--filter '" + options.cell_filter + "' matches no cell of the matrix");
+  }
   for (const auto& engine_name : engine_names) {
     const DeviceKind kind = device_kind_for(engine_name, workers_on_cpu);
     if (kind == DeviceKind::gpu && !gpu) gpu = std::make_unique<Device>(probe_gpu(0, options.device_tag));

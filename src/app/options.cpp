@@ -279,6 +279,8 @@ Options parse_command_options(const std::string& command, const std::vector<std:
   if (given("--stop-grace-s")) options.stop_grace_s = std::stod(checked_flag("--stop-grace-s"));
   options.allow_new_devices = given("--allow-new-devices");
   if (options.allow_new_devices && !options.resume) throw UsageError("--allow-new-devices applies to --resume only");
+  options.allow_build_change = given("--allow-build-change");
+  if (options.allow_build_change && !options.resume) throw UsageError("--allow-build-change applies to --resume only");
   if (given("--ranks")) options.simulated_ranks = std::stoi(checked_flag("--ranks"));
   if (given("--device-json")) options.device_json = flag_value("--device-json");
   if (!options.device_json.empty() && options.simulated_ranks == 0) throw UsageError("--device-json needs --ranks N");

@@ -33,6 +33,7 @@
 #include "cluster/plan.hpp"
 #include "cluster/resume.hpp"
 #include "cluster/result_channel.hpp"
+#include "cluster/run_segment.hpp"
 #include "cluster/stop_request.hpp"
 
 namespace crossbench {
@@ -123,7 +124,8 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
   stop_flag::set_grace_seconds(options.stop_grace_s);
   const Device device = bind_device(mpi, options.device_tag);
   const std::vector<Device> devices = gather_devices(mpi, device);
-  ResumeState resume = agree_on_resume(options, mpi, devices);
+  RunSegment segment = start_segment(options, mpi, devices);  // rank 0 journals it
+  ResumeState resume = agree_on_resume(options, mpi, devices, segment);
   const Plan plan = make_plan(options, devices, resume.done);
 
   EngineConfig engine_config = options.engine;
@@ -150,7 +152,8 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
       jsonl.open(options.jsonl, std::ios::app);
       if (!jsonl) throw UsageError("--jsonl '" + options.jsonl.string() + "': cannot open it for appending");
     }
-    progress = std::make_unique<Progress>(std::cerr, legend, plan.cells.size(), plan.total_s, options.quiet);
+    progress = std::make_unique<Progress>(std::cerr, legend, plan.cells.size(), plan.total_s, options.quiet,
+                                          options.measure.target_ci);
     const auto journal = journal_path(options.output);
     if (options.output.has_parent_path()) std::filesystem::create_directories(options.output.parent_path());
     if (options.overwrite && ::unlink(journal.c_str()) != 0 && errno != ENOENT)
@@ -158,7 +161,12 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
     JournalWriter writer = options.resume ? JournalWriter::append_to(journal)
                                           : JournalWriter::create(journal, JournalHeader::for_run(options, device_keys_of(devices)));
     if (!resume.new_devices.empty()) writer.append_devices(resume.new_devices);
-    collector = std::make_unique<Collector>(options, plan, devices, run_attributes(options, mpi, plan),
+    std::string build_change;
+    for (const auto& change : resume.build_changes) build_change += (build_change.empty() ? "" : "; ") + change;
+    if (!build_change.empty()) segment.attributes["allowed_build_change"] = build_change;
+    std::vector<RunSegment> segments = std::move(resume.segments);
+    segments.push_back(segment);
+    collector = std::make_unique<Collector>(options, plan, std::move(segments), run_attributes(options, mpi, plan),
                                             std::move(resume.earlier), std::move(writer),
                                             [&](const CellResult& result, double estimated_s) {
                                               progress->finished(result, estimated_s);
@@ -233,9 +241,11 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
   interrupted = interrupted || stop.requested() || missing > 0;
   const std::string stopped_by = stop.signal_number() != 0 ? "stopped by signal " + std::to_string(stop.signal_number())
                                                             : "stopped";
-  collector->write_cube(interrupted ? "incomplete: " + stopped_by + " with " + std::to_string(missing) +
-                                          " cells not run; resume with --resume"
-                                    : "complete");
+  const std::string run_state = interrupted ? "incomplete: " + stopped_by + " with " + std::to_string(missing) +
+                                                  " cells not run; resume with --resume"
+                                            : "complete";
+  collector->end_segment(run_state);
+  collector->write_cube(run_state);
 
   std::map<Status, int> counts;
   for (const auto& result : collector->results()) ++counts[result.status];
@@ -255,7 +265,7 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
     });
     add_scaling_efficiency(ordered);
     std::cout << "\n";
-    print_table(std::cout, legend, ordered);
+    print_table(std::cout, legend, ordered, options.measure.target_ci);
     if (options.measure.layer_times) print_layer_times(std::cout, ordered, options.measure.layer_time_repetitions);
   }
   std::cout << std::flush;

@@ -13,6 +13,7 @@
 #include "crossbench/options.hpp"
 #include "cluster/journal.hpp"
 #include "cluster/plan.hpp"
+#include "cluster/run_segment.hpp"
 
 namespace crossbench {
 
@@ -21,7 +22,9 @@ class Collector {
   using OnResult = std::function<void(const CellResult& result, double estimated_s)>;
 
   // `earlier` holds the results of a resumed journal; they go into the cube but not to `on_result`.
-  Collector(const Options& options, const Plan& plan, std::vector<Device> rank_devices,
+  // `segments`: the journal's run segments and, last, this run's, which the
+  // constructor journals; every new result is recorded as measured by it.
+  Collector(const Options& options, const Plan& plan, std::vector<RunSegment> segments,
             std::map<std::string, std::string> attributes, std::vector<CellResult> earlier, JournalWriter journal,
             OnResult on_result);
 
@@ -31,6 +34,8 @@ class Collector {
   void add(CellResult result);
   void checkpoint_if_due();             // rewrites the cube when checkpoint_s has passed
   void write_cube(const std::string& run_state);  // "complete", "incomplete: ..." → root attribute run_state
+  // Journals the end of this run's segment (when, and how: run_state); the next write_cube records it.
+  void end_segment(const std::string& run_state);
   const std::vector<CellResult>& results() const { return results_; }
   std::size_t new_results() const { return results_.size() - earlier_count_; }
   // New results with a final status (not the `not_run` of a cell a stop interrupted).
@@ -39,7 +44,7 @@ class Collector {
  private:
   const Options& options_;
   const Plan& plan_;
-  std::vector<Device> rank_devices_;
+  std::vector<RunSegment> segments_;
   std::map<std::string, std::string> attributes_;
   std::vector<CellResult> results_;
   std::size_t earlier_count_;

@@ -72,6 +72,10 @@ Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, 
   std::map<std::string, Network> networks;
   for (const auto& name : options.matrix.networks) networks.emplace(name, make_network(name));
 
+  // --filter: a filter that selects no cell of the matrix is a mistake, never an empty run
+  // (a done cell of a resumed run counts as selected: that run is simply finished).
+  bool filter_selected_any = options.cell_filter.empty();
+  std::string example_cell;
   for (const auto& group : plan.groups) {
     if (static_cast<int>(group.ranks.size()) < options.replicas)
       throw UsageError("--replicas " + std::to_string(options.replicas) + " needs at least that many ranks per device, but '" +
@@ -89,7 +93,10 @@ Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, 
                   planned.device_key = group.key;
                   planned.cell = {engine, network, precision, batch, phase, replica, gpus};
                   planned.rank = -1;
-                  if (done.count(cell_key(group.key, planned.cell)) || !cell_selected(options, planned.cell)) continue;
+                  if (example_cell.empty()) example_cell = describe(planned.cell);
+                  if (!cell_selected(options, planned.cell)) continue;
+                  filter_selected_any = true;
+                  if (done.count(cell_key(group.key, planned.cell))) continue;
                   planned.model = model_cell_estimate(networks.at(network), planned.cell, group.device, options);
                   planned.estimated_s = planned.model.total_s();
                   if (gpus > static_cast<int>(group.ranks.size()) && phase == Phase::training)
@@ -171,6 +178,10 @@ Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, 
       plan.cells.push_back(planned);
     }
   }
+  if (!filter_selected_any)
+    throw UsageError("--filter '" + options.cell_filter + "' matches no cell of the matrix; it is searched in names "
+                     "such as '" + example_cell + "' (engine/network/precision/b<batch>/phase/r<replica>; "
+                     "`crossbench plan` lists them)");
   if (recorded != nullptr) plan.calibration_cubes = recorded->cubes;
   plan.makespan_s = plan.rank_load_s.empty() ? 0 : *std::max_element(plan.rank_load_s.begin(), plan.rank_load_s.end());
   return plan;

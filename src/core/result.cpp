@@ -123,6 +123,8 @@ nlohmann::json to_json(const CellResult& result) {
       {"throttled", result.throttled},
       {"steps", result.steps},
       {"rank", result.rank},
+      {"segment", result.segment},
+      {"source", result.source},
       {"message", result.message},
       {"decisions", result.decisions},
       {"samples_ms", std::move(samples)},
@@ -181,6 +183,9 @@ CellResult cell_result_from_json(const nlohmann::json& record) {
   result.throttled = static_cast<std::int8_t>(read_integer(record, "throttled", -1, 1));
   result.steps = static_cast<std::int32_t>(read_integer(record, "steps", 0, int32_highest));
   result.rank = static_cast<std::int32_t>(read_integer(record, "rank", -1, int32_highest));
+  // Optional: records written before run segments existed name none (-1).
+  if (record.contains("segment")) result.segment = static_cast<std::int32_t>(read_integer(record, "segment", -1, int32_highest));
+  if (record.contains("source")) result.source = static_cast<std::int32_t>(read_integer(record, "source", -1, int32_highest));
   result.message = read_string(record, "message");
   result.decisions = read_string(record, "decisions");
   // Optional: records written before cells had wall times have none.

@@ -255,6 +255,11 @@ void write_cell_numbers(hid_t file, const CellGrid& grid, std::span<const hdf5::
                                            [](const CellResult& cell) { return cell.steps; });
   write_number_cell_variable<std::int32_t>(file, "rank", "MPI rank that ran the cell, -1: none", "1", -1, grid,
                                            cell_scales, [](const CellResult& cell) { return cell.rank; });
+  // Schema 4: with `rank`, the /ranks row (segment, rank) that names the physical device.
+  write_number_cell_variable<std::int32_t>(file, "segment", "run segment (/segments/segment_<i>) that measured the cell, -1: unknown",
+                                           "1", -1, grid, cell_scales, [](const CellResult& cell) { return cell.segment; });
+  write_number_cell_variable<std::int32_t>(file, "source", "merged cubes: the input (/sources/source_<i>) of the cell, -1: not merged",
+                                           "1", -1, grid, cell_scales, [](const CellResult& cell) { return cell.source; });
 }
 
 void write_string_cell_variable(hid_t file, const char* name, const char* long_name, const CellGrid& grid,
@@ -410,6 +415,31 @@ void write_ranks(hid_t file, const std::vector<RankRecord>& ranks) {
   strings("os", "operating system (/etc/os-release)", [](const RankRecord& r) { return r.os; });
   strings("kernel", "kernel release and machine", [](const RankRecord& r) { return r.kernel; });
   strings("container", "container image or runtime, empty: none", [](const RankRecord& r) { return r.container; });
+  numbers("segment", "run segment of the row (/segments/segment_<i>), -1: unknown", "1",
+          [](const RankRecord& r) { return r.segment; });
+  numbers("source", "merged cubes: the input of the row (/sources/source_<i>), -1: not merged", "1",
+          [](const RankRecord& r) { return r.source; });
+  strings("cpu_set", "CPUs the rank's process may run on (Linux list syntax), empty: unknown",
+          [](const RankRecord& r) { return r.cpu_set; });
+  numbers("numa_node", "NUMA node nearest the rank's GPU, -1: unknown or no GPU", "1",
+          [](const RankRecord& r) { return r.numa_node; });
+}
+
+// Schema 4: every run segment of the cube (one mpirun or one resume), in order.
+void write_segments(hid_t file, const std::vector<CubeSegment>& segments) {
+  const hdf5::PropertyList group_properties(CB_CHECK_HDF5(H5Pcreate(H5P_GROUP_CREATE)));
+  track_creation_order(group_properties);
+  const hdf5::Group group(CB_CHECK_HDF5(H5Gcreate2(file, "segments", H5P_DEFAULT, group_properties, H5P_DEFAULT)));
+  hdf5::write_string_attribute(group, "long_name",
+                               "run segments (one process group's lifetime: one mpirun or one resume); "
+                               "each one's ranks are the /ranks rows of its index");
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    const hdf5::PropertyList properties(CB_CHECK_HDF5(H5Pcreate(H5P_GROUP_CREATE)));
+    track_creation_order(properties);
+    const std::string name = "segment_" + std::to_string(i);
+    const hdf5::Group segment(CB_CHECK_HDF5(H5Gcreate2(group, name.c_str(), H5P_DEFAULT, properties, H5P_DEFAULT)));
+    for (const auto& [key, value] : segments[i].attributes) hdf5::write_string_attribute(segment, key, value);
+  }
 }
 
 // Merged cubes: each input's root attributes and ranks table, in input order.
@@ -442,6 +472,7 @@ void write_contents(hid_t file, const CubeContents& contents, const CellGrid& gr
   write_cell_wall_times(file, grid, cell_scales);
   write_samples(file, grid, scales);
   write_ranks(file, contents.ranks);
+  write_segments(file, contents.segments);
   write_sources(file, contents.sources);
   layout::write_layer_times(file, grid.cells);  // --layer-times; nothing without them
 }

@@ -43,6 +43,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from common import recipes  # noqa: E402
+from common.libraries import loaded_library_versions  # noqa: E402
 from common.protocol import WorkerError, serve, settings  # noqa: E402
 
 WORKER = "jax"
@@ -73,7 +74,17 @@ class JaxAdapter:
             described = "cpu"
         else:
             described = f"{device.platform}: {getattr(device, 'device_kind', str(device))}"
-        return dict(worker=WORKER, status="ok", framework=f"jax {jax.__version__}", device=described)
+        # A tiny jitted matmul on the device loads the backend's libraries, which are then named.
+        jax.block_until_ready(jax.jit(lambda a: a @ a)(jax.numpy.ones((2, 2))))
+        versions = {"framework": f"jax {jax.__version__}", "jax": jax.__version__}
+        try:
+            import jaxlib
+            versions["jaxlib"] = getattr(jaxlib, "__version__", None) or jaxlib.version.__version__
+        except Exception:  # noqa: BLE001 (an odd install: the version is simply not named)
+            pass
+        versions.update(loaded_library_versions())
+        return dict(worker=WORKER, status="ok", framework=f"jax {jax.__version__}", device=described,
+                    versions=versions)
 
     def prepare(self, request):
         return JaxSession(self.jax, request)
