@@ -36,6 +36,10 @@ HEADLINE = "Headline: the fastest engine and the device ranking"
 LAYER_TOP = 8   # layers per network in the figures; the table lists 5 per cell
 
 
+def _nz(v: float) -> float:
+    return v if math.isfinite(v) else 0.0
+
+
 def fmt(v, digits=4) -> str:
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return ""
@@ -60,6 +64,25 @@ def cell_text(r, value="median_ms", unit=" ms", ci=True) -> str:
     if ci and value == "median_ms":
         return f"{fmt(v)}{unit} {plots.ci_pct(v, r.ci_low_ms, r.ci_high_ms)}".rstrip()
     return f"{fmt(v)}{unit}"
+
+
+def rel_half(r) -> float:
+    """The larger half-width of a cell's 95% CI of the median, as a fraction of the median."""
+    m = float(r.median_ms)
+    if not (math.isfinite(m) and m > 0 and math.isfinite(r.ci_low_ms) and math.isfinite(r.ci_high_ms)):
+        return float("nan")
+    return max(m - r.ci_low_ms, r.ci_high_ms - m) / m
+
+
+def overlap(a, b) -> bool:
+    """Whether the 95% CIs of two cells' medians overlap: their order is then within noise."""
+    return bool(min(a.ci_high_ms, b.ci_high_ms) >= max(a.ci_low_ms, b.ci_low_ms))
+
+
+def missed_target(cells: pd.DataFrame, target: float) -> pd.Series:
+    """Ok cells whose CI half-width ((hi - lo) / 2 / median, the stopping rule's) exceeds measure.target_ci."""
+    half = (cells["ci_high_ms"] - cells["ci_low_ms"]) / 2 / cells["median_ms"]
+    return (cells["status"] == "ok") & ~(half <= target)
 
 
 def speed_text(r) -> str:
@@ -149,6 +172,21 @@ class Report:
         self.section6()
         return doc
 
+    def _geomean_noise(self, r, phase, batch, networks: str) -> float:
+        """Relative 95% CI half-width of a ranked device's geometric mean: the selected cells'
+        (its fastest engine per network at the ranked precision) combined in log space,
+        sqrt(sum h_i^2) / n."""
+        d = self.cells[(self.cells["device"] == r.device) & (self.cells["phase"] == phase) &
+                       (self.cells["batch"] == batch) & (self.cells["precision"] == r.precision) &
+                       (self.cells["status"] == "ok")]
+        hs = []
+        for n in [x.strip() for x in networks.split(",") if x.strip()]:
+            g = d[d["network"] == n]
+            if len(g):
+                hs.append(rel_half(g.loc[g["images_per_s"].idxmax()]))
+        hs = [h for h in hs if math.isfinite(h)]
+        return math.sqrt(sum(h * h for h in hs)) / len(hs) if hs else float("nan")
+
     def _revisions(self) -> str:
         """The build's revision; where segments or merged inputs differ, each one, never '?' for a merged cube."""
         c = self.cube
@@ -187,8 +225,11 @@ class Report:
                             row[prec] = "no ok cell"
                             continue
                         best = g.iloc[0]
-                        lead = (f", {best.images_per_s / g.iloc[1].images_per_s:.2f}× {g.iloc[1].engine}"
-                                if len(g) > 1 else "")
+                        lead = ""
+                        if len(g) > 1:
+                            second = g.iloc[1]
+                            lead = (f", within noise of {second.engine} (CIs overlap)" if overlap(best, second)
+                                    else f", {best.images_per_s / second.images_per_s:.2f}× {second.engine}")
                         row[prec] = f"{best.engine}: {fmt(best.images_per_s, 4)}{lead}"
                     rows.append(row)
             doc.heading(f"{dev}: fastest engine, images/s", 3)
@@ -197,10 +238,20 @@ class Report:
         phase = "training" if (ok["phase"] == "training").any() else "inference"
         ranking = procurement.device_ranking(self.cube, phase=phase, batch=b)
         items = []
+        ranked = [r for r in ranking.itertuples() if np.isfinite(r.images_per_s)]
+        noise = {r.device: self._geomean_noise(r, phase, b, ranking.attrs["networks"]) for r in ranked}
         for i, r in enumerate(ranking.itertuples(), start=1):
             if np.isfinite(r.images_per_s):
-                items.append(f"**{i}. {r.device}**: {fmt(r.images_per_s, 4)} images/s at {r.precision} "
-                             f"({r.engines})")
+                item = f"**{i}. {r.device}**: {fmt(r.images_per_s, 4)} images/s at {r.precision} ({r.engines})"
+                if i < len(ranked):
+                    nxt = ranked[i]
+                    apart = r.images_per_s / nxt.images_per_s - 1
+                    h1, h2 = noise[r.device], noise[nxt.device]
+                    # Ranked ahead only when the lead exceeds the two geometric means' CIs combined.
+                    if not (apart > math.hypot(_nz(h1), _nz(h2))):
+                        item += (f" — **within noise** of {nxt.device} ({100 * apart:.1f}% apart; "
+                                 f"CIs ±{100 * _nz(h1):.1f}% and ±{100 * _nz(h2):.1f}%)")
+                items.append(item)
             else:
                 items.append(f"{r.device}: not ranked ({r.status_text})")
         doc.text(f"**Device ranking** ({phase}, batch {b}; geometric mean over {ranking.attrs['networks']} of "
@@ -265,6 +316,19 @@ class Report:
         counts = counts.reset_index()
         doc.table(counts, "cells per device" + (" and gpus (data-parallel group size)" if self.data_parallel else "")
                   + " and status")
+        try:
+            target = float(self.cube.attrs.get("measure_target_ci", "nan"))
+        except ValueError:
+            target = float("nan")
+        if math.isfinite(target):
+            missed = cells[missed_target(cells, target)]
+            if len(missed):
+                t = missed[["device", "engine", "network", "precision", "batch", "phase", "replica", "steps"]].copy()
+                t["median ms ±95% CI"] = [cell_text(r) for r in missed.itertuples()]
+                doc.text(f"**{len(missed)} ok cell(s) missed `measure.target_ci` = {100 * target:g}%** (the "
+                         f"stopping rule ended them at max_steps or their time limit): a difference between "
+                         f"them and another cell smaller than their CI is noise.")
+                doc.table(t, "cells whose 95% CI of the median is wider than target_ci", collapsed=len(t) > 15)
         by_design = by_design_unsupported(cells)
         if by_design.any():
             doc.text(f"{int(by_design.sum())} of the unsupported cells are inference cells with gpus > 1, which "
