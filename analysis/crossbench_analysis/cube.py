@@ -60,6 +60,12 @@ SCHEMA_CELL_DIMS = {
     SCHEMA_4: CELL_DIMS,
 }
 GPUS_DIM = "gpus"
+REPETITION_DIM = "repetition"
+REPETITION_VAR = "repetition_median_ms"
+# A cell whose repetitions' medians spread by more than this fraction of their median is
+# unstable (TorchBench's stability gate, in spirit): 5% is compare's default --fail-above,
+# so a cell noisier than that across fresh sessions cannot support a 5% regression gate.
+STABILITY_THRESHOLD = 0.05
 STEP_DIM = "step"
 INT_AXES = {"batch": np.int64, "gpus": np.int32, "replica": np.int32, STEP_DIM: np.int32}
 
@@ -197,6 +203,26 @@ class Cube:
         out["source"] = src.values
         out["settings"] = [settings_of(int(b)) for b in src]
         return out
+
+    def stability(self, threshold: float = STABILITY_THRESHOLD) -> pd.DataFrame:
+        """One row per ok cell measured in two or more repetitions (--repetitions): its
+        repetitions' medians, their spread (max - min) / median of the medians, and
+        `unstable` when the spread exceeds `threshold`. Empty without repetitions."""
+        columns = list(CELL_DIMS) + ["repetitions", "medians_ms", "spread", "unstable"]
+        if REPETITION_VAR not in self.ds:
+            return pd.DataFrame(columns=columns)
+        arr = self.ds[REPETITION_VAR].values
+        flat = arr.reshape(-1, arr.shape[-1])
+        index = pd.MultiIndex.from_product([self.ds[d].values for d in CELL_DIMS], names=list(CELL_DIMS))
+        rows = []
+        for key, medians in zip(index, flat):
+            m = medians[np.isfinite(medians)]
+            if len(m) < 2:
+                continue
+            spread = float((m.max() - m.min()) / np.median(m))
+            rows.append(dict(zip(CELL_DIMS, key), repetitions=len(m), medians_ms=[float(x) for x in m],
+                             spread=spread, unstable=spread > threshold))
+        return pd.DataFrame(rows, columns=columns)
 
     def mixed_runs(self) -> list[str]:
         """What a reader must know before comparing cells of this cube: the cube's
@@ -454,6 +480,15 @@ def _load_open(path: Path, f: h5py.File, schema: str, attrs: dict[str, str]) -> 
         data_vars["samples_ms"] = (CELL_DIMS + (STEP_DIM,), samples)
     else:
         missing.append("samples_ms")
+
+    # Schema 4, --repetitions: each repetition's median over the cell axes and `repetition`.
+    if REPETITION_VAR in f and REPETITION_DIM in f:
+        coords[REPETITION_DIM] = _read_axis(f, REPETITION_DIM, file_dims).astype(np.int32)
+        shape[REPETITION_DIM] = len(coords[REPETITION_DIM])
+        reps = _read_var(f, REPETITION_VAR, file_dims + (REPETITION_DIM,), shape).astype(np.float64)
+        reps = to_cell_dims(reps)
+        reps[not_ok] = np.nan
+        data_vars[REPETITION_VAR] = (CELL_DIMS + (REPETITION_DIM,), reps)
 
     if add_gpus:
         coords[GPUS_DIM] = np.array([1], dtype=np.int32)

@@ -19,7 +19,7 @@ from .analysis import (NETWORK_ORDER, PHASE_ORDER, PRECISION_ORDER, SCALING_THRE
                        by_design_unsupported, collapse_replicas, default_baseline_device, device_speedups,
                        engine_speedups, engines_on, focus_batch, label, native_first, ordered, replica_spread,
                        scaling_table, single_device)
-from .cube import CELL_DIMS, Cube, CubeError, SCHEMA_1, STATUS_NAMES
+from .cube import CELL_DIMS, Cube, CubeError, SCHEMA_1, STABILITY_THRESHOLD, STATUS_NAMES
 from .document import Document
 from .peaks import PeakTable
 
@@ -329,6 +329,18 @@ class Report:
                          f"stopping rule ended them at max_steps or their time limit): a difference between "
                          f"them and another cell smaller than their CI is noise.")
                 doc.table(t, "cells whose 95% CI of the median is wider than target_ci", collapsed=len(t) > 15)
+        stab = self.cube.stability()
+        if len(stab):
+            unstable = stab[stab["unstable"]]
+            doc.text(f"{len(stab)} cell(s) were measured in repetitions on the same device (`--repetitions`, each a "
+                     f"fresh session); the headline is the repetition of the median median. Stability check: "
+                     f"**{len(unstable)} unstable** (their repetitions' medians spread by more than "
+                     f"{100 * STABILITY_THRESHOLD:g}% of their median).")
+            if len(unstable):
+                t = unstable[["device", "engine", "network", "precision", "batch", "phase", "repetitions"]].copy()
+                t["spread"] = [f"{100 * v:.1f}%" for v in unstable["spread"]]
+                t["medians [ms]"] = [", ".join(fmt(x) for x in v) for v in unstable["medians_ms"]]
+                doc.table(t, "unstable cells: repetition medians spread above the threshold", collapsed=len(t) > 15)
         by_design = by_design_unsupported(cells)
         if by_design.any():
             doc.text(f"{int(by_design.sum())} of the unsupported cells are inference cells with gpus > 1, which "

@@ -44,6 +44,8 @@ struct CellResult {
   std::string message;                     // why the cell is not ok; for ok cells, the stopping decision
   std::string decisions;                   // the engine's recorded decisions (SessionRecord::decisions)
   std::vector<double> samples_ms;          // every timed step [ms]
+  // --repetitions: the median of each repetition, in run order [ms]; empty when measured once.
+  std::vector<double> repetition_medians_ms;
   // Wall time of the cell (every status): when it started and ended (UTC,
   // ISO 8601 with milliseconds, "" unknown) and how long each part took [s],
   // NaN when the part did not happen or is unknown. preparation: prepare()

@@ -122,7 +122,7 @@ std::unique_ptr<OutputLock> lock_output(const Options& options, const MpiSession
 int run_on_ranks(const Options& options, const MpiSession& mpi, const StopRequest& stop) {
   StopBroadcast stop_broadcast(mpi);  // a stop on any rank reaches every rank
   stop_flag::set_grace_seconds(options.stop_grace_s);
-  const Device device = bind_device(mpi, options.device_tag);
+  const Device device = bind_device(mpi, options.device_tag, options.bind_near_gpu);
   const std::vector<Device> devices = gather_devices(mpi, device);
   RunSegment segment = start_segment(options, mpi, devices);  // rank 0 journals it
   ResumeState resume = agree_on_resume(options, mpi, devices, segment);

@@ -128,6 +128,11 @@ nlohmann::json to_json(const CellResult& result) {
       {"message", result.message},
       {"decisions", result.decisions},
       {"samples_ms", std::move(samples)},
+      {"repetition_medians_ms", [&] {
+         json medians = json::array();
+         for (const double median : result.repetition_medians_ms) medians.push_back(number_to_json(median));
+         return medians;
+       }()},
       {"layer_times", std::move(layer_times)},
       {"versions", result.versions},
       {"started_utc", result.started_utc},
@@ -201,6 +206,14 @@ CellResult cell_result_from_json(const nlohmann::json& record) {
   result.samples_ms.reserve(samples.size());
   for (std::size_t i = 0; i < samples.size(); ++i)
     result.samples_ms.push_back(double_from_json(samples[i], "samples_ms[" + std::to_string(i) + "]"));
+
+  // Optional: records written before --repetitions have none.
+  if (const auto found = record.find("repetition_medians_ms"); found != record.end()) {
+    if (!found->is_array()) malformed("repetition_medians_ms", "must be an array, not a " + type_of(*found));
+    for (std::size_t i = 0; i < found->size(); ++i)
+      result.repetition_medians_ms.push_back(
+          double_from_json((*found)[i], "repetition_medians_ms[" + std::to_string(i) + "]"));
+  }
 
   // Optional: journals written before --layer-times existed have no such field.
   if (const auto found = record.find("layer_times"); found != record.end()) {

@@ -223,7 +223,29 @@ class CubeReader {
       cells[k].decisions = decisions[present[k]];
     }
     read_samples(present, cells);
+    read_repetitions(present, cells);
     return cells;
+  }
+
+  // Schema 4: each cell's repetition medians (trailing NaNs dropped); older cubes have none.
+  void read_repetitions(const std::vector<std::size_t>& present, std::vector<CellResult>& cells) const {
+    if (!hdf5::link_exists(file_, layout::repetition_variable)) return;
+    const hsize_t count = hdf5::dataset_dims(open_vector(file_, layout::repetition_dimension, what_)).front();
+    const hdf5::Dataset variable = hdf5::open_dataset(file_, layout::repetition_variable, what_);
+    std::vector<hsize_t> expected(cell_dims_.begin(), cell_dims_.end());
+    expected.push_back(count);
+    if (hdf5::dataset_dims(variable) != expected)
+      throw Error(what_ + ": `" + layout::repetition_variable + "` has shape " + dims_text(hdf5::dataset_dims(variable)) +
+                  ", the axes give " + dims_text(expected));
+    std::vector<double> values(cell_count_ * count);
+    if (!values.empty())
+      CB_CHECK_HDF5(H5Dread(variable, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
+    for (std::size_t k = 0; k < present.size(); ++k) {
+      const auto row = values.begin() + static_cast<std::ptrdiff_t>(present[k] * count);
+      auto end = row + static_cast<std::ptrdiff_t>(count);
+      while (end != row && std::isnan(*(end - 1))) --end;
+      cells[k].repetition_medians_ms.assign(row, end);
+    }
   }
 
   void read_samples(const std::vector<std::size_t>& present, std::vector<CellResult>& cells) const {

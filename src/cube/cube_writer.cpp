@@ -354,6 +354,37 @@ void write_samples(hid_t file, const CellGrid& grid, std::span<const hdf5::Datas
   hdf5::write_double_attribute(variable, "_FillValue", not_a_number);
 }
 
+// Schema 4, --repetitions: each cell's repetition medians over the cell dimensions and
+// `repetition` (NaN past a cell's last repetition; one NaN column when no cell repeated).
+void write_repetitions(hid_t file, const CellGrid& grid, std::span<const hdf5::Dataset> cell_scales) {
+  std::size_t count = 1;
+  for (const CellResult* cell : grid.cells)
+    if (cell != nullptr) count = std::max(count, cell->repetition_medians_ms.size());
+  std::vector<std::int32_t> numbers(count);
+  for (std::size_t r = 0; r < count; ++r) numbers[r] = static_cast<std::int32_t>(r);
+  hdf5::Dataset axis = hdf5::create_vector<std::int32_t>(file, layout::repetition_dimension, numbers);
+  make_scale(axis, layout::repetition_dimension);
+  describe_variable(axis, "repetition of a cell on the same device (--repetitions)", "1");
+  std::array<hsize_t, cell_rank + 1> dims{};
+  std::copy(grid.dims.begin(), grid.dims.end(), dims.begin());
+  dims[cell_rank] = count;
+  const hdf5::Dataspace space = hdf5::simple_dataspace(dims);
+  const hdf5::PropertyList properties = hdf5::dataset_creation_properties();
+  CB_CHECK_HDF5(H5Pset_fill_value(properties, H5T_NATIVE_DOUBLE, &not_a_number));
+  const hdf5::Dataset variable(CB_CHECK_HDF5(H5Dcreate2(file, layout::repetition_variable, H5T_IEEE_F64LE, space,
+                                                        H5P_DEFAULT, properties, H5P_DEFAULT)));
+  for (std::size_t d = 0; d < cell_rank; ++d)
+    CB_CHECK_HDF5(H5DSattach_scale(variable, cell_scales[d], static_cast<unsigned>(d)));
+  CB_CHECK_HDF5(H5DSattach_scale(variable, axis, static_cast<unsigned>(cell_rank)));
+  std::vector<double> values(grid.cells.size() * count, not_a_number);
+  for (std::size_t i = 0; i < grid.cells.size(); ++i)
+    if (const CellResult* cell = grid.cells[i]; cell != nullptr && cell->status == Status::ok)
+      std::copy(cell->repetition_medians_ms.begin(), cell->repetition_medians_ms.end(), values.begin() + i * count);
+  if (!values.empty()) CB_CHECK_HDF5(H5Dwrite(variable, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
+  describe_variable(variable, "median of each repetition of the cell (--repetitions), NaN past its last", "ms");
+  hdf5::write_double_attribute(variable, "_FillValue", not_a_number);
+}
+
 void write_ranks(hid_t file, const std::vector<RankRecord>& ranks) {
   const hdf5::PropertyList group_properties(CB_CHECK_HDF5(H5Pcreate(H5P_GROUP_CREATE)));
   track_creation_order(group_properties);
@@ -471,6 +502,7 @@ void write_contents(hid_t file, const CubeContents& contents, const CellGrid& gr
   write_cell_texts(file, grid, cell_scales);
   write_cell_wall_times(file, grid, cell_scales);
   write_samples(file, grid, scales);
+  write_repetitions(file, grid, cell_scales);
   write_ranks(file, contents.ranks);
   write_segments(file, contents.segments);
   write_sources(file, contents.sources);

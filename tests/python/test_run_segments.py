@@ -211,3 +211,39 @@ def test_number_settings_follow_the_options_schema(run_crossbench):
     schema = {o["recorded_as"] for o in options if o["changes_numbers"] and o["recorded_as"]}
     analysis = set(cube_module.NUMBER_SETTINGS) | {k for k in schema if k.startswith("measure_")}
     assert schema == analysis
+
+
+def cpu_list(cpus):
+    """Linux (and hwloc) list syntax of a set of CPUs: {0, 1, 2, 5} -> "0-2,5"."""
+    out, cpus = [], sorted(cpus)
+    start = prev = cpus[0]
+    for c in cpus[1:] + [None]:
+        if c is not None and c == prev + 1:
+            prev = c
+            continue
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+        if c is not None:
+            start = prev = c
+    return ",".join(out)
+
+
+def test_ranks_record_their_cpu_set_on_this_topology(tmp_path, crossbench_binary):
+    """hwloc's view of the rank's binding is what /ranks records: the whole affinity of the
+    test, then one CPU under taskset; a CPU rank has no GPU NUMA node, and --bind-near-gpu
+    leaves it where it is (and is recorded)."""
+    job = tmp_path / "job.ini"
+    job.write_text(JOB)
+    allowed = sorted(os.sched_getaffinity(0))
+    cases = [([], cpu_list(allowed), "false"),
+             (["taskset", "-c", str(allowed[-1])], str(allowed[-1]), "false"),
+             (["taskset", "-c", str(allowed[0])], str(allowed[0]), "true")]
+    for i, (prefix, expected, bound) in enumerate(cases):
+        cube = tmp_path / f"c{i}.h5"
+        command = prefix + [str(crossbench_binary), "run", "--job", str(job), "--output", str(cube), "--filter",
+                            "inference"] + (["--bind-near-gpu"] if bound == "true" else [])
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        with h5py.File(cube, "r") as f:
+            assert text(f["ranks/cpu_set"][0]) == expected
+            assert int(f["ranks/numa_node"][0]) == -1  # a CPU rank: no GPU
+            assert text(f.attrs["bind_near_gpu"]) == bound
