@@ -708,7 +708,9 @@ class Report:
                     r["memory [GiB]"] = (pd.to_numeric(r[col], errors="coerce") / 2**30).map(lambda v: fmt(v, 4))
                     r = r.drop(columns=[col])
             hosts = sorted(set(map(str, r["host"]))) if "host" in r.columns else []
-            doc.text(f"{len(r)} rank(s) on {len(hosts)} host(s): {', '.join(hosts)}.")
+            n_segments = r["segment"].nunique() if "segment" in r.columns else 1
+            per = f" over {n_segments} run segments (one row per segment and rank)" if n_segments > 1 else ""
+            doc.text(f"{len(r)} rank row(s){per} on {len(hosts)} host(s): {', '.join(hosts)}.")
             doc.table(r, "ranks: one row per MPI rank (host, device, clocks, power limit, driver)")
         else:
             doc.text("The cube has no /ranks table.")

@@ -247,3 +247,33 @@ def test_ranks_record_their_cpu_set_on_this_topology(tmp_path, crossbench_binary
             assert text(f["ranks/cpu_set"][0]) == expected
             assert int(f["ranks/numa_node"][0]) == -1  # a CPU rank: no GPU
             assert text(f.attrs["bind_near_gpu"]) == bound
+
+
+def test_repetitions_keep_every_median_and_the_median_one_is_the_headline(run_crossbench, tmp_path):
+    """--repetitions 3: three fresh sessions of the cell; the cube keeps the three medians, the
+    headline is the repetition of the median median, and the analysis judges stability."""
+    job = tmp_path / "job.ini"
+    job.write_text(JOB)
+    cube = tmp_path / "r.h5"
+    done = run_crossbench("run", "--job", job, "--output", cube, "--filter", "inference", "--repetitions", "3")
+    assert done.returncode == 0, done.stderr
+    with h5py.File(cube, "r") as f:
+        assert text(f.attrs["measure_repetitions"]) == "3"
+        medians = np.asarray(f["repetition_median_ms"][()]).reshape(-1, 3)
+        ok = np.asarray(f["status"][()]).reshape(-1) == 1
+        row = medians[ok][0]
+        assert np.isfinite(row).all() and len(set(row)) >= 2  # three sessions, not one copied
+        headline = float(np.asarray(f["median_ms"][()]).reshape(-1)[ok][0])
+        assert headline == sorted(row)[1]
+        chosen = list(row).index(headline) + 1
+        assert f"repetition {chosen} of 3" in text(np.asarray(f["message"][()]).reshape(-1)[ok][0])
+    loaded = cube_module.load(cube)
+    stability = loaded.stability()
+    assert len(stability) == 1 and stability["repetitions"].iloc[0] == 3
+    spread = (row.max() - row.min()) / np.median(row)
+    assert abs(stability["spread"].iloc[0] - spread) < 1e-12
+    assert bool(stability["unstable"].iloc[0]) == (spread > cube_module.STABILITY_THRESHOLD)
+    out = tmp_path / "report"
+    r = report("report", cube, "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert "Stability check" in (out / "report.md").read_text()
