@@ -30,7 +30,7 @@ def main(path):
         if not ok:
             failures.append(what)
 
-    check("schema", cube.schema == "crossbench-cube/3", cube.schema)
+    check("schema", cube.schema == "crossbench-cube/4", cube.schema)
     check("git revision", len(cube.attrs.get("git_revision", "")) >= 12, cube.attrs.get("git_revision"))
     for _, rank in cube.ranks.iterrows():
         uuid = rank["uuid"]

@@ -8,7 +8,8 @@ python=/usr/bin/python3
 
 # The Debian packages crossbench builds, runs and tests with (README "Dependencies" says why each).
 build_packages=(build-essential cmake git pkg-config libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools
-                libboost-program-options-dev libdnnl-dev ocl-icd-opencl-dev libgtest-dev nlohmann-json3-dev zlib1g-dev)
+                libboost-program-options-dev libdnnl-dev ocl-icd-opencl-dev libgtest-dev nlohmann-json3-dev zlib1g-dev
+                libhwloc-dev)
 # scripts/check-cuda-toolkits compiles kernels.cu for CUDA 12 and 11.8 with clang (the toolkits' PyPI
 # wheels have no nvcc).
 old_cuda_packages=(clang-19)

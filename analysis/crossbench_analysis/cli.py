@@ -57,6 +57,12 @@ def _compare(a) -> int:
     table = c.compare(old, new, threshold)
     text = c.render(table, threshold, c.provenance_warnings(old, new))
     print(text)
+    # A gate fed the wrong file must not pass: with no cell attempted in both cubes nothing was compared.
+    common = c.common_cells(table)
+    if common == 0:
+        raise CubeError(f"no cell is attempted in both '{a.old}' and '{a.new}' (devices OLD: "
+                        f"{', '.join(old.devices) or 'none'}; NEW: {', '.join(new.devices) or 'none'}): "
+                        "nothing was compared")
     if a.csv:
         table.to_csv(a.csv, index=False)
     if a.markdown:

@@ -14,7 +14,8 @@ sides that face each other:
 A *regression* is a significant slowdown larger than the threshold
 (``--fail-above``, default 5%), or a cell that was ok in OLD and is OOM,
 unsupported, failed or timeout in NEW.  The exit status is 1 when there is at
-least one regression, else 0 (2 for an error).  Cells not run in one of the
+least one regression, else 0 (2 for an error, and 2 when no cell is attempted
+in both cubes: a gate given the wrong file must not pass).  Cells not run in one of the
 cubes, or absent from its axes, are listed but do not fail the comparison.
 
 Before the table: warnings when the two cubes do not come from the same
@@ -48,11 +49,27 @@ def parse_threshold(text: str) -> float:
     return v
 
 
+ORIGIN = ["device_uuid", "git_revision", "settings"]
+
+
 def compare(old: Cube, new: Cube, threshold_pct: float = 5.0) -> pd.DataFrame:
-    """One row per cell of either cube, with verdict, change_pct and regression (bool)."""
-    a = old.cells[list(CELL_DIMS) + COLS]
-    b = new.cells[list(CELL_DIMS) + COLS]
+    """One row per cell of either cube, with verdict, change_pct, regression (bool) and
+    `sides_differ`: what differs between the two measurements besides the code under
+    test (physical GPU, build, settings), empty when nothing does."""
+    a = pd.concat([old.cells[list(CELL_DIMS) + COLS], old.origins(old.cells)[ORIGIN]], axis=1)
+    b = pd.concat([new.cells[list(CELL_DIMS) + COLS], new.origins(new.cells)[ORIGIN]], axis=1)
     m = a.merge(b, on=list(CELL_DIMS), how="outer", suffixes=("_old", "_new"), indicator="which")
+    sides = []
+    for r in m.itertuples(index=False):
+        differ = []
+        if r.which == "both" and r.status_old != "not_run" and r.status_new != "not_run":
+            if r.device_uuid_old and r.device_uuid_new and r.device_uuid_old != r.device_uuid_new:
+                differ.append(f"GPU {r.device_uuid_old} → {r.device_uuid_new}")
+            if r.git_revision_old != r.git_revision_new:
+                differ.append(f"build {r.git_revision_old} → {r.git_revision_new}")
+            if r.settings_old != r.settings_new:
+                differ.append("settings")
+        sides.append("; ".join(differ))
     verdicts, changes, regress, sig = [], [], [], []
     for r in m.itertuples(index=False):
         so, sn = r.status_old, r.status_new
@@ -76,7 +93,7 @@ def compare(old: Cube, new: Cube, threshold_pct: float = 5.0) -> pd.DataFrame:
                 significant = True
                 verdict = "faster"
             else:
-                verdict = "unchanged (within CI)"
+                verdict = "within noise (CIs overlap)"
         elif so == sn:
             verdict = "unchanged" if so != "not_run" else "not run in either"
         elif so == "ok" and sn == "not_run":
@@ -92,12 +109,19 @@ def compare(old: Cube, new: Cube, threshold_pct: float = 5.0) -> pd.DataFrame:
         changes.append(change)
         regress.append(reg)
         sig.append(significant)
-    out = m.drop(columns=["which"]).copy()
+    out = m.drop(columns=["which"] + [f"{c}_{s}" for c in ORIGIN for s in ("old", "new")]).copy()
+    out["sides_differ"] = sides
     out["change_pct"] = changes
     out["significant"] = sig
     out["verdict"] = verdicts
     out["regression"] = regress
     return out
+
+
+def common_cells(table: pd.DataFrame) -> int:
+    """Cells attempted (any status but not_run) in both cubes: with none, nothing was compared."""
+    attempted = lambda s: s.notna() & (s != "not_run")  # noqa: E731
+    return int((attempted(table["status_old"]) & attempted(table["status_new"])).sum())
 
 
 def provenance_warnings(old: Cube, new: Cube) -> list[str]:
@@ -137,7 +161,7 @@ def _nz(v: float) -> float:
 
 def changed(table: pd.DataFrame) -> pd.DataFrame:
     """The rows worth showing: significant moves and status changes."""
-    keep = ~table["verdict"].isin(["unchanged", "unchanged (within CI)", "not run in either"])
+    keep = ~table["verdict"].isin(["unchanged", "within noise (CIs overlap)", "not run in either"])
     # A cell on one cube's axes only is worth a line when that cube attempted it.
     only_old = (table["verdict"].str.startswith("only in OLD")) & (table["status_old"] == "not_run")
     only_new = (table["verdict"].str.startswith("only in NEW")) & (table["status_new"] == "not_run")
@@ -157,7 +181,11 @@ def render(table: pd.DataFrame, threshold_pct: float, warnings: list[str] | None
                      f"({moved}; speedup {1 / ratio:.3f}×)")
     else:
         lines.append("overall: no cell is ok in both cubes, so no geometric mean")
-    lines += [f"compared {len(table)} cells ({n_ok} ok in both); "
+    n_differ = int((table["sides_differ"] != "").sum())
+    if n_differ:
+        lines.append(f"WARNING: {n_differ} compared cell(s) were measured on another physical GPU, by another build "
+                     f"or with other settings (column 'sides differ in'); a move there is not the code's alone")
+    lines += [f"compared {len(table)} cells ({n_ok} ok in both; {int((table['verdict'] == 'within noise (CIs overlap)').sum())} within noise); "
              f"{int((table['verdict'] == 'slower').sum())} significantly slower, "
              f"{int((table['verdict'] == 'faster').sum())} significantly faster, "
              f"{int(table['verdict'].str.contains('→').sum())} changed status; "
@@ -172,9 +200,9 @@ def render(table: pd.DataFrame, threshold_pct: float, warnings: list[str] | None
             str(r.batch), r.phase, str(r.gpus), str(r.replica),
             _ms(r.status_old, r.median_ms_old, r.ci_low_ms_old, r.ci_high_ms_old),
             _ms(r.status_new, r.median_ms_new, r.ci_low_ms_new, r.ci_high_ms_new),
-            f"{r.change_pct:+.1f}%" if np.isfinite(r.change_pct) else ""])
+            f"{r.change_pct:+.1f}%" if np.isfinite(r.change_pct) else "", r.sides_differ])
     head = ["", "verdict", "device", "engine", "network", "precision", "batch", "phase", "gpus", "replica",
-            "OLD median ms ±95% CI", "NEW median ms ±95% CI", "change"]
+            "OLD median ms ±95% CI", "NEW median ms ±95% CI", "change", "sides differ in"]
     lines.append("")
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "|".join("---" for _ in head) + "|")

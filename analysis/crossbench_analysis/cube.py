@@ -11,7 +11,12 @@ The cube is HDF5 (netCDF-4 compatible).  This module reads it defensively:
 * a variable's axes are taken from its attached dimension scales when present,
   so a writer that stores a variable in another axis order still loads.
 
-Schemas: ``crossbench-cube/3`` (schema 2 plus each cell's wall times
+Schemas: ``crossbench-cube/4`` (schema 3 plus run segments: ``/segments``,
+read into ``cube.segments``, one dict of attributes per segment, i.e. per
+mpirun or resume; each cell's ``segment`` and, for merged cubes, ``source``;
+and ``/ranks`` rows of every segment with the columns ``segment``, ``source``,
+``cpu_set`` and ``numa_node``: a cell's device is the row (segment, rank)),
+``crossbench-cube/3`` (schema 2 plus each cell's wall times
 ``preparation_s``, ``search_s``, ``timed_s``, ``started_utc``, ``finished_utc``,
 the system description in ``/ranks`` and, for merged cubes, ``/sources``: each
 input's root attributes and ranks, read into ``cube.sources``),
@@ -41,8 +46,9 @@ import xarray as xr
 SCHEMA_1 = "crossbench-cube/1"
 SCHEMA_2 = "crossbench-cube/2"
 SCHEMA_3 = "crossbench-cube/3"
-KNOWN_SCHEMAS = (SCHEMA_1, SCHEMA_2, SCHEMA_3)
-LATEST_SCHEMA = SCHEMA_3
+SCHEMA_4 = "crossbench-cube/4"
+KNOWN_SCHEMAS = (SCHEMA_1, SCHEMA_2, SCHEMA_3, SCHEMA_4)
+LATEST_SCHEMA = SCHEMA_4
 
 # Cell axes, in the order of the (latest) schema: what `Cube.ds` and `Cube.cells` have.
 CELL_DIMS = ("device", "engine", "network", "precision", "batch", "phase", "gpus", "replica")
@@ -51,8 +57,15 @@ SCHEMA_CELL_DIMS = {
     SCHEMA_1: ("device", "engine", "network", "precision", "batch", "phase", "replica"),
     SCHEMA_2: CELL_DIMS,
     SCHEMA_3: CELL_DIMS,
+    SCHEMA_4: CELL_DIMS,
 }
 GPUS_DIM = "gpus"
+REPETITION_DIM = "repetition"
+REPETITION_VAR = "repetition_median_ms"
+# A cell whose repetitions' medians spread by more than this fraction of their median is
+# unstable (TorchBench's stability gate, in spirit): 5% is compare's default --fail-above,
+# so a cell noisier than that across fresh sessions cannot support a 5% regression gate.
+STABILITY_THRESHOLD = 0.05
 STEP_DIM = "step"
 INT_AXES = {"batch": np.int64, "gpus": np.int32, "replica": np.int32, STEP_DIM: np.int32}
 
@@ -78,12 +91,15 @@ FLOAT_VARS = (
 WALL_VARS = ("preparation_s", "search_s", "timed_s")
 WALL_TEXT_VARS = ("started_utc", "finished_utc")
 # Variables a schema does not have: filled (NaN) on load, not reported as missing.
+# Schema 4: the run segment (/segments) and the merged input (/sources) of every cell, -1: unknown / none.
+SEGMENT_VARS = ("segment", "source")
 NOT_IN_SCHEMA = {
-    SCHEMA_1: ("exposed_communication_ms", "scaling_efficiency") + WALL_VARS + WALL_TEXT_VARS,
-    SCHEMA_2: WALL_VARS + WALL_TEXT_VARS,
-    SCHEMA_3: (),
+    SCHEMA_1: ("exposed_communication_ms", "scaling_efficiency") + WALL_VARS + WALL_TEXT_VARS + SEGMENT_VARS,
+    SCHEMA_2: WALL_VARS + WALL_TEXT_VARS + SEGMENT_VARS,
+    SCHEMA_3: SEGMENT_VARS,
+    SCHEMA_4: (),
 }
-INT_VARS = {"throttled": -1, "steps": 0, "rank": -1}  # name -> value when absent
+INT_VARS = {"throttled": -1, "steps": 0, "rank": -1, "segment": -1, "source": -1}  # name -> value when absent
 STRING_VARS = ("message",) + WALL_TEXT_VARS
 REQUIRED_VARS = ("status", "median_ms")
 CELL_VARS = ("status",) + FLOAT_VARS + WALL_VARS + tuple(INT_VARS) + STRING_VARS
@@ -94,7 +110,16 @@ RANK_COLUMNS = (
     # schema 3: the system description
     "application_sm_clock_mhz", "application_memory_clock_mhz", "clock_policy", "ecc",
     "cpu_model", "os", "kernel", "container",
+    # schema 4: run segments, merged inputs, CPU placement
+    "segment", "source", "cpu_set", "numa_node",
 )
+
+
+# Recorded settings that change the numbers besides measure_* (the options schema's
+# rows marked changes_numbers, under their cube attribute names).
+NUMBER_SETTINGS = ("seed", "update", "learning_rate", "engine_algorithm_policy", "engine_workspace_limit_mb",
+                   "engine_layout", "engine_cuda_graphs", "engine_graph_api", "engine_compile_mode", "engine_worker_per_cell",
+                   "data_parallel_bucket_mb")
 
 
 class CubeError(Exception):
@@ -111,6 +136,8 @@ class Cube:
     missing_vars: list[str] = field(default_factory=list)  # optional variables the file lacks
     # Merged cubes (/sources): per input, its root attributes and its ranks table.
     sources: list[dict] = field(default_factory=list)
+    # Schema 4 (/segments): per run segment (one mpirun or one resume), its attributes.
+    segments: list[dict] = field(default_factory=list)
     _cells: pd.DataFrame | None = field(default=None, repr=False)
 
     @property
@@ -137,6 +164,91 @@ class Cube:
     @property
     def devices(self) -> list[str]:
         return [str(d) for d in self.ds["device"].values]
+
+    def origins(self, cells: pd.DataFrame) -> pd.DataFrame:
+        """Per row of `cells` (same index): what measured it. ``host`` and
+        ``device_uuid`` (the /ranks row (segment, rank), or rank alone before
+        schema 4), ``git_revision`` (its segment's, else its source's, else the
+        root's), ``segment`` and ``source`` (-1: unknown / not merged) and
+        ``settings`` (the recorded settings that change the numbers, as one text:
+        its source's in a merged cube, else the root's)."""
+        out = pd.DataFrame(index=cells.index)
+        seg = cells["segment"].astype(int) if "segment" in cells.columns else pd.Series(-1, index=cells.index)
+        src = cells["source"].astype(int) if "source" in cells.columns else pd.Series(-1, index=cells.index)
+        rank = cells["rank"].astype(int) if "rank" in cells.columns else pd.Series(-1, index=cells.index)
+        r = self.ranks
+        by_key: dict = {}
+        if "rank" in r.columns:
+            segs = r["segment"].astype(int) if "segment" in r.columns else pd.Series(-1, index=r.index)
+            for row, sg in zip(r.itertuples(index=False), segs):
+                by_key[(int(sg), int(row.rank))] = row
+        def row_of(sg, rk):
+            return by_key.get((sg, rk)) or by_key.get((-1, rk))
+        rows = [row_of(int(a), int(b)) for a, b in zip(seg, rank)]
+        out["host"] = [str(getattr(x, "host", "")) if x is not None else "" for x in rows]
+        out["device_uuid"] = [str(getattr(x, "uuid", "")) if x is not None else "" for x in rows]
+
+        def attrs_of(sg, sc) -> dict:
+            if 0 <= sg < len(self.segments):
+                return self.segments[sg]
+            if 0 <= sc < len(self.sources):
+                return self.sources[sc]["attrs"]
+            return self.attrs
+        def settings_of(sc) -> str:
+            a = self.sources[sc]["attrs"] if 0 <= sc < len(self.sources) else self.attrs
+            return "; ".join(f"{k}={a[k]}" for k in sorted(a) if k in NUMBER_SETTINGS or k.startswith("measure_")
+                             and k not in ("measure_layer_times", "measure_layer_time_repetitions"))
+        out["git_revision"] = [attrs_of(int(a), int(b)).get("git_revision", "?") for a, b in zip(seg, src)]
+        out["segment"] = seg.values
+        out["source"] = src.values
+        out["settings"] = [settings_of(int(b)) for b in src]
+        return out
+
+    def stability(self, threshold: float = STABILITY_THRESHOLD) -> pd.DataFrame:
+        """One row per ok cell measured in two or more repetitions (--repetitions): its
+        repetitions' medians, their spread (max - min) / median of the medians, and
+        `unstable` when the spread exceeds `threshold`. Empty without repetitions."""
+        columns = list(CELL_DIMS) + ["repetitions", "medians_ms", "spread", "unstable"]
+        if REPETITION_VAR not in self.ds:
+            return pd.DataFrame(columns=columns)
+        arr = self.ds[REPETITION_VAR].values
+        flat = arr.reshape(-1, arr.shape[-1])
+        index = pd.MultiIndex.from_product([self.ds[d].values for d in CELL_DIMS], names=list(CELL_DIMS))
+        rows = []
+        for key, medians in zip(index, flat):
+            m = medians[np.isfinite(medians)]
+            if len(m) < 2:
+                continue
+            spread = float((m.max() - m.min()) / np.median(m))
+            rows.append(dict(zip(CELL_DIMS, key), repetitions=len(m), medians_ms=[float(x) for x in m],
+                             spread=spread, unstable=spread > threshold))
+        return pd.DataFrame(rows, columns=columns)
+
+    def mixed_runs(self) -> list[str]:
+        """What a reader must know before comparing cells of this cube: the cube's
+        segments differ (another build, other physical GPUs), a resume was allowed
+        onto another build, or a merged cube's inputs differ in revision, settings
+        or completeness. Empty when none."""
+        out = []
+        if self.attrs.get("segments_differ"):
+            out.append(f"its {len(self.segments)} run segments differ in: {self.attrs['segments_differ']}")
+        if self.attrs.get("allowed_build_change"):
+            out.append(f"a resume was allowed onto another build (--allow-build-change): "
+                       f"{self.attrs['allowed_build_change']}")
+        if self.sources:
+            revs = sorted({s["attrs"].get("git_revision", "?") for s in self.sources})
+            if len(revs) > 1:
+                out.append(f"its {len(self.sources)} merged inputs come from {len(revs)} revisions: {', '.join(revs)}")
+            incomplete = [s["attrs"].get("path", f"source {i}") for i, s in enumerate(self.sources)
+                          if s["attrs"].get("run_state", "complete") != "complete"]
+            if incomplete:
+                out.append(f"merged input(s) incomplete: {', '.join(incomplete)}")
+            keys = sorted({k for s in self.sources for k in s["attrs"]
+                           if k in NUMBER_SETTINGS or k.startswith("measure_")})
+            differ = [k for k in keys if len({s["attrs"].get(k, "(not recorded)") for s in self.sources}) > 1]
+            if differ:
+                out.append(f"merged inputs measured with different settings: {', '.join(differ)}")
+        return out
 
     def resolve_device(self, text: str) -> str:
         """A device key from the key itself or a unique (case-insensitive) substring."""
@@ -369,12 +481,32 @@ def _load_open(path: Path, f: h5py.File, schema: str, attrs: dict[str, str]) -> 
     else:
         missing.append("samples_ms")
 
+    # Schema 4, --repetitions: each repetition's median over the cell axes and `repetition`.
+    if REPETITION_VAR in f and REPETITION_DIM in f:
+        coords[REPETITION_DIM] = _read_axis(f, REPETITION_DIM, file_dims).astype(np.int32)
+        shape[REPETITION_DIM] = len(coords[REPETITION_DIM])
+        reps = _read_var(f, REPETITION_VAR, file_dims + (REPETITION_DIM,), shape).astype(np.float64)
+        reps = to_cell_dims(reps)
+        reps[not_ok] = np.nan
+        data_vars[REPETITION_VAR] = (CELL_DIMS + (REPETITION_DIM,), reps)
+
     if add_gpus:
         coords[GPUS_DIM] = np.array([1], dtype=np.int32)
     ds = xr.Dataset(data_vars=data_vars, coords=coords, attrs=attrs)
     ranks = _read_ranks(f)
     return Cube(path=path, schema=schema, attrs=attrs, ds=ds, ranks=ranks, missing_vars=missing,
-                sources=_read_sources(f))
+                sources=_read_sources(f), segments=_read_segments(f))
+
+
+def _read_segments(f: h5py.File) -> list[dict]:
+    """/segments/segment_<i> (schema 4): the attributes of each run segment, in order."""
+    if "segments" not in f or not isinstance(f["segments"], h5py.Group):
+        return []
+    out = []
+    while f"segment_{len(out)}" in f["segments"]:
+        g = f["segments"][f"segment_{len(out)}"]
+        out.append({str(k): _text(v) for k, v in g.attrs.items()})
+    return out
 
 
 def _read_sources(f: h5py.File) -> list[dict]:
@@ -406,7 +538,8 @@ def _read_ranks(f: h5py.Group) -> pd.DataFrame:
     ordered = [c for c in RANK_COLUMNS if c in df.columns] + [c for c in df.columns if c not in RANK_COLUMNS]
     df = df[ordered]
     if "rank" in df.columns:
-        df = df.sort_values("rank").reset_index(drop=True)
+        by = [c for c in ("source", "segment") if c in df.columns] + ["rank"]
+        df = df.sort_values(by, kind="stable").reset_index(drop=True)
     return df
 
 

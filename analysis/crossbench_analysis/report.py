@@ -19,7 +19,7 @@ from .analysis import (NETWORK_ORDER, PHASE_ORDER, PRECISION_ORDER, SCALING_THRE
                        by_design_unsupported, collapse_replicas, default_baseline_device, device_speedups,
                        engine_speedups, engines_on, focus_batch, label, native_first, ordered, replica_spread,
                        scaling_table, single_device)
-from .cube import CELL_DIMS, Cube, CubeError, SCHEMA_1, STATUS_NAMES
+from .cube import CELL_DIMS, Cube, CubeError, SCHEMA_1, STABILITY_THRESHOLD, STATUS_NAMES
 from .document import Document
 from .peaks import PeakTable
 
@@ -34,6 +34,10 @@ SECTIONS = (
 )
 HEADLINE = "Headline: the fastest engine and the device ranking"
 LAYER_TOP = 8   # layers per network in the figures; the table lists 5 per cell
+
+
+def _nz(v: float) -> float:
+    return v if math.isfinite(v) else 0.0
 
 
 def fmt(v, digits=4) -> str:
@@ -60,6 +64,25 @@ def cell_text(r, value="median_ms", unit=" ms", ci=True) -> str:
     if ci and value == "median_ms":
         return f"{fmt(v)}{unit} {plots.ci_pct(v, r.ci_low_ms, r.ci_high_ms)}".rstrip()
     return f"{fmt(v)}{unit}"
+
+
+def rel_half(r) -> float:
+    """The larger half-width of a cell's 95% CI of the median, as a fraction of the median."""
+    m = float(r.median_ms)
+    if not (math.isfinite(m) and m > 0 and math.isfinite(r.ci_low_ms) and math.isfinite(r.ci_high_ms)):
+        return float("nan")
+    return max(m - r.ci_low_ms, r.ci_high_ms - m) / m
+
+
+def overlap(a, b) -> bool:
+    """Whether the 95% CIs of two cells' medians overlap: their order is then within noise."""
+    return bool(min(a.ci_high_ms, b.ci_high_ms) >= max(a.ci_low_ms, b.ci_low_ms))
+
+
+def missed_target(cells: pd.DataFrame, target: float) -> pd.Series:
+    """Ok cells whose CI half-width ((hi - lo) / 2 / median, the stopping rule's) exceeds measure.target_ci."""
+    half = (cells["ci_high_ms"] - cells["ci_low_ms"]) / 2 / cells["median_ms"]
+    return (cells["status"] == "ok") & ~(half <= target)
 
 
 def speed_text(r) -> str:
@@ -133,7 +156,11 @@ class Report:
         c = self.cube
         doc.text(f"Cube `{c.path}` (schema `{c.schema}`), created {c.attrs.get('created', 'at an unknown time')} "
                  f"by crossbench {c.attrs.get('crossbench_version', '?')} "
-                 f"(revision {c.attrs.get('git_revision', '?')}).")
+                 f"(revision {self._revisions()}).")
+        for note in c.mixed_runs():
+            doc.text(f"**Mixed runs:** {note}. Cells measured by different builds, physical GPUs or settings "
+                     f"differ for those reasons too; section 6 lists the run segments and each cell's origin "
+                     f"is in the cube (`segment`, `source`, /ranks).")
         self.headline()
         self.summary()
         self.section1()
@@ -144,6 +171,31 @@ class Report:
         self.section5()
         self.section6()
         return doc
+
+    def _geomean_noise(self, r, phase, batch, networks: str) -> float:
+        """Relative 95% CI half-width of a ranked device's geometric mean: the selected cells'
+        (its fastest engine per network at the ranked precision) combined in log space,
+        sqrt(sum h_i^2) / n."""
+        d = self.cells[(self.cells["device"] == r.device) & (self.cells["phase"] == phase) &
+                       (self.cells["batch"] == batch) & (self.cells["precision"] == r.precision) &
+                       (self.cells["status"] == "ok")]
+        hs = []
+        for n in [x.strip() for x in networks.split(",") if x.strip()]:
+            g = d[d["network"] == n]
+            if len(g):
+                hs.append(rel_half(g.loc[g["images_per_s"].idxmax()]))
+        hs = [h for h in hs if math.isfinite(h)]
+        return math.sqrt(sum(h * h for h in hs)) / len(hs) if hs else float("nan")
+
+    def _revisions(self) -> str:
+        """The build's revision; where segments or merged inputs differ, each one, never '?' for a merged cube."""
+        c = self.cube
+        revs = [seg.get("git_revision", "?") for seg in c.segments] or [s["attrs"].get("git_revision", "?")
+                                                                          for s in c.sources]
+        revs = list(dict.fromkeys(revs))
+        if len(revs) > 1:
+            return "several: " + ", ".join(revs)
+        return revs[0] if revs else c.attrs.get("git_revision", "?")
 
     def headline(self):
         """The answer first: per device, the fastest engine per network and
@@ -173,8 +225,11 @@ class Report:
                             row[prec] = "no ok cell"
                             continue
                         best = g.iloc[0]
-                        lead = (f", {best.images_per_s / g.iloc[1].images_per_s:.2f}× {g.iloc[1].engine}"
-                                if len(g) > 1 else "")
+                        lead = ""
+                        if len(g) > 1:
+                            second = g.iloc[1]
+                            lead = (f", within noise of {second.engine} (CIs overlap)" if overlap(best, second)
+                                    else f", {best.images_per_s / second.images_per_s:.2f}× {second.engine}")
                         row[prec] = f"{best.engine}: {fmt(best.images_per_s, 4)}{lead}"
                     rows.append(row)
             doc.heading(f"{dev}: fastest engine, images/s", 3)
@@ -183,10 +238,20 @@ class Report:
         phase = "training" if (ok["phase"] == "training").any() else "inference"
         ranking = procurement.device_ranking(self.cube, phase=phase, batch=b)
         items = []
+        ranked = [r for r in ranking.itertuples() if np.isfinite(r.images_per_s)]
+        noise = {r.device: self._geomean_noise(r, phase, b, ranking.attrs["networks"]) for r in ranked}
         for i, r in enumerate(ranking.itertuples(), start=1):
             if np.isfinite(r.images_per_s):
-                items.append(f"**{i}. {r.device}**: {fmt(r.images_per_s, 4)} images/s at {r.precision} "
-                             f"({r.engines})")
+                item = f"**{i}. {r.device}**: {fmt(r.images_per_s, 4)} images/s at {r.precision} ({r.engines})"
+                if i < len(ranked):
+                    nxt = ranked[i]
+                    apart = r.images_per_s / nxt.images_per_s - 1
+                    h1, h2 = noise[r.device], noise[nxt.device]
+                    # Ranked ahead only when the lead exceeds the two geometric means' CIs combined.
+                    if not (apart > math.hypot(_nz(h1), _nz(h2))):
+                        item += (f" — **within noise** of {nxt.device} ({100 * apart:.1f}% apart; "
+                                 f"CIs ±{100 * _nz(h1):.1f}% and ±{100 * _nz(h2):.1f}%)")
+                items.append(item)
             else:
                 items.append(f"{r.device}: not ranked ({r.status_text})")
         doc.text(f"**Device ranking** ({phase}, batch {b}; geometric mean over {ranking.attrs['networks']} of "
@@ -251,6 +316,31 @@ class Report:
         counts = counts.reset_index()
         doc.table(counts, "cells per device" + (" and gpus (data-parallel group size)" if self.data_parallel else "")
                   + " and status")
+        try:
+            target = float(self.cube.attrs.get("measure_target_ci", "nan"))
+        except ValueError:
+            target = float("nan")
+        if math.isfinite(target):
+            missed = cells[missed_target(cells, target)]
+            if len(missed):
+                t = missed[["device", "engine", "network", "precision", "batch", "phase", "replica", "steps"]].copy()
+                t["median ms ±95% CI"] = [cell_text(r) for r in missed.itertuples()]
+                doc.text(f"**{len(missed)} ok cell(s) missed `measure.target_ci` = {100 * target:g}%** (the "
+                         f"stopping rule ended them at max_steps or their time limit): a difference between "
+                         f"them and another cell smaller than their CI is noise.")
+                doc.table(t, "cells whose 95% CI of the median is wider than target_ci", collapsed=len(t) > 15)
+        stab = self.cube.stability()
+        if len(stab):
+            unstable = stab[stab["unstable"]]
+            doc.text(f"{len(stab)} cell(s) were measured in repetitions on the same device (`--repetitions`, each a "
+                     f"fresh session); the headline is the repetition of the median median. Stability check: "
+                     f"**{len(unstable)} unstable** (their repetitions' medians spread by more than "
+                     f"{100 * STABILITY_THRESHOLD:g}% of their median).")
+            if len(unstable):
+                t = unstable[["device", "engine", "network", "precision", "batch", "phase", "repetitions"]].copy()
+                t["spread"] = [f"{100 * v:.1f}%" for v in unstable["spread"]]
+                t["medians [ms]"] = [", ".join(fmt(x) for x in v) for v in unstable["medians_ms"]]
+                doc.table(t, "unstable cells: repetition medians spread above the threshold", collapsed=len(t) > 15)
         by_design = by_design_unsupported(cells)
         if by_design.any():
             doc.text(f"{int(by_design.sum())} of the unsupported cells are inference cells with gpus > 1, which "
@@ -618,10 +708,27 @@ class Report:
                     r["memory [GiB]"] = (pd.to_numeric(r[col], errors="coerce") / 2**30).map(lambda v: fmt(v, 4))
                     r = r.drop(columns=[col])
             hosts = sorted(set(map(str, r["host"]))) if "host" in r.columns else []
-            doc.text(f"{len(r)} rank(s) on {len(hosts)} host(s): {', '.join(hosts)}.")
+            n_segments = r["segment"].nunique() if "segment" in r.columns else 1
+            per = f" over {n_segments} run segments (one row per segment and rank)" if n_segments > 1 else ""
+            doc.text(f"{len(r)} rank row(s){per} on {len(hosts)} host(s): {', '.join(hosts)}.")
             doc.table(r, "ranks: one row per MPI rank (host, device, clocks, power limit, driver)")
         else:
             doc.text("The cube has no /ranks table.")
+        if c.segments:
+            keys = ("source", "started", "ended", "run_state", "git_revision", "command_line", "hosts",
+                    "allowed_build_change")
+            seg_rows = []
+            for i, seg in enumerate(c.segments):
+                row = {"segment": i}
+                row.update({k: seg.get(k, "") for k in keys if any(k in x for x in c.segments)})
+                uu = c.ranks[c.ranks["segment"] == i]["uuid"] if "segment" in c.ranks.columns else []
+                row["GPUs (UUID)"] = ", ".join(sorted({str(u) for u in uu if str(u)})) or "none"
+                m = c.measured
+                row["cells measured"] = int((m["segment"] == i).sum()) if "segment" in m.columns else 0
+                seg_rows.append(row)
+            doc.text(f"{len(c.segments)} run segment(s): each `mpirun` or `--resume` is one; every cell records "
+                     f"the segment that measured it, and /ranks holds each segment's ranks.")
+            doc.table(pd.DataFrame(seg_rows), "run segments: when, which build, which hosts and GPUs")
         dev_rows = []
         for dev in self.devices:
             n_ranks = int((c.ranks["device_key"] == dev).sum()) if "device_key" in c.ranks.columns else 0
@@ -660,13 +767,10 @@ def with_provenance(cube: Cube, cells: pd.DataFrame) -> pd.DataFrame:
     out = cells.copy()
     for name in PROVENANCE_ATTRS:
         out[name] = cube.attrs.get(name, "")
-    r = cube.ranks
-    for col, new in (("host", "host"), ("uuid", "device_uuid")):
-        if "rank" in r.columns and col in r.columns and "rank" in out.columns:
-            by_rank = dict(zip(pd.to_numeric(r["rank"], errors="coerce"), r[col].astype(str)))
-            out[new] = [by_rank.get(k, "") for k in out["rank"]]
-        else:
-            out[new] = ""
+    origin = cube.origins(out)
+    # Per cell where the cube knows it (schema 4: its segment's build and its /ranks row).
+    for col in ("host", "device_uuid", "git_revision", "segment", "source"):
+        out[col] = origin[col]
     return out
 
 

@@ -11,10 +11,13 @@
 
 namespace crossbench {
 
-// 3 added per-cell wall times, per-rank provenance columns and /sources (merged cubes).
-inline constexpr const char* cube_schema = "crossbench-cube/3";
-// The schemas read_cube reads (a schema-2 cube reads with empty provenance and NaN wall times).
-inline constexpr const char* cube_schemas_read[] = {"crossbench-cube/2", "crossbench-cube/3"};
+// 3 added per-cell wall times, per-rank provenance columns and /sources (merged cubes);
+// 4 added run segments: /segments, each cell's `segment` and `source`, and the
+// /ranks columns `segment`, `source`, `cpu_set` and `numa_node` (every segment's ranks).
+inline constexpr const char* cube_schema = "crossbench-cube/4";
+// The schemas read_cube reads (a schema-2 cube reads with empty provenance and NaN wall times;
+// a schema-2 or 3 cube with no segments and every cell's segment -1).
+inline constexpr const char* cube_schemas_read[] = {"crossbench-cube/2", "crossbench-cube/3", "crossbench-cube/4"};
 
 // The coordinates of the cube, in the order they appear on its axes.
 struct CubeAxes {
@@ -51,6 +54,22 @@ struct RankRecord {
   std::string os;
   std::string kernel;
   std::string container;
+  // Schema 4: the run segment whose rank this is (-1 unknown), and in a merged cube the input (-1 not merged).
+  std::int32_t segment = -1;
+  std::int32_t source = -1;
+  // Schema 4: the CPUs the rank's process may run on (Linux list syntax, "0-3,8"), and the NUMA
+  // node nearest its GPU (-1 unknown or no GPU).
+  std::string cpu_set;
+  std::int32_t numa_node = -1;
+};
+
+// One run segment: one process group's lifetime (one mpirun or one resume). Its
+// attributes: started, ended, command_line, git_revision, crossbench_version, the
+// libraries loaded (*_version), worker_versions, mpi_ranks, hosts, run_state,
+// allowed_build_change; its ranks are the /ranks rows whose `segment` is its index.
+// Written as group /segments/segment_<i>.
+struct CubeSegment {
+  std::map<std::string, std::string> attributes;
 };
 
 // One input of a merged cube (`crossbench merge`): its root attributes
@@ -69,7 +88,8 @@ struct CubeContents {
   // Cells with a result; every other cell of the axes is `not_run`. A cell whose
   // coordinates are not on the axes is an error (Error naming the cell).
   std::vector<CellResult> cells;
-  std::vector<RankRecord> ranks;
+  std::vector<RankRecord> ranks;    // schema 4: every segment's ranks (column `segment`)
+  std::vector<CubeSegment> segments;  // schema 4: every run segment, in order
   std::vector<CubeSource> sources;  // merged cubes only
   std::string schema = cube_schema; // read_cube: the file's schema (write_cube writes cube_schema)
 };

@@ -37,6 +37,9 @@ struct Device {
   std::string os;                    // /etc/os-release PRETTY_NAME
   std::string kernel;                // uname: "Linux 6.1.0-18-amd64 x86_64"
   std::string container;             // "docker", "apptainer IMAGE", $CROSSBENCH_CONTAINER_IMAGE ...; "" none
+  // Where the rank's CPU threads may run (set by the cluster layer when it binds the rank):
+  std::string cpu_set;               // Linux list syntax "0-3,8"; "" unknown
+  int numa_node = -1;                // NUMA node nearest the GPU; -1 unknown or no GPU
 
   // Two devices with the same key are interchangeable for measurement:
   // kind, model, memory, compute units, architecture and tag.

@@ -19,6 +19,11 @@ struct MeasureOptions {
   // output check of an ok cell. It never feeds the headline statistics.
   bool layer_times = false;
   int layer_time_repetitions = 10;   // profiled steps; each layer's time is their median
+  // --repetitions N: each single-device cell measured N times on the same device, each
+  // in a fresh session (and a fresh worker process for worker engines); the cell's
+  // headline is the repetition whose median is the median of the N medians, and every
+  // repetition's median is kept (CellResult::repetition_medians_ms).
+  int repetitions = 1;
 };
 
 // Device telemetry over the timed steps of a cell (any engine on a GPU: the

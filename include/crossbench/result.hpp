@@ -34,9 +34,18 @@ struct CellResult {
   std::vector<std::int32_t> group_ranks;   // data parallel: the ranks that trained together
   std::int32_t steps = 0;                  // timed steps measured
   std::int32_t rank = -1;                  // MPI rank that ran the cell
+  // The run segment (one process group's lifetime: one mpirun or one resume)
+  // that measured the cell: an index into the cube's /segments, set by rank 0
+  // when the result arrives; -1 unknown (records of older journals). With
+  // `rank` it names the /ranks row (segment, rank): the physical device.
+  std::int32_t segment = -1;
+  // Merged cubes: the input (/sources/source_<i>) the cell came from; -1 not merged.
+  std::int32_t source = -1;
   std::string message;                     // why the cell is not ok; for ok cells, the stopping decision
   std::string decisions;                   // the engine's recorded decisions (SessionRecord::decisions)
   std::vector<double> samples_ms;          // every timed step [ms]
+  // --repetitions: the median of each repetition, in run order [ms]; empty when measured once.
+  std::vector<double> repetition_medians_ms;
   // Wall time of the cell (every status): when it started and ended (UTC,
   // ISO 8601 with milliseconds, "" unknown) and how long each part took [s],
   // NaN when the part did not happen or is unknown. preparation: prepare()

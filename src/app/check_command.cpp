@@ -81,6 +81,15 @@ int check_command(const CommandContext& context) {
   for (const auto& name : resolve_engines(options.matrix.engines, visible_gpu_count() > 0 ? DeviceKind::gpu : DeviceKind::cpu))
     if (std::find(engine_names.begin(), engine_names.end(), name) == engine_names.end()) engine_names.push_back(name);
 
+  // One process, one device: the data-parallel sizes are run's, each cell is checked once.
+  MatrixOptions single_device = options.matrix;
+  single_device.gpus = {1};
+  // --filter: a filter that selects no cell checks nothing; that is a mistake, not a pass.
+  if (!options.cell_filter.empty()) {
+    const std::vector<CellSpec> cells = expand_matrix(single_device, engine_names, 1);
+    if (std::none_of(cells.begin(), cells.end(), [&](const CellSpec& cell) { return cell_selected(options, cell); }))
+      throw UsageError("--filter '" + options.cell_filter + "' matches no cell of the matrix");
+  }
   for (const auto& engine_name : engine_names) {
     const DeviceKind kind = device_kind_for(engine_name, workers_on_cpu);
     if (kind == DeviceKind::gpu && !gpu) gpu = std::make_unique<Device>(probe_gpu(0, options.device_tag));
@@ -88,9 +97,6 @@ int check_command(const CommandContext& context) {
     EngineConfig config = options.engine;
     config.threads = device.kind == DeviceKind::cpu ? device.compute_units : 1;
     const std::unique_ptr<Engine> engine = make_engine(engine_name, device, config);
-    // One process, one device: the data-parallel sizes are run's, each cell is checked once.
-    MatrixOptions single_device = options.matrix;
-    single_device.gpus = {1};
     std::map<std::string, Network> networks;
     for (const CellSpec& cell : expand_matrix(single_device, {engine_name}, 1)) {
       if (!cell_selected(options, cell)) continue;

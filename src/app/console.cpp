@@ -85,21 +85,31 @@ void DeviceLegend::print(std::ostream& out) const {
 
 std::string result_header() {
   char line[256];
-  std::snprintf(line, sizeof line, "%-6s %-8s %-10s %-5s %6s %4s %-9s %-11s %10s %10s %6s %7s %7s", "device", "engine",
-                "network", "prec", "batch", "gpus", "phase", "status", "median_ms", "images/s", "steps", "comm_ms",
-                "scaling");
+  std::snprintf(line, sizeof line, "%-6s %-8s %-10s %-5s %6s %4s %-9s %-11s %10s %8s %10s %6s %7s %7s", "device",
+                "engine", "network", "prec", "batch", "gpus", "phase", "status", "median_ms", "±ci%", "images/s", "steps",
+                "comm_ms", "scaling");
   return line;
 }
 
-std::string result_row(const CellResult& result, const std::string& device_label) {
+std::string ci_text(const CellResult& result, double target_ci) {
+  if (result.status != Status::ok) return "";
+  const double half = relative_ci_half_width(result.statistics);
+  if (!std::isfinite(half)) return "?";
+  // "*": the stopping rule never reached measure.target_ci (max_steps or the time limit ended the cell).
+  return number(100.0 * half, "%.1f") + (half > target_ci ? "*" : "");
+}
+
+std::string result_row(const CellResult& result, const std::string& device_label, double target_ci) {
   char line[512];
-  // comm_ms: exposed all-reduce time per step; scaling: efficiency against gpus = 1 (data parallel only).
-  std::snprintf(line, sizeof line, "%-6s %-8s %-10s %-5s %6lld %4d %-9s %-11s %10s %10s %6d %7s %7s",
+  // ±ci%: the half-width of the median's 95% CI as a percentage of the median (the quantity
+  // measure.target_ci bounds); comm_ms: exposed all-reduce time per step; scaling: efficiency
+  // against gpus = 1 (data parallel only).
+  std::snprintf(line, sizeof line, "%-6s %-8s %-10s %-5s %6lld %4d %-9s %-11s %10s %8s %10s %6d %7s %7s",
                 device_label.c_str(), result.cell.engine.c_str(), result.cell.network.c_str(),
                 std::string(to_string(result.cell.precision)).c_str(), static_cast<long long>(result.cell.batch),
                 result.cell.gpus, std::string(to_string(result.cell.phase)).c_str(),
                 std::string(to_string(result.status)).c_str(), number(result.statistics.median_ms, "%.3f").c_str(),
-                number(result.images_per_s, "%.1f").c_str(), result.steps,
+                ci_text(result, target_ci).c_str(), number(result.images_per_s, "%.1f").c_str(), result.steps,
                 result.cell.gpus > 1 ? number(result.exposed_communication_ms, "%.2f").c_str() : "",
                 result.cell.gpus > 1 ? number(result.scaling_efficiency, "%.3f").c_str() : "");
   return line;
@@ -115,8 +125,10 @@ std::string format_duration(double seconds) {
   return text;
 }
 
-Progress::Progress(std::ostream& out, DeviceLegend& legend, std::size_t total_cells, double estimated_total_s, bool quiet)
-    : out_(out), legend_(legend), total_cells_(total_cells), estimated_total_s_(estimated_total_s), quiet_(quiet) {
+Progress::Progress(std::ostream& out, DeviceLegend& legend, std::size_t total_cells, double estimated_total_s, bool quiet,
+                   double target_ci)
+    : out_(out), legend_(legend), total_cells_(total_cells), estimated_total_s_(estimated_total_s), quiet_(quiet),
+      target_ci_(target_ci) {
   if (!quiet_) out_ << "      " << result_header() << "\n" << std::flush;
 }
 
@@ -131,14 +143,22 @@ void Progress::finished(const CellResult& result, double estimated_s) {
   char prefix[32];
   const int width = static_cast<int>(std::to_string(total_cells_).size());
   std::snprintf(prefix, sizeof prefix, "[%*zu/%zu]", width, done_cells_, total_cells_);
-  out_ << prefix << " " << result_row(result, legend_.label(result.device_key)) << "  ETA " << (done_cells_ == total_cells_ ? "0s" : format_duration(eta_s));
+  out_ << prefix << " " << result_row(result, legend_.label(result.device_key), target_ci_) << "  ETA " << (done_cells_ == total_cells_ ? "0s" : format_duration(eta_s));
   if (result.status != Status::ok && !result.message.empty()) out_ << "\n      " << result.message;
   out_ << "\n" << std::flush;
 }
 
-void print_table(std::ostream& out, DeviceLegend& legend, const std::vector<CellResult>& results) {
+void print_table(std::ostream& out, DeviceLegend& legend, const std::vector<CellResult>& results, double target_ci) {
   out << result_header() << "\n";
-  for (const auto& result : results) out << result_row(result, legend.label(result.device_key)) << "\n";
+  std::size_t missed = 0;
+  for (const auto& result : results) {
+    out << result_row(result, legend.label(result.device_key), target_ci) << "\n";
+    missed += result.status == Status::ok && !(relative_ci_half_width(result.statistics) <= target_ci);
+  }
+  if (missed > 0)
+    out << "* " << missed << " ok cell(s) missed measure.target_ci = " << number(100.0 * target_ci, "%g")
+        << "%: their median's 95% CI is wider (max_steps or the cell time limit ended them); a difference smaller "
+           "than their ±ci% is noise\n";
   out << std::flush;
 }
 

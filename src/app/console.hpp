@@ -36,11 +36,13 @@ class DeviceLegend {
 
 // Fixed-width columns shared by the progress lines and the table.
 std::string result_header();
-std::string result_row(const CellResult& result, const std::string& device_label);
+// `target_ci` (measure.target_ci): an ok cell whose CI half-width exceeds it is marked "*" in the ±ci% column.
+std::string result_row(const CellResult& result, const std::string& device_label, double target_ci);
 
 class Progress {
  public:
-  Progress(std::ostream& out, DeviceLegend& legend, std::size_t total_cells, double estimated_total_s, bool quiet);
+  Progress(std::ostream& out, DeviceLegend& legend, std::size_t total_cells, double estimated_total_s, bool quiet,
+           double target_ci);
   // Prints "[k/n] <row>  ETA 1m05s"; `estimated_s` is the finished cell's planned cost.
   void finished(const CellResult& result, double estimated_s);
 
@@ -52,11 +54,12 @@ class Progress {
   double estimated_total_s_;
   double estimated_done_s_ = 0;
   bool quiet_;
+  double target_ci_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
 std::string format_duration(double seconds);
-void print_table(std::ostream& out, DeviceLegend& legend, const std::vector<CellResult>& results);
+void print_table(std::ostream& out, DeviceLegend& legend, const std::vector<CellResult>& results, double target_ci);
 // --layer-times: per cell, its layers sorted by forward + backward time, with
 // each layer's share of the profiled step (the sum over the cell's layers).
 void print_layer_times(std::ostream& out, const std::vector<CellResult>& results, int repetitions);

@@ -13,16 +13,21 @@ namespace crossbench {
 namespace {
 
 constexpr const char* kMergeHelp =
-    "usage: crossbench merge A.h5 B.h5 ... -o ALL.h5 [--prefer first|last|FILE] [--overwrite]\n\n"
+    "usage: crossbench merge A.h5 B.h5 ... -o ALL.h5 [--prefer first|last|FILE] [--strict] [--overwrite]\n\n"
     "One cube from the cubes of separate runs (e.g. each loaner system tested on its own, with its own\n"
     "--device-tag): the union of their axes, every input's cells, the inputs' /ranks one after another,\n"
     "and each input's root attributes and ranks in the group /sources. The root keeps the attributes\n"
-    "all inputs agree on. Inputs of schema crossbench-cube/2 and /3 are read; the result is /3.\n\n"
+    "all inputs agree on. Each cell records its input (`source`) and the run segment that measured it;\n"
+    "the inputs' run segments are kept in /segments. A warning names each input that is incomplete and\n"
+    "each setting that changes the numbers on which the inputs differ. Inputs of schema\n"
+    "crossbench-cube/2, /3 and /4 are read; the result is /4.\n\n"
     "Flags (default in brackets):\n"
     "  -o, --output PATH\n      the merged cube; its directory must exist [required]\n"
     "  --prefer first|last|FILE\n"
     "      which input wins a cell that several inputs hold: the first or last on the command line, or\n"
     "      the input FILE [none: such a cell is refused]\n"
+    "  --strict\n      refuse (exit 2, nothing written) what would only be warned about: an incomplete input,\n"
+    "      inputs measured with different settings [off]\n"
     "  --overwrite\n      replace an existing output [off]\n"
     "  --help\n      this text\n\n"
     "Exit codes: 0 done; 1 a failure (I/O); 2 bad input (nothing written)\n\n"
@@ -38,6 +43,7 @@ int merge_command(const CommandContext& context) {
   std::filesystem::path output;
   MergePreference preference;
   bool overwrite = false;
+  bool strict = false;
   const auto& arguments = context.arguments;
   for (std::size_t i = 0; i < arguments.size(); ++i) {
     const std::string& argument = arguments[i];
@@ -59,8 +65,10 @@ int merge_command(const CommandContext& context) {
       else preference = {MergePreference::Rule::file, choice};
     } else if (argument == "--overwrite") {
       overwrite = true;
+    } else if (argument == "--strict") {
+      strict = true;
     } else if (argument.rfind("-", 0) == 0) {
-      throw UsageError("merge: unknown flag '" + argument + "'; valid: -o/--output, --prefer, --overwrite, --help");
+      throw UsageError("merge: unknown flag '" + argument + "'; valid: -o/--output, --prefer, --strict, --overwrite, --help");
     } else {
       paths.emplace_back(argument);
     }
@@ -90,6 +98,13 @@ int merge_command(const CommandContext& context) {
       throw UsageError(std::string("merge: ") + failure.what());  // a bad input: nothing written
     }
   }
+  const std::vector<std::string> warnings = merge_warnings(inputs);
+  if (strict && !warnings.empty()) {
+    std::string text;
+    for (const auto& warning : warnings) text += "\n  " + warning;
+    throw UsageError("merge --strict: refused:" + text);
+  }
+  for (const auto& warning : warnings) std::cerr << "crossbench: warning: merge: " << warning << "\n";
   CubeContents merged = merge_cubes(inputs, preference);
   std::string sources;
   for (const auto& path : paths) sources += (sources.empty() ? "" : ", ") + path.string();

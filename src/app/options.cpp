@@ -208,7 +208,8 @@ std::string value_name(const OptionSpec& spec) {
   static const std::map<std::string, std::string> names{
       {"--job", "FILE"},  {"--set", "KEY=VALUE"}, {"--output", "PATH"},    {"--device-tag", "TAG"},
       {"--replicas", "R"}, {"--filter", "REGEX"},  {"--jsonl", "FILE"},     {"--ranks", "N"},
-      {"--device-json", "FILE"}, {"--checkpoint-s", "SECONDS"}, {"--calibrate", "CUBE.h5[,CUBE.h5...]"}};
+      {"--device-json", "FILE"}, {"--checkpoint-s", "SECONDS"}, {"--calibrate", "CUBE.h5[,CUBE.h5...]"},
+      {"--repetitions", "N"}};
   const auto found = names.find(spec.flag);
   if (found != names.end()) return found->second;
   return spec.type == OptionType::choice ? join(spec.choices, "|") : "LIST";
@@ -238,6 +239,9 @@ void read_flags(const CommandLine& line, Options& options) {
   if (given("--stop-grace-s")) options.stop_grace_s = std::stod(checked_flag("--stop-grace-s"));
   options.allow_new_devices = given("--allow-new-devices");
   if (options.allow_new_devices && !options.resume) throw UsageError("--allow-new-devices applies to --resume only");
+  options.bind_near_gpu = given("--bind-near-gpu");
+  options.allow_build_change = given("--allow-build-change");
+  if (options.allow_build_change && !options.resume) throw UsageError("--allow-build-change applies to --resume only");
   if (given("--ranks")) options.simulated_ranks = std::stoi(checked_flag("--ranks"));
   if (given("--device-json")) options.device_json = flag_value("--device-json");
   if (!options.device_json.empty() && options.simulated_ranks == 0) throw UsageError("--device-json needs --ranks N");
@@ -379,6 +383,7 @@ void read_single_valued(const Settings& settings, Options& options) {
   options.engine.update = text("measure.update") == "sgd" ? Update::sgd : Update::none;
   options.measure.layer_times = text("measure.layer_times") == "true";
   options.measure.layer_time_repetitions = static_cast<int>(integer("measure.layer_time_repetitions"));
+  options.measure.repetitions = static_cast<int>(integer("measure.repetitions"));
 
   options.engine.bucket_bytes = integer("engine.bucket_mb") << 20;
   // A file every rank reads and writes: named absolutely, as recorded.
@@ -481,6 +486,7 @@ Options parse_command_options(const std::string& command, const std::vector<std:
   options.settings["--replicas"] = std::to_string(options.replicas);
   options.settings["--filter"] = options.cell_filter;
   options.settings["--resume"] = options.resume ? "true" : "false";
+  options.settings["--bind-near-gpu"] = options.bind_near_gpu ? "true" : "false";
   return options;
 }
 

@@ -17,7 +17,7 @@ ConsoleReporter::ConsoleReporter(const Options& options, const Plan& plan, const
                                  int ranks, std::size_t earlier_cells)
     : options_(options),
       legend_(rank_devices),
-      progress_(std::cerr, legend_, plan.cells.size(), plan.total_s, options.quiet) {
+      progress_(std::cerr, legend_, plan.cells.size(), plan.total_s, options.quiet, options.measure.target_ci) {
   // Context (what runs, progress) on stderr; the legend and the table, the results, on stdout.
   if (!options.quiet) {
     std::cerr << "crossbench: " << plan.cells.size() << " cells to run on " << ranks << " rank(s), "
@@ -47,7 +47,7 @@ void ConsoleReporter::finish(const std::vector<CellResult>& results, const RunEn
   });
   add_scaling_efficiency(ordered);
   std::cout << "\n";
-  print_table(std::cout, legend_, ordered);
+  print_table(std::cout, legend_, ordered, options_.measure.target_ci);
   if (options_.measure.layer_times) print_layer_times(std::cout, ordered, options_.measure.layer_time_repetitions);
   std::cout << std::flush;
 

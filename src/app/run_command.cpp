@@ -30,6 +30,7 @@
 #include "cluster/reporter.hpp"
 #include "cluster/resume.hpp"
 #include "cluster/result_channel.hpp"
+#include "cluster/run_segment.hpp"
 #include "cluster/stop_request.hpp"
 #include "core/utc_time.hpp"
 
@@ -91,8 +92,11 @@ std::unique_ptr<OutputLock> lock_output(const Options& options, const MpiSession
 
 // Rank 0's reporters, in the order they receive each cell: the cube (the
 // journal first), the console, then --jsonl.
+// The cube's reporter journals this run's segment (`segment`, after the
+// resumed journal's segments) before any cell.
 std::vector<std::unique_ptr<Reporter>> make_reporters(const Options& options, const MpiSession& mpi, const Plan& plan,
-                                                      const std::vector<Device>& devices, ResumeState& resume) {
+                                                      const std::vector<Device>& devices, ResumeState& resume,
+                                                      RunSegment segment) {
   auto console = std::make_unique<ConsoleReporter>(options, plan, devices, mpi.size(), resume.earlier.size());
   std::unique_ptr<Reporter> jsonl;
   if (!options.jsonl.empty()) jsonl = std::make_unique<JsonlReporter>(options, devices);
@@ -103,8 +107,13 @@ std::vector<std::unique_ptr<Reporter>> make_reporters(const Options& options, co
   JournalWriter writer = options.resume ? JournalWriter::append_to(journal)
                                         : JournalWriter::create(journal, JournalHeader::for_run(options, device_keys_of(devices)));
   if (!resume.new_devices.empty()) writer.append_devices(resume.new_devices);
+  std::string build_change;
+  for (const auto& change : resume.build_changes) build_change += (build_change.empty() ? "" : "; ") + change;
+  if (!build_change.empty()) segment.attributes["allowed_build_change"] = build_change;
+  std::vector<RunSegment> segments = resume.segments;
+  segments.push_back(std::move(segment));
   std::vector<std::unique_ptr<Reporter>> reporters;
-  reporters.push_back(std::make_unique<CubeReporter>(options, plan, devices, run_attributes(options, mpi, plan),
+  reporters.push_back(std::make_unique<CubeReporter>(options, plan, std::move(segments), run_attributes(options, mpi, plan),
                                                      resume.earlier, std::move(writer)));
   reporters.push_back(std::move(console));
   if (jsonl) reporters.push_back(std::move(jsonl));
@@ -183,9 +192,10 @@ RankCellsDone run_rank_cells(const Options& options, const MpiSession& mpi, cons
 int run_on_ranks(const Options& options, const MpiSession& mpi, const StopRequest& stop) {
   StopBroadcast stop_broadcast(mpi);  // a stop on any rank reaches every rank
   stop_flag::set_grace_seconds(options.stop_grace_s);
-  const Device device = bind_device(mpi, options.device_tag);
+  const Device device = bind_device(mpi, options.device_tag, options.bind_near_gpu);
   const std::vector<Device> devices = gather_devices(mpi, device);
-  ResumeState resume = agree_on_resume(options, mpi, devices);
+  RunSegment segment = start_segment(options, mpi, devices);  // rank 0's cube reporter journals it
+  ResumeState resume = agree_on_resume(options, mpi, devices, segment);
   const Plan plan = make_plan(options, devices, resume.done);
   ResultChannel channel(mpi);
 
@@ -198,7 +208,9 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
   }
 
   // Rank 0: its own cells, then everything the other ranks send until each says it has finished.
-  Collector collector(plan, resume.earlier, make_reporters(options, mpi, plan, devices, resume));
+  const auto this_segment = static_cast<std::int32_t>(resume.segments.size());  // after the journal's segments
+  Collector collector(plan, resume.earlier, make_reporters(options, mpi, plan, devices, resume, std::move(segment)),
+                      this_segment);
   RankZeroInbox inbox{collector};
   const bool stopped_early = run_rank_cells(options, mpi, stop, stop_broadcast, plan, device, channel, &inbox).interrupted;
   inbox.interrupted = inbox.interrupted || stopped_early;

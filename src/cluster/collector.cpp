@@ -3,6 +3,7 @@
 #include "crossbench/cube.hpp"
 #include "crossbench/error.hpp"
 #include "cluster/cube_assembly.hpp"
+#include "core/utc_time.hpp"
 
 namespace crossbench {
 
@@ -12,8 +13,9 @@ std::string RunEnd::run_state() const {
   return "incomplete: " + stopped_by + " with " + std::to_string(cells_not_run) + " cells not run; resume with --resume";
 }
 
-Collector::Collector(const Plan& plan, std::vector<CellResult> earlier, std::vector<std::unique_ptr<Reporter>> reporters)
-    : results_(std::move(earlier)), earlier_count_(results_.size()), reporters_(std::move(reporters)) {
+Collector::Collector(const Plan& plan, std::vector<CellResult> earlier, std::vector<std::unique_ptr<Reporter>> reporters,
+                     std::int32_t segment)
+    : results_(std::move(earlier)), earlier_count_(results_.size()), reporters_(std::move(reporters)), segment_(segment) {
   for (const auto& planned : plan.cells) estimates_[cell_key(planned.device_key, planned.cell)] = planned.estimated_s;
 }
 
@@ -23,6 +25,7 @@ void Collector::add(CellResult result) {
     throw Error("rank 0 received a result for a cell that is not in the plan: " + describe(result.cell) + " on " +
                 result.device_key + " from rank " + std::to_string(result.rank));
   const double estimated_s = estimate->second;
+  result.segment = segment_;  // measured by this run
   estimates_.erase(estimate);  // a second result for the same cell is an error too
   for (const auto& reporter : reporters_) reporter->report_cell(result, estimated_s);
   results_.push_back(std::move(result));
@@ -42,15 +45,26 @@ std::size_t Collector::new_final_results() const {
   return count;
 }
 
-CubeReporter::CubeReporter(const Options& options, const Plan& plan, std::vector<Device> rank_devices,
+CubeReporter::CubeReporter(const Options& options, const Plan& plan, std::vector<RunSegment> segments,
                            std::map<std::string, std::string> attributes, std::vector<CellResult> earlier,
                            JournalWriter journal)
     : options_(options),
       plan_(plan),
-      rank_devices_(std::move(rank_devices)),
+      segments_(std::move(segments)),
       attributes_(std::move(attributes)),
       results_(std::move(earlier)),
-      journal_(std::move(journal)) {}
+      journal_(std::move(journal)) {
+  if (segments_.empty()) throw Error("internal: a run without its run segment");
+  journal_.append_segment(segment_record(segments_.back(), static_cast<int>(segments_.size()) - 1));
+}
+
+void CubeReporter::end_segment(const std::string& run_state) {
+  const int index = static_cast<int>(segments_.size()) - 1;
+  auto& attributes = segments_.back().attributes;
+  attributes["ended"] = utc_now();
+  attributes["run_state"] = run_state;
+  journal_.append_segment(segment_end_record(index, attributes["ended"], run_state));
+}
 
 void CubeReporter::report_cell(const CellResult& result, double /*estimated_s*/) {
   if (result.status != Status::not_run) journal_.append(result);  // durable before anything else happens with it
@@ -63,14 +77,17 @@ void CubeReporter::idle() {
   if (since >= options_.checkpoint_s) write_cube("incomplete: checkpoint while running");
 }
 
-void CubeReporter::finish(const std::vector<CellResult>& /*results*/, const RunEnd& end) { write_cube(end.run_state()); }
+void CubeReporter::finish(const std::vector<CellResult>& /*results*/, const RunEnd& end) {
+  end_segment(end.run_state());
+  write_cube(end.run_state());
+}
 
 void CubeReporter::write_cube(const std::string& run_state) {
   auto attributes = attributes_;
   attributes["run_state"] = run_state;
   if (options_.output.has_parent_path()) std::filesystem::create_directories(options_.output.parent_path());
   try {
-    crossbench::write_cube(options_.output, assemble_cube(options_, plan_, rank_devices_, results_, attributes));
+    crossbench::write_cube(options_.output, assemble_cube(options_, plan_, segments_, results_, attributes));
   } catch (const Error& error) {
     throw Error(std::string(error.what()) + "\ncrossbench: nothing finished is lost: the journal '" +
                 journal_path(options_.output).string() + "' holds every finished cell; free space and continue "

@@ -83,6 +83,13 @@ CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, c
     estimate.search_s = std::min(estimate.search_s, std::max(0.0, limit_s - estimate.preparation_s));
     estimate.steps_s = std::max(0.0, limit_s - estimate.preparation_s - estimate.search_s);
   }
+  // --repetitions: a single-device cell runs whole (each a fresh session, each within the limit) N times.
+  if (cell.gpus == 1 && measure.repetitions > 1) {
+    const double n = measure.repetitions;
+    estimate.preparation_s *= n;
+    estimate.search_s *= n;
+    estimate.steps_s *= n;
+  }
   return estimate;
 }
 

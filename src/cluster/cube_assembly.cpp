@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -28,7 +29,58 @@ void add_scaling_efficiency(std::vector<CellResult>& cells) {
   }
 }
 
-CubeContents assemble_cube(const Options& options, const Plan& plan, const std::vector<Device>& rank_devices,
+namespace {
+
+// Each worker engine's framework versions (the hello's `versions`) among `results`
+// of segment `segment` (-1: all), as one JSON object engine -> versions.
+nlohmann::json worker_versions_of(const std::vector<CellResult>& results, int segment) {
+  nlohmann::json versions = nlohmann::json::object();
+  for (const CellResult& result : results)
+    if (!result.versions.empty() && (segment < 0 || result.segment == segment) && !versions.contains(result.cell.engine)) {
+      try {
+        versions[result.cell.engine] = nlohmann::json::parse(result.versions);
+      } catch (const nlohmann::json::exception&) {
+        versions[result.cell.engine] = result.versions;
+      }
+    }
+  return versions;
+}
+
+// What differs between the segments of one cube, named for a reader: build
+// facts (revision, libraries), worker framework versions, and the physical
+// GPUs (UUIDs) behind each device key. Empty when the segments agree.
+std::string segments_differ(const std::vector<CubeSegment>& segments, const std::vector<RankRecord>& ranks) {
+  if (segments.size() < 2) return "";
+  std::vector<std::string> named;
+  std::set<std::string> keys;
+  for (const auto& segment : segments)
+    for (const auto& [key, value] : build_identity(segment.attributes)) keys.insert(key);
+  keys.insert("worker_versions");
+  for (const auto& key : keys) {
+    std::set<std::string> values;
+    for (const auto& segment : segments) {
+      const auto found = segment.attributes.find(key);
+      // A segment that ran no worker cell says nothing about the workers' versions.
+      if (key == "worker_versions" && (found == segment.attributes.end() || found->second == "{}")) continue;
+      values.insert(found == segment.attributes.end() ? "" : found->second);
+    }
+    if (values.size() > 1) named.push_back(key);
+  }
+  std::map<std::string, std::map<int, std::set<std::string>>> uuids;  // device key -> segment -> UUIDs
+  for (const auto& row : ranks) uuids[row.device_key][row.segment].insert(row.uuid.empty() ? row.host : row.uuid);
+  for (const auto& [key, by_segment] : uuids) {
+    std::set<std::set<std::string>> distinct;
+    for (const auto& [segment, set] : by_segment) distinct.insert(set);
+    if (distinct.size() > 1) named.push_back("physical devices of '" + key + "'");
+  }
+  std::string text;
+  for (const auto& item : named) text += (text.empty() ? "" : "; ") + item;
+  return text;
+}
+
+}  // namespace
+
+CubeContents assemble_cube(const Options& options, const Plan& plan, const std::vector<RunSegment>& segments,
                            const std::vector<CellResult>& results,
                            const std::map<std::string, std::string>& attributes) {
   CubeContents cube;
@@ -54,43 +106,33 @@ CubeContents assemble_cube(const Options& options, const Plan& plan, const std::
   for (int replica = 0; replica < options.replicas; ++replica) cube.axes.replicas.push_back(replica);
   cube.cells = results;
   add_scaling_efficiency(cube.cells);
-  // Each worker engine's framework versions (the hello's `versions`), as one
-  // JSON object engine -> versions; the native engines' are root attributes already.
-  nlohmann::json worker_versions = nlohmann::json::object();
-  for (const CellResult& result : results)
-    if (!result.versions.empty() && !worker_versions.contains(result.cell.engine)) {
-      try {
-        worker_versions[result.cell.engine] = nlohmann::json::parse(result.versions);
-      } catch (const nlohmann::json::exception&) {
-        worker_versions[result.cell.engine] = result.versions;
-      }
-    }
+  // The native engines' library versions are root and segment attributes already.
+  const nlohmann::json worker_versions = worker_versions_of(results, -1);
   if (!worker_versions.empty()) cube.attributes["worker_versions"] = worker_versions.dump();
-  for (std::size_t rank = 0; rank < rank_devices.size(); ++rank) {
-    const Device& device = rank_devices[rank];
-    RankRecord row;
-    row.rank = static_cast<std::int32_t>(rank);
-    row.host = device.host;
-    row.device_key = device.key();
-    row.device_index = device.index;
-    row.uuid = device.uuid;
-    row.pci_bus_id = device.pci_bus_id;
-    row.memory_bytes = static_cast<double>(device.memory_bytes);
-    row.sm_clock_mhz = device.sm_clock_mhz;
-    row.memory_clock_mhz = device.memory_clock_mhz;
-    row.power_limit_w = device.power_limit_w;
-    row.driver = device.driver;
-    row.threads = device.kind == DeviceKind::cpu ? device.compute_units : 0;
-    row.application_sm_clock_mhz = device.application_sm_clock_mhz;
-    row.application_memory_clock_mhz = device.application_memory_clock_mhz;
-    row.clock_policy = device.clock_policy;
-    row.ecc = device.ecc;
-    row.cpu_model = device.cpu_model;
-    row.os = device.os;
-    row.kernel = device.kernel;
-    row.container = device.container;
-    cube.ranks.push_back(row);
+  // Every segment, each with its ranks: a resumed cube keeps who measured each cell.
+  std::string allowed;
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    const int index = static_cast<int>(i);
+    CubeSegment segment{segments[i].attributes};
+    segment.attributes["worker_versions"] = worker_versions_of(results, index).dump();
+    if (!segment.attributes.count("ended")) {
+      // Killed without an end record (or still running): say so, with its last cell's end.
+      std::string last;
+      for (const auto& result : results)
+        if (result.segment == index && result.finished_utc > last) last = result.finished_utc;
+      segment.attributes["ended"] = "";
+      segment.attributes["run_state"] = i + 1 == segments.size() ? attributes.count("run_state") ? attributes.at("run_state") : "running"
+                                        : "ended without a record (killed?); its last cell finished " + (last.empty() ? "(none)" : last);
+    }
+    if (const auto found = segment.attributes.find("allowed_build_change"); found != segment.attributes.end())
+      allowed += (allowed.empty() ? "" : "; ") + ("segment " + std::to_string(i) + ": " + found->second);
+    cube.segments.push_back(std::move(segment));
+    const auto rows = rank_records(segments[i].devices, index);
+    cube.ranks.insert(cube.ranks.end(), rows.begin(), rows.end());
   }
+  cube.attributes["segments"] = std::to_string(segments.size());
+  cube.attributes["segments_differ"] = segments_differ(cube.segments, cube.ranks);
+  if (!allowed.empty()) cube.attributes["allowed_build_change"] = allowed;
   return cube;
 }
 

@@ -163,6 +163,10 @@ JournalContents read_journal(const std::filesystem::path& path) {
         std::sort(contents.header.device_keys.begin(), contents.header.device_keys.end());
         continue;
       }
+      if (record.value("type", "") == "segment" || record.value("type", "") == "segment_end") {
+        contents.segment_records.push_back(record);
+        continue;
+      }
       CellResult result = cell_result_from_json(record.at("result"));
       if (result.status == Status::not_run) continue;  // an interrupted cell: it runs again
       if (!seen.insert(cell_key(result.device_key, result.cell)).second) {
@@ -235,6 +239,8 @@ void JournalWriter::append(const CellResult& result) { write_record({{"type", "r
 void JournalWriter::append_devices(const std::vector<std::string>& device_keys) {
   write_record({{"type", "devices"}, {"device_keys", device_keys}});
 }
+
+void JournalWriter::append_segment(const nlohmann::json& record) { write_record(record); }
 
 void JournalWriter::write_record(const nlohmann::json& record) {
   const std::string payload = record.dump();

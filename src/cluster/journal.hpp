@@ -22,8 +22,9 @@
 
 namespace crossbench {
 
-// 2 added the settings, worker commands and device keys that --resume compares.
-inline constexpr const char* journal_schema = "crossbench-journal/2";
+// 2 added the settings, worker commands and device keys that --resume compares;
+// 3 added the run segment records (cluster/run_segment.hpp).
+inline constexpr const char* journal_schema = "crossbench-journal/3";
 
 // What a journal was written for: a resumed run must match it.
 struct JournalHeader {
@@ -49,6 +50,7 @@ struct JournalContents {
   JournalHeader header;
   std::vector<CellResult> results;   // in the order written; a cell appears at most once
   std::vector<std::string> warnings; // dropped lines, with line numbers and why
+  std::vector<nlohmann::json> segment_records;  // `segment` and `segment_end` records, in order
 };
 
 // Reads a journal; throws Error when the file cannot be read or has no valid header.
@@ -68,6 +70,7 @@ class JournalWriter {
 
   void append(const CellResult& result);  // write, then fsync: durable when this returns
   void append_devices(const std::vector<std::string>& device_keys);  // keys a resume added
+  void append_segment(const nlohmann::json& record);  // a run segment's start or end (cluster/run_segment.hpp)
 
  private:
   JournalWriter(std::filesystem::path path, int descriptor) : path_(std::move(path)), descriptor_(descriptor) {}

@@ -73,12 +73,22 @@ std::vector<DeviceGroup> group_ranks_by_device(const std::vector<Device>& rank_d
 
 // A group's cells in matrix order, each with the cost model's estimate;
 // those in `done` or not selected by --filter left out.
+// What --filter selected over every group: whether any cell of the matrix (a
+// done cell of a resumed run counts as selected), and a cell name for the message.
+struct FilterTally {
+  bool selected_any = false;
+  std::string example_cell;
+};
+
 std::vector<PlannedCell> group_cells(const Options& options, const DeviceGroup& group, const std::set<std::string>& done,
-                                     const std::map<std::string, Network>& networks) {
+                                     const std::map<std::string, Network>& networks, FilterTally& tally) {
   std::vector<PlannedCell> cells;
   for (const CellSpec& cell : expand_matrix(options.matrix, resolve_engines(options.matrix.engines, group.device.kind),
                                             options.replicas)) {
-    if (done.count(cell_key(group.key, cell)) || !cell_selected(options, cell)) continue;
+    if (tally.example_cell.empty()) tally.example_cell = describe(cell);
+    if (!cell_selected(options, cell)) continue;
+    tally.selected_any = true;
+    if (done.count(cell_key(group.key, cell))) continue;
     PlannedCell planned;
     planned.device_key = group.key;
     planned.cell = cell;
@@ -171,11 +181,15 @@ Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, 
   std::map<std::string, Network> networks;
   for (const auto& name : options.matrix.networks) networks.emplace(name, make_network(name));
 
+  // --filter: a filter that selects no cell of the matrix is a mistake, never an empty run
+  // (a done cell of a resumed run counts as selected: that run is simply finished).
+  FilterTally tally;
+  tally.selected_any = options.cell_filter.empty();
   for (const auto& group : plan.groups) {
     if (static_cast<int>(group.ranks.size()) < options.replicas)
       throw UsageError("--replicas " + std::to_string(options.replicas) + " needs at least that many ranks per device, but '" +
                        group.key + "' has " + std::to_string(group.ranks.size()) + " rank(s)");
-    std::vector<PlannedCell> cells = group_cells(options, group, done, networks);
+    std::vector<PlannedCell> cells = group_cells(options, group, done, networks, tally);
     if (recorded != nullptr) {
       const auto fits = calibrate_cells(cells, *recorded, options.measure.cell_time_limit_s);
       plan.calibration.insert(plan.calibration.end(), fits.begin(), fits.end());
@@ -196,6 +210,10 @@ Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, 
     place_data_parallel_cells(plan, group, cells, parallel);
     place_single_cells(plan, group, cells, single);
   }
+  if (!tally.selected_any)
+    throw UsageError("--filter '" + options.cell_filter + "' matches no cell of the matrix; it is searched in names "
+                     "such as '" + tally.example_cell + "' (engine/network/precision/b<batch>/phase/r<replica>; "
+                     "`crossbench plan` lists them)");
   if (recorded != nullptr) plan.calibration_cubes = recorded->cubes;
   plan.makespan_s = plan.rank_load_s.empty() ? 0 : *std::max_element(plan.rank_load_s.begin(), plan.rank_load_s.end());
   return plan;

@@ -16,7 +16,8 @@ std::vector<std::string> device_keys_of(const std::vector<Device>& devices) {
   return keys;
 }
 
-ResumeState agree_on_resume(const Options& options, const MpiSession& mpi, const std::vector<Device>& devices) {
+ResumeState agree_on_resume(const Options& options, const MpiSession& mpi, const std::vector<Device>& devices,
+                            const RunSegment& now) {
   ResumeState state;
   if (!options.resume) return state;
   nlohmann::json verdict;
@@ -26,9 +27,24 @@ ResumeState agree_on_resume(const Options& options, const MpiSession& mpi, const
       JournalContents journal = read_journal(path);
       const JournalHeader header = JournalHeader::for_run(options, device_keys_of(devices));
       const std::string mismatch = header.mismatch(journal.header, options.allow_new_devices);
+      std::vector<RunSegment> segments = segments_from_records(journal.segment_records);
+      std::vector<std::string> changes;
+      if (mismatch.empty() && segments.empty())
+        throw Error("journal '" + path.string() + "' records no run segment");
+      if (mismatch.empty())
+        changes = build_differences(segments.back(), static_cast<int>(segments.size()) - 1, now);
+      std::string change_text;
+      for (const auto& change : changes) change_text += (change_text.empty() ? "" : "; ") + change;
       if (!mismatch.empty()) {
         verdict = {{"error", "--resume refused: journal '" + path.string() + "' does not belong to this run: " + mismatch}};
+      } else if (!changes.empty() && !options.allow_build_change) {
+        verdict = {{"error", "--resume refused: this build differs from the one that measured the journal's cells: " +
+                                 change_text + " (cells of two builds in one cube are not comparable without saying so; "
+                                 "--allow-build-change resumes anyway and the cube records the change)"}};
       } else {
+        if (!changes.empty()) std::cerr << "crossbench: warning: --allow-build-change: " << change_text << "\n";
+        state.segments = std::move(segments);
+        state.build_changes = changes;
         // A record of a cell this run's plan does not hold (forged, or from a
         // bug) would make the cube unwritable: it is dropped, with a warning.
         std::set<std::string> planned;

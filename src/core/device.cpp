@@ -144,6 +144,8 @@ nlohmann::json to_json(const Device& device) {
           {"os", device.os},
           {"kernel", device.kernel},
           {"container", device.container},
+          {"cpu_set", device.cpu_set},
+          {"numa_node", device.numa_node},
           {"key", device.key()}};
 }
 
@@ -175,6 +177,8 @@ Device device_from_json(const nlohmann::json& json) {
     device.os = json.value("os", "");
     device.kernel = json.value("kernel", "");
     device.container = json.value("container", "");
+    device.cpu_set = json.value("cpu_set", "");
+    device.numa_node = json.value("numa_node", -1);
     return device;
   } catch (const nlohmann::json::exception& error) {
     throw Error(std::string("malformed device description: ") + error.what());

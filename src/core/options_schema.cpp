@@ -35,6 +35,7 @@ std::vector<OptionSpec> make_schema() {
       {"measure.seed", "", T::integer, "42", 0, 9.2e18, {}, "seed of the synthetic weights, inputs and labels", true, "seed", all, to_workers},
       {"measure.update", "--update", T::choice, "none", 0, 0, {"none", "sgd"}, "training weight update", true, "update", all, to_workers},
       {"measure.learning_rate", "", T::number, "0.01", 0, 1e3, {}, "learning rate of update = sgd", true, "learning_rate", all, to_workers},
+      {"measure.repetitions", "--repetitions", T::integer, "1", 1, 1000, {}, "measure each single-device cell this many times on the same device, each in a fresh session (and worker process); the headline is the repetition of the median median, every repetition's median is kept", true, "measure_repetitions", measured},
       {"measure.layer_times", "--layer-times", T::boolean, "false", 0, 0, {}, "after an ok cell's timed steps, a separate pass times each layer's forward and backward; never changes the headline", false, "measure_layer_times", measured},
       {"measure.layer_time_repetitions", "", T::integer, "10", 1, 10000, {}, "profiled steps of layer_times; each layer's time is their median", false, "measure_layer_time_repetitions", measured},
       // [engine]
@@ -60,6 +61,8 @@ std::vector<OptionSpec> make_schema() {
       {"", "--resume", T::flag, "off", 0, 0, {}, "continue the journal of an interrupted run", false, "resumed", "run"},
       {"", "--overwrite", T::flag, "off", 0, 0, {}, "replace an existing cube and journal", false, "", "run"},
       {"", "--allow-new-devices", T::flag, "off", 0, 0, {}, "with --resume: accept device keys the journal does not have", false, "", "run"},
+      {"", "--bind-near-gpu", T::flag, "off", 0, 0, {}, "bind each rank's process (all its threads, and its workers) to the cores nearest its GPU (hwloc: the GPU's NUMA node or package); /ranks records every rank's CPU set and GPU NUMA node either way", false, "bind_near_gpu", "run"},
+      {"", "--allow-build-change", T::flag, "off", 0, 0, {}, "with --resume: accept another binary revision or library versions than the journal's last run segment (recorded in the cube, flagged by the report)", false, "", "run"},
       {"", "--stop-grace-s", T::number, "120", 0, 1e6, {}, "after a stop signal, the running cell may finish for this long before it is ended (not_run, re-run on resume) [s]", false, "", "run"},
       {"", "--checkpoint-s", T::number, "60", 0, 1e9, {}, "rank 0 rewrites the cube this often [s]", false, "", "run"},
       {"", "--jsonl", T::text, "", 0, 0, {}, "also append one JSON line per finished cell (with its provenance) to FILE", false, "", "run"},

@@ -123,9 +123,16 @@ nlohmann::json to_json(const CellResult& result) {
       {"throttled", result.throttled},
       {"steps", result.steps},
       {"rank", result.rank},
+      {"segment", result.segment},
+      {"source", result.source},
       {"message", result.message},
       {"decisions", result.decisions},
       {"samples_ms", std::move(samples)},
+      {"repetition_medians_ms", [&] {
+         json medians = json::array();
+         for (const double median : result.repetition_medians_ms) medians.push_back(number_to_json(median));
+         return medians;
+       }()},
       {"layer_times", std::move(layer_times)},
       {"versions", result.versions},
       {"started_utc", result.started_utc},
@@ -181,6 +188,9 @@ CellResult cell_result_from_json(const nlohmann::json& record) {
   result.throttled = static_cast<std::int8_t>(read_integer(record, "throttled", -1, 1));
   result.steps = static_cast<std::int32_t>(read_integer(record, "steps", 0, int32_highest));
   result.rank = static_cast<std::int32_t>(read_integer(record, "rank", -1, int32_highest));
+  // Optional: records written before run segments existed name none (-1).
+  if (record.contains("segment")) result.segment = static_cast<std::int32_t>(read_integer(record, "segment", -1, int32_highest));
+  if (record.contains("source")) result.source = static_cast<std::int32_t>(read_integer(record, "source", -1, int32_highest));
   result.message = read_string(record, "message");
   result.decisions = read_string(record, "decisions");
   // Optional: records written before cells had wall times have none.
@@ -196,6 +206,14 @@ CellResult cell_result_from_json(const nlohmann::json& record) {
   result.samples_ms.reserve(samples.size());
   for (std::size_t i = 0; i < samples.size(); ++i)
     result.samples_ms.push_back(double_from_json(samples[i], "samples_ms[" + std::to_string(i) + "]"));
+
+  // Optional: records written before --repetitions have none.
+  if (const auto found = record.find("repetition_medians_ms"); found != record.end()) {
+    if (!found->is_array()) malformed("repetition_medians_ms", "must be an array, not a " + type_of(*found));
+    for (std::size_t i = 0; i < found->size(); ++i)
+      result.repetition_medians_ms.push_back(
+          double_from_json((*found)[i], "repetition_medians_ms[" + std::to_string(i) + "]"));
+  }
 
   // Optional: journals written before --layer-times existed have no such field.
   if (const auto found = record.find("layer_times"); found != record.end()) {

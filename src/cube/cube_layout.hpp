@@ -22,6 +22,8 @@ inline constexpr const char* status_type_name = "status_t";
 inline constexpr const char* ranks_group = "ranks";
 inline constexpr const char* rank_row_dimension = "rank_row";
 inline constexpr const char* samples_variable = "samples_ms";
+inline constexpr const char* repetition_dimension = "repetition";            // schema 4
+inline constexpr const char* repetition_variable = "repetition_median_ms";  // schema 4
 
 // A float64 per-cell variable: NaN unless status == ok.
 struct FloatVariable {

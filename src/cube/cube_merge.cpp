@@ -5,6 +5,7 @@
 #include <set>
 
 #include "crossbench/error.hpp"
+#include "crossbench/options_schema.hpp"
 
 namespace crossbench {
 namespace {
@@ -78,12 +79,45 @@ CubeContents merge_cubes(const std::vector<MergeInput>& inputs, const MergePrefe
     for (const auto batch : input.axes.batches) add_unique(merged.axes.batches, batch);
     for (const auto gpus : input.axes.gpus) add_unique(merged.axes.gpus, gpus);
     for (const auto replica : input.axes.replicas) add_unique(merged.axes.replicas, replica);
+    // Run segments and sources are renumbered into the merged cube's: every cell and
+    // every ranks row keeps naming the run that measured it and the input it came from.
+    const auto segment_offset = static_cast<std::int32_t>(merged.segments.size());
+    const auto source_offset = static_cast<std::int32_t>(merged.sources.size());
+    const bool was_merged = !input.sources.empty();
+    // An input older than run segments (schema 2, 3) is one segment: its root attributes.
+    std::vector<CubeSegment> segments = input.segments;
+    if (segments.empty()) segments.push_back({input.attributes});
+    const bool synthetic_segment = input.segments.empty();
+    const auto new_segment = [&](std::int32_t segment) -> std::int32_t {
+      if (synthetic_segment) return segment_offset;
+      return segment < 0 ? -1 : segment + segment_offset;
+    };
+    const auto new_source = [&](std::int32_t source) -> std::int32_t {
+      if (!was_merged) return source_offset;
+      return source < 0 ? -1 : source + source_offset;
+    };
+    for (CubeSegment segment : segments) {
+      if (!was_merged) segment.attributes["source"] = std::to_string(source_offset);
+      else if (segment.attributes.count("source"))
+        segment.attributes["source"] = std::to_string(std::stoi(segment.attributes["source"]) + source_offset);
+      merged.segments.push_back(std::move(segment));
+    }
     for (const CellResult& cell : input.cells)
-      if (chosen.at(cell_name(cell)) == i) merged.cells.push_back(cell);
-    merged.ranks.insert(merged.ranks.end(), input.ranks.begin(), input.ranks.end());
-    if (!input.sources.empty()) {
+      if (chosen.at(cell_name(cell)) == i) {
+        CellResult kept = cell;
+        kept.segment = new_segment(cell.segment);
+        kept.source = new_source(cell.source);
+        merged.cells.push_back(std::move(kept));
+      }
+    for (RankRecord row : input.ranks) {
+      row.segment = new_segment(row.segment);
+      row.source = new_source(row.source);
+      merged.ranks.push_back(std::move(row));
+    }
+    if (was_merged) {
       merged.sources.insert(merged.sources.end(), input.sources.begin(), input.sources.end());
     } else {
+      // Everything the input's root said (settings, revision, run_state, ...) stays here.
       CubeSource source{input.attributes, input.ranks};
       source.attributes["schema"] = input.schema;
       source.attributes["path"] = inputs[i].path.string();
@@ -102,7 +136,39 @@ CubeContents merge_cubes(const std::vector<MergeInput>& inputs, const MergePrefe
       return found == input.contents.attributes.end() || found->second != entry.second;
     });
   merged.attributes.erase("hdf5_version");  // the writer's own fact
+  // A run's root facts that no longer describe the merged whole.
+  for (const char* key : {"segments", "segments_differ", "run_state"}) merged.attributes.erase(key);
+  merged.attributes["segments"] = std::to_string(merged.segments.size());
   return merged;
+}
+
+std::vector<std::string> merge_warnings(const std::vector<MergeInput>& inputs) {
+  std::vector<std::string> warnings;
+  for (const MergeInput& input : inputs) {
+    const auto& attributes = input.contents.attributes;
+    const auto state = attributes.find("run_state");
+    if (state != attributes.end() && state->second != "complete")
+      warnings.push_back(input.path.string() + " is incomplete (run_state: " + state->second + ")");
+  }
+  // The settings that change the numbers (the options schema's recorded names), compared over the inputs.
+  std::vector<std::string> differing;
+  for (const OptionSpec& option : options_schema()) {
+    if (!option.changes_numbers || option.recorded_as.empty()) continue;
+    std::set<std::string> values;
+    std::string shown;
+    for (const MergeInput& input : inputs) {
+      const auto found = input.contents.attributes.find(option.recorded_as);
+      const std::string value = found == input.contents.attributes.end() ? "(not recorded)" : found->second;
+      if (values.insert(value).second) shown += (shown.empty() ? "" : ", ") + ("'" + value + "'");
+    }
+    if (values.size() > 1) differing.push_back(option.recorded_as + " (" + shown + ")");
+  }
+  if (!differing.empty()) {
+    std::string text;
+    for (const auto& item : differing) text += (text.empty() ? "" : "; ") + item;
+    warnings.push_back("the inputs were measured with different settings: " + text);
+  }
+  return warnings;
 }
 
 }  // namespace crossbench

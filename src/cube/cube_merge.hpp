@@ -28,6 +28,14 @@ struct MergePreference {
 // input's attributes and ranks in `sources` (a merged input's own sources are
 // carried over, so merging merged cubes keeps every run). Throws UsageError
 // naming the cells that two inputs hold, unless `preference` says which wins.
+// Schema 4: each cell's `source` is its input (source_<i>), the inputs' run
+// segments are renumbered into the merged /segments and every cell and ranks
+// row follows them; an input without segments (schema 2, 3) becomes one.
 [[nodiscard]] CubeContents merge_cubes(const std::vector<MergeInput>& inputs, const MergePreference& preference);
+
+// What a reader of the merged cube must know: inputs that are incomplete
+// (run_state not "complete"), and each setting that changes the numbers (the
+// options schema's rows) on which the inputs differ, with its values.
+std::vector<std::string> merge_warnings(const std::vector<MergeInput>& inputs);
 
 }  // namespace crossbench

@@ -40,6 +40,7 @@ class CubeReader {
     contents.axes = read_axes();
     contents.cells = read_cells(contents.axes);
     contents.ranks = read_ranks(file_, what_);
+    contents.segments = read_segments();
     contents.sources = read_sources();
     layout::read_layer_times(file_, what_, contents.cells);
     return contents;
@@ -67,6 +68,20 @@ class CubeReader {
     std::map<std::string, std::string> attributes = read_attributes(file_);
     attributes.erase("schema");  // CubeContents::schema
     return attributes;
+  }
+
+  // Schema 4: /segments/segment_<i>; older cubes have none.
+  std::vector<CubeSegment> read_segments() const {
+    std::vector<CubeSegment> segments;
+    if (!hdf5::link_exists(file_, "segments")) return segments;
+    const hdf5::Group group(CB_CHECK_HDF5(H5Gopen2(file_, "segments", H5P_DEFAULT)));
+    for (std::size_t i = 0;; ++i) {
+      const std::string name = "segment_" + std::to_string(i);
+      if (!hdf5::link_exists(group, name)) break;
+      const hdf5::Group segment(CB_CHECK_HDF5(H5Gopen2(group, name.c_str(), H5P_DEFAULT)));
+      segments.push_back({read_attributes(segment)});
+    }
+    return segments;
   }
 
   std::vector<CubeSource> read_sources() const {
@@ -176,6 +191,10 @@ class CubeReader {
     const auto throttled = read_cell_numbers<std::int8_t>("throttled");
     const auto steps = read_cell_numbers<std::int32_t>("steps");
     const auto rank = read_cell_numbers<std::int32_t>("rank");
+    // Schema 4: run segment and merge source of every cell; older cubes: -1 (unknown, not merged).
+    const bool has_segments = hdf5::link_exists(file_, "segment");
+    const auto segment = has_segments ? read_cell_numbers<std::int32_t>("segment") : std::vector<std::int32_t>{};
+    const auto source = has_segments ? read_cell_numbers<std::int32_t>("source") : std::vector<std::int32_t>{};
     // Schema 3: wall times of every cell; a schema-2 cube has none (NaN, "").
     if (hdf5::link_exists(file_, "timed_s")) {
       for (const auto& [name, field] : {std::pair{"preparation_s", &CellResult::preparation_s},
@@ -196,11 +215,37 @@ class CubeReader {
       cells[k].throttled = throttled[present[k]];
       cells[k].steps = steps[present[k]];
       cells[k].rank = rank[present[k]];
+      if (has_segments) {
+        cells[k].segment = segment[present[k]];
+        cells[k].source = source[present[k]];
+      }
       cells[k].message = messages[present[k]];
       cells[k].decisions = decisions[present[k]];
     }
     read_samples(present, cells);
+    read_repetitions(present, cells);
     return cells;
+  }
+
+  // Schema 4: each cell's repetition medians (trailing NaNs dropped); older cubes have none.
+  void read_repetitions(const std::vector<std::size_t>& present, std::vector<CellResult>& cells) const {
+    if (!hdf5::link_exists(file_, layout::repetition_variable)) return;
+    const hsize_t count = hdf5::dataset_dims(open_vector(file_, layout::repetition_dimension, what_)).front();
+    const hdf5::Dataset variable = hdf5::open_dataset(file_, layout::repetition_variable, what_);
+    std::vector<hsize_t> expected(cell_dims_.begin(), cell_dims_.end());
+    expected.push_back(count);
+    if (hdf5::dataset_dims(variable) != expected)
+      throw Error(what_ + ": `" + layout::repetition_variable + "` has shape " + dims_text(hdf5::dataset_dims(variable)) +
+                  ", the axes give " + dims_text(expected));
+    std::vector<double> values(cell_count_ * count);
+    if (!values.empty())
+      CB_CHECK_HDF5(H5Dread(variable, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
+    for (std::size_t k = 0; k < present.size(); ++k) {
+      const auto row = values.begin() + static_cast<std::ptrdiff_t>(present[k] * count);
+      auto end = row + static_cast<std::ptrdiff_t>(count);
+      while (end != row && std::isnan(*(end - 1))) --end;
+      cells[k].repetition_medians_ms.assign(row, end);
+    }
   }
 
   void read_samples(const std::vector<std::size_t>& present, std::vector<CellResult>& cells) const {
@@ -270,6 +315,12 @@ class CubeReader {
       strings("os", &RankRecord::os);
       strings("kernel", &RankRecord::kernel);
       strings("container", &RankRecord::container);
+    }
+    if (hdf5::link_exists(group, "segment")) {  // schema 4: run segments, merge sources, CPU placement
+      numbers("segment", &RankRecord::segment);
+      numbers("source", &RankRecord::source);
+      strings("cpu_set", &RankRecord::cpu_set);
+      numbers("numa_node", &RankRecord::numa_node);
     }
     return ranks;
   }

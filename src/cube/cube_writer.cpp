@@ -255,6 +255,11 @@ void write_cell_numbers(hid_t file, const CellGrid& grid, std::span<const hdf5::
                                            [](const CellResult& cell) { return cell.steps; });
   write_number_cell_variable<std::int32_t>(file, "rank", "MPI rank that ran the cell, -1: none", "1", -1, grid,
                                            cell_scales, [](const CellResult& cell) { return cell.rank; });
+  // Schema 4: with `rank`, the /ranks row (segment, rank) that names the physical device.
+  write_number_cell_variable<std::int32_t>(file, "segment", "run segment (/segments/segment_<i>) that measured the cell, -1: unknown",
+                                           "1", -1, grid, cell_scales, [](const CellResult& cell) { return cell.segment; });
+  write_number_cell_variable<std::int32_t>(file, "source", "merged cubes: the input (/sources/source_<i>) of the cell, -1: not merged",
+                                           "1", -1, grid, cell_scales, [](const CellResult& cell) { return cell.source; });
 }
 
 void write_string_cell_variable(hid_t file, const char* name, const char* long_name, const CellGrid& grid,
@@ -349,6 +354,37 @@ void write_samples(hid_t file, const CellGrid& grid, std::span<const hdf5::Datas
   hdf5::write_double_attribute(variable, "_FillValue", not_a_number);
 }
 
+// Schema 4, --repetitions: each cell's repetition medians over the cell dimensions and
+// `repetition` (NaN past a cell's last repetition; one NaN column when no cell repeated).
+void write_repetitions(hid_t file, const CellGrid& grid, std::span<const hdf5::Dataset> cell_scales) {
+  std::size_t count = 1;
+  for (const CellResult* cell : grid.cells)
+    if (cell != nullptr) count = std::max(count, cell->repetition_medians_ms.size());
+  std::vector<std::int32_t> numbers(count);
+  for (std::size_t r = 0; r < count; ++r) numbers[r] = static_cast<std::int32_t>(r);
+  hdf5::Dataset axis = hdf5::create_vector<std::int32_t>(file, layout::repetition_dimension, numbers);
+  make_scale(axis, layout::repetition_dimension);
+  describe_variable(axis, "repetition of a cell on the same device (--repetitions)", "1");
+  std::array<hsize_t, cell_rank + 1> dims{};
+  std::copy(grid.dims.begin(), grid.dims.end(), dims.begin());
+  dims[cell_rank] = count;
+  const hdf5::Dataspace space = hdf5::simple_dataspace(dims);
+  const hdf5::PropertyList properties = hdf5::dataset_creation_properties();
+  CB_CHECK_HDF5(H5Pset_fill_value(properties, H5T_NATIVE_DOUBLE, &not_a_number));
+  const hdf5::Dataset variable(CB_CHECK_HDF5(H5Dcreate2(file, layout::repetition_variable, H5T_IEEE_F64LE, space,
+                                                        H5P_DEFAULT, properties, H5P_DEFAULT)));
+  for (std::size_t d = 0; d < cell_rank; ++d)
+    CB_CHECK_HDF5(H5DSattach_scale(variable, cell_scales[d], static_cast<unsigned>(d)));
+  CB_CHECK_HDF5(H5DSattach_scale(variable, axis, static_cast<unsigned>(cell_rank)));
+  std::vector<double> values(grid.cells.size() * count, not_a_number);
+  for (std::size_t i = 0; i < grid.cells.size(); ++i)
+    if (const CellResult* cell = grid.cells[i]; cell != nullptr && cell->status == Status::ok)
+      std::copy(cell->repetition_medians_ms.begin(), cell->repetition_medians_ms.end(), values.begin() + i * count);
+  if (!values.empty()) CB_CHECK_HDF5(H5Dwrite(variable, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
+  describe_variable(variable, "median of each repetition of the cell (--repetitions), NaN past its last", "ms");
+  hdf5::write_double_attribute(variable, "_FillValue", not_a_number);
+}
+
 void write_ranks(hid_t file, const std::vector<RankRecord>& ranks) {
   const hdf5::PropertyList group_properties(CB_CHECK_HDF5(H5Pcreate(H5P_GROUP_CREATE)));
   track_creation_order(group_properties);
@@ -410,6 +446,31 @@ void write_ranks(hid_t file, const std::vector<RankRecord>& ranks) {
   strings("os", "operating system (/etc/os-release)", [](const RankRecord& r) { return r.os; });
   strings("kernel", "kernel release and machine", [](const RankRecord& r) { return r.kernel; });
   strings("container", "container image or runtime, empty: none", [](const RankRecord& r) { return r.container; });
+  numbers("segment", "run segment of the row (/segments/segment_<i>), -1: unknown", "1",
+          [](const RankRecord& r) { return r.segment; });
+  numbers("source", "merged cubes: the input of the row (/sources/source_<i>), -1: not merged", "1",
+          [](const RankRecord& r) { return r.source; });
+  strings("cpu_set", "CPUs the rank's process may run on (Linux list syntax), empty: unknown",
+          [](const RankRecord& r) { return r.cpu_set; });
+  numbers("numa_node", "NUMA node nearest the rank's GPU, -1: unknown or no GPU", "1",
+          [](const RankRecord& r) { return r.numa_node; });
+}
+
+// Schema 4: every run segment of the cube (one mpirun or one resume), in order.
+void write_segments(hid_t file, const std::vector<CubeSegment>& segments) {
+  const hdf5::PropertyList group_properties(CB_CHECK_HDF5(H5Pcreate(H5P_GROUP_CREATE)));
+  track_creation_order(group_properties);
+  const hdf5::Group group(CB_CHECK_HDF5(H5Gcreate2(file, "segments", H5P_DEFAULT, group_properties, H5P_DEFAULT)));
+  hdf5::write_string_attribute(group, "long_name",
+                               "run segments (one process group's lifetime: one mpirun or one resume); "
+                               "each one's ranks are the /ranks rows of its index");
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    const hdf5::PropertyList properties(CB_CHECK_HDF5(H5Pcreate(H5P_GROUP_CREATE)));
+    track_creation_order(properties);
+    const std::string name = "segment_" + std::to_string(i);
+    const hdf5::Group segment(CB_CHECK_HDF5(H5Gcreate2(group, name.c_str(), H5P_DEFAULT, properties, H5P_DEFAULT)));
+    for (const auto& [key, value] : segments[i].attributes) hdf5::write_string_attribute(segment, key, value);
+  }
 }
 
 // Merged cubes: each input's root attributes and ranks table, in input order.
@@ -441,7 +502,9 @@ void write_contents(hid_t file, const CubeContents& contents, const CellGrid& gr
   write_cell_texts(file, grid, cell_scales);
   write_cell_wall_times(file, grid, cell_scales);
   write_samples(file, grid, scales);
+  write_repetitions(file, grid, cell_scales);
   write_ranks(file, contents.ranks);
+  write_segments(file, contents.segments);
   write_sources(file, contents.sources);
   layout::write_layer_times(file, grid.cells);  // --layer-times; nothing without them
 }

@@ -81,5 +81,35 @@ TEST(Collector, EveryPlannedCellOnceToEveryReporterInOrder) {
   EXPECT_EQ(RunEnd{}.run_state(), "complete");
 }
 
+// Run segments: every new result is recorded as measured by this run's segment
+// before a reporter (the journal first) sees it; a resumed journal's results
+// keep the segment that measured them.
+class SegmentReporter final : public Reporter {
+ public:
+  explicit SegmentReporter(std::vector<std::int32_t>& seen) : seen_(seen) {}
+  void report_cell(const CellResult& result, double) override { seen_.push_back(result.segment); }
+
+ private:
+  std::vector<std::int32_t>& seen_;
+};
+
+TEST(Collector, NewResultsRecordThisRunsSegment) {
+  Plan plan;
+  plan.cells = {planned("alexnet", 3), planned("vgg11", 7)};
+  std::vector<std::int32_t> seen;
+  std::vector<std::unique_ptr<Reporter>> reporters;
+  reporters.push_back(std::make_unique<SegmentReporter>(seen));
+  CellResult earlier = result_of(plan.cells[0], Status::ok);
+  earlier.segment = 0;  // measured by the first run
+  Collector collector(plan, {earlier}, std::move(reporters), 1);
+  CellResult fresh = result_of(plan.cells[1], Status::ok);
+  fresh.segment = -1;
+  collector.add(fresh);
+  EXPECT_EQ(seen, (std::vector<std::int32_t>{1}));
+  ASSERT_EQ(collector.results().size(), 2u);
+  EXPECT_EQ(collector.results()[0].segment, 0);
+  EXPECT_EQ(collector.results()[1].segment, 1);
+}
+
 }  // namespace
 }  // namespace crossbench

@@ -5,6 +5,7 @@
 #include "crossbench/options.hpp"
 #include "crossbench/options_schema.hpp"
 #include "cluster/journal.hpp"
+#include "cluster/run_segment.hpp"
 #include "cluster/resume_settings.hpp"
 
 namespace crossbench {
@@ -87,7 +88,25 @@ TEST(ResumeCheck, AnOlderJournalSchemaIsNamed) {
   auto journal = JournalHeader::for_run(options, {"cpu"});
   journal.schema = "crossbench-journal/1";
   EXPECT_EQ(JournalHeader::for_run(options, {"cpu"}).mismatch(journal, false),
-            "it has journal schema 'crossbench-journal/1', this crossbench writes 'crossbench-journal/2'");
+            "it has journal schema 'crossbench-journal/1', this crossbench writes '" + std::string(journal_schema) + "'");
+}
+
+// The build facts a resume compares: revision and loaded libraries, not the GPU
+// driver (the machine's, like the GPU: a requeue may meet another) nor HDF5 (the writer's).
+TEST(ResumeCheck, BuildDifferencesNameRevisionAndLibrariesOnly) {
+  RunSegment before, now;
+  before.attributes = {{"git_revision", "abc"}, {"cudnn_version", "9.14.0"}, {"cuda_driver_version", "12.8"},
+                       {"command_line", "crossbench run"}, {"started", "2026-12-01T10:00:00Z"}};
+  now = before;
+  now.attributes["cuda_driver_version"] = "13.0";
+  now.attributes["command_line"] = "crossbench run --resume";
+  now.attributes["started"] = "2026-12-01T11:00:00Z";
+  EXPECT_TRUE(build_differences(before, 0, now).empty());
+  now.attributes["cudnn_version"] = "9.19.0";
+  now.attributes["nccl_version"] = "2.27.3";
+  EXPECT_EQ(build_differences(before, 3, now),
+            (std::vector<std::string>{"cudnn_version is '9.14.0' in segment 3, '9.19.0' now",
+                                      "nccl_version is (not loaded) in segment 3, '2.27.3' now"}));
 }
 
 }  // namespace

@@ -89,11 +89,13 @@ def test_forged_record_outside_the_plan_is_dropped_with_a_warning(tmp_path, writ
     job, output = finished_run(tmp_path, write_job, crossbench, batches="1, 2")
     journal = journal_of(output)
     lines = journal.read_text().splitlines(keepends=True)
-    record = json.loads(lines[-1].split(" ", 1)[1])
+    # The last cell's record (the run's segment_end record follows it).
+    last = max(i for i, line in enumerate(lines) if json.loads(line.split(" ", 1)[1])["type"] == "result")
+    record = json.loads(lines[last].split(" ", 1)[1])
     record["result"]["batch"] = 999  # not in the matrix
     payload = json.dumps(record, separators=(",", ":"))
     forged = f"{zlib.crc32(payload.encode()):08x} {payload}\n"
-    journal.write_text("".join(lines[:-1]) + forged)  # the real last cell is gone, the forged one is in
+    journal.write_text("".join(lines[:last]) + forged + "".join(lines[last + 1:]))  # the real cell is gone, the forged one is in
     for _ in range(2):  # every later resume works too
         resumed = crossbench("run", "--job", job, "--output", output, "--quiet", "--resume")
         assert resumed.returncode == 0, resumed.stderr
@@ -112,6 +114,6 @@ def test_garbage_journal_is_refused(tmp_path, write_job, crossbench):
 def test_journal_header_records_the_settings(tmp_path, write_job, crossbench):
     _, output = finished_run(tmp_path, write_job, crossbench)
     header = journal_records(output)[0]
-    assert header["schema"] == "crossbench-journal/2"
+    assert header["schema"] == "crossbench-journal/3"
     assert header["settings"]["measure.max_steps"] == "3" and "engine.algo" in header["settings"]
     assert len(header["device_keys"]) == 1

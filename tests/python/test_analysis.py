@@ -276,8 +276,8 @@ def report_dir(cube_file, tmp_path_factory) -> Path:
 # loading
 
 def test_load_has_schema_axes_and_statuses(loaded, cube_file):
-    # The C++ writer writes schema 3; the h5py test writer the schema-2 layout (both read alike).
-    assert loaded.schema in ("crossbench-cube/2", "crossbench-cube/3")
+    # The C++ writer writes schema 4; the h5py test writer the schema-2 layout (both read alike).
+    assert loaded.schema in ("crossbench-cube/2", "crossbench-cube/3", "crossbench-cube/4")
     assert cubemod.CELL_DIMS == ("device", "engine", "network", "precision", "batch", "phase", "gpus", "replica")
     for d in cubemod.CELL_DIMS:
         assert d in loaded.ds.dims
@@ -713,6 +713,23 @@ def test_compare_two_real_runs(real_cube, tmp_path):
     assert (r.returncode == 1) == bool(t["regression"].any())
 
 
+def test_compare_with_no_cell_in_common_is_exit_2(tmp_path):
+    """A CI gate given the wrong file must not pass: no cell attempted in both cubes is exit 2."""
+    paths = []
+    for name, device in (("a", GPU_KEY), ("b", CPU_KEY)):
+        axes = {"device": [device], "engine": ["cudnn"], "network": ["alexnet"], "precision": ["fp32"],
+                "batch": [16], "phase": ["inference"], "replica": [0]}
+        co = dict(device=device, engine="cudnn", network="alexnet", precision="fp32", batch=16,
+                  phase="inference", replica=0)
+        paths.append(tmp_path / f"{name}.h5")
+        write_cube(paths[-1], axes, [ok_cell(co, [1.0, 1.1, 0.9] * 10, 16, steps=30, rank=0)])
+    r = cli("compare", *paths)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "no cell is attempted in both" in r.stderr and CPU_KEY in r.stderr
+    # The same cube against itself still passes.
+    assert cli("compare", paths[0], paths[0]).returncode == 0
+
+
 def test_compare_bad_threshold(cube_file):
     r = cli("compare", cube_file, cube_file, "--fail-above", "lots")
     assert r.returncode == 2 and "error:" in r.stderr
@@ -900,7 +917,7 @@ def test_schema1_cube_reads_as_single_device(tmp_path):
     import pandas as pd
     t = pd.read_csv(tmp_path / "cmp.csv")
     assert len(t) == len(c2.cells)
-    assert t.loc[t["gpus"] == 1, "verdict"].isin(["unchanged", "unchanged (within CI)", "not run in either"]).all()
+    assert t.loc[t["gpus"] == 1, "verdict"].isin(["unchanged", "within noise (CIs overlap)", "not run in either"]).all()
     assert t.loc[t["gpus"] == 2, "verdict"].str.startswith("only in NEW").all()
     # procurement compares single devices: schema 1 and 2 give the same table.
     prices = tmp_path / "prices.csv"
@@ -1099,7 +1116,7 @@ def test_compare_matches_cells_on_gpus(tmp_path):
     t = pd.read_csv(tmp_path / "cmp.csv")
     assert len(t) == len(c.cells)
     assert not t.duplicated(list(cubemod.CELL_DIMS)).any()
-    assert (t.loc[t["gpus"] == 1, "verdict"].isin(["unchanged", "unchanged (within CI)", "not run in either"])).all()
+    assert (t.loc[t["gpus"] == 1, "verdict"].isin(["unchanged", "within noise (CIs overlap)", "not run in either"])).all()
     flagged = t[t["regression"]]
     assert len(flagged) and (flagged["gpus"] == 2).all()
     ok2 = c.cells[(c.cells["status"] == "ok") & (c.cells["gpus"] == 2)]

@@ -178,7 +178,7 @@ def check_cube(path, ranks_expected):
     assert list(dataset["engine"].values) == ["onednn"]
     assert dataset.sizes["phase"] == 2
     with h5py.File(path, "r") as cube:
-        assert cube.attrs["schema"] in (b"crossbench-cube/3", "crossbench-cube/3")
+        assert cube.attrs["schema"] in (b"crossbench-cube/4", "crossbench-cube/4")
         names = {value: name for name, value in h5py.check_enum_dtype(cube["status"].dtype).items()}
         statuses = [names[v] for v in cube["status"][...].ravel()]
         assert statuses == ["ok", "ok"], statuses

@@ -102,7 +102,7 @@ def test_every_variable_is_present_over_the_cell_dimensions(dataset):
 
 
 def test_root_attributes(dataset):
-    assert dataset.attrs["schema"] == "crossbench-cube/3"
+    assert dataset.attrs["schema"] == "crossbench-cube/4"
     assert dataset.attrs["git_revision"] == "0123456789ab"
     assert dataset.attrs["job_file"] == "[matrix]\nnetworks = alexnet, resnet50\nbatches = 64, 128\n"
     assert dataset.attrs["cuda_runtime_version"] == ""
@@ -188,7 +188,7 @@ def test_h5py_decodes_status_to_its_names(cube_path):
 
 def test_netcdf4_sees_the_enum_and_the_ranks_group(cube_path):
     with netCDF4.Dataset(cube_path) as nc:
-        assert nc.getncattr("schema") == "crossbench-cube/3"
+        assert nc.getncattr("schema") == "crossbench-cube/4"
         assert "status_t" in nc.enumtypes
         assert nc.enumtypes["status_t"].enum_dict == STATUS_CODES
         assert set(VARIABLES) <= set(nc.variables)

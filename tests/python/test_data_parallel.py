@@ -87,7 +87,7 @@ def test_group_throughput_efficiency_and_exposed_communication(four_rank_run):
         assert decisions.startswith("data parallel over ranks 0,1,2,3"), decisions
         assert "buckets" in decisions and "mpi" in decisions
         schema = cube.attrs["schema"]
-        assert (schema.decode() if isinstance(schema, bytes) else schema) == "crossbench-cube/3"
+        assert (schema.decode() if isinstance(schema, bytes) else schema) == "crossbench-cube/4"
 
 
 def test_the_table_shows_gpus_and_scaling(four_rank_run):

@@ -178,3 +178,38 @@ def test_jax_cells_end_ok_in_the_cube(run_crossbench, jax_interpreter, tmp_path)
             assert np.isfinite(f["samples_ms"][cell][:3]).all()
             assert "loss" in message, message
             assert f["decisions"][cell].decode().startswith("jax "), f["decisions"][cell]
+
+
+DEVICE_MASK_CHECK = r"""
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import worker
+import jax, jax.numpy as jnp
+assert worker.JaxAdapter().hello()["status"] == "ok"  # imports numpy and common.synthetic into the worker
+graph = json.load(open(sys.argv[2]))
+compared = 0
+for seed in (42, 2**63 + 11):
+    net = worker.Network(graph, seed)
+    draw = jax.jit(lambda states: net.device_masks(states, 2, jnp.float32))
+    for step in (0, 1, 7, 2**31 + 5, 2**32 - 1):
+        device = [np.asarray(m) for m in draw(net.dropout_states(step))]
+        host = net.dropout_masks(2, step, np.float32)
+        assert len(device) == len(host) == 2, (len(device), len(host))
+        for d, h in zip(device, host):
+            assert d.dtype == h.dtype and d.shape == h.shape and np.array_equal(d, h), (seed, step)
+            compared += d.size
+print(compared)
+"""
+
+
+def test_jax_dropout_masks_drawn_in_the_step_are_the_host_masks(alexnet_graph, jax_interpreter, tmp_path):
+    """The jitted step draws alexnet's dropout masks on the device (splitmix64 in 32-bit limbs):
+    bit for bit synthetic.dropout_keep_mask's, for seeds and steps that use all 64 bits."""
+    graph = tmp_path / "alexnet.json"
+    graph.write_text(json.dumps(alexnet_graph))
+    done = subprocess.run([jax_interpreter, "-c", DEVICE_MASK_CHECK, str(REPO / "src" / "workers" / "jax"), str(graph)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # seeds × steps × batch × (the two dropouts: before fc6 on 256·6·6, before fc7 on 4096)
+    assert int(done.stdout.split()[-1]) == 2 * 5 * 2 * (256 * 6 * 6 + 4096)

@@ -60,7 +60,7 @@ def two_runs(tmp_path_factory, crossbench_binary):
 def test_cube_holds_the_system_description(two_runs):
     _, [(cube_path, _, _), _] = two_runs
     with h5py.File(cube_path, "r") as f:
-        assert text(f.attrs["schema"]) == "crossbench-cube/3"
+        assert text(f.attrs["schema"]) == "crossbench-cube/4"
         ranks = f["ranks"]
         cpu_model = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
         assert text(ranks["cpu_model"][0]) == cpu_model
@@ -227,6 +227,18 @@ def test_plan_json_and_filter(run_crossbench, tmp_path):
     only = json.loads(run_crossbench("plan", "--job", job, "--ranks", "2", "--json", "--filter", "/training").stdout)
     assert [cell["name"] for cell in only["cells"]] == ["onednn/alexnet/fp32/b1/training/r0"]
     assert only["cells"][0]["estimated_s"] > 0 and only["makespan_s"] > 0
+
+
+def test_filter_matching_no_cell_is_exit_2(run_crossbench, tmp_path):
+    """run, plan and check with a --filter that selects nothing: exit 2 naming the filter, no cube."""
+    job = tmp_path / "job.ini"
+    job.write_text(TINY_JOB)
+    cube = tmp_path / "out.h5"
+    for command in (["run", "--output", cube, "--quiet"], ["plan", "--ranks", "2"], ["check"]):
+        done = run_crossbench(*command, "--job", job, "--filter", "zzz")
+        assert done.returncode == 2, (command, done.stdout, done.stderr)
+        assert "--filter 'zzz' matches no cell" in done.stderr, (command, done.stderr)
+    assert not cube.exists() and not pathlib.Path(str(cube) + ".journal").exists()
 
 
 def test_list_json(run_crossbench):

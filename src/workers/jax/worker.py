@@ -14,10 +14,12 @@ Conventions are those of src/workers/pytorch/model.py (and the oneDNN engine):
 - batch_norm: batch statistics (biased variance) in training, running statistics
   mean 0 / variance 1 in inference (the step does not update running statistics:
   they never influence a training step's numbers, and a fresh session has 0/1).
-- dropout: crossbench's deterministic inverted dropout. The keep masks of training
-  step s are computed on the host with synthetic.dropout_keep_mask and handed to the
-  jitted step as arguments; that host work and the transfer happen *before* the
-  timer starts, so the timed region is the jitted step alone. check() uses step 0.
+- dropout: crossbench's deterministic inverted dropout, drawn inside the jitted (timed)
+  step as every engine draws it: the host passes only each dropout layer's 64-bit
+  stream state of step s (two uint32 words per layer, `dropout_states`), and the step
+  computes splitmix64 over the layer's elements on the device in 32-bit limbs (JAX has
+  no uint64 without x64), bit for bit synthetic.dropout_keep_mask (a test holds them
+  equal). check() uses step 0.
 - loss: mean softmax cross-entropy in fp32 against synthetic.labels.
 - training step: jax.value_and_grad of the loss w.r.t. the parameters (no update;
   with update=sgd the parameters take a plain SGD step inside the jit).
@@ -43,6 +45,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from common import recipes  # noqa: E402
+from common.libraries import loaded_library_versions  # noqa: E402
 from common.protocol import WorkerError, serve, settings  # noqa: E402
 
 WORKER = "jax"
@@ -73,7 +76,17 @@ class JaxAdapter:
             described = "cpu"
         else:
             described = f"{device.platform}: {getattr(device, 'device_kind', str(device))}"
-        return dict(worker=WORKER, status="ok", framework=f"jax {jax.__version__}", device=described)
+        # A tiny jitted matmul on the device loads the backend's libraries, which are then named.
+        jax.block_until_ready(jax.jit(lambda a: a @ a)(jax.numpy.ones((2, 2))))
+        versions = {"framework": f"jax {jax.__version__}", "jax": jax.__version__}
+        try:
+            import jaxlib
+            versions["jaxlib"] = getattr(jaxlib, "__version__", None) or jaxlib.version.__version__
+        except Exception:  # noqa: BLE001 (an odd install: the version is simply not named)
+            pass
+        versions.update(loaded_library_versions())
+        return dict(worker=WORKER, status="ok", framework=f"jax {jax.__version__}", device=described,
+                    versions=versions)
 
     def prepare(self, request):
         return JaxSession(self.jax, request)
@@ -120,6 +133,23 @@ class Network:
                 self.host_params.append(synthetic.parameter(graph, i, slot, self.seed))
         self.dropouts = [i for i, layer in enumerate(self.layers)
                          if layer["kind"] == "dropout" and float(layer["params"]["rate"]) > 0]
+
+    def dropout_states(self, step):
+        """(layers, 2) uint32: the (high, low) words of each dropout layer's stream state at `step`."""
+        states = [synthetic.stream_state(self.seed, synthetic.dropout_tensor_id(i, step)) for i in self.dropouts]
+        return np.array([[v >> 32, v & 0xFFFFFFFF] for v in states], dtype=np.uint32).reshape(-1, 2)
+
+    def device_masks(self, states, batch, dtype):
+        """Inside the jitted step: each dropout layer's keep * fp32(1/(1-rate)), from `states`."""
+        masks = []
+        for k, i in enumerate(self.dropouts):
+            rate = float(self.layers[i]["params"]["rate"])
+            count = batch * int(np.prod(self.layers[i]["output"]))
+            keep = device_keep_mask(states[k, 0], states[k, 1], count, synthetic.dropout_threshold(rate))
+            scale = np.float32(1.0 / (1.0 - rate)) if rate < 1 else np.float32(0.0)
+            import jax.numpy as jnp
+            masks.append((keep.astype(jnp.float32) * scale).astype(dtype))
+        return masks
 
     def dropout_masks(self, batch, step, dtype):
         """{layer: keep * fp32(1/(1-rate))} of training step `step`, NCHW-flat over the batch."""
@@ -245,6 +275,56 @@ class Recipe:
         return recipes.describe(self.precision, f"{means}; matmul_precision={self.matmul_precision}")
 
 
+# ---- splitmix64 on the device, in 32-bit limbs ------------------------------------------------
+# A 64-bit value is a (high, low) pair of uint32 arrays; XLA's integer arithmetic wraps modulo
+# 2**32 and shifts of unsigned values are logical, so each step below is exact.
+
+def _mul32(a, b):
+    """The full 64-bit product of two uint32 arrays, as (high, low): 16-bit halves, exact."""
+    import jax.numpy as jnp
+    mask16, s16 = np.uint32(0xFFFF), np.uint32(16)
+    a0, a1, b0, b1 = a & mask16, a >> s16, b & mask16, b >> s16
+    p00, p01, p10, p11 = a0 * b0, a0 * b1, a1 * b0, a1 * b1
+    mid = p01 + p10
+    mid_carry = (mid < p01).astype(jnp.uint32)        # the 2**32 of mid, worth 2**48
+    low = p00 + (mid << s16)
+    low_carry = (low < p00).astype(jnp.uint32)
+    high = p11 + (mid >> s16) + (mid_carry << s16) + low_carry
+    return high, low
+
+
+def _mul64(high, low, constant):
+    """(high, low) * constant modulo 2**64."""
+    c_high, c_low = np.uint32(constant >> 32), np.uint32(constant & 0xFFFFFFFF)
+    h, l = _mul32(low, c_low)
+    return h + low * c_high + high * c_low, l
+
+
+def _xorshift(high, low, k):
+    """z ^ (z >> k) for 0 < k < 32."""
+    k, rest = np.uint32(k), np.uint32(32 - k)
+    return high ^ (high >> k), low ^ ((low >> k) | (high << rest))
+
+
+def device_keep_mask(state_high, state_low, count, threshold):
+    """synthetic.dropout_keep_mask of the stream with state (high, low), elements 0 .. count-1:
+    keep when (mix(state + (i + 1) * G) >> 40) >= threshold."""
+    import jax.numpy as jnp
+    from jax import lax
+    index = lax.iota(jnp.uint32, count) + np.uint32(1)            # i + 1 < 2**32
+    g = synthetic.GOLDEN_GAMMA
+    high, low = _mul32(index, jnp.full((count,), np.uint32(g & 0xFFFFFFFF), jnp.uint32))
+    high = high + index * np.uint32(g >> 32)                       # (i + 1) * G mod 2**64
+    low = low + state_low
+    high = high + state_high + (low < state_low).astype(jnp.uint32)  # + state, with the carry
+    high, low = _xorshift(high, low, 30)
+    high, low = _mul64(high, low, 0xBF58476D1CE4E5B9)
+    high, low = _xorshift(high, low, 27)
+    high, low = _mul64(high, low, 0x94D049BB133111EB)
+    high, low = _xorshift(high, low, 31)
+    return (high >> np.uint32(8)) >= np.uint32(threshold)          # hash >> 40 = high >> 8
+
+
 # ---- A cell -----------------------------------------------------------------------------------
 
 class JaxSession:
@@ -295,12 +375,15 @@ class JaxSession:
             return ([p if i in batch_norm else p.astype(compute) for i, p in enumerate(params)],
                     x.astype(compute))
 
+        batch, mask_dtype = self.batch, self.mask_dtype
+
         def loss_and_logits(params, x, labels, masks):
             logits = net.forward(*to_compute(params, x), masks, training)
             return net.loss(logits, labels), logits
 
-        def train_step(params, x, labels, masks):
+        def train_step(params, x, labels, states):
             self.traces += 1  # runs only while jax traces (compiles) the step
+            masks = net.device_masks(states, batch, mask_dtype)  # drawn inside the step, on the device
             (loss, logits), grads = jax.value_and_grad(loss_and_logits, has_aux=True)(params, x, labels, masks)
             if sgd:
                 params = [p - jnp.asarray(lr, p.dtype) * g for p, g in zip(params, grads)]
@@ -322,14 +405,14 @@ class JaxSession:
         self.compile_s = time.perf_counter() - start
 
     def _step_args(self):
+        """The step's dropout stream states (two words per layer): all the host gives the step."""
         if not self.training:
             return None
-        masks = self.net.dropout_masks(self.batch, self.step_index, self.mask_dtype)
-        return [self.jax.device_put(m, self.device) for m in masks]
+        return self.jax.device_put(self.net.dropout_states(self.step_index), self.device)
 
-    def _one_step(self, masks):
+    def _one_step(self, states):
         if self.training:
-            loss, grads, params, logits = self._train(self.params, self.x, self.labels, masks)
+            loss, grads, params, logits = self._train(self.params, self.x, self.labels, states)
             if self.sgd:
                 self.params = params
             self.step_index += 1
@@ -338,12 +421,12 @@ class JaxSession:
             self.jax.block_until_ready(self._infer(self.params, self.x))
 
     def step(self):
-        masks = self._step_args()  # host-side dropout masks for this step: before the timer
-        if masks:
-            self.jax.block_until_ready(masks)
+        states = self._step_args()  # 8 bytes per dropout layer; the masks are drawn in the step
+        if states is not None:
+            self.jax.block_until_ready(states)
         with self.jax.default_matmul_precision(self.matmul_precision):
             begin = time.perf_counter()
-            self._one_step(masks)
+            self._one_step(states)
             return (time.perf_counter() - begin) * 1e3
 
     def run_steps(self, count, time_limit_s, warmup):
@@ -372,9 +455,8 @@ class JaxSession:
         """Session::check(): one forward (+ backward when training) with dropout step 0."""
         with self.jax.default_matmul_precision(self.matmul_precision):
             if self.training:
-                masks = [self.jax.device_put(m, self.device)
-                         for m in self.net.dropout_masks(self.batch, 0, self.mask_dtype)]
-                loss, grads, _, logits = self._train(self.params, self.x, self.labels, masks)  # no update
+                states = self.jax.device_put(self.net.dropout_states(0), self.device)
+                loss, grads, _, logits = self._train(self.params, self.x, self.labels, states)  # no update
             else:
                 logits = self._infer(self.params, self.x)
                 loss = self._loss(logits, self.labels)
@@ -397,7 +479,7 @@ class JaxSession:
         text = (f"jax {self.jax.__version__} jit {self.recipe.describe()} "
                 f"matmul_precision={self.matmul_precision} layout=NCHW")
         if self.training:
-            text += " dropout_masks=host-per-step(untimed)"
+            text += " dropout_masks=device-in-step(timed)"
         text += f" compile={self.compile_s:.1f}s(untimed) traces={self.traces}"
         if self.traces_before_timed is not None and self.traces_after_timed is not None:
             text += f" timed_steps: retraces={self.traces_after_timed - self.traces_before_timed}"

@@ -27,6 +27,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from common.libraries import loaded_library_versions  # noqa: E402
 from common import recipes  # noqa: E402
 from common.protocol import WorkerError, serve, settings  # noqa: E402
 
@@ -97,7 +98,21 @@ class PytorchAdapter:
             return dict(worker=name, status="unsupported",
                         message=f"torch {torch.__version__} has no torch.compile (it needs torch 2.0 or later)")
         device = f"cuda: {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else "cpu"
-        return dict(worker=name, status="ok", framework=f"torch {torch.__version__}", device=device)
+        return dict(worker=name, status="ok", framework=f"torch {torch.__version__}", device=device,
+                    versions=self.versions(torch))
+
+    @staticmethod
+    def versions(torch):
+        """The framework's versions and the CUDA libraries it loaded (common/libraries.py):
+        PyTorch loads cuDNN and cuBLAS lazily, so a tiny matmul and the cuDNN version
+        query load them first; the cube then names what computed the rows."""
+        versions = {"framework": f"torch {torch.__version__}", "torch": torch.__version__}
+        if torch.cuda.is_available():
+            versions["torch_built_with_cuda"] = str(torch.version.cuda)
+            versions["torch_built_with_cudnn"] = str(torch.backends.cudnn.version())
+            (torch.ones(2, 2, device="cuda") @ torch.ones(2, 2, device="cuda")).sum().item()
+        versions.update(loaded_library_versions())
+        return versions
 
     def prepare(self, request):
         return PytorchSession(self.torch, request, self.compile_model)
