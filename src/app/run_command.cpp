@@ -17,6 +17,7 @@
 #include "app/commands.hpp"
 #include "app/options.hpp"
 #include "app/console.hpp"
+#include "core/device_health.hpp"
 #include "crossbench/build_info.hpp"
 #include "crossbench/cube.hpp"
 #include "crossbench/error.hpp"
@@ -82,12 +83,14 @@ void write_jsonl_record(std::ofstream& out, const Options& options, const CellRe
   if (result.rank >= 0 && static_cast<std::size_t>(result.rank) < devices.size())
     record["provenance"]["device"] = to_json(devices[static_cast<std::size_t>(result.rank)]);
   out << record.dump() << "\n" << std::flush;
-  if (!out) throw Error("--jsonl '" + options.jsonl.string() + "': writing failed");
+  if (!out) throw Error("--jsonl '" + options.jsonl.string() + "': writing failed: " + std::strerror(errno));
 }
 
 // Rank 0 takes the output's lock and, holding it, checks again that the
 // output is free (another run may have finished meanwhile); every rank learns
-// the verdict, so that all of them stop with the same UsageError.
+// the verdict, so that all of them stop the same way: a UsageError (exit 2)
+// for what the user can fix, an Error (exit 1) when writing the lock file
+// failed (a full or read-only disk: retry once it is fixed).
 std::unique_ptr<OutputLock> lock_output(const Options& options, const MpiSession& mpi) {
   std::unique_ptr<OutputLock> lock;
   std::string refusal;
@@ -108,14 +111,18 @@ std::unique_ptr<OutputLock> lock_output(const Options& options, const MpiSession
         throw UsageError("--resume refused: journal '" + journal.string() + "' is not a regular file (a symbolic "
                          "link, a FIFO or a device); crossbench writes its journal only as a regular file");
     } catch (const UsageError& error) {
-      refusal = error.what();
+      refusal = std::string("U") + error.what();
+    } catch (const std::filesystem::filesystem_error& error) {  // creating the output's directory
+      refusal = std::string(is_storage_failure(error.code().value()) ? "E" : "U") + "cannot lock output '" +
+                options.output.string() + "': " + error.what();
     } catch (const std::exception& error) {
-      refusal = std::string("cannot lock output '") + options.output.string() + "': " + error.what();
+      refusal = std::string("E") + "cannot lock output '" + options.output.string() + "': " + error.what();
     }
   }
-  const std::string agreed = mpi.broadcast_from_root(refusal);
-  if (!agreed.empty()) throw UsageError(agreed);
-  return lock;
+  const std::string agreed = mpi.broadcast_from_root(refusal);  // first character: U usage, E error
+  if (agreed.empty()) return lock;
+  if (agreed[0] == 'U') throw UsageError(agreed.substr(1));
+  throw Error(agreed.substr(1));
 }
 
 int run_on_ranks(const Options& options, const MpiSession& mpi, const StopRequest& stop) {
@@ -147,8 +154,16 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
     }
     legend.print(std::cout);
     if (!options.jsonl.empty()) {
+      errno = 0;
       jsonl.open(options.jsonl, std::ios::app);
-      if (!jsonl) throw UsageError("--jsonl '" + options.jsonl.string() + "': cannot open it for appending");
+      if (!jsonl) {
+        // A missing directory or no permission is the user's to fix (exit 2); a full or read-only disk is not.
+        const int code = errno;
+        const std::string message = "--jsonl '" + options.jsonl.string() + "': cannot open it for appending" +
+                                    (code != 0 ? std::string(": ") + std::strerror(code) : std::string());
+        if (is_storage_failure(code)) throw Error(message);
+        throw UsageError(message);
+      }
     }
     progress = std::make_unique<Progress>(std::cerr, legend, plan.cells.size(), plan.total_s, options.quiet);
     const auto journal = journal_path(options.output);
@@ -196,6 +211,15 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
       result.rank = mpi.rank();
       result.status = Status::unsupported;
       result.message = planned.unrunnable_reason;
+    } else if (const std::string lost = device_health::lost(); !lost.empty() && !planned.data_parallel()) {
+      // A sticky CUDA error poisoned this rank's context: nothing more runs on
+      // it (DESIGN.md "Measurement"); not_run cells run again on --resume.
+      result.device_key = device.key();
+      result.cell = planned.cell;
+      result.rank = mpi.rank();
+      result.status = Status::not_run;
+      result.message = "not run: this rank's GPU context was lost to a sticky CUDA error in an earlier cell (" + lost +
+                       "); resume with --resume on a healthy device";
     } else if (planned.data_parallel()) {
       result = run_data_parallel_cell(engines[engine_name].get(), networks.at(planned.cell.network), planned, device,
                                       options.measure, mpi);

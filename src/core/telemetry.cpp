@@ -3,10 +3,13 @@
 #include "crossbench/telemetry.hpp"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <thread>
 
 namespace crossbench {
 namespace {
@@ -30,6 +33,10 @@ struct Nvml {
   nvmlReturn_t (*reasons)(nvmlDevice_t, unsigned long long*) = nullptr;
   nvmlReturn_t (*energy)(nvmlDevice_t, unsigned long long*) = nullptr;  // [mJ] since driver load
   nvmlReturn_t (*driver_version)(char*, unsigned int) = nullptr;
+  // nvmlDeviceGetComputeRunningProcesses_v3/_v2 (nvmlProcessInfo_t) and the v1 (pid, bytes) form.
+  nvmlReturn_t (*processes)(nvmlDevice_t, unsigned int*, void*) = nullptr;
+  bool processes_v1 = false;
+  nvmlReturn_t (*memory_info)(nvmlDevice_t, void*) = nullptr;  // nvmlDeviceGetMemoryInfo: total, free, used [bytes]
 
   template <typename F>
   void bind(F& f, const char* name) {
@@ -53,6 +60,13 @@ struct Nvml {
     if (reasons == nullptr) bind(reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
     bind(energy, "nvmlDeviceGetTotalEnergyConsumption");
     bind(driver_version, "nvmlSystemGetDriverVersion");
+    bind(processes, "nvmlDeviceGetComputeRunningProcesses_v3");
+    if (processes == nullptr) bind(processes, "nvmlDeviceGetComputeRunningProcesses_v2");
+    if (processes == nullptr) {
+      bind(processes, "nvmlDeviceGetComputeRunningProcesses");
+      processes_v1 = processes != nullptr;
+    }
+    bind(memory_info, "nvmlDeviceGetMemoryInfo");
     if (init == nullptr || init() != 0) {
       why = "nvmlInit_v2 failed";
       return;
@@ -70,7 +84,106 @@ Nvml& nvml() {
   return instance;
 }
 
+// nvml.h's nvmlProcessInfo_t (v2/v3) and nvmlProcessInfo_v1_t.
+struct NvmlProcess {
+  unsigned int pid;
+  unsigned long long used_bytes;
+  unsigned int gpu_instance, compute_instance;
+};
+struct NvmlProcessV1 {
+  unsigned int pid;
+  unsigned long long used_bytes;
+};
+constexpr unsigned long long kNvmlValueNotAvailable = ~0ULL;
+constexpr nvmlReturn_t kNvmlInsufficientSize = 7;
+
+nvmlDevice_t device_handle(const Device& device) {
+  Nvml& n = nvml();
+  nvmlDevice_t handle = nullptr;
+  if (!n.initialised || device.kind != DeviceKind::gpu) return nullptr;
+  if (n.by_uuid != nullptr && !device.uuid.empty() && n.by_uuid(device.uuid.c_str(), &handle) == 0) return handle;
+  if (n.by_pci != nullptr && !device.pci_bus_id.empty() && n.by_pci(device.pci_bus_id.c_str(), &handle) == 0) return handle;
+  return nullptr;
+}
+
+// NVML's per-process used memory of `pid` on `handle` [bytes]: nullopt when
+// NVML does not list the process (no context there, or a PID namespace that
+// NVML's host pids do not match), NaN when it lists it without a number.
+std::optional<double> process_memory(nvmlDevice_t handle, unsigned int pid, bool& listed_any) {
+  Nvml& n = nvml();
+  if (n.processes == nullptr) return std::nullopt;
+  for (unsigned int capacity = 64; capacity <= 65536; capacity *= 4) {
+    unsigned int count = capacity;
+    std::vector<NvmlProcess> infos(n.processes_v1 ? 0 : capacity);
+    std::vector<NvmlProcessV1> infos_v1(n.processes_v1 ? capacity : 0);
+    const nvmlReturn_t status = n.processes(handle, &count, n.processes_v1 ? static_cast<void*>(infos_v1.data())
+                                                                           : static_cast<void*>(infos.data()));
+    if (status == kNvmlInsufficientSize) continue;
+    if (status != 0) return std::nullopt;
+    listed_any = count > 0;
+    for (unsigned int i = 0; i < count; ++i) {
+      const unsigned int listed_pid = n.processes_v1 ? infos_v1[i].pid : infos[i].pid;
+      const unsigned long long used = n.processes_v1 ? infos_v1[i].used_bytes : infos[i].used_bytes;
+      if (listed_pid == pid) return used == kNvmlValueNotAvailable ? NAN : static_cast<double>(used);
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::string mib_text(double bytes) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.0f MiB", bytes / (1024.0 * 1024.0));
+  return text;
+}
+
 }  // namespace
+
+GpuMemoryReading gpu_memory_in_use(const Device& device) {
+  GpuMemoryReading reading;
+  const nvmlDevice_t handle = device_handle(device);
+  if (handle == nullptr) return reading;
+  bool listed_any = false;
+  if (const auto mine = process_memory(handle, static_cast<unsigned int>(::getpid()), listed_any); mine && std::isfinite(*mine)) {
+    reading.bytes = *mine;
+    reading.source = "this process (NVML per-process)";
+    return reading;
+  }
+  // NVML does not list this process: it holds no context yet, or it runs in a
+  // PID namespace whose pids NVML's (the host's) do not match. The device's
+  // whole used memory then stands for it (one rank per GPU, as binding makes it).
+  struct {
+    unsigned long long total, free, used;
+  } memory{};
+  if (nvml().memory_info != nullptr && nvml().memory_info(handle, &memory) == 0) {
+    reading.bytes = static_cast<double>(memory.used);
+    reading.source = "the whole device (NVML lists no memory for this process)";
+  }
+  return reading;
+}
+
+std::string gpu_memory_leak(double before_bytes, double after_bytes, double margin_bytes) {
+  if (!std::isfinite(before_bytes) || !std::isfinite(after_bytes)) return {};  // NVML cannot say: nothing to hold it to
+  if (after_bytes <= before_bytes + margin_bytes) return {};
+  return "GPU memory not given back: " + mib_text(after_bytes) + " in use after the cell, " + mib_text(before_bytes) +
+         " before it (" + mib_text(after_bytes - before_bytes) + " more; the margin is " + mib_text(margin_bytes) + ")";
+}
+
+GpuMemoryWatch::GpuMemoryWatch(const Device& device) : device_(device), before_(gpu_memory_in_use(device)) {}
+
+std::string GpuMemoryWatch::leak_after(std::chrono::milliseconds settle) const {
+  if (!std::isfinite(before_.bytes)) return {};
+  // The driver frees an ended process's memory, and a stream's deferred frees,
+  // a little after the fact: a leak is a level still above the margin after `settle`.
+  const auto deadline = std::chrono::steady_clock::now() + settle;
+  while (true) {
+    const GpuMemoryReading after = gpu_memory_in_use(device_);
+    std::string leak = gpu_memory_leak(before_.bytes, after.bytes, kGpuMemoryMarginBytes);
+    if (leak.empty()) return {};
+    if (std::chrono::steady_clock::now() >= deadline) return leak + "; measured for " + after.source;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
 
 std::string nvml_version() {
   Nvml& n = nvml();
