@@ -182,3 +182,20 @@ def test_export_network_never_overwrites_without_force(tmp_path, crossbench):
     assert output.read_text() == "mine\n" and not link.is_symlink()
     assert crossbench("export-network", "alexnet", "--output", output, "--force").returncode == 0
     assert output.read_text().startswith("{")
+
+
+def test_merge_onto_a_failing_disk_exits_1(tmp_path, write_job, crossbench, fail_writes_shim):
+    job = write_job()
+    cubes = []
+    for tag in ("site=a", "site=b"):
+        cube = tmp_path / f"{tag[-1]}.h5"
+        made = crossbench("run", "--job", job, "--output", cube, "--quiet", "--device-tag", tag)
+        assert made.returncode == 0, made.stderr
+        cubes.append(cube)
+    environment = dict(os.environ, LD_PRELOAD=str(fail_writes_shim), FAIL_WRITES_MATCHING="*.h5.tmp.*",
+                       FAIL_WRITES_ERRNO="EIO")
+    merged = tmp_path / "all.h5"
+    failed = crossbench("merge", *cubes, "-o", merged, env=environment)
+    assert failed.returncode == 1, failed.stderr
+    assert str(merged) in failed.stderr and "Input/output error" in failed.stderr, failed.stderr
+    assert not merged.exists()
