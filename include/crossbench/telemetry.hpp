@@ -85,11 +85,15 @@ class TelemetrySampler {
 inline constexpr double kGpuMemoryMarginBytes = 256.0 * 1024 * 1024;
 
 // The GPU memory in use on `device` [bytes] and what was measured: this
-// process's (NVML per-process used memory), or the whole device's where
-// NVML does not list this process. NaN for a CPU or without NVML.
+// process's (NVML per-process used memory; 0 without a context), or, in a
+// nested PID namespace, where NVML's pids are the host's, the whole device's
+// (then a worker kept across cells counts too). NaN for a CPU or without NVML.
 struct GpuMemoryReading {
   double bytes = NAN;
   std::string source;
+  bool per_process = false;  // NVML listed this process: `bytes` is its own
+  bool any_listed = false;   // NVML listed any process on the device
+  bool device_wide = false;  // the device's whole used memory (in a PID namespace)
 };
 GpuMemoryReading gpu_memory_in_use(const Device& device);
 
@@ -99,7 +103,9 @@ std::string gpu_memory_leak(double before_bytes, double after_bytes, double marg
 
 // Reads the level when built (before a cell); leak_after() reads it again,
 // for up to `settle` while it is above the margin (the driver frees an
-// ended worker's memory shortly after its exit), and says what leaked.
+// ended worker's memory shortly after its exit), and says what leaked. A
+// cell that made the process's first CUDA context is not held to the level
+// before it (the context is the process's, for its life; the next cell is).
 class GpuMemoryWatch {
  public:
   explicit GpuMemoryWatch(const Device& device);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 
 namespace crossbench {
@@ -139,25 +140,49 @@ std::string mib_text(double bytes) {
 
 }  // namespace
 
+// Whether this process runs in a nested PID namespace (a container): NVML
+// then reports the host's pids, which match none of ours ("NSpid:" in
+// /proc/self/status lists one pid per namespace level).
+bool in_nested_pid_namespace() {
+  FILE* status = std::fopen("/proc/self/status", "re");
+  if (status == nullptr) return false;
+  char line[256];
+  bool nested = false;
+  while (std::fgets(line, sizeof line, status) != nullptr) {
+    if (std::strncmp(line, "NSpid:", 6) != 0) continue;
+    int fields = 0;
+    for (char* word = std::strtok(line + 6, " \t\n"); word != nullptr; word = std::strtok(nullptr, " \t\n")) ++fields;
+    nested = fields > 1;
+    break;
+  }
+  std::fclose(status);
+  return nested;
+}
+
 GpuMemoryReading gpu_memory_in_use(const Device& device) {
   GpuMemoryReading reading;
   const nvmlDevice_t handle = device_handle(device);
   if (handle == nullptr) return reading;
   bool listed_any = false;
-  if (const auto mine = process_memory(handle, static_cast<unsigned int>(::getpid()), listed_any); mine && std::isfinite(*mine)) {
-    reading.bytes = *mine;
+  const auto mine = process_memory(handle, static_cast<unsigned int>(::getpid()), listed_any);
+  reading.any_listed = listed_any;
+  if (!in_nested_pid_namespace()) {
+    // This process's own memory; a live worker's is its own (worker_per_cell =
+    // false keeps its pools on purpose) and a per-cell worker has ended.
+    reading.per_process = mine.has_value();
+    reading.bytes = mine ? *mine : 0.0;  // not listed: no context, nothing held
     reading.source = "this process (NVML per-process)";
     return reading;
   }
-  // NVML does not list this process: it holds no context yet, or it runs in a
-  // PID namespace whose pids NVML's (the host's) do not match. The device's
-  // whole used memory then stands for it (one rank per GPU, as binding makes it).
+  // NVML's pids are the host's: the device's whole used memory stands for
+  // this process (one rank per GPU, as binding makes it).
   struct {
     unsigned long long total, free, used;
   } memory{};
   if (nvml().memory_info != nullptr && nvml().memory_info(handle, &memory) == 0) {
     reading.bytes = static_cast<double>(memory.used);
-    reading.source = "the whole device (NVML lists no memory for this process)";
+    reading.source = "the whole device (a PID namespace hides this process from NVML)";
+    reading.device_wide = true;
   }
   return reading;
 }
@@ -178,6 +203,12 @@ std::string GpuMemoryWatch::leak_after(std::chrono::milliseconds settle) const {
   const auto deadline = std::chrono::steady_clock::now() + settle;
   while (true) {
     const GpuMemoryReading after = gpu_memory_in_use(device_);
+    // The cell made this process's first context (listed now, not before; or,
+    // seen device-wide, the first process on the device): the context is the
+    // process's for its life, and the next cell is held to the level with it.
+    if (after.device_wide != before_.device_wide) return {};  // not the same measure
+    if (!after.device_wide && !before_.per_process && after.per_process) return {};
+    if (after.device_wide && !before_.any_listed && after.any_listed) return {};
     std::string leak = gpu_memory_leak(before_.bytes, after.bytes, kGpuMemoryMarginBytes);
     if (leak.empty()) return {};
     if (std::chrono::steady_clock::now() >= deadline) return leak + "; measured for " + after.source;

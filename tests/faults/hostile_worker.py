@@ -11,6 +11,7 @@ misbehaves on command.
   --fault bad-field         answers `steps` with a number where `status` is a string
   --fault huge-message      fails `prepare` with a 50 MiB message
   --fault signal-mask       fails `prepare` with its blocked signals ("SigBlk: <hex mask>")
+  --fault die-holding-pipe  at `steps`, starts a helper that keeps stdout open (as a compile pool), then exits 1
   --fault children          at each `prepare` starts three `sleep` processes that never read stdin: one in
                             its process group, one in a session of its own (setsid), one double-forked into
                             a session of its own (its parent exits at once); appends "<kind> <pid>" lines to
@@ -115,6 +116,9 @@ def main():
                     out.write(chunk)
                 out.flush()
                 time.sleep(1e6)
+            if fault == "die-holding-pipe":
+                subprocess.Popen(["sleep", "1000"], stdin=subprocess.DEVNULL)  # inherits stdout and stderr
+                os._exit(1)
             if fault == "too-many-samples":
                 steps = 1000
             status = 5 if fault == "bad-field" else "ok"

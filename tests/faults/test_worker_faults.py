@@ -125,3 +125,11 @@ def test_nothing_a_worker_starts_outlives_its_cell(tmp_path, crossbench, write_j
         assert f"pid {children['in-group']} " not in decisions.split("outlived the cell")[1], decisions
     left = [(kind, pid) for kind, pid in started if process_alive(int(pid))]
     assert not left, f"processes outlived the run: {left}"
+
+
+def test_a_worker_that_dies_while_its_helper_holds_the_pipe_fails_at_once(tmp_path, crossbench, write_job):
+    # Its output never ends (the helper holds it open): the worker's own exit
+    # is the end of its output, not the cell's time limit.
+    status, message, seconds = run_hostile(tmp_path, crossbench, write_job, "die-holding-pipe", cell_time_limit_s=60)
+    assert status == "failed" and "exited with status 1" in message, (status, message)
+    assert seconds < 30, f"the dead worker was noticed after {seconds:.0f} s"

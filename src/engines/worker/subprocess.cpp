@@ -158,6 +158,13 @@ Subprocess::ReadOutcome Subprocess::read_line(std::string& line, std::chrono::st
     const int ready = ::poll(descriptors.data(), stderr_ >= 0 ? 2 : 1,
                              static_cast<int>(std::min<long long>(left.count(), 200)));
     if (ready < 0 && errno != EINTR) throw Error(std::string("poll() on the worker failed: ") + std::strerror(errno));
+    if (ready == 0 && !running()) {
+      // The worker is gone but its output has no end: a helper it started
+      // holds the pipe open. Its death is the end of its output.
+      close_fd(stdout_);
+      drain_stderr(100);
+      continue;
+    }
     if (stderr_ >= 0 && descriptors[1].revents) drain_stderr(0);
     if (descriptors[0].revents) {
       std::array<char, 65536> chunk;
