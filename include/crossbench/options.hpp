@@ -30,6 +30,7 @@ struct Options {
   bool resume = false;              // --resume: skip the cells the journal holds
   bool overwrite = false;           // --overwrite: replace an existing cube and journal
   bool allow_new_devices = false;   // --allow-new-devices: a resume may add device keys the journal lacks
+  bool salvage = false;             // --salvage: a resume may rebuild a damaged journal header (journal.hpp)
   double checkpoint_s = 60;         // --checkpoint-s: rank 0 rewrites the cube this often [s]
   double stop_grace_s = 120;        // --stop-grace-s: after a stop signal, the running cell may finish this long [s]
   std::string command_line;         // as typed, recorded in the cube

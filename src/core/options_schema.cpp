@@ -60,6 +60,7 @@ std::vector<OptionSpec> make_schema() {
       {"", "--resume", T::flag, "off", 0, 0, {}, "continue the journal of an interrupted run", false, "resumed", "run"},
       {"", "--overwrite", T::flag, "off", 0, 0, {}, "replace an existing cube and journal", false, "", "run"},
       {"", "--allow-new-devices", T::flag, "off", 0, 0, {}, "with --resume: accept device keys the journal does not have", false, "", "run"},
+      {"", "--salvage", T::flag, "off", 0, 0, {}, "with --resume: rebuild a journal header that fails its checksum from this run's job, only if every intact record agrees with it", false, "", "run"},
       {"", "--stop-grace-s", T::number, "120", 0, 1e6, {}, "after a stop signal, the running cell may finish for this long before it is ended (not_run, re-run on resume) [s]", false, "", "run"},
       {"", "--checkpoint-s", T::number, "60", 0, 1e9, {}, "rank 0 rewrites the cube this often [s]", false, "", "run"},
       {"", "--jsonl", T::text, "", 0, 0, {}, "also append one JSON line per finished cell (with its provenance) to FILE", false, "", "run"},
