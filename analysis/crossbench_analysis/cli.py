@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from pathlib import Path
 
 from .cube import CELL_DIMS, CubeError, FLOAT_VARS, load
 
-EXIT_ERROR = 2
+EXIT_ERROR = 2  # bad input: the user can fix it
+EXIT_FAILURE = 1  # the system failed a write (full, read-only or failing disk): retry once fixed
+STORAGE_FAILURES = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO}
 
 
 def _refuse_overwrite(a, *paths) -> None:
     """No silent overwrite: an existing output file is replaced only with --force."""
+    for path in paths:
+        if path and Path(path).is_dir():  # --force would not help: a directory is never replaced
+            raise CubeError(f"'{path}' is a directory; give a file name for the output")
     if getattr(a, "force", False):
         return
     for path in paths:
@@ -284,8 +290,20 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _glue_negative_values(argv):
+    """argparse reads "-5%" after --fail-above as an option of its own ("expected one argument"):
+    such a value is glued to its flag, so that the threshold's own check names it."""
+    glued = []
+    for argument in argv:
+        if glued and glued[-1] == "--fail-above" and argument.startswith("-"):
+            glued[-1] = f"--fail-above={argument}"
+        else:
+            glued.append(argument)
+    return glued
+
+
 def main(argv=None) -> int:
-    args = parser().parse_args(argv)
+    args = parser().parse_args(_glue_negative_values(sys.argv[1:] if argv is None else list(argv)))
     try:
         return args.func(args)
     except CubeError as e:
@@ -296,4 +314,4 @@ def main(argv=None) -> int:
     except OSError as e:  # a missing directory, a full disk, no permission: a message, not a traceback
         where = f"{e.filename}: " if e.filename else ""
         print(f"error: {where}{e.strerror or e}", file=sys.stderr)
-        return EXIT_ERROR
+        return EXIT_FAILURE if e.errno in STORAGE_FAILURES else EXIT_ERROR

@@ -14,10 +14,16 @@ namespace crossbench {
 // "rank 3 on host node17" (or "process on host node17" before MPI_Init).
 std::string where_am_i();
 
+// `text` with every byte a terminal would hide made visible: NUL as "\0",
+// other control characters (not newline or tab) as "\xNN", and a UTF-8
+// byte-order mark as "<BOM>". Every message goes through it: what() is a C
+// string, so a NUL read from a file would otherwise cut the message there.
+std::string printable(std::string_view text);
+
 // A runtime failure of a library call or of the system.
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& what) : std::runtime_error(what) {}
+  explicit Error(const std::string& what) : std::runtime_error(printable(what)) {}
 };
 
 // An allocation failed (host or device, any library): the cell's status is `oom`.
@@ -41,8 +47,14 @@ class CellTimeout : public Error {
 // Bad input from the user (job file, command line): exit status 2, nothing written.
 class UsageError : public std::runtime_error {
  public:
-  explicit UsageError(const std::string& what) : std::runtime_error(what) {}
+  explicit UsageError(const std::string& what) : std::runtime_error(printable(what)) {}
 };
+
+// Whether an OS error code (errno) says the storage failed a write: a full
+// disk (ENOSPC), a quota (EDQUOT), a file size limit (EFBIG), a read-only
+// (EROFS) or failing (EIO) file system. Such a failure is exit 1 (README
+// "Exit status": retry once the disk is fixed), never exit 2 (bad input).
+bool is_storage_failure(int error_code);
 
 // Builds "<library> call `<call>` failed at <file>:<line> on <where_am_i()>: <message>".
 std::string describe_failure(std::string_view library, std::string_view call, const char* file,

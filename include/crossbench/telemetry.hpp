@@ -13,6 +13,7 @@
 #pragma once
 
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -72,6 +73,47 @@ class TelemetrySampler {
   std::condition_variable wake_;
   bool stop_ = false;
   std::thread thread_;
+};
+
+// Nothing outlives its cell, GPU memory included (DESIGN.md "Measurement"):
+// after every cell of every engine the rank's GPU memory in use is back
+// within kGpuMemoryMarginBytes of its level before the cell, or the cell
+// fails with that reason. The margin [bytes] holds what a process keeps for
+// its life by design and grows lazily: kernels loaded on first use (CUDA's
+// lazy module loading, cuDNN's runtime-compiled fusions), library handles'
+// workspaces. A leaked activation of one seed2017 cell is larger.
+inline constexpr double kGpuMemoryMarginBytes = 256.0 * 1024 * 1024;
+
+// The GPU memory in use on `device` [bytes] and what was measured: this
+// process's (NVML per-process used memory; 0 without a context), or, in a
+// nested PID namespace, where NVML's pids are the host's, the whole device's
+// (then a worker kept across cells counts too). NaN for a CPU or without NVML.
+struct GpuMemoryReading {
+  double bytes = NAN;
+  std::string source;
+  bool per_process = false;  // NVML listed this process: `bytes` is its own
+  bool any_listed = false;   // NVML listed any process on the device
+  bool device_wide = false;  // the device's whole used memory (in a PID namespace)
+};
+GpuMemoryReading gpu_memory_in_use(const Device& device);
+
+// Empty when `after_bytes` is within `margin_bytes` of `before_bytes` (or
+// either is unknown); else the reason a cell fails, with both levels in MiB.
+std::string gpu_memory_leak(double before_bytes, double after_bytes, double margin_bytes);
+
+// Reads the level when built (before a cell); leak_after() reads it again,
+// for up to `settle` while it is above the margin (the driver frees an
+// ended worker's memory shortly after its exit), and says what leaked. A
+// cell that made the process's first CUDA context is not held to the level
+// before it (the context is the process's, for its life; the next cell is).
+class GpuMemoryWatch {
+ public:
+  explicit GpuMemoryWatch(const Device& device);
+  std::string leak_after(std::chrono::milliseconds settle = std::chrono::seconds(5)) const;
+
+ private:
+  Device device_;
+  GpuMemoryReading before_;
 };
 
 // "driver 580.82" or why NVML is not available, for the cube's attributes.

@@ -161,7 +161,12 @@ void write_new_file(const std::filesystem::path& path, const std::string& text, 
     throw UsageError("export-network: '" + path.string() + "' exists; replace it with --force or choose another --output");
   const std::filesystem::path temporary = path.string() + ".tmp." + std::to_string(::getpid());
   const int descriptor = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (descriptor < 0) throw UsageError("export-network: cannot write '" + path.string() + "': " + std::strerror(errno));
+  if (descriptor < 0) {
+    const int code = errno;
+    const std::string message = "export-network: cannot write '" + path.string() + "': " + std::strerror(code);
+    if (is_storage_failure(code)) throw Error(message);  // exit 1: the disk, not the path, is at fault
+    throw UsageError(message);
+  }
   std::size_t written = 0;
   while (written < text.size()) {
     const auto count = ::write(descriptor, text.data() + written, text.size() - written);

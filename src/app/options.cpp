@@ -103,7 +103,9 @@ using Settings = std::map<std::string, std::pair<std::string, std::string>>;
 
 Settings read_job_file(const std::filesystem::path& path, const std::string& text) {
   Settings settings;
-  std::istringstream stream(text);
+  // Editors on Windows start a UTF-8 file with a byte-order mark: it is not part of the first line.
+  const bool byte_order_mark = text.rfind("\xEF\xBB\xBF", 0) == 0;
+  std::istringstream stream(byte_order_mark ? text.substr(3) : text);
   const std::string origin = "job file '" + path.string() + "'";
   po::parsed_options parsed(nullptr);
   try {
@@ -242,6 +244,8 @@ void read_flags(const CommandLine& line, Options& options) {
   options.bind_near_gpu = given("--bind-near-gpu");
   options.allow_build_change = given("--allow-build-change");
   if (options.allow_build_change && !options.resume) throw UsageError("--allow-build-change applies to --resume only");
+  options.salvage = given("--salvage");
+  if (options.salvage && !options.resume) throw UsageError("--salvage applies to --resume only");
   if (given("--ranks")) options.simulated_ranks = std::stoi(checked_flag("--ranks"));
   if (given("--device-json")) options.device_json = flag_value("--device-json");
   if (!options.device_json.empty() && options.simulated_ranks == 0) throw UsageError("--device-json needs --ranks N");
@@ -304,8 +308,11 @@ std::map<std::string, std::string> read_matrix(const Settings& settings, const s
       const std::string engine = dotted.substr(8);
       const bool native = std::any_of(engine_catalog().begin(), engine_catalog().end(),
                                       [&](const EngineInfo& info) { return info.name == engine; });
-      if (native || engine == "auto" || engine.empty())
-        throw UsageError(setting.second + ": [workers] " + engine + ": '" + engine + "' is a native engine name, not a worker");
+      if (engine.empty())
+        throw UsageError(setting.second + ": '" + dotted + "' names no worker engine; write workers.NAME = COMMAND");
+      if (native || engine == "auto")
+        throw UsageError(setting.second + ": [workers] " + engine + ": '" + engine + "' is " +
+                         (native ? "a native engine name" : "the engine chooser's name") + ", not a worker");
       if (split_worker_command(setting.first).empty())
         throw UsageError(setting.second + ": [workers] " + engine + " has an empty command");
       worker_commands[engine] = setting.first;

@@ -1,4 +1,5 @@
 // `crossbench plan`: the cells to run, per rank, with their estimated cost.
+#include <cmath>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -147,6 +148,15 @@ int plan_command(const CommandContext& context) {
       } catch (const std::exception& error) {
         throw UsageError("--device-json '" + device_json + "': " + error.what());
       }
+      // A what-if device the cost model can plan for: with no threads or no
+      // peak, every cell's estimate would be infinite or zero.
+      if (device.compute_units < 1)
+        throw UsageError("--device-json '" + device_json + "': compute_units is " + std::to_string(device.compute_units) +
+                         "; a device has at least 1 (SMs of a GPU, threads of a CPU)");
+      if (!std::isfinite(device.peak_fp32_tflops) || device.peak_fp32_tflops <= 0)
+        throw UsageError("--device-json '" + device_json + "': peak_fp32_tflops must be a number above 0 [TFLOP/s]");
+      if (device.memory_bytes <= 0)
+        throw UsageError("--device-json '" + device_json + "': memory_bytes must be above 0");
     }
     print_plan_as_asked(options,
                         make_plan(options, std::vector<Device>(static_cast<std::size_t>(simulated_ranks), device), {}, calibration),

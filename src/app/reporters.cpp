@@ -1,6 +1,8 @@
 #include "app/reporters.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -66,8 +68,17 @@ void ConsoleReporter::finish(const std::vector<CellResult>& results, const RunEn
 }
 
 JsonlReporter::JsonlReporter(const Options& options, const std::vector<Device>& rank_devices)
-    : options_(options), rank_devices_(rank_devices), out_(options.jsonl, std::ios::app) {
-  if (!out_) throw UsageError("--jsonl '" + options.jsonl.string() + "': cannot open it for appending");
+    : options_(options), rank_devices_(rank_devices) {
+  errno = 0;
+  out_.open(options.jsonl, std::ios::app);
+  if (!out_) {
+    // A missing directory or no permission is the user's to fix (exit 2); a full or read-only disk is not.
+    const int code = errno;
+    const std::string message = "--jsonl '" + options.jsonl.string() + "': cannot open it for appending" +
+                                (code != 0 ? std::string(": ") + std::strerror(code) : std::string());
+    if (is_storage_failure(code)) throw Error(message);
+    throw UsageError(message);
+  }
 }
 
 void JsonlReporter::report_cell(const CellResult& result, double /*estimated_s*/) {
@@ -82,7 +93,7 @@ void JsonlReporter::report_cell(const CellResult& result, double /*estimated_s*/
   if (result.rank >= 0 && static_cast<std::size_t>(result.rank) < rank_devices_.size())
     record["provenance"]["device"] = to_json(rank_devices_[static_cast<std::size_t>(result.rank)]);
   out_ << record.dump() << "\n" << std::flush;
-  if (!out_) throw Error("--jsonl '" + options_.jsonl.string() + "': writing failed");
+  if (!out_) throw Error("--jsonl '" + options_.jsonl.string() + "': writing failed: " + std::strerror(errno));
 }
 
 }  // namespace crossbench

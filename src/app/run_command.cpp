@@ -14,6 +14,7 @@
 #include "app/commands.hpp"
 #include "app/options.hpp"
 #include "app/reporters.hpp"
+#include "core/device_health.hpp"
 #include "crossbench/build_info.hpp"
 #include "crossbench/cube.hpp"
 #include "crossbench/error.hpp"
@@ -59,7 +60,9 @@ std::map<std::string, std::string> run_attributes(const Options& options, const 
 
 // Rank 0 takes the output's lock and, holding it, checks again that the
 // output is free (another run may have finished meanwhile); every rank learns
-// the verdict, so that all of them stop with the same UsageError.
+// the verdict, so that all of them stop the same way: a UsageError (exit 2)
+// for what the user can fix, an Error (exit 1) when writing the lock file
+// failed (a full or read-only disk: retry once it is fixed).
 std::unique_ptr<OutputLock> lock_output(const Options& options, const MpiSession& mpi) {
   std::unique_ptr<OutputLock> lock;
   std::string refusal;
@@ -80,14 +83,18 @@ std::unique_ptr<OutputLock> lock_output(const Options& options, const MpiSession
         throw UsageError("--resume refused: journal '" + journal.string() + "' is not a regular file (a symbolic "
                          "link, a FIFO or a device); crossbench writes its journal only as a regular file");
     } catch (const UsageError& error) {
-      refusal = error.what();
+      refusal = std::string("U") + error.what();
+    } catch (const std::filesystem::filesystem_error& error) {  // creating the output's directory
+      refusal = std::string(is_storage_failure(error.code().value()) ? "E" : "U") + "cannot lock output '" +
+                options.output.string() + "': " + error.what();
     } catch (const std::exception& error) {
-      refusal = std::string("cannot lock output '") + options.output.string() + "': " + error.what();
+      refusal = std::string("E") + "cannot lock output '" + options.output.string() + "': " + error.what();
     }
   }
-  const std::string agreed = mpi.broadcast_from_root(refusal);
-  if (!agreed.empty()) throw UsageError(agreed);
-  return lock;
+  const std::string agreed = mpi.broadcast_from_root(refusal);  // first character: U usage, E error
+  if (agreed.empty()) return lock;
+  if (agreed[0] == 'U') throw UsageError(agreed.substr(1));
+  throw Error(agreed.substr(1));
 }
 
 // Rank 0's reporters, in the order they receive each cell: the cube (the
@@ -170,6 +177,15 @@ RankCellsDone run_rank_cells(const Options& options, const MpiSession& mpi, cons
       result.rank = mpi.rank();
       result.status = Status::unsupported;
       result.message = planned.unrunnable_reason;
+    } else if (const std::string lost = device_health::lost(); !lost.empty() && !planned.data_parallel()) {
+      // A sticky CUDA error poisoned this rank's context: nothing more runs on
+      // it (DESIGN.md "Measurement"); not_run cells run again on --resume.
+      result.device_key = device.key();
+      result.cell = planned.cell;
+      result.rank = mpi.rank();
+      result.status = Status::not_run;
+      result.message = "not run: this rank's GPU context was lost to a sticky CUDA error in an earlier cell (" + lost +
+                       "); resume with --resume on a healthy device";
     } else if (planned.data_parallel()) {
       result = run_data_parallel_cell(engines[engine_name].get(), networks.at(planned.cell.network), planned, device,
                                       options.measure, mpi);

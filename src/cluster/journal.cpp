@@ -118,7 +118,7 @@ std::string JournalHeader::mismatch(const JournalHeader& other, bool allow_new_d
   return text;
 }
 
-JournalContents read_journal(const std::filesystem::path& path) {
+JournalContents read_journal(const std::filesystem::path& path, bool allow_damaged_header) {
   std::ifstream file(path, std::ios::binary);
   if (!file) throw_system_error("reading journal", path);
   std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
@@ -136,12 +136,15 @@ JournalContents read_journal(const std::filesystem::path& path) {
     const std::string line = text.substr(start, end - start);
     start = end + 1;
     if (line.size() < 10 || line[8] != ' ' || crc_hex(line.substr(9)) != line.substr(0, 8)) {
-      contents.warnings.push_back(where + ": dropped a line whose checksum does not match (corrupt)");
+      // The header is line 1: without it nothing can be compared, so it is named, never skipped over.
+      if (line_number == 1) contents.header_damaged = true;
+      else contents.warnings.push_back(where + ": dropped a line whose checksum does not match (corrupt)");
       continue;
     }
+    if (line_number > 1) contents.intact_records.push_back(line);
     try {
       const auto record = nlohmann::json::parse(line.substr(9));
-      if (!have_header) {
+      if (!have_header && !contents.header_damaged) {
         if (record.value("type", "") != "header") throw Error("the first record is not the header");
         contents.header.schema = record.at("schema").get<std::string>();
         contents.header.cube_schema = record.at("cube_schema").get<std::string>();
@@ -175,9 +178,17 @@ JournalContents read_journal(const std::filesystem::path& path) {
       }
       contents.results.push_back(std::move(result));
     } catch (const std::exception& error) {
-      if (!have_header) throw Error(where + ": not a crossbench journal: " + error.what());
+      if (!have_header && !contents.header_damaged) throw Error(where + ": not a crossbench journal: " + error.what());
       contents.warnings.push_back(where + ": dropped a malformed record: " + error.what());
     }
+  }
+  if (contents.header_damaged) {
+    if (contents.intact_records.empty()) throw Error(path.string() + ": not a crossbench journal (no valid header line)");
+    if (!allow_damaged_header)
+      throw Error(path.string() + ":1: the journal's header fails its checksum (damaged); " +
+                  std::to_string(contents.results.size()) + " intact cell record(s) follow it. `--resume --salvage` " +
+                  "rebuilds the header from this run's job if every intact record agrees with it; nothing was changed");
+    return contents;
   }
   if (!have_header) throw Error(path.string() + ": not a crossbench journal (no valid header line)");
   return contents;
@@ -241,10 +252,40 @@ void JournalWriter::append_devices(const std::vector<std::string>& device_keys) 
 }
 
 void JournalWriter::append_segment(const nlohmann::json& record) { write_record(record); }
+std::filesystem::path JournalWriter::rewrite_header(const std::filesystem::path& path, const JournalHeader& header,
+                                                    const std::vector<std::string>& intact_records) {
+  const std::filesystem::path temporary = path.string() + ".salvage." + std::to_string(::getpid());
+  const std::filesystem::path damaged = path.string() + ".damaged";
+  {
+    JournalWriter writer = create(temporary, header);
+    try {
+      for (const auto& line : intact_records) writer.write_line(line);
+    } catch (const Error&) {
+      ::unlink(temporary.c_str());
+      throw;
+    }
+  }
+  // The damaged file is kept (a hard link: the journal's path never goes
+  // missing); then the rebuilt one replaces it in one rename.
+  if (::unlink(damaged.c_str()) != 0 && errno != ENOENT) throw_system_error("removing an older", damaged);
+  if (::link(path.c_str(), damaged.c_str()) != 0) {
+    ::unlink(temporary.c_str());
+    throw_system_error("keeping the damaged journal as", damaged);
+  }
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    ::unlink(temporary.c_str());
+    throw_system_error("replacing the damaged journal", path);
+  }
+  return damaged;
+}
 
 void JournalWriter::write_record(const nlohmann::json& record) {
   const std::string payload = record.dump();
-  const std::string line = crc_hex(payload) + " " + payload + "\n";
+  write_line(crc_hex(payload) + " " + payload);
+}
+
+void JournalWriter::write_line(const std::string& text) {
+  const std::string line = text + "\n";
   std::size_t written = 0;
   while (written < line.size()) {
     const auto count = ::write(descriptor_, line.data() + written, line.size() - written);

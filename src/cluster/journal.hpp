@@ -51,10 +51,15 @@ struct JournalContents {
   std::vector<CellResult> results;   // in the order written; a cell appears at most once
   std::vector<std::string> warnings; // dropped lines, with line numbers and why
   std::vector<nlohmann::json> segment_records;  // `segment` and `segment_end` records, in order
+  bool header_damaged = false;       // line 1 failed its checksum (only with allow_damaged_header)
+  std::vector<std::string> intact_records;  // every line after line 1 that passed its checksum, as written
 };
 
-// Reads a journal; throws Error when the file cannot be read or has no valid header.
-[[nodiscard]] JournalContents read_journal(const std::filesystem::path& path);
+// Reads a journal; throws Error when the file cannot be read or has no valid
+// header. A header that fails its checksum (one flipped byte) is named as
+// such, with the intact records after it counted; with `allow_damaged_header`
+// (--resume --salvage) the records are read anyway and header_damaged is set.
+[[nodiscard]] JournalContents read_journal(const std::filesystem::path& path, bool allow_damaged_header = false);
 
 class JournalWriter {
  public:
@@ -63,6 +68,11 @@ class JournalWriter {
   // first), or opens an existing regular file, never through a symlink, to append.
   [[nodiscard]] static JournalWriter create(const std::filesystem::path& path, const JournalHeader& header);
   [[nodiscard]] static JournalWriter append_to(const std::filesystem::path& path);
+  // --salvage: replaces the journal at `path` by `header` followed by
+  // `intact_records` as they were written (temporary file, fsync, rename);
+  // the damaged file stays beside it as `<path>.damaged`. Returns that path.
+  static std::filesystem::path rewrite_header(const std::filesystem::path& path, const JournalHeader& header,
+                                              const std::vector<std::string>& intact_records);
   JournalWriter(JournalWriter&& other) noexcept;
   JournalWriter& operator=(JournalWriter&&) = delete;
   JournalWriter(const JournalWriter&) = delete;
@@ -75,6 +85,7 @@ class JournalWriter {
  private:
   JournalWriter(std::filesystem::path path, int descriptor) : path_(std::move(path)), descriptor_(descriptor) {}
   void write_record(const nlohmann::json& record);
+  void write_line(const std::string& line);  // one whole line (newline added), then fsync
   std::filesystem::path path_;
   int descriptor_ = -1;
 };

@@ -35,8 +35,14 @@ std::string read_holder(int descriptor) {
   return holder.empty() ? "a process that has not written its name yet" : holder;
 }
 
+// A full, read-only or failing disk is an Error (exit 1: retry once fixed);
+// any other refusal (no permission, a missing directory) is the user's to fix
+// by choosing another output: a UsageError (exit 2).
 [[noreturn]] void throw_lock_error(const std::string& what, const std::filesystem::path& path) {
-  throw Error(what + " '" + path.string() + "' failed on " + where_am_i() + ": " + std::strerror(errno));
+  const int code = errno;
+  const std::string message = what + " '" + path.string() + "' failed on " + where_am_i() + ": " + std::strerror(code);
+  if (is_storage_failure(code) || code == 0 || code == ENOLCK) throw Error(message);
+  throw UsageError(message + "; choose another --output");
 }
 
 }  // namespace
@@ -73,10 +79,11 @@ OutputLock::OutputLock(const std::filesystem::path& cube) : path_(lock_path(cube
     if (::stat(path_.c_str(), &named) == 0 && named.st_ino == opened.st_ino && named.st_dev == opened.st_dev) {
       descriptor_ = descriptor;
       const std::string holder = holder_text();
+      errno = 0;
       if (::ftruncate(descriptor_, 0) == 0 &&
           ::pwrite(descriptor_, holder.data(), holder.size(), 0) == static_cast<ssize_t>(holder.size()))
         return;
-      const int error = errno;
+      const int error = errno != 0 ? errno : EIO;  // a short write without an errno: the disk failed it
       ::unlink(path_.c_str());
       ::close(std::exchange(descriptor_, -1));
       errno = error;

@@ -1,6 +1,9 @@
 #include "cluster/resume.hpp"
 
+#include <algorithm>
 #include <iostream>
+#include <set>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +19,33 @@ std::vector<std::string> device_keys_of(const std::vector<Device>& devices) {
   return keys;
 }
 
+namespace {
+
+// Rewriting the journal failed: an Error (exit 1), not a refusal.
+struct WriteFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// --salvage: why the intact records of a journal with a damaged header do
+// not all agree with this run (empty when they do). A record is a cell and a
+// device key; one that this run's plan does not hold was written by another
+// job, and this run's header would mix the two.
+std::string salvage_refusal(const Options& options, const std::vector<Device>& devices, const JournalHeader& header,
+                            const JournalContents& journal) {
+  std::set<std::string> planned;
+  for (const auto& cell : make_plan(options, devices).cells) planned.insert(cell_key(cell.device_key, cell.cell));
+  for (const auto& result : journal.results)
+    if (!planned.count(cell_key(result.device_key, result.cell)))
+      return "its record of " + describe(result.cell) + " on '" + result.device_key + "' is not a cell of this run, so " +
+             "the damaged header was another job's; nothing was changed";
+  for (const auto& key : journal.header.device_keys)  // from its `devices` records
+    if (std::find(header.device_keys.begin(), header.device_keys.end(), key) == header.device_keys.end())
+      return "it names device key '" + key + "', which has no rank in this run; nothing was changed";
+  return {};
+}
+
+}  // namespace
+
 ResumeState agree_on_resume(const Options& options, const MpiSession& mpi, const std::vector<Device>& devices,
                             const RunSegment& now) {
   ResumeState state;
@@ -24,18 +54,34 @@ ResumeState agree_on_resume(const Options& options, const MpiSession& mpi, const
   if (mpi.rank() == 0) {
     try {
       const auto path = journal_path(options.output);
-      JournalContents journal = read_journal(path);
+      JournalContents journal = read_journal(path, options.salvage);
       const JournalHeader header = JournalHeader::for_run(options, device_keys_of(devices));
-      const std::string mismatch = header.mismatch(journal.header, options.allow_new_devices);
+      const std::string refused_salvage = journal.header_damaged ? salvage_refusal(options, devices, header, journal) : "";
+      if (journal.header_damaged && refused_salvage.empty()) {
+        // Every intact record agrees with this run: its header stands for the damaged one.
+        std::filesystem::path kept_as;
+        try {
+          kept_as = JournalWriter::rewrite_header(path, header, journal.intact_records);
+        } catch (const Error& error) {
+          throw WriteFailure(error.what());
+        }
+        std::cerr << "crossbench: warning: rebuilt the damaged header of journal '" << path.string()
+                  << "' from this run's job (" << journal.results.size() << " intact cell record(s) agree with it); "
+                  << "the damaged file is kept as '" << kept_as.string() << "'\n";
+        journal.header = header;
+      }
+      const std::string mismatch = refused_salvage.empty() ? header.mismatch(journal.header, options.allow_new_devices) : "";
       std::vector<RunSegment> segments = segments_from_records(journal.segment_records);
       std::vector<std::string> changes;
-      if (mismatch.empty() && segments.empty())
+      if (mismatch.empty() && refused_salvage.empty() && segments.empty())
         throw Error("journal '" + path.string() + "' records no run segment");
-      if (mismatch.empty())
+      if (mismatch.empty() && refused_salvage.empty())
         changes = build_differences(segments.back(), static_cast<int>(segments.size()) - 1, now);
       std::string change_text;
       for (const auto& change : changes) change_text += (change_text.empty() ? "" : "; ") + change;
-      if (!mismatch.empty()) {
+      if (!refused_salvage.empty()) {
+        verdict = {{"error", "--resume --salvage refused: journal '" + path.string() + "': " + refused_salvage}};
+      } else if (!mismatch.empty()) {
         verdict = {{"error", "--resume refused: journal '" + path.string() + "' does not belong to this run: " + mismatch}};
       } else if (!changes.empty() && !options.allow_build_change) {
         verdict = {{"error", "--resume refused: this build differs from the one that measured the journal's cells: " +
@@ -65,12 +111,15 @@ ResumeState agree_on_resume(const Options& options, const MpiSession& mpi, const
         state.earlier = std::move(kept);
         state.new_devices = verdict["new_devices"].get<std::vector<std::string>>();
       }
+    } catch (const WriteFailure& error) {
+      verdict = {{"failure", error.what()}};  // the disk's fault, not the input's: exit 1
     } catch (const Error& error) {
       verdict = {{"error", std::string("--resume refused: ") + error.what()}};
     }
   }
   const nlohmann::json agreed = nlohmann::json::parse(mpi.broadcast_from_root(verdict.dump()));
   if (agreed.contains("error")) throw UsageError(agreed["error"].get<std::string>());
+  if (agreed.contains("failure")) throw Error(agreed["failure"].get<std::string>());
   for (const auto& key : agreed["done"]) state.done.insert(key.get<std::string>());
   return state;
 }

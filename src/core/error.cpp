@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 
 namespace crossbench {
 
@@ -19,6 +20,34 @@ std::string where_am_i() {
     return "rank " + std::to_string(rank) + " on host " + host.data();
   }
   return "process " + std::to_string(getpid()) + " on host " + host.data();
+}
+
+std::string printable(std::string_view text) {
+  static constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+  std::string shown;
+  shown.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (text.substr(i, kByteOrderMark.size()) == kByteOrderMark) {
+      shown += "<BOM>";
+      i += kByteOrderMark.size() - 1;
+    } else if (byte == 0) {
+      shown += "\\0";
+    } else if ((byte < 0x20 && byte != '\n' && byte != '\t') || byte == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      shown += "\\x";
+      shown += kHex[byte >> 4];
+      shown += kHex[byte & 0xf];
+    } else {
+      shown += static_cast<char>(byte);
+    }
+  }
+  return shown;
+}
+
+bool is_storage_failure(int error_code) {
+  return error_code == ENOSPC || error_code == EDQUOT || error_code == EFBIG || error_code == EROFS ||
+         error_code == EIO;
 }
 
 std::string describe_failure(std::string_view library, std::string_view call, const char* file,

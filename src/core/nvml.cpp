@@ -31,6 +31,13 @@ Library::Library() : library_(dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL)
   bind(reasons, "nvmlDeviceGetCurrentClocksEventReasons");
   if (reasons == nullptr) bind(reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
   bind(energy, "nvmlDeviceGetTotalEnergyConsumption");
+  bind(processes, "nvmlDeviceGetComputeRunningProcesses_v3");
+  if (processes == nullptr) bind(processes, "nvmlDeviceGetComputeRunningProcesses_v2");
+  if (processes == nullptr) {
+    bind(processes, "nvmlDeviceGetComputeRunningProcesses");
+    processes_v1 = processes != nullptr;
+  }
+  bind(memory_info, "nvmlDeviceGetMemoryInfo");
   if (init_ == nullptr || init_() != kSuccess) {
     why_ = "nvmlInit_v2 failed";
     return;

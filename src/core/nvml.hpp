@@ -1,7 +1,7 @@
 // NVML, loaded at run time (dlopen("libnvidia-ml.so.1"): nothing NVML is
 // needed to build): the one process-wide binding of the entry points that the
-// device description (core/cuda/nvml_description.cpp) and the telemetry
-// sampler (core/telemetry.cpp) call, declared with the types of nvml.h (a
+// device description (core/cuda/nvml_description.cpp), the telemetry
+// sampler and the GPU memory check after each cell (core/telemetry.cpp) call, declared with the types of nvml.h (a
 // stable C ABI since NVML 4; the _v2 names since CUDA 5).
 #pragma once
 
@@ -43,6 +43,11 @@ class Library {
   Return (*temperature)(DeviceHandle, int, unsigned*) = nullptr;  // [°C]
   Return (*reasons)(DeviceHandle, unsigned long long*) = nullptr;  // clock event (throttle) reasons
   Return (*energy)(DeviceHandle, unsigned long long*) = nullptr;   // [mJ] since the driver loaded
+  // nvmlDeviceGetComputeRunningProcesses_v3/_v2 (nvmlProcessInfo_t), or the v1 form
+  // (nvmlProcessInfo_v1_t: pid, bytes) when processes_v1 is set.
+  Return (*processes)(DeviceHandle, unsigned*, void*) = nullptr;
+  bool processes_v1 = false;
+  Return (*memory_info)(DeviceHandle, void*) = nullptr;  // nvmlDeviceGetMemoryInfo: total, free, used [bytes]
 
  private:
   template <typename F>

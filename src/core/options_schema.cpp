@@ -63,6 +63,7 @@ std::vector<OptionSpec> make_schema() {
       {"", "--allow-new-devices", T::flag, "off", 0, 0, {}, "with --resume: accept device keys the journal does not have", false, "", "run"},
       {"", "--bind-near-gpu", T::flag, "off", 0, 0, {}, "bind each rank's process (all its threads, and its workers) to the cores nearest its GPU (hwloc: the GPU's NUMA node or package); /ranks records every rank's CPU set and GPU NUMA node either way", false, "bind_near_gpu", "run"},
       {"", "--allow-build-change", T::flag, "off", 0, 0, {}, "with --resume: accept another binary revision or library versions than the journal's last run segment (recorded in the cube, flagged by the report)", false, "", "run"},
+      {"", "--salvage", T::flag, "off", 0, 0, {}, "with --resume: rebuild a journal header that fails its checksum from this run's job, only if every intact record agrees with it", false, "", "run"},
       {"", "--stop-grace-s", T::number, "120", 0, 1e6, {}, "after a stop signal, the running cell may finish for this long before it is ended (not_run, re-run on resume) [s]", false, "", "run"},
       {"", "--checkpoint-s", T::number, "60", 0, 1e9, {}, "rank 0 rewrites the cube this often [s]", false, "", "run"},
       {"", "--jsonl", T::text, "", 0, 0, {}, "also append one JSON line per finished cell (with its provenance) to FILE", false, "", "run"},

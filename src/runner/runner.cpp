@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "core/nvtx.hpp"
+#include "core/process_tree.hpp"
 #include "core/utc_time.hpp"
 #include "crossbench/error.hpp"
 #include "crossbench/statistics.hpp"
@@ -323,6 +324,7 @@ CellResult run_cell(Engine* engine, const std::string& engine_name, const Networ
                     const CellSpec& cell, const Device& device, const MeasureOptions& options,
                     int rank, Communicator* communicator, StepAgreement* agreement) {
   const std::string started = utc_now();
+  const GpuMemoryWatch gpu_memory(device);  // the level before the cell; NaN (unchecked) on a CPU
   CellResult result = run_cell_unstamped(engine, engine_name, network, cell, device, options, rank, communicator, agreement);
   // --repetitions: the same cell again in fresh sessions (prepare() each time: a new
   // session, and a new worker process for worker engines), on this rank's device.
@@ -364,6 +366,36 @@ CellResult run_cell(Engine* engine, const std::string& engine_name, const Networ
     }
     result.preparation_s = preparation_s;  // every repetition's wall time, summed [s]
     result.timed_s = timed_s;
+  }
+  // Nothing outlives its cell: the session is gone, and with it the worker
+  // (worker_per_cell) and its process group; a helper that left the group
+  // (setsid) is ended here and named. A live worker's own tree is left alone.
+  try {
+    const auto strays = process_tree::end_strays();
+    if (!strays.empty()) {
+      std::string named;
+      for (const auto& process : strays) named += (named.empty() ? "" : ", ") + process_tree::describe(process);
+      result.decisions += std::string(result.decisions.empty() ? "" : "; ") + "ended " + std::to_string(strays.size()) +
+                          " process" + (strays.size() == 1 ? "" : "es") + " that outlived the cell: " + named;
+    }
+  } catch (const std::exception& error) {
+    result.decisions += std::string(result.decisions.empty() ? "" : "; ") + "processes left by the cell not checked: " + error.what();
+  }
+  // ... and the GPU memory the cell took is given back (the session and its
+  // worker are gone): a cell that leaks fails with that reason, so that the
+  // next cell (or the next user of the node) does not measure with less.
+  if (const std::string leak = gpu_memory.leak_after(); !leak.empty()) {
+    if (result.status == Status::ok) {
+      CellResult failed = without_measurements(result, Status::failed, leak);
+      failed.decisions = result.decisions;  // what ran, and the wall times it took, stay known
+      failed.versions = result.versions;
+      failed.preparation_s = result.preparation_s;
+      failed.search_s = result.search_s;
+      failed.timed_s = result.timed_s;
+      result = std::move(failed);
+    } else {
+      result.message += "; " + leak;
+    }
   }
   result.started_utc = started;
   result.finished_utc = utc_now();

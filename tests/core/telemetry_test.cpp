@@ -82,5 +82,41 @@ TEST(TelemetrySampler, AGpuNvmlDoesNotKnowIsUnavailableWithTheReason) {
   EXPECT_NE(nvml_version(), "");
 }
 
+TEST(GpuMemoryLeak, WithinTheMarginIsNoLeak) {
+  const double mib = 1024.0 * 1024.0;
+  EXPECT_EQ(gpu_memory_leak(1000 * mib, 1000 * mib, kGpuMemoryMarginBytes), "");
+  EXPECT_EQ(gpu_memory_leak(1000 * mib, 1000 * mib + kGpuMemoryMarginBytes, kGpuMemoryMarginBytes), "");
+  EXPECT_EQ(gpu_memory_leak(1000 * mib, 10 * mib, kGpuMemoryMarginBytes), "");  // less after: given back
+}
+
+TEST(GpuMemoryLeak, AboveTheMarginNamesBothLevelsAndTheMargin) {
+  const double mib = 1024.0 * 1024.0;
+  const std::string leak = gpu_memory_leak(1000 * mib, 1300 * mib, 256 * mib);
+  EXPECT_NE(leak.find("GPU memory not given back"), std::string::npos) << leak;
+  EXPECT_NE(leak.find("1300 MiB in use after the cell, 1000 MiB before"), std::string::npos) << leak;
+  EXPECT_NE(leak.find("300 MiB more; the margin is 256 MiB"), std::string::npos) << leak;
+}
+
+TEST(GpuMemoryLeak, UnknownLevelsAreNotHeldToAnything) {
+  EXPECT_EQ(gpu_memory_leak(NAN, 1e12, kGpuMemoryMarginBytes), "");
+  EXPECT_EQ(gpu_memory_leak(0, NAN, kGpuMemoryMarginBytes), "");
+}
+
+TEST(GpuMemoryWatch, ACpuHasNothingToLeak) {
+  Device cpu;
+  cpu.kind = DeviceKind::cpu;
+  EXPECT_TRUE(std::isnan(gpu_memory_in_use(cpu).bytes));
+  EXPECT_EQ(GpuMemoryWatch(cpu).leak_after(std::chrono::milliseconds(0)), "");
+}
+
+TEST(GpuMemoryWatch, TheRanksGpuIsReadWithinTheMarginOfItself) {
+  if (visible_gpu_count() == 0) GTEST_SKIP() << "no GPU visible to this process";
+  const Device gpu = probe_gpu(0, "");
+  const GpuMemoryReading reading = gpu_memory_in_use(gpu);
+  if (!std::isfinite(reading.bytes)) GTEST_SKIP() << "NVML unavailable";
+  EXPECT_GT(reading.bytes, 0) << reading.source;  // probing made a context
+  EXPECT_EQ(GpuMemoryWatch(gpu).leak_after(std::chrono::milliseconds(0)), "");
+}
+
 }  // namespace
 }  // namespace crossbench

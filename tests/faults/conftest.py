@@ -4,6 +4,7 @@ hostile workers and hostile inputs. Run by pytest in CI; prints its own
 "fault-injection suite: N passed, N failed" line."""
 import os
 import pathlib
+import shutil
 import subprocess
 
 import pytest
@@ -73,3 +74,15 @@ def crossbench(binary):
             command = ["mpirun", "--oversubscribe", "-np", str(ranks), *command]
         return subprocess.run(command, capture_output=True, text=True, timeout=timeout, **popen)
     return run
+
+
+@pytest.fixture(scope="session")
+def fail_writes_shim(tmp_path_factory):
+    """An LD_PRELOAD library that fails writes to matching files (fail_writes.c: ENOSPC, EROFS, EIO)."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("no C compiler for the write-failure shim")
+    library = tmp_path_factory.mktemp("shim") / "fail_writes.so"
+    subprocess.run([compiler, "-shared", "-fPIC", "-O2", "-o", str(library),
+                    str(pathlib.Path(__file__).parent / "fail_writes.c"), "-ldl"], check=True)
+    return library

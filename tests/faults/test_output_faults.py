@@ -11,18 +11,6 @@ import pytest
 from helpers import cube_cells, journal_of, journal_results, wait_until
 
 
-@pytest.fixture(scope="session")
-def fail_writes_shim(tmp_path_factory):
-    """An LD_PRELOAD library that fails write(2) to matching files with ENOSPC."""
-    compiler = shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        pytest.skip("no C compiler for the write-failure shim")
-    library = tmp_path_factory.mktemp("shim") / "fail_writes.so"
-    subprocess.run([compiler, "-shared", "-fPIC", "-O2", "-o", str(library),
-                    str(pathlib.Path(__file__).parent / "fail_writes.c"), "-ldl"], check=True)
-    return library
-
-
 @pytest.mark.parametrize("failing, named", [("*.h5.tmp.*", "cannot write cube"), ("*.journal", "journal")])
 def test_write_error_exits_1_naming_the_file_and_resume_completes(tmp_path, write_job, crossbench, fail_writes_shim,
                                                                    failing, named):
@@ -45,6 +33,53 @@ def test_write_error_exits_1_naming_the_file_and_resume_completes(tmp_path, writ
     assert resumed.returncode == 0, resumed.stderr
     cells, state = cube_cells(output)
     assert state == "complete" and [status for status, _ in cells] == ["ok", "ok"]
+
+
+OS_ERRORS = {"ENOSPC": "No space left on device", "EROFS": "Read-only file system", "EIO": "Input/output error"}
+
+
+@pytest.mark.parametrize("code", sorted(OS_ERRORS))
+@pytest.mark.parametrize("failing, named", [("*.lock", "lock file"), ("*.journal", "journal"),
+                                            ("*.h5.tmp.*", "cannot write cube"), ("*.jsonl", "--jsonl")])
+def test_every_write_error_exits_1_naming_the_file_and_the_os_error(tmp_path, write_job, crossbench,
+                                                                     fail_writes_shim, failing, named, code):
+    # Exit 2 means "fix your input, do not retry"; a full, read-only or failing
+    # disk is not the input's fault: a wrapper must see 1 and retry once fixed.
+    job = write_job()
+    output = tmp_path / "out.h5"
+    jsonl = tmp_path / "cells.jsonl"
+    environment = dict(os.environ, LD_PRELOAD=str(fail_writes_shim), FAIL_WRITES_MATCHING=failing,
+                       FAIL_WRITES_ERRNO=code)
+    failed = crossbench("run", "--job", job, "--output", output, "--quiet", "--jsonl", jsonl, env=environment)
+    assert failed.returncode == 1, failed.stderr
+    first = failed.stderr.splitlines()[0]
+    assert named in first and OS_ERRORS[code] in first, failed.stderr
+    assert "Segmentation" not in failed.stderr and "Traceback" not in failed.stderr
+
+
+@pytest.mark.parametrize("code", sorted(OS_ERRORS))
+def test_resume_onto_a_failing_disk_exits_1_not_2(tmp_path, write_job, crossbench, fail_writes_shim, code):
+    # The lock file is the first thing a resume writes: its write error was
+    # once reported as bad input (exit 2), and a wrapper never retried.
+    job = write_job(batches="1, 2")
+    output = tmp_path / "resumed.h5"
+    environment = dict(os.environ, LD_PRELOAD=str(fail_writes_shim), FAIL_WRITES_MATCHING="*.h5.tmp.*")
+    assert crossbench("run", "--job", job, "--output", output, "--quiet", env=environment).returncode == 1
+    environment.update(FAIL_WRITES_MATCHING="*.lock", FAIL_WRITES_ERRNO=code)
+    resumed = crossbench("run", "--job", job, "--output", output, "--quiet", "--resume", env=environment)
+    assert resumed.returncode == 1, resumed.stderr
+    first = resumed.stderr.splitlines()[0]
+    assert "lock file" in first and str(output) in first and OS_ERRORS[code] in first, resumed.stderr
+    again = crossbench("run", "--job", job, "--output", output, "--quiet", "--resume")
+    assert again.returncode == 0, again.stderr
+    assert cube_cells(output)[1] == "complete"
+
+
+def test_export_network_onto_a_failing_disk_exits_1(tmp_path, crossbench, fail_writes_shim):
+    environment = dict(os.environ, LD_PRELOAD=str(fail_writes_shim), FAIL_WRITES_MATCHING="*.json.tmp.*")
+    failed = crossbench("export-network", "alexnet", "--output", tmp_path / "alexnet.json", env=environment)
+    assert failed.returncode == 1 and "No space left on device" in failed.stderr, failed.stderr
+    assert not list(tmp_path.iterdir())
 
 
 @pytest.fixture
@@ -147,3 +182,20 @@ def test_export_network_never_overwrites_without_force(tmp_path, crossbench):
     assert output.read_text() == "mine\n" and not link.is_symlink()
     assert crossbench("export-network", "alexnet", "--output", output, "--force").returncode == 0
     assert output.read_text().startswith("{")
+
+
+def test_merge_onto_a_failing_disk_exits_1(tmp_path, write_job, crossbench, fail_writes_shim):
+    job = write_job()
+    cubes = []
+    for tag in ("site=a", "site=b"):
+        cube = tmp_path / f"{tag[-1]}.h5"
+        made = crossbench("run", "--job", job, "--output", cube, "--quiet", "--device-tag", tag)
+        assert made.returncode == 0, made.stderr
+        cubes.append(cube)
+    environment = dict(os.environ, LD_PRELOAD=str(fail_writes_shim), FAIL_WRITES_MATCHING="*.h5.tmp.*",
+                       FAIL_WRITES_ERRNO="EIO")
+    merged = tmp_path / "all.h5"
+    failed = crossbench("merge", *cubes, "-o", merged, env=environment)
+    assert failed.returncode == 1, failed.stderr
+    assert str(merged) in failed.stderr and "Input/output error" in failed.stderr, failed.stderr
+    assert not merged.exists()

@@ -1,6 +1,7 @@
 """A killed run resumes without loss; --resume refuses what would mix runs;
 damaged journals are repaired or refused."""
 import json
+import pathlib
 import signal
 import subprocess
 import zlib
@@ -117,3 +118,52 @@ def test_journal_header_records_the_settings(tmp_path, write_job, crossbench):
     assert header["schema"] == "crossbench-journal/3"
     assert header["settings"]["measure.max_steps"] == "3" and "engine.algo" in header["settings"]
     assert len(header["device_keys"]) == 1
+
+
+def damage_the_header(output):
+    """Flips one bit inside the header's JSON (line 1): its checksum no longer matches."""
+    journal = journal_of(output)
+    data = bytearray(journal.read_bytes())
+    position = data.index(b'"job_name"') + 2
+    assert position < data.index(b"\n")
+    data[position] ^= 0x01
+    journal.write_bytes(bytes(data))
+
+
+def test_a_damaged_header_is_named_and_salvage_rebuilds_it(tmp_path, write_job, crossbench):
+    job, output = finished_run(tmp_path, write_job, crossbench, batches="1, 2")
+    journal = journal_of(output)
+    lines = journal.read_text().splitlines(keepends=True)
+    journal.write_text("".join(lines[:-1]))  # the last cell runs again on resume
+    damage_the_header(output)
+    damaged = journal.read_bytes()
+    refused = crossbench("run", "--job", job, "--output", output, "--quiet", "--resume")
+    assert refused.returncode == 2, refused.stderr
+    assert f"{journal}:1: the journal's header fails its checksum" in refused.stderr, refused.stderr
+    assert "1 intact cell record" in refused.stderr and "--salvage" in refused.stderr
+    assert journal.read_bytes() == damaged
+    salvaged = crossbench("run", "--job", job, "--output", output, "--quiet", "--resume", "--salvage")
+    assert salvaged.returncode == 0, salvaged.stderr
+    assert "rebuilt the damaged header" in salvaged.stderr, salvaged.stderr
+    assert pathlib.Path(str(journal) + ".damaged").read_bytes() == damaged
+    records = journal_records(output)
+    assert records[0]["type"] == "header" and len(journal_results(output)) == 2
+    cells, state = cube_cells(output)
+    assert state == "complete" and [status for status, _ in cells] == ["ok", "ok"]
+
+
+def test_salvage_never_mixes_another_jobs_records(tmp_path, write_job, crossbench):
+    job, output = finished_run(tmp_path, write_job, crossbench, batches="1, 2")
+    damage_the_header(output)
+    damaged = journal_of(output).read_bytes()
+    other = write_job(name="other.ini", batches="3, 4")
+    refused = crossbench("run", "--job", other, "--output", output, "--quiet", "--resume", "--salvage")
+    assert refused.returncode == 2, refused.stderr
+    assert "--salvage refused" in refused.stderr and "is not a cell of this run" in refused.stderr, refused.stderr
+    assert journal_of(output).read_bytes() == damaged
+    assert not pathlib.Path(str(journal_of(output)) + ".damaged").exists()
+
+
+def test_salvage_applies_to_resume_only(tmp_path, write_job, crossbench):
+    result = crossbench("run", "--job", write_job(), "--output", tmp_path / "x.h5", "--salvage")
+    assert result.returncode == 2 and "--salvage applies to --resume only" in result.stderr, result.stderr

@@ -80,3 +80,56 @@ def test_every_cell_gets_a_fresh_worker_process_unless_told(tmp_path, crossbench
     assert [r["status"] for r in results] == ["ok"] * 3, results
     pids = {r["decisions"] for r in results}
     assert len(pids) == (3 if per_cell == "true" else 1), pids
+
+
+def process_alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("per_cell", ["true", "false"])
+def test_nothing_a_worker_starts_outlives_its_cell(tmp_path, crossbench, write_job, per_cell):
+    # Each cell's worker starts a helper in its process group (as Inductor's
+    # compile pool), one in a session of its own and a double-forked daemon,
+    # none of which reads stdin. After every cell none may be left (with a
+    # worker kept across cells, its in-group helper is its own until the end),
+    # and the escaped ones are named in the cell's decisions.
+    ledger = tmp_path / "ledger"
+    extra = (f"[workers]\nhostile = python3 {HOSTILE_WORKER} --fault children --ledger {ledger}\n"
+             f"[engine]\nworker_per_cell = {per_cell}\n")
+    job = write_job(engines="hostile", batches="1, 2, 3", extra=extra)
+    output = tmp_path / f"children_{per_cell}.h5"
+    result = crossbench("run", "--job", job, "--output", output, "--quiet", timeout=300)
+    assert result.returncode == 0, result.stderr
+    results = journal_results(output)
+    assert [r["status"] for r in results] == ["ok"] * 3, results
+    started = [line.split() for line in ledger.read_text().splitlines()]
+    assert len(started) == 9, started
+    for cell, r in enumerate(results):
+        decisions = r["decisions"]
+        children = dict(item.split(":") for item in decisions.split("children=")[1].split()[0].split(","))
+        survivors = decisions.split("survivors=")[1].split()[0].rstrip(";")
+        if per_cell == "true":
+            assert survivors == "none", decisions
+        else:
+            assert all(kind in ("in-group", "escaped") for kind, _ in
+                       (s.split(":") for s in survivors.split(",") if s != "none")), decisions
+        assert "outlived the cell" in decisions, decisions
+        # A worker kept across cells keeps its own children (its setsid one
+        # too) until the run ends; the daemon's parent exited, so it is a stray.
+        for kind in ("escaped", "daemon") if per_cell == "true" else ("daemon",):
+            assert f"pid {children[kind]} (sleep, session " in decisions, (kind, decisions)
+        assert f"pid {children['in-group']} " not in decisions.split("outlived the cell")[1], decisions
+    left = [(kind, pid) for kind, pid in started if process_alive(int(pid))]
+    assert not left, f"processes outlived the run: {left}"
+
+
+def test_a_worker_that_dies_while_its_helper_holds_the_pipe_fails_at_once(tmp_path, crossbench, write_job):
+    # Its output never ends (the helper holds it open): the worker's own exit
+    # is the end of its output, not the cell's time limit.
+    status, message, seconds = run_hostile(tmp_path, crossbench, write_job, "die-holding-pipe", cell_time_limit_s=60)
+    assert status == "failed" and "exited with status 1" in message, (status, message)
+    assert seconds < 30, f"the dead worker was noticed after {seconds:.0f} s"

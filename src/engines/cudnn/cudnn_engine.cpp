@@ -12,6 +12,7 @@
 #include "crossbench/error.hpp"
 #include "core/cuda/cudnn_compat.hpp"
 #include "engines/cudnn/cudnn_session.hpp"
+#include "engines/cudnn/fault_injection.hpp"
 #include "crossbench/telemetry.hpp"
 
 namespace crossbench {
@@ -73,6 +74,7 @@ class CudnnEngine final : public Engine {
   Support supports(const Device& device, const CellSpec& cell) const override { return cudnn::supports(device, cell); }
 
   std::unique_ptr<Session> prepare(const Network& network, const CellSpec& cell, Communicator* communicator) override {
+    fault_injection::arm(describe(cell));  // test-only faults (CROSSBENCH_GPU_FAULT) apply to this cell or not
     try {
       auto session = std::make_unique<CudnnSession>(network, cell, config_, device_, communicator, &algorithm_cache_);
       save_algorithm_cache();

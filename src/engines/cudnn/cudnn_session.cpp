@@ -13,6 +13,7 @@
 
 #include "core/nvtx.hpp"
 #include "crossbench/error.hpp"
+#include "engines/cudnn/fault_injection.hpp"
 #include "engines/cudnn/kernels_elementwise.hpp"
 #include "core/cuda/cudnn_compat.hpp"
 
@@ -153,7 +154,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const C
     const std::string d = impl->decisions();
     if (!d.empty()) text << "; " << d;
   }
-  record_.decisions = text.str();
+  record_.decisions = text.str() + fault_injection::decision();  // names a test-only fault (CROSSBENCH_GPU_FAULT)
 }
 
 CudnnSession::~CudnnSession() {
@@ -328,6 +329,7 @@ void CudnnSession::step() {
   if (graph_exec_) CB_CHECK_CUDA(cudaGraphLaunch(graph_exec_, stream_));
   else run(0, step_end(), false);
   ++steps_;
+  fault_injection::after_step(static_cast<long long>(steps_), stream_);  // test-only trap (CROSSBENCH_GPU_FAULT)
 }
 
 MemoryUse CudnnSession::memory() const {

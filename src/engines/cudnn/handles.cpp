@@ -3,10 +3,12 @@
 
 #include "engines/cudnn/memory_pool.hpp"
 #include "engines/cudnn/handles.hpp"
+#include "engines/cudnn/fault_injection.hpp"
 
 namespace crossbench::cudnn {
 
 DeviceBuffer::DeviceBuffer(std::size_t bytes, const char* what) {
+  fault_injection::before_allocation(what, bytes);  // test-only OOM (CROSSBENCH_GPU_FAULT)
   void* data = nullptr;
   const cudaError_t status = cudaMalloc(&data, bytes);
   if (status != cudaSuccess) {

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/process_tree.hpp"
 #include "crossbench/error.hpp"
 #include "crossbench/stop_flag.hpp"
 
@@ -35,9 +36,11 @@ Subprocess::Subprocess(const std::vector<std::string>& argv, const std::map<std:
   for (char** variable = environ; *variable; ++variable) {
     const std::string entry = *variable;
     const auto name = entry.substr(0, entry.find('='));
-    if (!extra_environment.count(name)) environment_strings.push_back(entry);
+    if (!extra_environment.count(name) && name != "CROSSBENCH_WORKER_OF") environment_strings.push_back(entry);
   }
   for (const auto& [name, value] : extra_environment) environment_strings.push_back(name + "=" + value);
+  // Inherited by everything the worker starts: the Runner ends those of them that outlive the cell.
+  environment_strings.push_back(process_tree::worker_mark());
   std::vector<char*> child_environment, child_argv;
   for (auto& entry : environment_strings) child_environment.push_back(entry.data());
   child_environment.push_back(nullptr);
@@ -45,6 +48,9 @@ Subprocess::Subprocess(const std::vector<std::string>& argv, const std::map<std:
   for (auto& argument : arguments) child_argv.push_back(argument.data());
   child_argv.push_back(nullptr);
 
+  // Helpers that leave the worker's group (setsid) come back to the rank when
+  // the worker ends, and the Runner ends them after the cell (process_tree.hpp).
+  process_tree::adopt_orphans();
   pid_ = ::fork();
   if (pid_ < 0) throw Error(std::string("fork() for worker failed on ") + where_am_i() + ": " + std::strerror(errno));
   if (pid_ == 0) {
@@ -64,6 +70,7 @@ Subprocess::Subprocess(const std::vector<std::string>& argv, const std::map<std:
     ::_exit(127);
   }
   ::setpgid(pid_, pid_);  // also here: no race with the child's own call
+  owned_ = std::make_unique<process_tree::Owned>(pid_);
   ::close(in[0]);
   ::close(out[1]);
   ::close(err[1]);
@@ -151,6 +158,13 @@ Subprocess::ReadOutcome Subprocess::read_line(std::string& line, std::chrono::st
     const int ready = ::poll(descriptors.data(), stderr_ >= 0 ? 2 : 1,
                              static_cast<int>(std::min<long long>(left.count(), 200)));
     if (ready < 0 && errno != EINTR) throw Error(std::string("poll() on the worker failed: ") + std::strerror(errno));
+    if (ready == 0 && !running()) {
+      // The worker is gone but its output has no end: a helper it started
+      // holds the pipe open. Its death is the end of its output.
+      close_fd(stdout_);
+      drain_stderr(100);
+      continue;
+    }
     if (stderr_ >= 0 && descriptors[1].revents) drain_stderr(0);
     if (descriptors[0].revents) {
       std::array<char, 65536> chunk;
@@ -185,10 +199,16 @@ std::string Subprocess::stderr_tail() {
 }
 
 bool Subprocess::running() {
-  if (reaped_ || pid_ <= 0) return false;
-  const pid_t done = ::waitpid(pid_, &wait_status_, WNOHANG);
-  if (done == pid_) reaped_ = true;
-  return !reaped_;
+  if (exited_ || pid_ <= 0) return false;
+  // Looks without reaping (WNOWAIT): an unreaped leader keeps its pid, and so
+  // its group's id, from being reused until kill_group has killed the group.
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid_) {
+    exited_ = true;
+    exit_code_ = info.si_code;
+    exit_value_ = info.si_status;
+  }
+  return !exited_;
 }
 
 void Subprocess::wait_for_exit(std::chrono::milliseconds timeout) {
@@ -198,15 +218,34 @@ void Subprocess::wait_for_exit(std::chrono::milliseconds timeout) {
 
 void Subprocess::kill_group() {
   if (pid_ <= 0 || reaped_) return;
-  ::kill(-pid_, SIGKILL);
-  if (::waitpid(pid_, &wait_status_, 0) == pid_) reaped_ = true;
+  // The whole group, whether or not the worker has exited already: a helper
+  // it started (a compile worker pool) may never read stdin and never end on
+  // its own. The leader is not reaped before this (running() looks with
+  // WNOWAIT), so the group's id cannot have been reused.
+  // First whatever still descends from a live worker outside its group (a
+  // setsid child: with worker_per_cell = false the worker lives until the run
+  // ends, and so do such children); once the worker has exited they are the
+  // rank's, and the Runner's end_strays ends them.
+  if (!exited_ && running())
+    for (const auto& process : process_tree::descendants(process_tree::snapshot(), pid_, {}))
+      if (process.group != pid_) (void)::kill(process.pid, SIGKILL);
+  const auto left = process_tree::end_group(pid_, std::chrono::seconds(5));
+  (void)left;  // a member stuck in the kernel: the Runner's end_strays names it after the cell
+  int status = 0;
+  if (::waitpid(pid_, &status, 0) == pid_ && !exited_) {
+    exited_ = true;
+    exit_code_ = WIFSIGNALED(status) ? CLD_KILLED : CLD_EXITED;
+    exit_value_ = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
+  }
+  reaped_ = true;
+  owned_.reset();  // reaped: no longer a live worker
 }
 
 std::string Subprocess::exit_description() {
   if (running()) return "running";
-  if (WIFEXITED(wait_status_)) return "exited with status " + std::to_string(WEXITSTATUS(wait_status_));
-  if (WIFSIGNALED(wait_status_)) return std::string("killed by signal ") + std::to_string(WTERMSIG(wait_status_)) +
-                                        " (" + strsignal(WTERMSIG(wait_status_)) + ")";
+  if (exit_code_ == CLD_EXITED) return "exited with status " + std::to_string(exit_value_);
+  if (exit_code_ == CLD_KILLED || exit_code_ == CLD_DUMPED)
+    return std::string("killed by signal ") + std::to_string(exit_value_) + " (" + strsignal(exit_value_) + ")";
   return "ended";
 }
 

@@ -13,9 +13,12 @@
 #include <chrono>
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "core/process_tree.hpp"
 
 namespace crossbench {
 
@@ -38,7 +41,9 @@ class Subprocess {
   // and CellInterrupted (after killing it) when the running cell must end now.
   ReadOutcome read_line(std::string& line, std::chrono::steady_clock::time_point deadline);
   std::string stderr_tail();  // the last lines the process wrote to stderr, at most kStderrTailBytes
-  void kill_group();          // SIGKILL to the whole process group, then reaps
+  // SIGKILL to the whole process group until it is empty, even after the
+  // worker itself exited (its helpers may live on), then reaps the worker.
+  void kill_group();
   bool running();
   // After end of output: gives a dying process up to `timeout` to finish, so
   // that exit_description() can say how it ended.
@@ -53,8 +58,11 @@ class Subprocess {
   std::size_t stdout_scanned_ = 0;  // bytes of stdout_buffer_ known to hold no newline
   std::string stderr_recent_;       // the last bytes of stderr, between kStderrTailBytes and twice that
   bool stderr_cut_ = false;         // stderr_recent_ lost its beginning
-  int wait_status_ = 0;
+  bool exited_ = false;  // seen to end (waitid WNOWAIT), maybe not yet reaped
+  int exit_code_ = 0;    // siginfo si_code: CLD_EXITED, CLD_KILLED, CLD_DUMPED
+  int exit_value_ = 0;   // the exit status or the signal number
   bool reaped_ = false;
+  std::unique_ptr<process_tree::Owned> owned_;  // while live: its tree is not a stray
 };
 
 }  // namespace crossbench

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "crossbench/error.hpp"
@@ -23,6 +24,13 @@ double grace_seconds(double limit_s) { return std::clamp(0.25 * limit_s, 5.0, 60
 
 Clock::time_point after(double seconds) {
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(seconds, 1.0)));
+}
+
+// A time limit as people write it: "5", "2.5", "0.125" [s], not "5.000000".
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", seconds);
+  return text;
 }
 
 class WorkerEngine;
@@ -171,7 +179,7 @@ class WorkerEngine final : public Engine {
       worker_.reset();
       if (outcome == Subprocess::ReadOutcome::deadline)
         throw CellTimeout("worker '" + name_ + "' did not say hello within the cell time limit of " +
-                          std::to_string(settings_.timeout_s) + " s" + (tail.empty() ? "" : "; stderr:\n" + tail));
+                          seconds_text(settings_.timeout_s) + " s" + (tail.empty() ? "" : "; stderr:\n" + tail));
       throw Error("worker '" + name_ + "' did not say hello (" + state + ")" + (tail.empty() ? "" : "; stderr:\n" + tail));
     }
     json hello;
