@@ -56,9 +56,14 @@ class Progress {
 };
 
 std::string format_duration(double seconds);
+// The analysis command to suggest in `next:` hints: the binary's own
+// (crossbench/data_paths.hpp), relative to the working directory when inside it
+// ("scripts/report" in a source tree).
+std::string report_command();
 void print_table(std::ostream& out, DeviceLegend& legend, const std::vector<CellResult>& results);
-// --layer-times: per cell, its layers sorted by forward + backward time, with
-// each layer's share of the profiled step (the sum over the cell's layers).
-void print_layer_times(std::ostream& out, const std::vector<CellResult>& results, int repetitions);
+// --layer-times: per cell, its `shown` slowest layers (0: all) sorted by forward +
+// backward time, with each layer's share of the profiled step (the sum over all
+// the cell's layers), and one line for the rest.
+void print_layer_times(std::ostream& out, const std::vector<CellResult>& results, int repetitions, int shown);
 
 }  // namespace crossbench

@@ -2,8 +2,10 @@
 #include <algorithm>
 #include <ctime>
 #include <iostream>
+#include <sstream>
 
 #include "app/commands.hpp"
+#include "app/console.hpp"
 #include "crossbench/build_info.hpp"
 #include "crossbench/cube.hpp"
 #include "crossbench/error.hpp"
@@ -108,10 +110,12 @@ int merge_command(const CommandContext& context) {
   merged.attributes["merge_crossbench_version"] = build_info::version;
   merged.attributes["merge_git_revision"] = build_info::git_revision;
   write_cube(output, merged);
-  std::cerr << "crossbench: merged " << paths.size() << " cubes (" << merged.cells.size() << " cells, "
-            << merged.axes.devices.size() << " devices) into " << output.string() << "\n"
-            << "next: scripts/report report " << output.string() << " -o " << (output.parent_path() / (output.stem().string() + "-report")).string()
-            << "\n";
+  std::ostringstream text;  // one write: see run's closing lines
+  text << "crossbench: merged " << paths.size() << " cubes (" << merged.cells.size() << " cells, "
+       << merged.axes.devices.size() << " devices) into " << output.string() << "\n"
+       << "next: " << report_command() << " report " << output.string() << " -o "
+       << (output.parent_path() / (output.stem().string() + "-report")).string() << "\n";
+  std::cerr << text.str() << std::flush;
   return 0;
 }
 

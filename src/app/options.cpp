@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <sstream>
 
+#include "crossbench/data_paths.hpp"
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
 #include "crossbench/options_schema.hpp"
@@ -154,14 +155,25 @@ struct CommandLine {
   bool help = false;
 };
 
+// A flag that means "true" on its own: a boolean, or a choice that has "true"
+// among more values (--layer-times, --layer-times=all).
+bool is_switch(const OptionSpec& spec) {
+  return spec.type == OptionType::boolean ||
+         (spec.type == OptionType::choice && std::find(spec.choices.begin(), spec.choices.end(), "true") != spec.choices.end());
+}
+
 CommandLine split_command_line(const std::string& command, const std::vector<std::string>& arguments) {
   CommandLine line;
   for (std::size_t i = 0; i < arguments.size(); ++i) {
-    const std::string& argument = arguments[i];
+    std::string argument = arguments[i];
     if (argument == "--help" || argument == "-h") {
       line.help = true;
       continue;
     }
+    // A flag's one-letter alias (-o) stands for the flag itself (--output).
+    if (const OptionSpec* alias = find_option(arguments[i]);
+        alias != nullptr && alias->short_flag == arguments[i] && alias->for_command(command))
+      argument = alias->flag;
     if (argument.rfind("--", 0) != 0) {
       std::string hint;
       if (argument.size() > 4 && argument.substr(argument.size() - 4) == ".ini") hint = "; did you mean --job " + argument + "?";
@@ -180,7 +192,7 @@ CommandLine split_command_line(const std::string& command, const std::vector<std
     std::string value;
     if (spec->type == OptionType::flag) {
       if (equals != std::string::npos) throw UsageError(flag + " takes no value");
-    } else if (spec->type == OptionType::boolean) {
+    } else if (is_switch(*spec)) {
       value = equals == std::string::npos ? "true" : argument.substr(equals + 1);  // a switch; --layer-times=false also works
     } else if (equals != std::string::npos) {
       value = argument.substr(equals + 1);
@@ -200,7 +212,7 @@ std::string value_name(const OptionSpec& spec) {
   static const std::map<std::string, std::string> names{
       {"--job", "FILE"},  {"--set", "KEY=VALUE"}, {"--output", "PATH"},    {"--device-tag", "TAG"},
       {"--replicas", "R"}, {"--filter", "REGEX"},  {"--jsonl", "FILE"},     {"--ranks", "N"},
-      {"--device-json", "FILE"}, {"--checkpoint-s", "SECONDS"}, {"--calibrate", "CUBE.h5[,CUBE.h5...]"}};
+      {"--device-json", "FILE"}, {"--checkpoint-s", "SECONDS"}, {"--heartbeat-s", "SECONDS"}, {"--stop-grace-s", "SECONDS"}, {"--calibrate", "CUBE.h5[,CUBE.h5...]"}};
   const auto found = names.find(spec.flag);
   if (found != names.end()) return found->second;
   return spec.type == OptionType::choice ? join(spec.choices, "|") : "LIST";
@@ -222,8 +234,9 @@ std::string command_help(const std::string& command) {
   text << "\nFlags (default in brackets):\n";
   for (const auto& spec : options_schema()) {
     if (spec.flag.empty() || !spec.for_command(command)) continue;
-    std::string name = spec.flag;
-    if (spec.type != OptionType::flag && spec.type != OptionType::boolean) name += " " + value_name(spec);
+    std::string name = spec.short_flag.empty() ? spec.flag : spec.short_flag + ", " + spec.flag;
+    if (spec.type != OptionType::flag && !is_switch(spec)) name += " " + value_name(spec);
+    else if (spec.type == OptionType::choice) name += "[=" + join(spec.choices, "|") + "]";
     text << "  " << name << "\n      " << spec.help << (spec.key.empty() ? "" : " (= --set " + spec.key + "=...)")
          << " [" << spec.default_value << "]\n";
   }
@@ -241,13 +254,14 @@ std::string command_help(const std::string& command) {
   if (command == "run") text << "; 3 stopped by a signal (cube written, continue with --resume)";
   text << "\n\nExamples:\n";
   if (command == "run")
-    text << "  crossbench run --job jobs/study2017.ini --output results/h200.h5\n"
-            "  mpirun -n 8 crossbench run --job jobs/study2017.ini --filter 'resnet50/.*/training'\n"
+    text << "  crossbench run --job jobs/seed2017.ini --output results/h200.h5\n"
+            "  mpirun -n 8 crossbench run --job jobs/seed2017.ini --filter 'resnet50/.*/training'\n"
             "  crossbench run --job jobs/quick.ini --set measure.warmup=5 --device-tag power=300W --jsonl cells.jsonl\n";
   else if (command == "plan")
-    text << "  crossbench plan --job jobs/study2017.ini --ranks 8\n"
-            "  crossbench plan --job jobs/study2017.ini --ranks 4 --device-json h100.json --json\n"
-            "  crossbench plan --job jobs/study2017.ini --ranks 8 --calibrate results/h200.h5\n";
+    text << "  crossbench plan --job jobs/seed2017.ini --ranks 8\n"
+            "  crossbench list devices --json > devices.json\n"
+            "  crossbench plan --job jobs/seed2017.ini --ranks 4 --device-json devices.json --json\n"
+            "  crossbench plan --job jobs/seed2017.ini --ranks 8 --calibrate results/h200.h5\n";
   else
     text << "  crossbench check --job jobs/quick.ini --filter alexnet\n";
   return text.str();
@@ -273,10 +287,11 @@ Options parse_command_options(const std::string& command, const std::vector<std:
   if (options.resume && options.overwrite) throw UsageError("--resume and --overwrite exclude each other");
   // Command-line values checked by their schema rows.
   const auto checked_flag = [&](const std::string& flag) {
-    return validated_setting(*find_option(flag), flag_value(flag), "command line " + flag);
+    return validated_setting(*find_option(flag), flag_value(flag), "command line");
   };
   if (given("--checkpoint-s")) options.checkpoint_s = std::stod(checked_flag("--checkpoint-s"));
   if (given("--stop-grace-s")) options.stop_grace_s = std::stod(checked_flag("--stop-grace-s"));
+  if (given("--heartbeat-s")) options.heartbeat_s = std::stod(checked_flag("--heartbeat-s"));
   options.allow_new_devices = given("--allow-new-devices");
   if (options.allow_new_devices && !options.resume) throw UsageError("--allow-new-devices applies to --resume only");
   if (given("--ranks")) options.simulated_ranks = std::stoi(checked_flag("--ranks"));
@@ -296,7 +311,7 @@ Options parse_command_options(const std::string& command, const std::vector<std:
       throw UsageError("--filter '" + options.cell_filter + "' is not a regular expression: " + error.what());
     }
   }
-  options.job_file = given("--job") ? std::filesystem::path(flag_value("--job")) : default_job;
+  options.job_file = given("--job") ? resolve_job_file(flag_value("--job")) : default_job;
   options.job_text = read_regular_text_file(options.job_file, "job file");
   options.job_file = std::filesystem::absolute(options.job_file);
   options.job_name = options.job_file.stem().string();
@@ -407,7 +422,8 @@ Options parse_command_options(const std::string& command, const std::vector<std:
   options.engine.seed = static_cast<std::uint64_t>(integer("measure.seed"));
   options.engine.learning_rate = number("measure.learning_rate");
   options.engine.update = text("measure.update") == "sgd" ? Update::sgd : Update::none;
-  options.measure.layer_times = text("measure.layer_times") == "true";
+  options.measure.layer_times = text("measure.layer_times") != "false";
+  options.layer_times_shown = text("measure.layer_times") == "all" ? 0 : 10;
   options.measure.layer_time_repetitions = static_cast<int>(integer("measure.layer_time_repetitions"));
 
   options.engine.bucket_bytes = integer("engine.bucket_mb") << 20;

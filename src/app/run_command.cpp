@@ -6,12 +6,15 @@
 #include <cerrno>
 #include <cstring>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <tuple>
 #include <ctime>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "app/commands.hpp"
@@ -84,6 +87,45 @@ void write_jsonl_record(std::ofstream& out, const Options& options, const CellRe
   out << record.dump() << "\n" << std::flush;
   if (!out) throw Error("--jsonl '" + options.jsonl.string() + "': writing failed");
 }
+
+// While a cell runs, a line on stderr every `period_s` (the progress stream):
+// a cell can take minutes (a search, a compile, a slow device), and a run that
+// prints nothing for that long looks hung. Every rank prints its own cell's.
+class Heartbeat {
+ public:
+  Heartbeat(double period_s, int rank, std::string cell) {
+    if (period_s <= 0) return;
+    thread_ = std::thread([this, period_s, rank, cell = std::move(cell)] {
+      const auto start = std::chrono::steady_clock::now();
+      std::unique_lock<std::mutex> lock(mutex_);
+      while (!done_.wait_for(lock, std::chrono::duration<double>(period_s), [this] { return finished_; })) {
+        const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        // One write per line: under mpirun several ranks share the terminal.
+        const std::string line = "crossbench: rank " + std::to_string(rank) + " still running " + cell + " (" +
+                                 format_duration(elapsed_s) + ")\n";
+        std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
+        std::cerr.flush();
+      }
+    });
+  }
+  ~Heartbeat() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      finished_ = true;
+    }
+    done_.notify_all();
+    thread_.join();
+  }
+  Heartbeat(const Heartbeat&) = delete;
+  Heartbeat& operator=(const Heartbeat&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_;
+  bool finished_ = false;
+  std::thread thread_;
+};
 
 // Rank 0 takes the output's lock and, holding it, checks again that the
 // output is free (another run may have finished meanwhile); every rank learns
@@ -190,20 +232,24 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
     if (!engines.count(engine_name)) engines[engine_name] = make_engine(engine_name, device, engine_config);
     if (!networks.count(planned.cell.network)) networks.emplace(planned.cell.network, make_network(planned.cell.network));
     CellResult result;
-    if (!planned.unrunnable_reason.empty()) {
-      result.device_key = device.key();
-      result.cell = planned.cell;
-      result.rank = mpi.rank();
-      result.status = Status::unsupported;
-      result.message = planned.unrunnable_reason;
-    } else if (planned.data_parallel()) {
-      result = run_data_parallel_cell(engines[engine_name].get(), networks.at(planned.cell.network), planned, device,
-                                      options.measure, mpi);
-      if (planned.rank != mpi.rank()) continue;  // the group's first rank reports the cell
-    } else {
-      result = run_cell(engines[engine_name].get(), engine_name, networks.at(planned.cell.network), planned.cell, device,
-                        options.measure, mpi.rank());
+    {
+      const Heartbeat heartbeat(options.quiet ? 0.0 : options.heartbeat_s, mpi.rank(), describe(planned.cell));
+      if (!planned.unrunnable_reason.empty()) {
+        result.device_key = device.key();
+        result.cell = planned.cell;
+        result.rank = mpi.rank();
+        result.status = Status::unsupported;
+        result.message = planned.unrunnable_reason;
+      } else if (planned.data_parallel()) {
+        result = run_data_parallel_cell(engines[engine_name].get(), networks.at(planned.cell.network), planned, device,
+                                        options.measure, mpi);
+      } else {
+        result = run_cell(engines[engine_name].get(), engine_name, networks.at(planned.cell.network), planned.cell,
+                          device, options.measure, mpi.rank());
+      }
     }
+    if (planned.unrunnable_reason.empty() && planned.data_parallel() && planned.rank != mpi.rank())
+      continue;  // the group's first rank reports the cell
     if (mpi.rank() != 0) {
       channel.send_result(result);
       ++results_sent;
@@ -256,17 +302,24 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
     add_scaling_efficiency(ordered);
     std::cout << "\n";
     print_table(std::cout, legend, ordered);
-    if (options.measure.layer_times) print_layer_times(std::cout, ordered, options.measure.layer_time_repetitions);
+    if (options.measure.layer_times) print_layer_times(std::cout, ordered, options.measure.layer_time_repetitions, options.layer_times_shown);
   }
   std::cout << std::flush;
-  std::cerr << "\ncrossbench: wrote " << options.output.string() << " (" << collector->results().size() << " cells:";
-  for (const auto& [status, count] : counts) std::cerr << " " << count << " " << to_string(status);
-  std::cerr << ")\n";
+  // The closing context, after the table, as one write on one stream (stderr):
+  // under mpirun the ranks' streams are forwarded in pieces, and a line written
+  // piece by piece came out split by the table.
+  std::ostringstream epilogue;
+  epilogue << "\ncrossbench: wrote " << options.output.string() << " (" << collector->results().size() << " cells:";
+  for (const auto& [status, count] : counts) epilogue << " " << count << " " << to_string(status);
+  epilogue << ")\n";
   if (interrupted)
-    std::cerr << "crossbench: incomplete: " << missing << " cells not run; continue with the same command and --resume\n";
+    epilogue << "crossbench: incomplete: " << missing << " cells not run; continue with the same command and --resume\n";
   const std::string report_dir = (options.output.parent_path() / (options.output.stem().string() + "-report")).string();
-  std::cerr << "next: scripts/report report " << options.output.string() << " -o " << (report_dir.empty() ? "report" : report_dir)
-            << "\n" << std::flush;
+  epilogue << "next: " << report_command() << " report " << options.output.string() << " -o "
+           << (report_dir.empty() ? "report" : report_dir) << "\n";
+  const std::string text = epilogue.str();
+  std::cerr.write(text.data(), static_cast<std::streamsize>(text.size()));
+  std::cerr.flush();
   return interrupted ? kExitIncomplete : 0;
 }
 

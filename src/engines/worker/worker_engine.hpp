@@ -20,12 +20,8 @@ namespace crossbench {
 // itself ("measure"). src/workers/common/protocol.py holds the same number.
 inline constexpr int kWorkerProtocol = 3;
 
-// Where the workers shipped with crossbench live (src/workers/): next to the
-// binary's build or install tree, else the source tree it was built from.
-std::filesystem::path find_workers_directory();
-
 // The built-in engine → command mapping: pytorch, pytorch-compile, jax.
-// "{workers}" in a command stands for find_workers_directory().
+// "{workers}" in a command stands for data_paths().workers (crossbench/data_paths.hpp).
 std::map<std::string, std::string> default_worker_commands();
 // Splits a command line on whitespace (no shell) and expands "{workers}".
 std::vector<std::string> split_worker_command(const std::string& command);
