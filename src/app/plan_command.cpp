@@ -50,9 +50,11 @@ std::string unsupported_reason(const PlannedCell& planned) {
 }
 
 // The estimate is the cell time limit because the model (or its scaled form)
-// exceeded it: the cell will stop there, and may end `timeout`.
+// exceeded it: the cell will stop there, and may end `timeout`. A recorded
+// estimate is what a run took, never cut.
 bool capped(const PlannedCell& planned, double cell_time_limit_s) {
-  return planned.model.capped || planned.estimated_s >= cell_time_limit_s;
+  if (planned.estimate_source == kEstimateModel) return planned.model.capped;
+  return planned.estimate_source != kEstimateRecorded && planned.estimated_s >= cell_time_limit_s * (1 - 1e-9);
 }
 
 void print_plan(const Plan& plan, int ranks, double cell_time_limit_s) {

@@ -8,6 +8,7 @@ example reads the cube an earlier one wrote). Only their size is cut down:
 `run` and `check` get batch 1 (or the batch they name), 2 timed steps and, when
 they name no --filter, alexnet alone; `mpirun -np N` gets 2 ranks. What is
 left out, and why, is listed in NOT_RUN."""
+import ast
 import os
 import re
 import shlex
@@ -68,7 +69,7 @@ def small(command: str) -> str:
         if " > " in part:
             part, redirect = part.split(" > ", 1)
             redirect = " > " + redirect
-        part = re.sub(r"\bmpirun -np \d+", "mpirun --oversubscribe -np 2", part)
+        part = re.sub(r"\bmpirun -np? \d+", "mpirun --oversubscribe -np 2", part)
         m = re.search(r"\bcrossbench (run|check)\b", part)
         if m and "--help" not in part:
             extra = []
@@ -161,19 +162,25 @@ def test_every_help_example_runs(workdir, crossbench_binary):
     assert not failures, "--help examples that fail:\n" + "\n".join(failures)
 
 
-def test_every_readme_python_snippet_runs_against_a_real_cube(workdir):
+def test_every_readme_python_snippets_run_against_a_real_cube(workdir):
+    """The snippets in order, in one session (a later one uses an earlier one's
+    imports), as a notebook would run them: each one's last expression printed."""
     work, env = workdir
     snippets = readme_python_snippets()
     assert len(snippets) >= 2
-    for snippet in snippets:
-        # Each snippet's last expression is what a notebook would show: print it.
-        lines = snippet.rstrip().splitlines()
-        program = snippet + "\n" if lines[-1].startswith((" ", "#")) else "\n".join(
-            lines[:-1] + [f"print({lines[-1].split('  #')[0]})"]) + "\n"
-        result = subprocess.run([sys.executable, "-c", program], cwd=work, env=env, capture_output=True, text=True,
-                                timeout=300)
-        assert result.returncode == 0, f"README snippet fails:\n{snippet}\n{result.stderr[-2000:]}"
-        assert result.stdout.strip(), snippet
+    program = []
+    for i, snippet in enumerate(snippets):
+        tree = ast.parse(snippet)
+        if isinstance(tree.body[-1], ast.Expr):
+            tree.body[-1] = ast.Expr(ast.Call(ast.Name("print", ast.Load()), [tree.body[-1].value], []))
+        program += [f"print('--- snippet {i}')", ast.unparse(ast.fix_missing_locations(tree))]
+    result = subprocess.run([sys.executable, "-c", "\n".join(program)], cwd=work, env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, f"a README snippet fails:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
+    outputs = re.split(r"^--- snippet \d+$", result.stdout, flags=re.M)[1:]
+    assert len(outputs) == len(snippets) and all(o.strip() for o in outputs), result.stdout
+    assert "fp16" in result.stdout or "onednn" in result.stdout   # the first table: engines by device
+    assert "conv" in outputs[-1]                                  # the slowest layers of a profiled cell
 
 
 @pytest.mark.parametrize("command", COMMANDS + ("version",))
@@ -187,16 +194,16 @@ def test_every_command_has_help_that_exits_0(command, crossbench_binary):
 
 
 def test_every_analysis_command_has_help():
+    sys.path.insert(0, str(REPO / "analysis"))
+    from crossbench_analysis.cli import parser
+    subcommands = next(a for a in parser()._actions if a.dest == "command").choices
+    assert "system-desc" in subcommands
     env = {"PYTHONPATH": str(REPO / "analysis"), "PATH": "/usr/bin:/bin"}
-    top = subprocess.run([sys.executable, "-m", "crossbench_analysis", "--help"], capture_output=True, text=True,
-                         env=env, timeout=60)
-    assert top.returncode == 0
-    names = re.search(r"\{([a-z,-]+)\}", top.stdout).group(1).split(",")
-    assert "system-desc" in names
-    for name in names:
-        result = subprocess.run([sys.executable, "-m", "crossbench_analysis", name, "--help"], capture_output=True,
+    for name in ["--help"] + [[name, "--help"] for name in subcommands]:
+        args = name if isinstance(name, list) else [name]
+        result = subprocess.run([sys.executable, "-m", "crossbench_analysis", *args], capture_output=True,
                                 text=True, env=env, timeout=60)
-        assert result.returncode == 0 and result.stdout.startswith("usage:"), name
+        assert result.returncode == 0 and result.stdout.startswith("usage:"), args
 
 
 def test_list_devices_json_feeds_plan_device_json(tmp_path, crossbench_binary):
