@@ -30,7 +30,7 @@ constexpr const char* kMergeHelp =
     "Exit codes: 0 done; 1 a failure (I/O); 2 bad input (nothing written)\n\n"
     "Examples:\n"
     "  crossbench merge results/h100.h5 results/h200.h5 -o results/all.h5\n"
-    "  crossbench merge old.h5 rerun.h5 -o all.h5 --prefer last\n"
+    "  crossbench merge old.h5 rerun.h5 -o fixed.h5 --prefer last\n"
     "  scripts/report report results/all.h5 -o report\n";
 
 std::string utc_now() {
