@@ -22,7 +22,7 @@ constexpr int kExitUsage = 2;
 std::string usage() {
   return "usage: crossbench <command> [options]\n"
          "commands:\n"
-         "  run [--job FILE] [--set section.key=value ...] [--output PATH] [--filter REGEX] [--jsonl FILE] [--quiet]\n"
+         "  run [--job FILE] [--set section.key=value ...] [-o|--output PATH] [--filter REGEX] [--jsonl FILE] [--quiet]\n"
          "                        run the job's matrix (default jobs/quick.ini) and write the results cube\n"
          "  plan [run options] [--ranks N] [--json]\n"
          "                        print the cells each rank would run, with estimated cost\n"
