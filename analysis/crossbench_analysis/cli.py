@@ -34,13 +34,13 @@ def _report(a) -> int:
     peaks = PeakTable.read(a.peaks) if a.peaks else None
     md, html, figs = write_report(cube, a.output, baseline=a.baseline, batch=a.batch, peaks=peaks,
                                   baseline_engine=a.baseline_engine, scaling_threshold=a.scaling_threshold)
-    print(f"wrote {md}, {html} and {len(figs)} figure(s) in {Path(a.output) / 'figures'}")
+    print(f"wrote {md}, {html} and {len(figs)} figure(s), each as PNG and SVG, in {Path(a.output) / 'figures'}")
     return 0
 
 
 def _procurement(a) -> int:
     from . import procurement as p
-    _refuse_overwrite(a, *(Path(a.output) / name for name in ("procurement.md", "procurement.csv", "pareto.png")))
+    _refuse_overwrite(a, *(Path(a.output) / name for name in ("procurement.md", "procurement.csv", "pareto.png", "pareto.svg")))
     cube = load(a.cube)
     prices = p.read_prices(a.prices, cube.devices)
     t, workload = p.procurement(cube, prices, network=a.network, phase=a.phase, precision=a.precision,
@@ -193,6 +193,22 @@ def _demo(a) -> int:
     return 0
 
 
+def _system_desc(a) -> int:
+    from . import system_desc as sd
+    cube = load(a.cube)
+    names = [Path(a.output) / sd.file_name(i, d) for i, d in enumerate(cube.devices)]
+    _refuse_overwrite(a, *names)
+    paths = sd.write(cube, a.output)
+    for path, (device, desc) in zip(paths, sd.system_descriptions(cube).items()):
+        missing = desc["crossbench_cannot_fill"]
+        print(f"wrote {path}: {device}: {len(sd.MLPERF_REQUIRED_FIELDS) - len(missing)} of "
+              f"{len(sd.MLPERF_REQUIRED_FIELDS)} MLPerf fields filled")
+    if paths:
+        print("not in the cube (fill them by hand; each file's crossbench_cannot_fill says why): "
+              + ", ".join(missing))
+    return 0
+
+
 def _efficiency(text: str) -> float:
     """An efficiency threshold: a number in (0, 1], or a percentage ('90%')."""
     t = text.strip()
@@ -282,10 +298,17 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("cube")
     i.set_defaults(func=_info)
 
+    y = sub.add_parser("system-desc", help="one MLPerf-style system description (JSON) per device group, "
+                       "with the fields the cube can fill; the others named under crossbench_cannot_fill")
+    y.add_argument("cube")
+    y.add_argument("-o", "--output", default="system-desc", metavar="DIR",
+                   help="directory for system_desc_d<i>_<device>.json (default ./system-desc)")
+    y.set_defaults(func=_system_desc)
+
     m = sub.add_parser("demo-cube", help="write a cube of made-up numbers, to try the commands")
     m.add_argument("output")
     m.set_defaults(func=_demo)
-    for command in (r, q, c, s, g, e, m):
+    for command in (r, q, c, s, g, e, y, m):
         command.add_argument("--force", action="store_true", help="replace output files that exist")
     return p
 

@@ -8,6 +8,7 @@ Both are read on demand with h5py, by the report only: a cube without them
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 import h5py
 import numpy as np
@@ -54,19 +55,74 @@ def layer_times(cube: Cube) -> pd.DataFrame:
 
 
 # Algorithms that do fewer multiplications than a direct convolution, so that
-# "FLOPs of the direct count ÷ time" can exceed the device's peak.
-_FEWER_MULTIPLICATIONS = re.compile(r"\b(FFT(?:_TILING)?|WINOGRAD(?:_NONFUSED)?)\b", re.IGNORECASE)
-_TF32 = re.compile(r"TF32", re.IGNORECASE)
+# "FLOPs of the direct count ÷ time" can exceed the device's peak (cuDNN's names,
+# as the engine writes them in `decisions`).
+FEWER_MULTIPLICATIONS = ("FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED")
+# cuDNN math modes that use tensor cores (algorithms.cpp: math_type_name): in an
+# fp32 tensor's convolution that is TF32.
+TENSOR_CORE_MATH = ("tc", "tc-conv")
+_BRACKETED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|\{[^{}]*\}")
+_FIELD = re.compile(r"(?:^|[\s;,:])([a-z_]+)=([^\s;,]*)")
+_ALGORITHM = re.compile(r"^([A-Za-z0-9_]+)(?:/([a-z-]+))?")
+
+
+@dataclass
+class DecisionFields:
+    """The fields of a cell's ``decisions`` that say how it computed: the recipe's
+    name (``recipe=fp32-strict``), the algorithm and math mode chosen for each
+    convolution direction, and the fully-connected GEMM's compute type. Only the
+    choices count: the candidate lists (``{...}``, ``[...]``) and the recipe's
+    description (``(...)``) are prose about them, not choices."""
+    recipe: str = ""
+    algorithms: list = field(default_factory=list)    # (direction, algorithm, math), one per convolution direction
+    fc_compute: str = ""                               # "32F", "32F_FAST_TF32"; "" when not recorded
+    matmul_precision: str = ""                         # JAX: "float32", "tensorfloat32"
+
+
+def decision_fields(text: str) -> DecisionFields:
+    stripped = text or ""
+    while True:   # innermost groups first: a description may hold a bracketed part
+        shorter = _BRACKETED.sub("", stripped)
+        if shorter == stripped:
+            break
+        stripped = shorter
+    out = DecisionFields()
+    for key, value in _FIELD.findall(stripped):
+        if key == "recipe":
+            out.recipe = value
+        elif key in ("fwd", "bwd_data", "bwd_filter"):
+            m = _ALGORITHM.match(value)
+            if m and value != "-":
+                out.algorithms.append((key, m.group(1).upper(), m.group(2) or ""))
+        elif key == "fc":
+            out.fc_compute = value.split("/", 1)[-1]
+        elif key == "matmul_precision":
+            out.matmul_precision = value
+    return out
 
 
 def above_peak_reason(decision_text: str, precision: str) -> str:
-    """Why a cell's effective TFLOP/s can exceed the peak, from its ``decisions``."""
-    algorithms = sorted({m.group(1).upper() for m in _FEWER_MULTIPLICATIONS.finditer(decision_text or "")})
+    """Why a cell's effective TFLOP/s can exceed the peak, from the recipe and the
+    algorithms its ``decisions`` record (never from words of their descriptions:
+    "TF32 off everywhere" is the strict recipe's description, not TF32)."""
+    f = decision_fields(decision_text)
+    algorithms = sorted({a for _, a, _ in f.algorithms if a in FEWER_MULTIPLICATIONS})
     reasons = []
     if algorithms:
         reasons.append(f"{'/'.join(algorithms)} convolutions (fewer multiplications than the direct count)")
-    if precision == "fp32" and _TF32.search(decision_text or ""):
-        reasons.append("TF32 tensor-core math in an fp32 cell")
+    if precision == "fp32":
+        tf32 = []
+        if f.recipe and f.recipe != "fp32-strict":
+            tf32.append(f"recipe={f.recipe}")
+        tensor_core = sorted({f"{d}={a}/{m}" for d, a, m in f.algorithms if m in TENSOR_CORE_MATH})
+        if tensor_core:
+            tf32.append(f"{len(tensor_core)} convolution choice(s) with tensor-core math, e.g. {tensor_core[0]}")
+        if "TF32" in f.fc_compute.upper():
+            tf32.append(f"fc={f.fc_compute}")
+        if f.matmul_precision == "tensorfloat32":
+            tf32.append("matmul_precision=tensorfloat32")
+        if tf32:
+            reasons.append("TF32 tensor-core math in an fp32 cell (" + ", ".join(tf32) + ")")
     if not reasons:
         return "no algorithm in `decisions` explains it: check the measurement"
     return "; ".join(reasons)

@@ -21,6 +21,9 @@ class Document:
     figure_dir: Path
     blocks: list = field(default_factory=list)
     figures: list = field(default_factory=list)   # paths of the PNG files written
+    # The same figures as SVG, beside each PNG: vector graphics for papers and
+    # slides, and text a reader can search (device keys, tags).
+    vector_figures: list = field(default_factory=list)
     # (figure file, problem) for what would make a figure mislead (plots.check_figure:
     # overlapping labels, bars on a log axis): empty for every figure of plots.py.
     figure_problems: list = field(default_factory=list)
@@ -52,8 +55,11 @@ class Document:
         from .plots import check_figure
         self.figure_problems += [(path.name, problem) for problem in check_figure(fig)]
         fig.savefig(path, dpi=fig.dpi, facecolor="white")
+        vector = path.with_suffix(".svg")
+        fig.savefig(vector, facecolor="white")
         plt.close(fig)
         self.figures.append(path)
+        self.vector_figures.append(vector)
         self.blocks.append(("fig", path, caption))
         return path
 
@@ -79,7 +85,8 @@ class Document:
             elif kind == "fig":
                 _, path, caption = b
                 rel = path.relative_to(base) if path.is_relative_to(base) else path
-                out += [f"![{caption}]({rel.as_posix()})", "", f"*{caption}*", ""]
+                out += [f"![{caption}]({rel.as_posix()})", "",
+                        f"*{caption}* ([SVG]({rel.with_suffix('.svg').as_posix()}))", ""]
         return "\n".join(out)
 
     def html(self) -> str:
@@ -113,8 +120,9 @@ class Document:
             elif kind == "fig":
                 _, path, caption = b
                 data = base64.b64encode(path.read_bytes()).decode("ascii")
+                svg = f"{path.parent.name}/{path.with_suffix('.svg').name}"
                 body.append(f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
-                            f"<figcaption>{_inline(caption)}</figcaption></figure>")
+                            f'<figcaption>{_inline(caption)} (<a href="{html.escape(svg)}">SVG</a>)</figcaption></figure>')
         return _HTML.format(title=html.escape(self.title), body="\n".join(body))
 
 
@@ -166,7 +174,10 @@ def _html_table(df: pd.DataFrame, caption: str | None) -> str:
             cells.append(f"<td{_status_class(s)}>{html.escape(s)}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
-    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    # Wide tables (the ranks table, the efficiency table) scroll inside their own box
+    # instead of running off the page.
+    return (f'<div class="wide"><table>{cap}<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            "</div>")
 
 
 _HTML = """<!DOCTYPE html>
@@ -176,6 +187,7 @@ body {{ font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width
        padding: 0 1em; color: #222; line-height: 1.4; }}
 h1 {{ border-bottom: 2px solid #444; }} h2 {{ border-bottom: 1px solid #aaa; margin-top: 2em; }}
 table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.85em; }}
+div.wide {{ max-width: 100%; overflow-x: auto; }}
 caption {{ text-align: left; font-style: italic; padding: 0.3em 0; }}
 th, td {{ border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: left; vertical-align: top; }}
 th {{ background: #f0f0f0; }}

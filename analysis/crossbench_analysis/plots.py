@@ -709,13 +709,14 @@ def fig_layer_times(lt: pd.DataFrame, title: str, color: str, top: int = 8) -> p
     return fig
 
 
-def short_device(device: str, width: int = 48) -> str:
+def short_device(device: str) -> str:
     """The model part of a device key, with its tag: "NVIDIA H200 (132 SMs, sm_9.0,
-    140.0 GiB) [power=500W]" -> "NVIDIA H200 [power=500W]"."""
+    140.0 GiB) [power=500W]" -> "NVIDIA H200 [power=500W]". Never cut: tagged keys
+    ([site=a], [site=b], power caps) differ only at the end, so a cut name would
+    make two devices look alike (figure titles wrap instead)."""
     import re
     m = re.match(r"^(.*?) \((.*)\)(?: \[(.*)\])?$", device)
     head = device
     if m:
         head = m.group(1) + (f" [{m.group(3)}]" if m.group(3) else "")
-    head = head.strip() or device
-    return head if len(head) <= width else head[: width - 1] + "…"
+    return head.strip() or device

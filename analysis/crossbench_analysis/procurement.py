@@ -255,7 +255,7 @@ def procurement(cube: Cube, prices: dict[str, Price], network: str | None = None
     t["pareto"] = _pareto(t)
     shorts = [plots.short_device(d) for d in t["device"]]
     if len(set(zip(shorts, t["precision"]))) < len(shorts):   # two keys of one model (e.g. a tagged one)
-        shorts = [d if len(d) <= 60 else d[:59] + "…" for d in t["device"]]
+        shorts = list(t["device"])
     t["short"] = shorts
     t.attrs["engines"] = pd.DataFrame(engine_rows)
     t.attrs["kwh_price"], t.attrs["years"] = kwh_price, years
@@ -358,13 +358,15 @@ def write(t: pd.DataFrame, workload: str, currency: str, out_dir) -> list[Path]:
     plots.tidy_labels(fig)
     png = out / "pareto.png"
     fig.savefig(png, dpi=fig.dpi, facecolor="white")
+    svg = png.with_suffix(".svg")   # the same figure as vector graphics (Document.figure does the same)
+    fig.savefig(svg, facecolor="white")
     import matplotlib.pyplot as plt
     plt.close(fig)
     md = out / "procurement.md"
     md.write_text("# crossbench procurement\n\n" + render(t, workload, currency) +
-                  "\n\n![throughput against price](pareto.png)\n")
+                  "\n\n![throughput against price](pareto.png) ([SVG](pareto.svg))\n")
     csvp = out / "procurement.csv"
     t.drop(columns=["short"]).to_csv(csvp, index=False)
     engines_csv = out / "procurement_engines.csv"
     t.attrs.get("engines", pd.DataFrame()).to_csv(engines_csv, index=False)
-    return [md, csvp, engines_csv, png]
+    return [md, csvp, engines_csv, png, svg]

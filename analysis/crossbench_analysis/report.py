@@ -122,12 +122,9 @@ class Report:
     def _device_cells(self, device):
         return self.cells[self.cells["device"] == device]
 
-    def _short(self, device):
-        return device if len(device) <= 40 else device[:38] + "…"
-
     def _dev_id(self, device):
         """A short file-name part: d<index>-<first words of the key>."""
-        words = "-".join(plots.short_device(device, 60).split()[:4])
+        words = "-".join(plots.short_device(device).split()[:4])
         return f"d{self.devices.index(device)}-{words[:32]}"
 
     def _no_single_device(self) -> bool:
@@ -281,7 +278,7 @@ class Report:
             if ph != "training" and (lt[(lt["device"] == dev) & (lt["engine"] == eng) & (lt["precision"] == prec)]
                                      ["phase"] == "training").any():
                 continue   # training shows forward and backward; inference is in the table
-            doc.figure(plots.fig_layer_times(g, f"Where the {ph} step goes on {plots.short_device(dev)} — "
+            doc.figure(plots.fig_layer_times(g, f"Where the {ph} step goes on {dev} — "
                                                 f"{eng}, {prec}, batch {b}", plots.engine_color(eng), LAYER_TOP),
                        f"fig-layers-{self._dev_id(dev)}-{eng}-{prec}-{ph}-b{b}",
                        f"The slowest layers of each network on {dev}, {eng}, {prec}, {ph}, batch {b}.")
@@ -290,7 +287,7 @@ class Report:
             total = (g["forward_ms"] + g["backward_ms"]).sum()
             g = g.assign(total=g["forward_ms"] + g["backward_ms"]).sort_values("total", ascending=False).head(5)
             for r in g.itertuples():
-                rows.append({"device": self._short(dev), "engine": eng, "network": net, "precision": prec,
+                rows.append({"device": dev, "engine": eng, "network": net, "precision": prec,
                              "phase": ph, "layer": r.layer, "kind": r.kind, "forward [ms]": fmt(r.forward_ms, 3),
                              "backward [ms]": fmt(r.backward_ms, 3),
                              "share of all layers": f"{100 * r.total / total:.1f}%" if total > 0 else ""})
@@ -591,7 +588,7 @@ class Report:
                 for r in dp.sort_values(["phase", "engine"]).itertuples():
                     ok = r.status == "ok"
                     rows.append({
-                        "device": self._short(dev), "engine": r.engine, "network": r.network, "precision": prec,
+                        "device": dev, "engine": r.engine, "network": r.network, "precision": prec,
                         "phase": r.phase,
                         "effective TFLOP/s": fmt(r.tflops, 3) if ok else label(r.status),
                         "peak TFLOP/s": fmt(pk.tflops) if pk.tflops else "unknown",
@@ -646,7 +643,7 @@ class Report:
                                   f"with)" if len(no_eff) else "") +
                  (f", {len(t) - len(ok)} without a measurement" if len(t) > len(ok) else "") + ".")
         if len(flagged):
-            items = [f"**{plots.short_device(r.device)}, {r.engine}, {r.network}, {r.precision}, batch {r.batch}, "
+            items = [f"**{r.device}, {r.engine}, {r.network}, {r.precision}, batch {r.batch}, "
                      f"gpus {r.gpus}**: efficiency {r.scaling_efficiency:.2f}, {r.note}"
                      for r in flagged.head(40).itertuples()]
             doc.bullets(items + ([f"… and {len(flagged) - 40} more (see the tables)"] if len(flagged) > 40 else []))
@@ -691,6 +688,17 @@ class Report:
             })
         return pd.DataFrame(rows)
 
+    def _effective_matrix(self) -> pd.DataFrame:
+        """One row per axis of the cube (what ran, whatever the job file said),
+        with the filter and the cells attempted."""
+        c = self.cube
+        rows = [{"axis": d, "values": ", ".join(map(str, c.gpus if d == "gpus" else c.axis(d)))}
+                for d in ("device", "engine", "network", "precision", "batch", "phase", "gpus", "replica")]
+        attempted = c.cells[c.cells["status"] != "not_run"]
+        rows.append({"axis": "--filter", "values": c.attrs.get("cell_filter", "") or "(none)"})
+        rows.append({"axis": "cells", "values": f"{len(c.cells)} in the matrix, {len(attempted)} attempted"})
+        return pd.DataFrame(rows)
+
     # 6 -------------------------------------------------------------------------
     def section6(self):
         doc, c = self.doc, self.cube
@@ -701,6 +709,8 @@ class Report:
         if c.attrs.get("job_file"):
             doc.text("Job file:")
             doc.code(c.attrs["job_file"])
+        doc.table(self._effective_matrix(), "the matrix actually run: the cube's axes, after `--set`, flags and "
+                  "`--filter` (the job file above is what was asked)")
         if not c.ranks.empty:
             r = c.ranks.copy()
             for col in ("memory_bytes",):

@@ -191,7 +191,7 @@ void check_engine_settings(const EngineConfig& config);
 // The framework workers (engines run as worker processes, src/engines/worker/),
 // reached by the rest of crossbench only through these and make_engine:
 // the built-in engine → command mapping (pytorch, pytorch-compile, jax;
-// "{workers}" in a command stands for the directory of the shipped workers);
+// "{workers}" in a command stands for data_paths().workers, crossbench/data_paths.hpp);
 std::map<std::string, std::string> default_worker_commands();
 // a command line split on whitespace (no shell), "{workers}" expanded;
 [[nodiscard]] std::vector<std::string> split_worker_command(const std::string& command);

@@ -35,6 +35,9 @@ struct Options {
   bool salvage = false;             // --salvage: a resume may rebuild a damaged journal header (journal.hpp)
   double checkpoint_s = 60;         // --checkpoint-s: rank 0 rewrites the cube this often [s]
   double stop_grace_s = 120;        // --stop-grace-s: after a stop signal, the running cell may finish this long [s]
+  // --layer-times: the slowest layers printed per cell after the table; 0: every layer (--layer-times=all).
+  int layer_times_shown = 10;
+  double heartbeat_s = 30;          // --heartbeat-s: a line on stderr this often while a cell runs [s]; 0: none
   std::string command_line;         // as typed, recorded in the cube
   // The canonical value of every schema key (options_schema.hpp), defaults
   // included: "measure.warmup" -> "10", "--replicas" -> "1". The journal header

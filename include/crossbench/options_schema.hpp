@@ -40,6 +40,9 @@ struct OptionSpec {
   // "Framework workers"): the worker runs the cell with it, so it is declared
   // here once rather than named by hand in the request.
   bool sent_to_workers = false;
+  // A one-letter alias of `flag` ("-o" for "--output"), as the other commands
+  // (merge, export-network, the analysis tools) take it; empty: none.
+  std::string short_flag;
 
   std::string section() const;          // "measure" ("" for a command-line option)
   std::string name() const;             // "warmup"
@@ -49,7 +52,7 @@ struct OptionSpec {
 
 // Every option, in the order --help and the README list them.
 const std::vector<OptionSpec>& options_schema();
-// The row of a job-file key ("measure.warmup") or a flag ("--replicas"); nullptr when unknown.
+// The row of a job-file key ("measure.warmup"), a flag ("--replicas") or its alias ("-o"); nullptr when unknown.
 [[nodiscard]] const OptionSpec* find_option(const std::string& key_or_flag);
 // The job-file sections, in schema order, then [workers] (engine name = command).
 std::vector<std::string> option_sections();

@@ -10,6 +10,7 @@
 
 #include "app/commands.hpp"
 #include "crossbench/build_info.hpp"
+#include "crossbench/data_paths.hpp"
 #include "crossbench/error.hpp"
 
 namespace crossbench {
@@ -21,13 +22,13 @@ constexpr int kExitUsage = 2;
 std::string usage() {
   return "usage: crossbench <command> [options]\n"
          "commands:\n"
-         "  run [--job FILE] [--set section.key=value ...] [--output PATH] [--filter REGEX] [--jsonl FILE] [--quiet]\n"
+         "  run [--job FILE] [--set section.key=value ...] [-o|--output PATH] [--filter REGEX] [--jsonl FILE] [--quiet]\n"
          "                        run the job's matrix (default jobs/quick.ini) and write the results cube\n"
          "  plan [run options] [--ranks N] [--json]\n"
          "                        print the cells each rank would run, with estimated cost\n"
          "  merge A.h5 B.h5 ... -o ALL.h5 [--prefer first|last|FILE]\n"
          "                        one cube from cubes of separate runs (union of the axes, each input's provenance kept)\n"
-         "  list networks|engines|devices [--json]\n"
+         "  list networks|engines|devices|options|precisions [--json]\n"
          "  describe NETWORK      per layer: output shape, FLOPs, parameters, activation bytes\n"
          "  export-network NETWORK [--output FILE [--force]]\n"
          "                        the layer graph as JSON (what framework workers build from)\n"
@@ -53,20 +54,6 @@ std::string quoted_command_line(int argc, char** argv) {
     text += (i ? " " : "") + argument;
   }
   return text;
-}
-
-std::filesystem::path find_default_job(const char* argv0) {
-  std::error_code ignored;
-  const auto executable = std::filesystem::canonical("/proc/self/exe", ignored);
-  std::vector<std::filesystem::path> candidates{std::filesystem::path("jobs") / "quick.ini"};
-  if (!executable.empty()) {
-    candidates.push_back(executable.parent_path().parent_path() / "jobs" / "quick.ini");
-    candidates.push_back(executable.parent_path().parent_path().parent_path() / "jobs" / "quick.ini");
-  }
-  candidates.push_back(std::filesystem::path(build_info::source_dir) / "jobs" / "quick.ini");
-  for (const auto& candidate : candidates)
-    if (std::filesystem::is_regular_file(candidate, ignored)) return candidate;
-  return candidates.front();  // reading it fails with a message naming it
 }
 
 }  // namespace
@@ -95,7 +82,7 @@ int run_cli(int argc, char** argv) {
     const auto found = commands.find(command);
     if (found == commands.end())
       throw UsageError("unknown command '" + command + "'; valid: run, plan, check, merge, list, describe, export-network, version");
-    CommandContext context{{argv + 2, argv + argc}, quoted_command_line(argc, argv), find_default_job(argv[0])};
+    CommandContext context{{argv + 2, argv + argc}, quoted_command_line(argc, argv), data_paths().jobs / "quick.ini"};
     return found->second(context);
   } catch (const UsageError& error) {
     if (is_first_rank()) std::cerr << "crossbench: error: " << error.what() << std::endl;

@@ -11,7 +11,7 @@ namespace crossbench {
 struct CommandContext {
   std::vector<std::string> arguments;   // after the subcommand
   std::string command_line;             // the whole command line, as typed
-  std::filesystem::path default_job;    // jobs/quick.ini, found next to the sources or the binary
+  std::filesystem::path default_job;    // quick.ini of the binary's jobs (crossbench/data_paths.hpp)
 };
 
 int run_command(const CommandContext& context);

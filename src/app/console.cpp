@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <iostream>
 
+#include "crossbench/data_paths.hpp"
 #include "crossbench/engine.hpp"
 
 namespace crossbench {
@@ -115,6 +118,43 @@ std::string result_row(const CellResult& result, const std::string& device_label
   return line;
 }
 
+std::string report_command() {
+  const std::filesystem::path command = data_paths().report_command;
+  std::error_code error;
+  const auto here = std::filesystem::current_path(error);
+  if (!error) {
+    const auto relative = command.lexically_relative(here);
+    if (!relative.empty() && *relative.begin() != "..") return relative.string();
+  }
+  return command.string();
+}
+
+Heartbeat::Heartbeat(double period_s, int rank, std::string cell) {
+  if (period_s <= 0) return;
+  thread_ = std::thread([this, period_s, rank, cell = std::move(cell)] {
+    const auto start = std::chrono::steady_clock::now();
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!done_.wait_for(lock, std::chrono::duration<double>(period_s), [this] { return finished_; })) {
+      const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      // One write per line: under mpirun several ranks share the terminal.
+      const std::string line = "crossbench: rank " + std::to_string(rank) + " still running " + cell + " (" +
+                               format_duration(elapsed_s) + ")\n";
+      std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
+      std::cerr.flush();
+    }
+  });
+}
+
+Heartbeat::~Heartbeat() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    finished_ = true;
+  }
+  done_.notify_all();
+  thread_.join();
+}
+
 std::string format_duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   const long total = std::lround(seconds);
@@ -162,10 +202,13 @@ void print_table(std::ostream& out, DeviceLegend& legend, const std::vector<Cell
   out << std::flush;
 }
 
-void print_layer_times(std::ostream& out, const std::vector<CellResult>& results, int repetitions) {
+void print_layer_times(std::ostream& out, const std::vector<CellResult>& results, int repetitions, int shown) {
   out << "\nLayer times (--layer-times): each layer's median over " << repetitions
       << " profiled steps, run after the timed steps (never part of the headline);\n"
-         "sorted by forward + backward; % of step = share of the sum over the cell's layers\n";
+         "sorted by forward + backward; % of step = share of the sum over the cell's layers; "
+      << (shown > 0 ? "the " + std::to_string(shown) + " slowest layers per cell (--layer-times=all: every layer; "
+                      "the cube has them all)\n"
+                    : "every layer\n");
   for (const CellResult& result : results) {
     out << "\n" << result.device_key << " | " << result.cell.engine << " " << result.cell.network << " "
         << to_string(result.cell.precision) << " batch " << result.cell.batch << " " << to_string(result.cell.phase);
@@ -199,10 +242,24 @@ void print_layer_times(std::ostream& out, const std::vector<CellResult>& results
     std::snprintf(line, sizeof line, "  %-*s %-*s %12s %12s %10s", nw, "layer", kw, "kind", "forward_ms", "backward_ms",
                   "% of step");
     out << line << "\n";
-    for (const LayerTime& t : sorted) {
+    const std::size_t listed = shown > 0 ? std::min(sorted.size(), static_cast<std::size_t>(shown)) : sorted.size();
+    for (std::size_t i = 0; i < listed; ++i) {
+      const LayerTime& t = sorted[i];
       std::snprintf(line, sizeof line, "  %-*s %-*s %12s %12s %10s", nw, shorten(t.layer, 60).c_str(), kw,
                     t.kind.c_str(), number(t.forward_ms, "%.3f").c_str(), number(t.backward_ms, "%.3f").c_str(),
                     number(step_ms > 0 ? 100.0 * total(t) / step_ms : NAN, "%.1f").c_str());
+      out << line << "\n";
+    }
+    if (listed < sorted.size()) {
+      double rest_forward = 0, rest_backward = 0;
+      for (std::size_t i = listed; i < sorted.size(); ++i) {
+        rest_forward += sorted[i].forward_ms;
+        rest_backward += sorted[i].backward_ms;
+      }
+      const std::string rest = "(" + std::to_string(sorted.size() - listed) + " more layers)";
+      std::snprintf(line, sizeof line, "  %-*s %-*s %12s %12s %10s", nw, rest.c_str(), kw, "", number(rest_forward, "%.3f").c_str(),
+                    number(rest_backward, "%.3f").c_str(),
+                    number(step_ms > 0 ? 100.0 * (rest_forward + rest_backward) / step_ms : NAN, "%.1f").c_str());
       out << line << "\n";
     }
   }

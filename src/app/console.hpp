@@ -2,9 +2,12 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "crossbench/device.hpp"
@@ -59,9 +62,33 @@ class Progress {
 };
 
 std::string format_duration(double seconds);
+
+// While a cell runs, a line on stderr every `period_s` (the progress stream):
+// a cell can take minutes (a search, a compile, a slow device), and a run that
+// prints nothing for that long looks hung. Every rank prints its own cell's
+// (run --heartbeat-s; 0: none).
+class Heartbeat {
+ public:
+  Heartbeat(double period_s, int rank, std::string cell);
+  ~Heartbeat();
+  Heartbeat(const Heartbeat&) = delete;
+  Heartbeat& operator=(const Heartbeat&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_;
+  bool finished_ = false;
+  std::thread thread_;
+};
+
+// The analysis command to suggest in `next:` hints: the binary's own
+// (crossbench/data_paths.hpp), relative to the working directory when inside it
+// ("scripts/report" in a source tree).
+std::string report_command();
 void print_table(std::ostream& out, DeviceLegend& legend, const std::vector<CellResult>& results, double target_ci);
-// --layer-times: per cell, its layers sorted by forward + backward time, with
-// each layer's share of the profiled step (the sum over the cell's layers).
-void print_layer_times(std::ostream& out, const std::vector<CellResult>& results, int repetitions);
+// --layer-times: per cell, its `shown` slowest layers (0: all) sorted by forward +
+// backward time, with each layer's share of the profiled step (the sum over all
+// the cell's layers), and one line for the rest.
+void print_layer_times(std::ostream& out, const std::vector<CellResult>& results, int repetitions, int shown);
 
 }  // namespace crossbench

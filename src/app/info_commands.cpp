@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -28,6 +29,35 @@ const std::string& single_argument(const CommandContext& context, const char* us
   if (context.arguments.size() != 1) throw UsageError(std::string("usage: ") + usage);
   return context.arguments.front();
 }
+
+bool asks_for_help(const CommandContext& context) {
+  return std::any_of(context.arguments.begin(), context.arguments.end(),
+                     [](const std::string& argument) { return argument == "--help" || argument == "-h"; });
+}
+
+constexpr const char* kDescribeHelp =
+    "usage: crossbench describe NETWORK\n\n"
+    "Per layer of the network: kind, output shape (channels x height x width), forward MFLOP per image,\n"
+    "parameters and activation KiB per image (fp32); then the totals (the literature's GFLOP/image:\n"
+    "2 x the multiply-adds of convolutions and fully-connected layers).\n"
+    "NETWORK: one of crossbench list networks.\n\n"
+    "Exit codes: 0 done; 2 bad input (an unknown network)\n\n"
+    "Examples:\n"
+    "  crossbench describe resnet50\n"
+    "  crossbench describe googlenet\n";
+
+constexpr const char* kExportNetworkHelp =
+    "usage: crossbench export-network NETWORK [--output FILE [--force]]\n\n"
+    "The network's layer graph as JSON (format crossbench-network/1): what framework workers build their\n"
+    "model from, so that every engine runs the identical network. Written to stdout, or to FILE.\n\n"
+    "Flags (default in brackets):\n"
+    "  -o, --output FILE\n      write the JSON to FILE instead of stdout (an existing FILE only with --force) [stdout]\n"
+    "  --force\n      replace FILE if it exists [off]\n"
+    "  --help\n      this text\n\n"
+    "Exit codes: 0 done; 1 a failure (I/O); 2 bad input (an unknown network, FILE exists)\n\n"
+    "Examples:\n"
+    "  crossbench export-network googlenet --output googlenet.json\n"
+    "  crossbench export-network alexnet\n";
 
 }  // namespace
 
@@ -122,6 +152,10 @@ int list_command(const CommandContext& context) {
 }
 
 int describe_command(const CommandContext& context) {
+  if (asks_for_help(context)) {
+    std::cout << kDescribeHelp;
+    return 0;
+  }
   const Network network = make_network(single_argument(context, "crossbench describe NETWORK"));
   std::printf("%s: input %s, %lld classes\n\n", network.name().c_str(), shape_text(network.input_shape()).c_str(),
               static_cast<long long>(network.classes()));
@@ -185,6 +219,10 @@ void write_new_file(const std::filesystem::path& path, const std::string& text, 
 }  // namespace
 
 int export_network_command(const CommandContext& context) {
+  if (asks_for_help(context)) {
+    std::cout << kExportNetworkHelp;
+    return 0;
+  }
   const std::string usage = "usage: crossbench export-network NETWORK [--output FILE [--force]]";
   std::string name;
   std::optional<std::string> output;

@@ -1,8 +1,10 @@
 // `crossbench merge A.h5 B.h5 ... -o ALL.h5`: one cube from cubes of separate runs.
 #include <algorithm>
 #include <iostream>
+#include <sstream>
 
 #include "app/commands.hpp"
+#include "app/console.hpp"
 #include "crossbench/build_info.hpp"
 #include "crossbench/cube.hpp"
 #include "crossbench/error.hpp"
@@ -33,7 +35,7 @@ constexpr const char* kMergeHelp =
     "Exit codes: 0 done; 1 a failure (I/O); 2 bad input (nothing written)\n\n"
     "Examples:\n"
     "  crossbench merge results/h100.h5 results/h200.h5 -o results/all.h5\n"
-    "  crossbench merge old.h5 rerun.h5 -o all.h5 --prefer last\n"
+    "  crossbench merge old.h5 rerun.h5 -o fixed.h5 --prefer last\n"
     "  scripts/report report results/all.h5 -o report\n";
 
 }  // namespace
@@ -114,10 +116,12 @@ int merge_command(const CommandContext& context) {
   merged.attributes["merge_crossbench_version"] = build_info::version;
   merged.attributes["merge_git_revision"] = build_info::git_revision;
   write_cube(output, merged);
-  std::cerr << "crossbench: merged " << paths.size() << " cubes (" << merged.cells.size() << " cells, "
-            << merged.axes.devices.size() << " devices) into " << output.string() << "\n"
-            << "next: scripts/report report " << output.string() << " -o " << (output.parent_path() / (output.stem().string() + "-report")).string()
-            << "\n";
+  std::ostringstream text;  // one write: see run's closing lines
+  text << "crossbench: merged " << paths.size() << " cubes (" << merged.cells.size() << " cells, "
+       << merged.axes.devices.size() << " devices) into " << output.string() << "\n"
+       << "next: " << report_command() << " report " << output.string() << " -o "
+       << (output.parent_path() / (output.stem().string() + "-report")).string() << "\n";
+  std::cerr << text.str() << std::flush;
   return 0;
 }
 

@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <sstream>
 
+#include "crossbench/data_paths.hpp"
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
 #include "crossbench/engine.hpp"
@@ -146,15 +147,28 @@ struct CommandLine {
 // The command's flags as Boost.ProgramOptions reads them, from the schema: a
 // switch takes no value, a boolean an optional one (`--layer-times`,
 // `--layer-times=false`), every other flag one value; --set may repeat.
+// A flag that means "true" on its own: a boolean, or a choice that has "true"
+// among more values (--layer-times, --layer-times=all).
+bool is_switch(const OptionSpec& spec) {
+  return spec.type == OptionType::boolean ||
+         (spec.type == OptionType::choice && std::find(spec.choices.begin(), spec.choices.end(), "true") != spec.choices.end());
+}
+
+// The command's flags as Boost.ProgramOptions reads them, from the schema: a
+// switch takes no value, a boolean (or a choice with "true") an optional one
+// (`--layer-times`, `--layer-times=false`, `--layer-times=all`), every other
+// flag one value; --set may repeat; a flag's one-letter alias (-o for --output)
+// is the same option.
 po::options_description command_line_description(const std::string& command) {
   po::options_description description("crossbench " + command);
   description.add_options()("help,h", "this text");
   for (const auto& spec : options_schema()) {
     if (spec.flag.empty() || !spec.for_command(command)) continue;
-    const std::string name = spec.flag.substr(2);  // "--replicas" → "replicas"
+    std::string name = spec.flag.substr(2);  // "--replicas" → "replicas"
+    if (!spec.short_flag.empty()) name += "," + spec.short_flag.substr(1);  // "output,o"
     if (spec.type == OptionType::flag)
       description.add_options()(name.c_str(), spec.help.c_str());
-    else if (spec.type == OptionType::boolean)
+    else if (is_switch(spec))
       description.add_options()(name.c_str(), po::value<std::string>()->implicit_value("true"), spec.help.c_str());
     else
       description.add_options()(name.c_str(), po::value<std::string>(), spec.help.c_str());
@@ -210,7 +224,7 @@ std::string value_name(const OptionSpec& spec) {
   static const std::map<std::string, std::string> names{
       {"--job", "FILE"},  {"--set", "KEY=VALUE"}, {"--output", "PATH"},    {"--device-tag", "TAG"},
       {"--replicas", "R"}, {"--filter", "REGEX"},  {"--jsonl", "FILE"},     {"--ranks", "N"},
-      {"--device-json", "FILE"}, {"--checkpoint-s", "SECONDS"}, {"--calibrate", "CUBE.h5[,CUBE.h5...]"},
+      {"--device-json", "FILE"}, {"--checkpoint-s", "SECONDS"}, {"--heartbeat-s", "SECONDS"}, {"--stop-grace-s", "SECONDS"}, {"--calibrate", "CUBE.h5[,CUBE.h5...]"},
       {"--repetitions", "N"}};
   const auto found = names.find(spec.flag);
   if (found != names.end()) return found->second;
@@ -239,6 +253,7 @@ void read_flags(const CommandLine& line, Options& options) {
   };
   if (given("--checkpoint-s")) options.checkpoint_s = std::stod(checked_flag("--checkpoint-s"));
   if (given("--stop-grace-s")) options.stop_grace_s = std::stod(checked_flag("--stop-grace-s"));
+  if (given("--heartbeat-s")) options.heartbeat_s = std::stod(checked_flag("--heartbeat-s"));
   options.allow_new_devices = given("--allow-new-devices");
   if (options.allow_new_devices && !options.resume) throw UsageError("--allow-new-devices applies to --resume only");
   options.bind_near_gpu = given("--bind-near-gpu");
@@ -388,7 +403,8 @@ void read_single_valued(const Settings& settings, Options& options) {
   options.engine.seed = static_cast<std::uint64_t>(integer("measure.seed"));
   options.engine.learning_rate = number("measure.learning_rate");
   options.engine.update = text("measure.update") == "sgd" ? Update::sgd : Update::none;
-  options.measure.layer_times = text("measure.layer_times") == "true";
+  options.measure.layer_times = text("measure.layer_times") != "false";
+  options.layer_times_shown = text("measure.layer_times") == "all" ? 0 : 10;
   options.measure.layer_time_repetitions = static_cast<int>(integer("measure.layer_time_repetitions"));
   options.measure.repetitions = static_cast<int>(integer("measure.repetitions"));
 
@@ -414,8 +430,9 @@ std::string command_help(const std::string& command) {
   text << "\nFlags (default in brackets):\n";
   for (const auto& spec : options_schema()) {
     if (spec.flag.empty() || !spec.for_command(command)) continue;
-    std::string name = spec.flag;
-    if (spec.type != OptionType::flag && spec.type != OptionType::boolean) name += " " + value_name(spec);
+    std::string name = spec.short_flag.empty() ? spec.flag : spec.short_flag + ", " + spec.flag;
+    if (spec.type != OptionType::flag && !is_switch(spec)) name += " " + value_name(spec);
+    else if (spec.type == OptionType::choice) name += "[=" + join(spec.choices, "|") + "]";
     text << "  " << name << "\n      " << spec.help << (spec.key.empty() ? "" : " (= --set " + spec.key + "=...)")
          << " [" << spec.default_value << "]\n";
   }
@@ -433,13 +450,14 @@ std::string command_help(const std::string& command) {
   if (command == "run") text << "; 3 stopped by a signal (cube written, continue with --resume)";
   text << "\n\nExamples:\n";
   if (command == "run")
-    text << "  crossbench run --job jobs/study2017.ini --output results/h200.h5\n"
-            "  mpirun -n 8 crossbench run --job jobs/study2017.ini --filter 'resnet50/.*/training'\n"
+    text << "  crossbench run --job jobs/seed2017.ini --output results/h200.h5\n"
+            "  mpirun -n 8 crossbench run --job jobs/seed2017.ini --filter 'resnet50/.*/training'\n"
             "  crossbench run --job jobs/quick.ini --set measure.warmup=5 --device-tag power=300W --jsonl cells.jsonl\n";
   else if (command == "plan")
-    text << "  crossbench plan --job jobs/study2017.ini --ranks 8\n"
-            "  crossbench plan --job jobs/study2017.ini --ranks 4 --device-json h100.json --json\n"
-            "  crossbench plan --job jobs/study2017.ini --ranks 8 --calibrate results/h200.h5\n";
+    text << "  crossbench plan --job jobs/seed2017.ini --ranks 8\n"
+            "  crossbench list devices --json > devices.json\n"
+            "  crossbench plan --job jobs/seed2017.ini --ranks 4 --device-json devices.json --json\n"
+            "  crossbench plan --job jobs/seed2017.ini --ranks 8 --calibrate results/h200.h5\n";
   else
     text << "  crossbench check --job jobs/quick.ini --filter alexnet\n";
   return text.str();
@@ -457,7 +475,7 @@ Options parse_command_options(const std::string& command, const std::vector<std:
   }
   options.command_line = command_line;
   read_flags(line, options);
-  options.job_file = given("--job") ? std::filesystem::path(flag_value("--job")) : default_job;
+  options.job_file = given("--job") ? resolve_job_file(flag_value("--job")) : default_job;
   options.job_text = read_regular_text_file(options.job_file, "job file");
   options.job_file = std::filesystem::absolute(options.job_file);
   options.job_name = options.job_file.stem().string();

@@ -44,7 +44,21 @@ std::string estimate_legend(const Plan& plan) {
   return text.str();
 }
 
-void print_plan(const Plan& plan, int ranks) {
+// Why a planned cell cannot run here: too few ranks for its data-parallel group,
+// or the cost model's answer (an engine for another device kind, one not built).
+std::string unsupported_reason(const PlannedCell& planned) {
+  return planned.unrunnable_reason.empty() ? planned.model.unsupported : planned.unrunnable_reason;
+}
+
+// The estimate is the cell time limit because the model (or its scaled form)
+// exceeded it: the cell will stop there, and may end `timeout`. A recorded
+// estimate is what a run took, never cut.
+bool capped(const PlannedCell& planned, double cell_time_limit_s) {
+  if (planned.estimate_source == kEstimateModel) return planned.model.capped;
+  return planned.estimate_source != kEstimateRecorded && planned.estimated_s >= cell_time_limit_s * (1 - 1e-9);
+}
+
+void print_plan(const Plan& plan, int ranks, double cell_time_limit_s) {
   std::cout << "crossbench plan: " << plan.cells.size() << " cells, " << ranks << " rank(s), " << plan.groups.size()
             << " device group(s)\n";
   for (const auto& group : plan.groups) {
@@ -56,10 +70,16 @@ void print_plan(const Plan& plan, int ranks) {
       std::cout << "  rank " << rank << ": " << cells.size() << " cells, estimated "
                 << format_duration(plan.rank_load_s[static_cast<std::size_t>(rank)]) << "\n";
       for (const auto& planned : cells) {
-        std::cout << "    " << std::left << std::setw(52) << describe(planned.cell) << std::right << std::fixed
-                  << std::setprecision(2) << std::setw(10) << planned.estimated_s << " s  " << planned.estimate_source;
+        std::cout << "    " << std::left << std::setw(52) << describe(planned.cell) << std::right;
+        // A cell that cannot run costs nothing worth printing: say why instead of "0.00 s".
+        if (const std::string why = unsupported_reason(planned); !why.empty()) {
+          std::cout << std::setw(12) << "-" << "  unsupported: " << why << "\n";
+          continue;
+        }
+        std::cout << std::fixed << std::setprecision(2) << std::setw(10) << planned.estimated_s << " s  "
+                  << planned.estimate_source;
+        if (capped(planned, cell_time_limit_s)) std::cout << " (capped at the cell time limit)";
         if (planned.data_parallel()) std::cout << "  data parallel with ranks " << rank_list(planned.group_ranks);
-        if (!planned.unrunnable_reason.empty()) std::cout << "  unsupported: " << planned.unrunnable_reason;
         std::cout << "\n";
       }
     }
@@ -73,7 +93,17 @@ void print_plan(const Plan& plan, int ranks) {
     std::cout << "  " << std::left << std::setw(52) << describe(planned.cell) << std::right << " ranks "
               << rank_list(planned.group_ranks) << "\n";
   }
-  std::cout << "\n" << estimate_legend(plan);
+  std::size_t unsupported = 0, capped_cells = 0;
+  for (const auto& planned : plan.cells) {
+    if (!unsupported_reason(planned).empty()) ++unsupported;
+    else if (capped(planned, cell_time_limit_s)) ++capped_cells;
+  }
+  std::cout << "\n" << plan.cells.size() - unsupported << " cells can run here, " << unsupported
+            << " are unsupported (recorded at once, with the reason)";
+  if (capped_cells > 0)
+    std::cout << "; " << capped_cells << " estimate(s) capped at the cell time limit of " << std::fixed
+              << std::setprecision(0) << cell_time_limit_s << " s (measure.cell_time_limit_s)";
+  std::cout << "\n\n" << estimate_legend(plan);
   const double ideal = ranks > 0 ? plan.total_s / ranks : 0;
   std::cout << std::fixed << std::setprecision(1) << "\ntotal estimated " << plan.total_s << " s; predicted makespan "
             << plan.makespan_s << " s (" << format_duration(plan.makespan_s) << "); ideal " << ideal << " s; makespan/ideal "
@@ -82,7 +112,7 @@ void print_plan(const Plan& plan, int ranks) {
 
 // The plan as one JSON document (plan --json): what a script or a Slurm
 // wrapper needs to size a job.
-nlohmann::json plan_json(const Plan& plan, int ranks) {
+nlohmann::json plan_json(const Plan& plan, int ranks, double cell_time_limit_s) {
   nlohmann::json groups = nlohmann::json::array(), cells = nlohmann::json::array();
   for (const auto& group : plan.groups) groups.push_back({{"device_key", group.key}, {"ranks", group.ranks}, {"device", to_json(group.device)}});
   for (const auto& planned : plan.cells)
@@ -102,7 +132,8 @@ nlohmann::json plan_json(const Plan& plan, int ranks) {
                      {"model", {{"preparation_s", planned.model.preparation_s},
                                 {"search_s", planned.model.search_s},
                                 {"steps_s", planned.model.steps_s}}},
-                     {"unsupported", planned.unrunnable_reason}});
+                     {"unsupported", unsupported_reason(planned)},
+                     {"capped", unsupported_reason(planned).empty() && capped(planned, cell_time_limit_s)}});
   nlohmann::json result{{"ranks", ranks},         {"groups", groups},        {"cells", cells},
                         {"total_s", plan.total_s}, {"makespan_s", plan.makespan_s}, {"rank_load_s", plan.rank_load_s}};
   if (!plan.calibration_cubes.empty()) {
@@ -119,8 +150,42 @@ nlohmann::json plan_json(const Plan& plan, int ranks) {
 }
 
 void print_plan_as_asked(const Options& options, const Plan& plan, int ranks) {
-  if (options.json) std::cout << plan_json(plan, ranks).dump(1) << "\n";
-  else print_plan(plan, ranks);
+  const double limit_s = options.measure.cell_time_limit_s;
+  if (options.json) std::cout << plan_json(plan, ranks, limit_s).dump(1) << "\n";
+  else print_plan(plan, ranks, limit_s);
+}
+
+// --device-json FILE: one device (an object), or what `crossbench list devices --json`
+// writes (an array: the GPUs it saw, then the CPU). From an array the ranks bind
+// what `run` would bind on that machine: its GPUs, or the CPU where it has none.
+// A what-if device the cost model can plan for: with no threads or no peak,
+// every cell's estimate would be infinite or zero.
+void check_what_if_device(const Device& device, const std::string& path) {
+  if (device.compute_units < 1)
+    throw UsageError("--device-json '" + path + "': compute_units is " + std::to_string(device.compute_units) +
+                     "; a device has at least 1 (SMs of a GPU, threads of a CPU)");
+  if (!std::isfinite(device.peak_fp32_tflops) || device.peak_fp32_tflops <= 0)
+    throw UsageError("--device-json '" + path + "': peak_fp32_tflops must be a number above 0 [TFLOP/s]");
+  if (device.memory_bytes <= 0) throw UsageError("--device-json '" + path + "': memory_bytes must be above 0");
+}
+
+std::vector<Device> read_device_json(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) throw UsageError("--device-json: cannot read '" + path + "'");
+  std::vector<Device> gpus, cpus;
+  try {
+    const nlohmann::json document = nlohmann::json::parse(file);
+    if (!document.is_array()) return {device_from_json(document)};
+    for (const auto& entry : document) {
+      const Device device = device_from_json(entry);
+      (device.kind == DeviceKind::gpu ? gpus : cpus).push_back(device);
+    }
+  } catch (const std::exception& error) {
+    throw UsageError("--device-json '" + path + "': " + error.what() +
+                     " (expected a device object, or the array of crossbench list devices --json)");
+  }
+  if (gpus.empty() && cpus.empty()) throw UsageError("--device-json '" + path + "': the array holds no device");
+  return gpus.empty() ? std::vector<Device>{cpus.front()} : gpus;
 }
 
 }  // namespace
@@ -139,28 +204,14 @@ int plan_command(const CommandContext& context) {
   const std::string& device_json = options.device_json;
   if (simulated_ranks > 0) {
     const int gpus = visible_gpu_count();
-    Device device = gpus > 0 ? probe_gpu(0, options.device_tag) : probe_cpu(cpu_threads_of_binding(), options.device_tag);
-    if (!device_json.empty()) {
-      std::ifstream file(device_json);
-      if (!file) throw UsageError("--device-json: cannot read '" + device_json + "'");
-      try {
-        device = device_from_json(nlohmann::json::parse(file));
-      } catch (const std::exception& error) {
-        throw UsageError("--device-json '" + device_json + "': " + error.what());
-      }
-      // A what-if device the cost model can plan for: with no threads or no
-      // peak, every cell's estimate would be infinite or zero.
-      if (device.compute_units < 1)
-        throw UsageError("--device-json '" + device_json + "': compute_units is " + std::to_string(device.compute_units) +
-                         "; a device has at least 1 (SMs of a GPU, threads of a CPU)");
-      if (!std::isfinite(device.peak_fp32_tflops) || device.peak_fp32_tflops <= 0)
-        throw UsageError("--device-json '" + device_json + "': peak_fp32_tflops must be a number above 0 [TFLOP/s]");
-      if (device.memory_bytes <= 0)
-        throw UsageError("--device-json '" + device_json + "': memory_bytes must be above 0");
-    }
-    print_plan_as_asked(options,
-                        make_plan(options, std::vector<Device>(static_cast<std::size_t>(simulated_ranks), device), {}, calibration),
-                        simulated_ranks);
+    std::vector<Device> candidates{gpus > 0 ? probe_gpu(0, options.device_tag)
+                                            : probe_cpu(cpu_threads_of_binding(), options.device_tag)};
+    if (!device_json.empty()) candidates = read_device_json(device_json);
+    for (const Device& device : candidates) check_what_if_device(device, device_json);
+    // The ranks take the candidates in turn (a what-if node of several GPUs).
+    std::vector<Device> devices;
+    for (int rank = 0; rank < simulated_ranks; ++rank) devices.push_back(candidates[static_cast<std::size_t>(rank) % candidates.size()]);
+    print_plan_as_asked(options, make_plan(options, devices, {}, calibration), simulated_ranks);
     return 0;
   }
   MpiSession mpi;

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <tuple>
 
 #include "crossbench/build_info.hpp"
@@ -50,21 +51,28 @@ void ConsoleReporter::finish(const std::vector<CellResult>& results, const RunEn
   add_scaling_efficiency(ordered);
   std::cout << "\n";
   print_table(std::cout, legend_, ordered, options_.measure.target_ci);
-  if (options_.measure.layer_times) print_layer_times(std::cout, ordered, options_.measure.layer_time_repetitions);
+  if (options_.measure.layer_times)
+    print_layer_times(std::cout, ordered, options_.measure.layer_time_repetitions, options_.layer_times_shown);
   std::cout << std::flush;
 
+  // The closing context, after the table, as one write on one stream (stderr):
+  // under mpirun the ranks' streams are forwarded in pieces, and a line written
+  // piece by piece came out split by the table.
   std::map<Status, int> counts;
   for (const auto& result : results) ++counts[result.status];
-  std::cerr << "\ncrossbench: wrote " << options_.output.string() << " (" << results.size() << " cells:";
-  for (const auto& [status, count] : counts) std::cerr << " " << count << " " << to_string(status);
-  std::cerr << ")\n";
+  std::ostringstream epilogue;
+  epilogue << "\ncrossbench: wrote " << options_.output.string() << " (" << results.size() << " cells:";
+  for (const auto& [status, count] : counts) epilogue << " " << count << " " << to_string(status);
+  epilogue << ")\n";
   if (!end.complete)
-    std::cerr << "crossbench: incomplete: " << end.cells_not_run
-              << " cells not run; continue with the same command and --resume\n";
+    epilogue << "crossbench: incomplete: " << end.cells_not_run
+             << " cells not run; continue with the same command and --resume\n";
   const std::string report_dir = (options_.output.parent_path() / (options_.output.stem().string() + "-report")).string();
-  std::cerr << "next: scripts/report report " << options_.output.string() << " -o "
-            << (report_dir.empty() ? "report" : report_dir) << "\n"
-            << std::flush;
+  epilogue << "next: " << report_command() << " report " << options_.output.string() << " -o "
+           << (report_dir.empty() ? "report" : report_dir) << "\n";
+  const std::string text = epilogue.str();
+  std::cerr.write(text.data(), static_cast<std::streamsize>(text.size()));
+  std::cerr.flush();
 }
 
 JsonlReporter::JsonlReporter(const Options& options, const std::vector<Device>& rank_devices)

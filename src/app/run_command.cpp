@@ -171,29 +171,24 @@ RankCellsDone run_rank_cells(const Options& options, const MpiSession& mpi, cons
     if (!engines.count(engine_name)) engines[engine_name] = make_engine(engine_name, device, engine_config);
     if (!networks.count(planned.cell.network)) networks.emplace(planned.cell.network, make_network(planned.cell.network));
     CellResult result;
-    if (!planned.unrunnable_reason.empty()) {
-      result.device_key = device.key();
-      result.cell = planned.cell;
-      result.rank = mpi.rank();
-      result.status = Status::unsupported;
-      result.message = planned.unrunnable_reason;
-    } else if (const std::string lost = device_health::lost(); !lost.empty() && !planned.data_parallel()) {
-      // A sticky CUDA error poisoned this rank's context: nothing more runs on
-      // it (DESIGN.md "Measurement"); not_run cells run again on --resume.
-      result.device_key = device.key();
-      result.cell = planned.cell;
-      result.rank = mpi.rank();
-      result.status = Status::not_run;
-      result.message = "not run: this rank's GPU context was lost to a sticky CUDA error in an earlier cell (" + lost +
-                       "); resume with --resume on a healthy device";
-    } else if (planned.data_parallel()) {
-      result = run_data_parallel_cell(engines[engine_name].get(), networks.at(planned.cell.network), planned, device,
-                                      options.measure, mpi);
-      if (planned.rank != mpi.rank()) continue;  // the group's first rank reports the cell
-    } else {
-      result = run_cell(engines[engine_name].get(), engine_name, networks.at(planned.cell.network), planned.cell, device,
-                        options.measure, mpi.rank());
+    {
+      const Heartbeat heartbeat(options.quiet ? 0.0 : options.heartbeat_s, mpi.rank(), describe(planned.cell));
+      if (!planned.unrunnable_reason.empty()) {
+        result.device_key = device.key();
+        result.cell = planned.cell;
+        result.rank = mpi.rank();
+        result.status = Status::unsupported;
+        result.message = planned.unrunnable_reason;
+      } else if (planned.data_parallel()) {
+        result = run_data_parallel_cell(engines[engine_name].get(), networks.at(planned.cell.network), planned, device,
+                                        options.measure, mpi);
+      } else {
+        result = run_cell(engines[engine_name].get(), engine_name, networks.at(planned.cell.network), planned.cell,
+                          device, options.measure, mpi.rank());
+      }
     }
+    if (planned.unrunnable_reason.empty() && planned.data_parallel() && planned.rank != mpi.rank())
+      continue;  // the group's first rank reports the cell
     if (inbox == nullptr) {
       channel.send_result(result);
       ++done.results_sent;

@@ -66,8 +66,20 @@ CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, c
   const bool native = info != catalog.end();
   CellEstimate unsupported;
   unsupported.steps_s = kUnsupportedCellSeconds;
-  if (native && (!info->built || info->device_kind != device.kind)) return unsupported;
-  if (cell.gpus > 1 && cell.phase != Phase::training) return unsupported;  // single-device only
+  const char* kind_name = device.kind == DeviceKind::gpu ? "GPU" : "CPU";
+  if (native && !info->built) {
+    unsupported.unsupported = cell.engine + " is not built into this binary (crossbench list engines)";
+    return unsupported;
+  }
+  if (native && info->device_kind != device.kind) {
+    unsupported.unsupported = cell.engine + " runs on a " + (info->device_kind == DeviceKind::gpu ? "GPU" : "CPU") +
+                              "; this device is a " + kind_name;
+    return unsupported;
+  }
+  if (cell.gpus > 1 && cell.phase != Phase::training) {  // single-device only
+    unsupported.unsupported = "data-parallel (gpus > 1) cells are training only";
+    return unsupported;
+  }
 
   CellEstimate estimate;
   add_preparation(estimate, network, cell, device, engine, native);
@@ -80,6 +92,7 @@ CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, c
   // The cell time limit includes preparation: nothing runs longer than it.
   const double limit_s = measure.cell_time_limit_s;
   if (estimate.total_s() > limit_s) {
+    estimate.capped = true;
     estimate.search_s = std::min(estimate.search_s, std::max(0.0, limit_s - estimate.preparation_s));
     estimate.steps_s = std::max(0.0, limit_s - estimate.preparation_s - estimate.search_s);
   }

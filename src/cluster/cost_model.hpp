@@ -4,6 +4,8 @@
 // it with recorded wall times (cluster/calibration.hpp).
 #pragma once
 
+#include <string>
+
 #include "crossbench/device.hpp"
 #include "crossbench/network.hpp"
 #include "crossbench/engine.hpp"
@@ -19,6 +21,10 @@ struct CellEstimate {
   double preparation_s = 0;  // prepare() without the search: primitives, buffers, a worker's model
   double search_s = 0;       // measured choices: exhaustive algorithm search, torch.compile, jit
   double steps_s = 0;        // warm-up + min_steps steps at an assumed fraction of the device's peak
+  // Why the cell cannot run on the device ("cudnn is a GPU engine; this device is a CPU"); empty: it can.
+  // `plan` prints it instead of the cell's token cost.
+  std::string unsupported;
+  bool capped = false;       // the model exceeded the cell time limit and was cut to it
   double total_s() const { return preparation_s + search_s + steps_s; }
 };
 

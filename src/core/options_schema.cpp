@@ -17,7 +17,7 @@ std::vector<OptionSpec> make_schema() {
   using T = OptionType;
   const std::string all = "run plan check", measured = "run plan";
   const bool to_workers = true;  // the last column: sent_to_workers
-  // key, flag, type, default, low, high, choices, help, changes_numbers, recorded_as, commands[, sent_to_workers]
+  // key, flag, type, default, low, high, choices, help, changes_numbers, recorded_as, commands[, sent_to_workers[, short_flag]]
   return {
       // [matrix]: the axes of the cube (recorded as the cube's dimension scales).
       {"matrix.networks", "", T::names, "(required)", 0, 0, {}, "networks to run, comma-separated (crossbench list networks)", false, "", all},
@@ -36,7 +36,7 @@ std::vector<OptionSpec> make_schema() {
       {"measure.update", "--update", T::choice, "none", 0, 0, {"none", "sgd"}, "training weight update", true, "update", all, to_workers},
       {"measure.learning_rate", "", T::number, "0.01", 0, 1e3, {}, "learning rate of update = sgd", true, "learning_rate", all, to_workers},
       {"measure.repetitions", "--repetitions", T::integer, "1", 1, 1000, {}, "measure each single-device cell this many times on the same device, each in a fresh session (and worker process); the headline is the repetition of the median median, every repetition's median is kept", true, "measure_repetitions", measured},
-      {"measure.layer_times", "--layer-times", T::boolean, "false", 0, 0, {}, "after an ok cell's timed steps, a separate pass times each layer's forward and backward; never changes the headline", false, "measure_layer_times", measured},
+      {"measure.layer_times", "--layer-times", T::choice, "false", 0, 0, {"false", "true", "all"}, "after an ok cell's timed steps, a separate pass times each layer's forward and backward; never changes the headline; after the table each cell's 10 slowest layers are printed (all: every layer)", false, "measure_layer_times", measured},
       {"measure.layer_time_repetitions", "", T::integer, "10", 1, 10000, {}, "profiled steps of layer_times; each layer's time is their median", false, "measure_layer_time_repetitions", measured},
       // [engine]
       {"engine.algo", "--algo", T::choice, "heuristic", 0, 0, {"heuristic", "exhaustive"}, "GPU convolution algorithms: the library's first choice, or a measured search (untimed)", true, "engine_algorithm_policy", all},
@@ -53,7 +53,7 @@ std::vector<OptionSpec> make_schema() {
       // The command line only.
       {"", "--job", T::text, "jobs/quick.ini", 0, 0, {}, "the job file (INI): the keys above", false, "job_path", all},
       {"", "--set", T::text, "", 0, 0, {}, "KEY=VALUE overrides a job-file key, e.g. --set measure.warmup=5 (each key once)", false, "", all},
-      {"", "--output", T::text, "[output] path", 0, 0, {}, "the results cube; its directory must exist", false, "", "run"},
+      {"", "--output", T::text, "[output] path", 0, 0, {}, "the results cube; its directory must exist", false, "", "run", false, "-o"},
       {"", "--device-tag", T::text, "$CROSSBENCH_DEVICE_TAG", 0, 0, {}, "extends the device key, e.g. power=500W (a separate row of the cube)", false, "device_tag", all},
       {"", "--replicas", T::integer, "1", 1, 4096, {}, "measure every cell on R devices of a key", false, "replicas", measured},
       {"", "--filter", T::text, "", 0, 0, {}, "keep only the cells whose name (engine/network/precision/bBATCH/phase/gGPUS) matches this regular expression", false, "cell_filter", all},
@@ -65,6 +65,7 @@ std::vector<OptionSpec> make_schema() {
       {"", "--allow-build-change", T::flag, "off", 0, 0, {}, "with --resume: accept another binary revision or library versions than the journal's last run segment (recorded in the cube, flagged by the report)", false, "", "run"},
       {"", "--salvage", T::flag, "off", 0, 0, {}, "with --resume: rebuild a journal header that fails its checksum from this run's job, only if every intact record agrees with it", false, "", "run"},
       {"", "--stop-grace-s", T::number, "120", 0, 1e6, {}, "after a stop signal, the running cell may finish for this long before it is ended (not_run, re-run on resume) [s]", false, "", "run"},
+      {"", "--heartbeat-s", T::integer, "30", 0, 1e6, {}, "while a cell runs, its rank prints a line to stderr this often (the cell, the time so far), so that a long cell is seen alive; 0: never [s]", false, "", "run"},
       {"", "--checkpoint-s", T::number, "60", 0, 1e9, {}, "rank 0 rewrites the cube this often [s]", false, "", "run"},
       {"", "--jsonl", T::text, "", 0, 0, {}, "also append one JSON line per finished cell (with its provenance) to FILE", false, "", "run"},
       {"", "--json", T::flag, "off", 0, 0, {}, "print the plan as JSON", false, "", "plan"},
@@ -124,7 +125,9 @@ const std::vector<OptionSpec>& options_schema() {
 
 const OptionSpec* find_option(const std::string& key_or_flag) {
   for (const auto& spec : options_schema())
-    if ((!spec.key.empty() && spec.key == key_or_flag) || (!spec.flag.empty() && spec.flag == key_or_flag)) return &spec;
+    if ((!spec.key.empty() && spec.key == key_or_flag) || (!spec.flag.empty() && spec.flag == key_or_flag) ||
+        (!spec.short_flag.empty() && spec.short_flag == key_or_flag))
+      return &spec;
   return nullptr;
 }
 
@@ -151,9 +154,9 @@ std::optional<std::int64_t> parse_integer(const std::string& text) {
 
 std::string validated_setting(const OptionSpec& spec, const std::string& raw, const std::string& origin) {
   const std::string text = trimmed(raw);
-  // A job-file key by its section, a command-line option by its flag.
-  const std::string what = spec.key.empty() ? origin + ": " + spec.flag + " '" + text + "'"
-                                            : origin + ": [" + spec.section() + "] " + spec.name() + " = '" + text + "'";
+  // A job-file key is named with its section; a command-line-only flag has none.
+  const std::string name = spec.key.empty() ? spec.flag : "[" + spec.section() + "] " + spec.name();
+  const std::string what = origin + ": " + name + (spec.key.empty() ? " '" : " = '") + text + "'";
   switch (spec.type) {
     case OptionType::integer: {
       const std::optional<std::int64_t> value = parse_integer(text);
@@ -178,7 +181,7 @@ std::string validated_setting(const OptionSpec& spec, const std::string& raw, co
       throw UsageError(what + " must be true or false");
     case OptionType::choice:
       if (std::find(spec.choices.begin(), spec.choices.end(), text) != spec.choices.end()) return text;
-      throw UsageError(origin + ": unknown [" + spec.section() + "] " + spec.name() + " '" + text + "'; valid: " + spec.range_text());
+      throw UsageError(origin + ": unknown " + name + " '" + text + "'; valid: " + spec.range_text());
     default:
       return text;  // lists: the option parser checks each entry against the names it knows
   }

@@ -6,6 +6,7 @@
 #include "crossbench/engine.hpp"
 #include "crossbench/error.hpp"
 #include "engines/cudnn/cudnn_settings.hpp"
+#include "crossbench/data_paths.hpp"
 #include "engines/worker/worker_engine.hpp"
 #include "engines/worker/worker_settings.hpp"
 
@@ -65,7 +66,7 @@ TEST(EngineSettings, AWorkerEngineIsOneWithACommand) {
   const auto settings = worker_settings(config, "pytorch");
   ASSERT_TRUE(settings.has_value());
   ASSERT_EQ(settings->command.size(), 2u);
-  EXPECT_EQ(settings->command[1], (find_workers_directory() / "pytorch" / "worker.py").string());
+  EXPECT_EQ(settings->command[1], (data_paths().workers / "pytorch" / "worker.py").string());
   EXPECT_DOUBLE_EQ(settings->timeout_s, 30);
 
   config.settings[worker_command_key("jax")] = "  ";

@@ -1050,7 +1050,7 @@ def test_scaling_cli_and_report(tmp_path):
     md = (out / "report.md").read_text()
     sec5 = md.split(f"## {SECTIONS[5]}")[1].split(f"## {SECTIONS[6]}")[0]
     assert "4 data-parallel training cell(s): 3 ok, 1 below 0.9 efficiency, 1 ok without an efficiency" in sec5
-    assert ("**NVIDIA H100 80GB HBM3, cudnn, resnet50, fp32, batch 32, gpus 2**: efficiency 0.80, below 0.9: "
+    assert (f"**{GPU_KEY}, cudnn, resnet50, fp32, batch 32, gpus 2**: efficiency 0.80, below 0.9: "
             "exposed communication 2.5 ms of 12.5 ms step (20%)") in sec5
     rows = {ln.split(" | ")[1] + "/" + ln.split(" | ")[3]: ln for ln in sec5.splitlines() if ln.startswith("| cudnn")}
     assert set(rows) == {"alexnet/2", "alexnet/4", "resnet50/2", "resnet50/4"}

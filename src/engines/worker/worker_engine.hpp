@@ -20,12 +20,9 @@ namespace crossbench {
 // itself ("measure"). src/workers/common/protocol.py holds the same number.
 inline constexpr int kWorkerProtocol = 3;
 
-// Where the workers shipped with crossbench live (src/workers/): next to the
-// binary's build or install tree, else the source tree it was built from.
-std::filesystem::path find_workers_directory();
-
 // default_worker_commands() and split_worker_command() are the registry's
 // (crossbench/engine.hpp): the rest of crossbench reaches workers only through it.
+// "{workers}" in a command stands for data_paths().workers (crossbench/data_paths.hpp).
 
 std::unique_ptr<Engine> make_worker_engine(const std::string& name, const Device& device, const EngineConfig& config,
                                            const WorkerSettings& settings);

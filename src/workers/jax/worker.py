@@ -327,6 +327,26 @@ def device_keep_mask(state_high, state_low, count, threshold):
 
 # ---- A cell -----------------------------------------------------------------------------------
 
+def cell_peak_bytes(stats_at_start, stats_now):
+    """The cell's peak device memory [bytes] from XLA's allocator statistics
+    (``Device.memory_stats()``), or NaN where it cannot be told.
+
+    ``peak_bytes_in_use`` is the most the allocator ever handed out in this
+    process, not the preallocated pool (``bytes_limit``/``pool_bytes``), but it is
+    never reset. A process that serves one cell ([engine] worker_per_cell = true,
+    the default) has only this cell's peak. A process that served earlier cells
+    has this cell's peak only when the peak rose during it; otherwise an earlier
+    cell's larger peak would be reported for this one (every cell of a shared
+    process showed the same number), so the cell's peak is unknown: NaN."""
+    if not stats_now or "peak_bytes_in_use" not in stats_now:
+        return math.nan
+    peak = float(stats_now["peak_bytes_in_use"])
+    before = float((stats_at_start or {}).get("peak_bytes_in_use", 0.0))
+    if before > 0 and peak <= before:
+        return math.nan
+    return peak
+
+
 class JaxSession:
     def __init__(self, jax, request):
         import jax.numpy as jnp
@@ -336,6 +356,7 @@ class JaxSession:
         self.precision, self.phase, self.batch = cell["precision"], cell["phase"], int(cell["batch"])
         self.training = self.phase == "training"
         self.device = jax.devices()[0]
+        self.stats_at_start = self._memory_stats()  # before this cell allocates anything: cell_peak_bytes
         self.cpu = self.device.platform == "cpu"
         if self.cpu and self.precision in ("tf32", "fp16", "amp-fp16"):
             raise WorkerError("unsupported", f"{self.precision} on the CPU: "
@@ -442,14 +463,14 @@ class JaxSession:
             self.traces_after_timed = self.traces
         return times
 
-    def peak_memory_bytes(self):
+    def _memory_stats(self):
         try:
-            stats = self.device.memory_stats()
-        except Exception:
-            stats = None
-        if not stats or "peak_bytes_in_use" not in stats:
-            return math.nan
-        return float(stats["peak_bytes_in_use"])
+            return self.device.memory_stats()
+        except Exception:  # a backend without allocator statistics (the CPU's) reports none: NaN
+            return None
+
+    def peak_memory_bytes(self):
+        return cell_peak_bytes(self.stats_at_start, self._memory_stats())
 
     def check(self):
         """Session::check(): one forward (+ backward when training) with dropout step 0."""
@@ -483,6 +504,11 @@ class JaxSession:
         text += f" compile={self.compile_s:.1f}s(untimed) traces={self.traces}"
         if self.traces_before_timed is not None and self.traces_after_timed is not None:
             text += f" timed_steps: retraces={self.traces_after_timed - self.traces_before_timed}"
+        stats = self._memory_stats()
+        if stats and "peak_bytes_in_use" in stats:
+            text += (" peak_memory=peak_bytes_in_use" if math.isfinite(cell_peak_bytes(self.stats_at_start, stats))
+                     else " peak_memory=unknown(an earlier cell of this process peaked higher; "
+                          "worker_per_cell=true measures each cell)")
         return text
 
     def release(self):
