@@ -2,6 +2,8 @@
 # gpu_session.sh STAGE...: what one call of the GPU machine runs, in order,
 # each stage under its own time limit, logs under $OUT (see bench/README.md).
 #   tests     the gpu-labelled tests of the cuDNN engine (its kernels, then the engine)
+#   faults    tests/faults/test_gpu_faults.py (pytest): a sticky CUDA error, a workspace OOM and a killed
+#             worker injected and survived, and GPU memory flat over seed2017's cudnn row; log $OUT/gpu_faults.log
 #   cells     gpu_cudnn_cells: seed2017's cells, 4 precisions, telemetry, layer times
 #   pytorch   bench/gpu_pytorch_vs_crossbench.py against the cells' JSON
 #   seed      crossbench run --job jobs/seed2017.ini (cudnn, 4 precisions, batch 64)
@@ -83,6 +85,16 @@ for stage in "$@"; do
       echo "tests exit $?"
       grep -E "^\[  FAILED|^\[  PASSED|Failure|Expected|Which is|vs oneDNN|decisions:|error|telemetry:|step:|MiB|b8192|b2048" \
         "$OUT/tests.log" | cut -c1-400 | head -120 ;;
+    faults)
+      # The suite runs $CROSSBENCH_BUILD_DIR/crossbench: here a one-line wrapper that execs the
+      # bundle's binary (same pid, so the tests' process checks see the run itself).
+      wrapper_dir=$(mktemp -d)
+      printf '#!/bin/bash\nexec %q/.bundle/run %q/.bundle/bin/crossbench "$@"\n' "$PWD" "$PWD" >"$wrapper_dir/crossbench"
+      chmod +x "$wrapper_dir/crossbench"
+      CROSSBENCH_BUILD_DIR=$wrapper_dir PYTHONPATH=analysis PYTHONUNBUFFERED=1 timeout "$TLIMIT" \
+        python3 -m pytest -v -p no:cacheprovider tests/faults/test_gpu_faults.py >"$OUT/gpu_faults.log" 2>&1
+      echo "gpu faults exit $?"
+      grep -E "PASSED|FAILED|SKIPPED|ERROR|passed|failed|Error" "$OUT/gpu_faults.log" | cut -c1-400 | head -40 ;;
     cells)
       timeout "$TLIMIT" .bundle/run .bundle/bin/gpu_cudnn_cells --steps "$STEPS" --warmup "$WARMUP" \
         ${CELLS_ARGS:-} --json "$OUT/cells.json" 2>&1 | tee "$OUT/cells.log" | cut -c1-300 ;;
