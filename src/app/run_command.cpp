@@ -179,6 +179,15 @@ RankCellsDone run_rank_cells(const Options& options, const MpiSession& mpi, cons
         result.rank = mpi.rank();
         result.status = Status::unsupported;
         result.message = planned.unrunnable_reason;
+      } else if (const std::string lost = device_health::lost(); !lost.empty() && !planned.data_parallel()) {
+        // A sticky CUDA error poisoned this rank's context: nothing more runs on
+        // it (DESIGN.md "Measurement"); not_run cells run again on --resume.
+        result.device_key = device.key();
+        result.cell = planned.cell;
+        result.rank = mpi.rank();
+        result.status = Status::not_run;
+        result.message = "not run: this rank's GPU context was lost to a sticky CUDA error in an earlier cell (" + lost +
+                         "); resume with --resume on a healthy device";
       } else if (planned.data_parallel()) {
         result = run_data_parallel_cell(engines[engine_name].get(), networks.at(planned.cell.network), planned, device,
                                         options.measure, mpi);

@@ -114,7 +114,9 @@ TEST(GpuMemoryWatch, TheRanksGpuIsReadWithinTheMarginOfItself) {
   const Device gpu = probe_gpu(0, "");
   const GpuMemoryReading reading = gpu_memory_in_use(gpu);
   if (!std::isfinite(reading.bytes)) GTEST_SKIP() << "NVML unavailable";
-  EXPECT_GT(reading.bytes, 0) << reading.source;  // probing made a context
+  // Probing need not make a context (CUDA's lazy loading): a process NVML does
+  // not list holds nothing, and reads 0 (seen on the H200, 2026-12-02).
+  EXPECT_GE(reading.bytes, 0) << reading.source;
   EXPECT_EQ(GpuMemoryWatch(gpu).leak_after(std::chrono::milliseconds(0)), "");
 }
 

@@ -16,6 +16,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -105,7 +106,10 @@ def test_a_worker_killed_holding_gpu_memory_costs_one_cell(tmp_path, gpu, binary
     if importlib.util.find_spec("torch") is None:
         pytest.skip("PyTorch is not installed: no framework worker to kill")
     job = write_job(engines="pytorch", networks="alexnet", batches="16, 32", phases="training", min_steps=1000000,
-                    max_steps=1000000, target_ci=1e-9, cell_time_limit_s=60)
+                    max_steps=1000000, target_ci=1e-9, cell_time_limit_s=60,
+                    # The python running this test has torch; the default worker command's
+                    # /usr/bin/python3 may not (the H200 image's torch is in a venv).
+                    extra=f"[workers]\npytorch = {sys.executable} -u {{workers}}/pytorch/worker.py")
     output = tmp_path / "killed_worker.h5"
     process = subprocess.Popen([str(binary), "run", "--job", job, "--output", output, "--quiet"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
