@@ -323,11 +323,13 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
                 --set measure.min_steps="${STUDY_STEPS:-50}" --set measure.target_ci=0.02
                 --set engine.algo=exhaustive --set engine.cuda_graphs=true)
       fi
+      # The worker commands (a default in ${VAR:-...} would end at the "}" of {workers}).
+      default_pytorch='python3 -u {workers}/pytorch/worker.py' default_jax='python3 -u {workers}/jax/worker.py'
+      pytorch_worker=${STUDY_PYTORCH_WORKER:-$default_pytorch} jax_worker=${STUDY_JAX_WORKER:-$default_jax}
       stage_start=$SECONDS
       timeout --preserve-status -k $((grace + 30)) "$TLIMIT" $runner run "${matrix[@]}" \
-        --set "workers.pytorch=${STUDY_PYTORCH_WORKER:-python3 -u {workers}/pytorch/worker.py}" \
-        --set "workers.pytorch-compile=${STUDY_PYTORCH_WORKER:-python3 -u {workers}/pytorch/worker.py} --compile" \
-        --set "workers.jax=${STUDY_JAX_WORKER:-python3 -u {workers}/jax/worker.py}" \
+        --set "workers.pytorch=$pytorch_worker" --set "workers.pytorch-compile=$pytorch_worker --compile" \
+        --set "workers.jax=$jax_worker" \
         --algo-cache "$dir/algorithms.json" --compile-cache "$cache" --stop-grace-s "$grace" \
         ${STUDY_ARGS:-} "${resume[@]}" --output "$cube" >>"$dir/$name.log" 2>&1
       rc=$?
