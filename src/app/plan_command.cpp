@@ -153,8 +153,8 @@ nlohmann::json plan_json(const Plan& plan, int ranks, double cell_time_limit_s) 
                      {"estimate_source", planned.estimate_source},
                      {"model", {{"preparation_s", planned.model.preparation_s},
                                 {"search_s", planned.model.search_s},
-                                {"search_kind", planned.model.search_kind},
                                 {"steps_s", planned.model.steps_s}}},
+                     {"search_kind", planned.model.search_kind},  // what model.search_s is; "" for none
                      {"unsupported", unsupported_reason(planned)},
                      {"capped", unsupported_reason(planned).empty() && capped(planned, cell_time_limit_s)}});
   nlohmann::json result{{"ranks", ranks},         {"groups", groups},        {"cells", cells},
