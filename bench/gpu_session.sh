@@ -38,6 +38,17 @@
 #             amp-bf16, both phases ($CUBE20_NETWORKS, default all seven; $CUBE20_ENGINES); one cube in
 #             $CUBE20_DIR (default bench/results/2026-12-01/cube20, carried by the working tree), resumed
 #             from its journal in the next call; copied to $OUT/cube20/ with the report's headline
+#   study     issue 29's cube: seed2017's 7 networks ($STUDY_NETWORKS) with cudnn, pytorch, pytorch-compile,
+#             jax ($STUDY_ENGINES) x fp32, tf32, bf16, amp-bf16 ($STUDY_PRECISIONS) x both phases, batch 64
+#             ($STUDY_BATCHES); one cube, study.h5, in $STUDY_DIR (default bench/results/2026-12-02/study,
+#             carried by the working tree) with its journal and log, continued in the next call with
+#             --resume --allow-build-change (each call's run segment names its GPU and build); the workers'
+#             compile caches in $STUDY_DIR/compile-cache (back in $OUT/study/compile-cache.tar while under
+#             $STUDY_CACHE_MAX_MB, 48; else the log says the next call compiles cold; STUDY_COMPILE_CACHE=/tmp/...
+#             keeps it out of the tree); $STUDY_NP ranks; stops cleanly at $TLIMIT (exit 3: call again)
+#   studysweep issue 29's figure 2: resnet50, vgg11, alexnet ($SWEEP_NETWORKS) in tf32 and bf16, batch 1 to
+#             the OOM boundary ($SWEEP_BATCHES, default 1 .. 8192 in powers of 2), both phases, cudnn and
+#             pytorch-compile; cube sweep.h5 in $STUDY_DIR, resumable like `study`
 # Environment: STEPS (timed steps, default 50), WARMUP (10), TLIMIT (seconds per stage, 240);
 # SEED_ALGO, SEED_PRECISIONS (fp32,tf32,fp16,bf16), SEED_CI (0.02), SEED_ARGS and SEED_OUT (the seed
 # stage's cube and log name, default seed; a key is --set once: SEED_ARGS must not repeat these;
@@ -278,6 +289,84 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
       if [ -f "$dir/cube20.h5" ]; then
         PYTHONPATH=analysis python3 -m crossbench_analysis report "$dir/cube20.h5" -o "$OUT/cube20/report" \
           --force >/dev/null 2>&1 && sed -n '/## Headline/,/## Summary/p' "$OUT/cube20/report/report.md" | head -60
+      fi ;;
+    study|studysweep)
+      # Resumable across device calls like cube20 (bench/README.md "The study across device calls"):
+      # the cube, journal and log live in $STUDY_DIR, which the working tree carries to the next
+      # call; a journal there means --resume, with --allow-build-change, since each call runs
+      # the bundle it brings (its run segment records that call's GPU and build). timeout sends
+      # SIGTERM at the stage's limit: crossbench lets the running cell finish for $STUDY_GRACE s,
+      # then writes the cube and exits 3 (the cell it had to end is not_run and runs again next
+      # call); --preserve-status passes that 3 on. Past the grace, -k kills it (137): the journal
+      # still holds every finished cell.
+      dir=${STUDY_DIR:-bench/results/2026-12-02/study}
+      grace=${STUDY_GRACE:-60}
+      if [ "$stage" = study ]; then name=study; else name=sweep; fi
+      cube="$dir/$name.h5"
+      mkdir -p "$dir"
+      # The workers' compile caches (engine.compile_cache), shared by both stages: in the tree, so that
+      # the next call compiles warm, as long as the cache fits what a call carries and brings back
+      # (64 MiB in all: $STUDY_CACHE_MAX_MB, 48, is its share); a larger one comes back no more and
+      # the next call compiles cold (STUDY_COMPILE_CACHE=/tmp/... keeps it out of the tree).
+      cache=${STUDY_COMPILE_CACHE:-$dir/compile-cache}
+      echo "$name: compile cache $cache ($(find "$cache" -type f 2>/dev/null | wc -l) files)"
+      runner=$CB
+      [ "${STUDY_NP:-1}" -gt 1 ] && runner=".bundle/run mpirun --allow-run-as-root --oversubscribe -np $STUDY_NP .bundle/bin/crossbench"
+      resume=()
+      if [ -f "$cube.journal" ]; then
+        resume=(--resume --allow-build-change)
+        echo "$name: continuing $cube ($(($(wc -l <"$cube.journal") - 1)) journal entries)"
+      fi
+      if [ "$stage" = study ]; then
+        matrix=(--job jobs/seed2017.ini
+                --set "matrix.engines=${STUDY_ENGINES:-cudnn,pytorch,pytorch-compile,jax}"
+                --set "matrix.networks=${STUDY_NETWORKS:-alexnet,overfeat,vgg11,googlenet,resnet50,resnet101,resnet152}"
+                --set "matrix.precisions=${STUDY_PRECISIONS:-fp32,tf32,bf16,amp-bf16}"
+                --set "matrix.batches=${STUDY_BATCHES:-64}" --set matrix.phases=inference,training
+                --set measure.min_steps="${STUDY_STEPS:-100}" --set measure.target_ci=0.02)
+      else
+        # Batches past the OOM boundary cost one quick `oom` each (the allocation fails in preparation).
+        matrix=(--job jobs/batch-sweep.ini
+                --set "matrix.engines=${STUDY_ENGINES:-cudnn,pytorch-compile}"
+                --set "matrix.networks=${SWEEP_NETWORKS:-resnet50,vgg11,alexnet}"
+                --set "matrix.precisions=${STUDY_PRECISIONS:-tf32,bf16}"
+                --set "matrix.batches=${SWEEP_BATCHES:-1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192}"
+                --set matrix.phases=inference,training
+                --set measure.min_steps="${STUDY_STEPS:-50}" --set measure.target_ci=0.02
+                --set engine.algo=exhaustive --set engine.cuda_graphs=true)
+      fi
+      # The worker commands (a default in ${VAR:-...} would end at the "}" of {workers}).
+      default_pytorch='python3 -u {workers}/pytorch/worker.py' default_jax='python3 -u {workers}/jax/worker.py'
+      pytorch_worker=${STUDY_PYTORCH_WORKER:-$default_pytorch} jax_worker=${STUDY_JAX_WORKER:-$default_jax}
+      stage_start=$SECONDS
+      timeout --preserve-status -k $((grace + 30)) "$TLIMIT" $runner run "${matrix[@]}" \
+        --set "workers.pytorch=$pytorch_worker" --set "workers.pytorch-compile=$pytorch_worker --compile" \
+        --set "workers.jax=$jax_worker" \
+        --algo-cache "$dir/algorithms.json" --compile-cache "$cache" --stop-grace-s "$grace" \
+        ${STUDY_ARGS:-} "${resume[@]}" --output "$cube" >>"$dir/$name.log" 2>&1
+      rc=$?
+      tail -60 "$dir/$name.log"
+      echo "$name wall_s $((SECONDS - stage_start)) exit $rc" | tee -a "$dir/$name.log"
+      case $rc in
+        0) echo "$name: complete" ;;
+        3) echo "$name: stopped cleanly at the stage limit (exit 3): copy $OUT/$name/ back to $dir and call again" ;;
+        137|143) echo "$name: killed after the grace (exit $rc): the journal holds every finished cell; copy $OUT/$name/ back to $dir and call again" ;;
+        *) echo "$name: crossbench exit $rc (see $dir/$name.log)" ;;
+      esac
+      mkdir -p "$OUT/$name"
+      cp -p "$cube" "$cube.journal" "$dir/$name.log" "$OUT/$name/" 2>/dev/null
+      [ -f "$dir/algorithms.json" ] && cp -p "$dir/algorithms.json" "$OUT/$name/"
+      if [ "$cache" = "$dir/compile-cache" ] && [ -d "$cache" ]; then
+        cache_mb=$(du -sm "$cache" | cut -f1)
+        if [ "$cache_mb" -le "${STUDY_CACHE_MAX_MB:-48}" ]; then
+          tar -C "$dir" -cf "$OUT/$name/compile-cache.tar" compile-cache
+        else
+          echo "$name: compile cache $cache_mb MiB: too large to come back (STUDY_CACHE_MAX_MB=${STUDY_CACHE_MAX_MB:-48}); the next call compiles cold (each cell's decisions say so)"
+        fi
+      fi
+      if [ -f "$cube" ]; then
+        PYTHONPATH=analysis python3 -m crossbench_analysis report "$cube" -o "$OUT/$name/report" \
+          --force >/dev/null 2>&1 && sed -n '/## Headline/,/## Summary/p' "$OUT/$name/report/report.md" | head -60
       fi ;;
   esac
 done

@@ -414,6 +414,24 @@ void read_single_valued(const Settings& settings, Options& options) {
     options.settings["engine.algo_cache"] = std::filesystem::absolute(cache).string();
 }
 
+// engine.compile_cache: "<output>" becomes the cube's path and the directory is named absolutely
+// (every rank's workers share it, whatever their working directory); `check` writes no cube, so
+// there it is none unless the job or the command line names a directory.
+void resolve_compile_cache(const std::string& command, bool given, Options& options) {
+  const std::string key = "engine.compile_cache";
+  std::string cache = options.settings.at(key);
+  if (command == "check" && !given) cache = "none";
+  if (cache != "none") {
+    static const std::string placeholder = "<output>";
+    for (auto at = cache.find(placeholder); at != std::string::npos; at = cache.find(placeholder, at))
+      cache.replace(at, placeholder.size(), options.output.string());
+    if (cache.empty())
+      throw UsageError("[engine] compile_cache is empty: name a directory, or none for no persistent compile cache");
+    cache = std::filesystem::absolute(cache).lexically_normal().string();
+  }
+  options.settings[key] = options.engine.settings[key] = cache;
+}
+
 }  // namespace
 
 std::string command_help(const std::string& command) {
@@ -497,6 +515,7 @@ Options parse_command_options(const std::string& command, const std::vector<std:
                    : value("output.path") ? std::filesystem::path(value("output.path")->first)
                                           : std::filesystem::path("results") / (options.job_name + ".h5");
   options.settings["output.path"] = options.output.string();
+  resolve_compile_cache(command, value("engine.compile_cache") != nullptr, options);
 
   if (given("--device-tag")) options.device_tag = flag_value("--device-tag");
   else if (const char* tag = std::getenv("CROSSBENCH_DEVICE_TAG")) options.device_tag = tag;

@@ -29,17 +29,36 @@ std::string rank_list(const std::vector<int>& ranks) {
 std::string estimate_legend(const Plan& plan) {
   std::ostringstream text;
   text << "estimates: model = preparation + search (exhaustive algorithm search, torch.compile, jit) + "
-          "warm-up and min_steps steps at 40% of the device's peak (src/cluster/cost_model.cpp)\n";
+          "warm-up and min_steps steps at 40% of the device's peak (src/cluster/cost_model.cpp)\n"
+          "  a framework cell's compile, cold [s] = base + per distinct layer x distinct layers + per layer x layers "
+          "(fitted to the H200's recorded compiles):\n";
+  for (const CompileModel& model : compile_models())
+    text << "    " << model.engine << " " << to_string(model.phase) << " (" << model.kind << "): " << std::fixed
+         << std::setprecision(2) << model.base_s << " + " << model.per_distinct_layer_s << " x distinct + "
+         << model.per_layer_s << " x layers\n";
+  const CompileCacheState& cache = plan.compile_cache;
+  text << "  compile cache (engine.compile_cache): ";
+  if (cache.directory == "none") text << "none: every compile cold\n";
+  else
+    text << cache.directory << ": Inductor/Triton " << cache.inductor_entries << " files, JAX " << cache.jax_entries
+         << " files; a framework with files there is estimated warm (x" << std::setprecision(2)
+         << kWarmCompileFraction << " of its cold compile)\n";
   if (plan.calibration_cubes.empty()) return text.str();
   std::string cubes;
   for (const auto& cube : plan.calibration_cubes) cubes += (cubes.empty() ? "" : ", ") + cube.string();
-  text << "calibrated from " << cubes << " (recorded = preparation + search + timed seconds of the cell there):\n";
+  text << "calibrated from " << cubes << " (recorded = preparation + search + timed seconds of the cell there; "
+          "recorded preparation = the preparation + search of the same engine, network and phase at another batch "
+          "or precision + the model's steps x the steps factor):\n";
   for (const auto& fit : plan.calibration) {
     text << "  " << fit.engine << " on " << fit.device_key << ": ";
-    if (fit.matched_cells == 0) text << "no recorded cell matched; the model as it is\n";
+    if (fit.matched_cells == 0) text << "no recorded cell matched";
     else
-      text << fit.matched_cells << " recorded cell(s); the others: scaled model = model x " << std::fixed
-           << std::setprecision(3) << fit.factor << "\n";
+      text << fit.matched_cells << " recorded cell(s); steps factor " << std::fixed << std::setprecision(3)
+           << (std::isfinite(fit.steps_factor) ? fit.steps_factor : 1.0) << "; the others: scaled model = model x "
+           << fit.factor;
+    if (fit.recorded_preparations > 0) text << "; " << fit.recorded_preparations << " from a recorded preparation";
+    else if (fit.matched_cells == 0) text << "; the model as it is";
+    text << "\n";
   }
   return text.str();
 }
@@ -79,6 +98,9 @@ void print_plan(const Plan& plan, int ranks, double cell_time_limit_s) {
         std::cout << std::fixed << std::setprecision(2) << std::setw(10) << planned.estimated_s << " s  "
                   << planned.estimate_source;
         if (capped(planned, cell_time_limit_s)) std::cout << " (capped at the cell time limit)";
+        std::cout << "  [model: preparation " << std::setprecision(1) << planned.model.preparation_s;
+        if (!planned.model.search_kind.empty()) std::cout << " + " << planned.model.search_kind << " " << planned.model.search_s;
+        std::cout << " + steps " << planned.model.steps_s << " s]";
         if (planned.data_parallel()) std::cout << "  data parallel with ranks " << rank_list(planned.group_ranks);
         std::cout << "\n";
       }
@@ -132,10 +154,14 @@ nlohmann::json plan_json(const Plan& plan, int ranks, double cell_time_limit_s) 
                      {"model", {{"preparation_s", planned.model.preparation_s},
                                 {"search_s", planned.model.search_s},
                                 {"steps_s", planned.model.steps_s}}},
+                     {"search_kind", planned.model.search_kind},  // what model.search_s is; "" for none
                      {"unsupported", unsupported_reason(planned)},
                      {"capped", unsupported_reason(planned).empty() && capped(planned, cell_time_limit_s)}});
   nlohmann::json result{{"ranks", ranks},         {"groups", groups},        {"cells", cells},
                         {"total_s", plan.total_s}, {"makespan_s", plan.makespan_s}, {"rank_load_s", plan.rank_load_s}};
+  result["compile_cache"] = {{"directory", plan.compile_cache.directory},
+                             {"inductor_entries", plan.compile_cache.inductor_entries},
+                             {"jax_entries", plan.compile_cache.jax_entries}};
   if (!plan.calibration_cubes.empty()) {
     nlohmann::json cubes = nlohmann::json::array(), fits = nlohmann::json::array();
     for (const auto& cube : plan.calibration_cubes) cubes.push_back(cube.string());
@@ -143,7 +169,9 @@ nlohmann::json plan_json(const Plan& plan, int ranks, double cell_time_limit_s) 
       fits.push_back({{"device_key", fit.device_key},
                       {"engine", fit.engine},
                       {"matched_cells", fit.matched_cells},
-                      {"factor", fit.matched_cells > 0 ? nlohmann::json(fit.factor) : nlohmann::json()}});
+                      {"factor", fit.matched_cells > 0 ? nlohmann::json(fit.factor) : nlohmann::json()},
+                      {"steps_factor", std::isfinite(fit.steps_factor) ? nlohmann::json(fit.steps_factor) : nlohmann::json()},
+                      {"recorded_preparations", fit.recorded_preparations}});
     result["calibration"] = {{"cubes", cubes}, {"fits", fits}};
   }
   return result;

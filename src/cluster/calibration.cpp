@@ -22,12 +22,24 @@ double wall_seconds(const CellResult& result) {
   return result.preparation_s + search_s + result.timed_s;
 }
 
+// Sums and counts into means.
+std::map<std::string, double> means(const std::map<std::string, std::pair<double, int>>& sums) {
+  std::map<std::string, double> result;
+  for (const auto& [key, sum] : sums) result[key] = sum.first / sum.second;
+  return result;
+}
+
 }  // namespace
+
+std::string preparation_key(const std::string& device_key, const CellSpec& cell, bool any_precision) {
+  return device_key + "|" + cell.engine + "/" + cell.network + "/" +
+         (any_precision ? std::string("*") : std::string(to_string(cell.precision))) + "/" + std::string(to_string(cell.phase));
+}
 
 RecordedWallTimes read_recorded_wall_times(const std::vector<std::filesystem::path>& cubes) {
   RecordedWallTimes recorded;
   recorded.cubes = cubes;
-  std::map<std::string, std::pair<double, int>> sums;  // key → (sum [s], cells)
+  std::map<std::string, std::pair<double, int>> sums, timed, preparation;  // key → (sum [s], cells)
   for (const auto& path : cubes) {
     CubeContents contents;
     try {
@@ -38,12 +50,21 @@ RecordedWallTimes read_recorded_wall_times(const std::vector<std::filesystem::pa
     for (const CellResult& result : contents.cells) {
       const double seconds = wall_seconds(result);
       if (result.status != Status::ok || !std::isfinite(seconds)) continue;
-      auto& [sum, count] = sums[recorded_key(result.device_key, result.cell)];
-      sum += seconds;
-      ++count;
+      const std::string key = recorded_key(result.device_key, result.cell);
+      const auto add = [](std::pair<double, int>& sum, double value) {
+        sum.first += value;
+        ++sum.second;
+      };
+      add(sums[key], seconds);
+      add(timed[key], result.timed_s);
+      const double prepared_s = seconds - result.timed_s;  // preparation + search (a framework's compile)
+      add(preparation[preparation_key(result.device_key, result.cell, false)], prepared_s);
+      add(preparation[preparation_key(result.device_key, result.cell, true)], prepared_s);
     }
   }
-  for (const auto& [key, sum] : sums) recorded.seconds[key] = sum.first / sum.second;
+  recorded.seconds = means(sums);
+  recorded.timed_seconds = means(timed);
+  recorded.preparation_seconds = means(preparation);
   return recorded;
 }
 
@@ -60,6 +81,7 @@ std::vector<CalibrationFit> calibrate_cells(std::vector<PlannedCell>& cells, con
   // Recorded cells first; the factor is their total over the model's total for
   // them, so the long cells, which decide the makespan, weigh the most.
   std::map<std::pair<std::string, std::string>, std::pair<double, double>> totals;  // (key, engine) → (recorded, model) [s]
+  std::map<std::pair<std::string, std::string>, std::pair<double, double>> steps;   // (key, engine) → (timed, model steps) [s]
   for (PlannedCell& planned : cells) {
     CalibrationFit& fit = fit_of(planned);
     planned.estimated_s = planned.model.total_s();
@@ -73,14 +95,33 @@ std::vector<CalibrationFit> calibrate_cells(std::vector<PlannedCell>& cells, con
     auto& [recorded_s, model_s] = totals[{fit.device_key, fit.engine}];
     recorded_s += found->second;
     model_s += planned.model.total_s();
+    if (const auto timed = recorded.timed_seconds.find(found->first); timed != recorded.timed_seconds.end()) {
+      auto& [timed_s, model_steps_s] = steps[{fit.device_key, fit.engine}];
+      timed_s += timed->second;
+      model_steps_s += planned.model.steps_s;
+    }
   }
   for (CalibrationFit& fit : fits) {
     const auto& [recorded_s, model_s] = totals[{fit.device_key, fit.engine}];
     if (fit.matched_cells > 0 && model_s > 0) fit.factor = recorded_s / model_s;
+    const auto& [timed_s, model_steps_s] = steps[{fit.device_key, fit.engine}];
+    if (fit.matched_cells > 0 && model_steps_s > 0) fit.steps_factor = timed_s / model_steps_s;
   }
   for (PlannedCell& planned : cells) {
     if (planned.estimate_source != kEstimateModel || !planned.unrunnable_reason.empty()) continue;
-    const CalibrationFit& fit = fit_of(planned);
+    CalibrationFit& fit = fit_of(planned);
+    // The same engine, network and phase prepared before (at another batch or precision): its
+    // preparation, which for a framework is mostly the compile, is a better guess than the model's.
+    auto preparation = recorded.preparation_seconds.find(preparation_key(planned.device_key, planned.cell, false));
+    if (preparation == recorded.preparation_seconds.end())
+      preparation = recorded.preparation_seconds.find(preparation_key(planned.device_key, planned.cell, true));
+    if (preparation != recorded.preparation_seconds.end()) {
+      const double steps_factor = std::isfinite(fit.steps_factor) ? fit.steps_factor : 1.0;
+      planned.estimated_s = std::min(preparation->second + planned.model.steps_s * steps_factor, cell_time_limit_s);
+      planned.estimate_source = kEstimateRecordedPreparation;
+      ++fit.recorded_preparations;
+      continue;
+    }
     if (!std::isfinite(fit.factor)) continue;
     planned.estimated_s = std::min(planned.model.total_s() * fit.factor, cell_time_limit_s);
     planned.estimate_source = kEstimateScaledModel;

@@ -1,6 +1,9 @@
 #include "cluster/cost_model.hpp"
 
 #include <algorithm>
+#include <filesystem>
+#include <set>
+#include <string>
 
 #include "crossbench/engine.hpp"
 #include "crossbench/options_schema.hpp"
@@ -14,10 +17,10 @@ namespace {
 constexpr double kAssumedEfficiency = 0.4;
 // Preparation and search, from the H200 cubes of bench/results/2026-12-01 (median cells):
 constexpr double kNativePreparationSeconds = 0.2;    // [s] cuDNN/oneDNN primitives and buffers (after_heuristic: 0.02-2.5 s)
-constexpr double kWorkerPreparationSeconds = 2.0;    // [s] a framework builds the model and moves it to the device
+// [s] a worker starts (python, the framework's import, its CUDA context), builds the model and moves
+// it to the device: preparation_s less the compile in the H200 cubes, 0.3-14 s, typically 1-3 s
+constexpr double kWorkerPreparationSeconds = 2.0;
 constexpr double kSearchSecondsPerConvolution = 0.125; // [s] exhaustive search per convolution and direction (cold.h5: 194 s / 1548)
-constexpr double kCompileSeconds = 12.0;             // [s] torch.compile of one cell (workers_r50_bf16.h5: 12.4 s)
-constexpr double kJitSeconds = 10.0;                 // [s] jax.jit of one cell's step (workers_r50_bf16.h5: 10.9 s)
 
 double precision_speedup(const Device& device, Precision precision) {
   if (device.kind == DeviceKind::cpu)
@@ -43,24 +46,94 @@ int convolutions(const Network& network) {
 // each direction it runs); a worker builds its model, and pytorch-compile and
 // jax compile the step once per cell.
 void add_preparation(CellEstimate& estimate, const Network& network, const CellSpec& cell, const Device& device,
-                     const EngineConfig& engine, bool native) {
+                     const EngineConfig& engine, bool native, const CompileCacheState& cache) {
   if (!native) {
     estimate.preparation_s = kWorkerPreparationSeconds;
-    if (cell.engine == "pytorch-compile") estimate.search_s = kCompileSeconds;
-    if (cell.engine == "jax") estimate.search_s = kJitSeconds;
+    for (const CompileModel& model : compile_models()) {
+      if (model.engine != cell.engine || model.phase != cell.phase) continue;
+      const double cold_s = model.base_s + model.per_distinct_layer_s * distinct_layers(network) +
+                            model.per_layer_s * static_cast<double>(network.layers().size());
+      const bool warm = cache.entries_for(cell.engine) > 0;
+      estimate.search_s = warm ? cold_s * kWarmCompileFraction : cold_s;
+      estimate.search_kind = std::string(model.kind) + (warm ? " (warm cache)" : " (cold)");
+    }
     return;
   }
   estimate.preparation_s = kNativePreparationSeconds;
   if (device.kind == DeviceKind::gpu && engine.setting("engine.algo") == "exhaustive") {
     const int directions = cell.phase == Phase::training ? 3 : 1;  // forward; backward data and filter
     estimate.search_s = kSearchSecondsPerConvolution * convolutions(network) * directions;
+    estimate.search_kind = "exhaustive search";
   }
+}
+
+std::int64_t files_under(const std::filesystem::path& directory) {
+  std::error_code error;
+  if (!std::filesystem::is_directory(directory, error)) return 0;
+  std::int64_t files = 0;
+  // An unreadable part of the cache counts as absent (cold): the estimate, not the run, depends on it.
+  for (std::filesystem::recursive_directory_iterator it(directory, std::filesystem::directory_options::skip_permission_denied,
+                                                         error), end;
+       !error && it != end; it.increment(error))
+    if (it->is_regular_file(error)) ++files;
+  return files;
 }
 
 }  // namespace
 
+const std::vector<CompileModel>& compile_models() {
+  // engine, phase, base [s], per distinct layer [s], per layer [s]; the fit is in cost_model.hpp.
+  // The modelled cold compiles: pytorch-compile training alexnet 28, vgg11 31, googlenet 69,
+  // resnet50 61, resnet152 112 s; inference 7-25 s; jax training 7-23 s, inference 1-4 s.
+  static const std::vector<CompileModel> models{
+      {"pytorch-compile", Phase::training, 20.0, 0.25, 0.15, "torch.compile"},
+      {"pytorch-compile", Phase::inference, 5.0, 0.08, 0.03, "torch.compile"},
+      {"jax", Phase::training, 5.0, 0.05, 0.03, "jax.jit"},
+      {"jax", Phase::inference, 0.3, 0.03, 0.0, "jax.jit"},
+  };
+  return models;
+}
+
+int distinct_layers(const Network& network) {
+  std::set<std::string> signatures;
+  const auto& layers = network.layers();
+  const auto shape = [](const TensorShape& s) {
+    return std::to_string(s.channels) + "x" + std::to_string(s.height) + "x" + std::to_string(s.width);
+  };
+  for (const Layer& layer : layers) {
+    const LayerParams& p = layer.params;
+    std::string signature = std::string(to_string(layer.kind)) + ":" + shape(layer.output);
+    for (const int input : layer.inputs) signature += "<" + shape(layers[static_cast<std::size_t>(input)].output);
+    for (const double value : {static_cast<double>(p.out_channels), static_cast<double>(p.kernel),
+                               static_cast<double>(p.stride), static_cast<double>(p.padding), p.bias ? 1.0 : 0.0,
+                               p.ceil_mode ? 1.0 : 0.0, static_cast<double>(p.lrn_size), p.lrn_alpha, p.lrn_beta,
+                               p.lrn_k, p.dropout_rate, p.bn_epsilon})
+      signature += "," + std::to_string(value);
+    signatures.insert(signature);
+  }
+  return static_cast<int>(signatures.size());
+}
+
+std::int64_t CompileCacheState::entries_for(const std::string& engine) const {
+  if (engine == "pytorch-compile") return inductor_entries;
+  if (engine == "jax") return jax_entries;
+  return 0;
+}
+
+CompileCacheState read_compile_cache_state(const std::string& setting) {
+  CompileCacheState state;
+  state.directory = setting.empty() ? "none" : setting;
+  if (state.directory == "none") return state;
+  const std::filesystem::path root(state.directory);
+  // The workers' layout (src/workers/common/compile_cache.py): one subdirectory per framework cache.
+  state.inductor_entries = files_under(root / "inductor") + files_under(root / "triton");
+  state.jax_entries = files_under(root / "jax");
+  return state;
+}
+
 CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, const Device& device,
-                                 const MeasureOptions& measure, const EngineConfig& engine) {
+                                 const MeasureOptions& measure, const EngineConfig& engine,
+                                 const CompileCacheState& cache) {
   const auto& catalog = engine_catalog();
   const auto info = std::find_if(catalog.begin(), catalog.end(), [&](const EngineInfo& e) { return e.name == cell.engine; });
   const bool native = info != catalog.end();
@@ -82,7 +155,7 @@ CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, c
   }
 
   CellEstimate estimate;
-  add_preparation(estimate, network, cell, device, engine, native);
+  add_preparation(estimate, network, cell, device, engine, native, cache);
   const double flops_per_image = cell.phase == Phase::training ? network.training_flops_per_image()
                                                                : network.forward_flops_per_image();
   const double steps = measure.warmup_steps + measure.min_steps;

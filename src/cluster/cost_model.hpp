@@ -4,7 +4,9 @@
 // it with recorded wall times (cluster/calibration.hpp).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "crossbench/device.hpp"
 #include "crossbench/network.hpp"
@@ -16,11 +18,57 @@ namespace crossbench {
 // What a cell that cannot run costs: it is recorded at once [s].
 inline constexpr double kUnsupportedCellSeconds = 0.001;
 
+// A framework engine's compile in preparation, by phase (the worker's start and model build,
+// kWorkerPreparationSeconds, come on top) [s]:
+//   compile_s = base_s + per_distinct_layer_s x distinct layers + per_layer_s x layers
+// "distinct layers" are the layers of different kind, shapes or parameters (distinct_layers()):
+// Inductor and XLA generate and compile code per distinct kernel and trace every layer, which is
+// why googlenet (144 layers, 109 distinct) compiles longer than resnet50 (177 layers, 57 distinct).
+// Fitted to the cold compiles the H200 cubes recorded (bench/results/2026-12-01: cube20,
+// fusion/call2 fwcmp, final/frameworks; the `compile=` of each cell's decisions): pytorch-compile
+// training 23-114 s (alexnet 32-37, vgg11 29-57, resnet50 46-71, googlenet 83-114, resnet152 112),
+// inference 9-23 s; jax training 7-22 s, inference 1-5 s. The per-cell preparation, start
+// included: pytorch-compile 16-122 s, jax 7-17 s.
+struct CompileModel {
+  const char* engine;
+  Phase phase;
+  double base_s;
+  double per_distinct_layer_s;
+  double per_layer_s;
+  const char* kind;  // what compiles: "torch.compile", "jax.jit"
+};
+[[nodiscard]] const std::vector<CompileModel>& compile_models();
+
+// A warm compile cache (engine.compile_cache) leaves this fraction of a cold compile: tracing,
+// lowering and CUDA-graph recording still run, code generation and the compiler do not.
+// Measured for torch.compile on the H200 with Inductor's cache warm from an earlier call
+// (fusion/call3 against call2: overfeat 6.2 s / 22.7 s, vgg11 7.2 s / 29.3 s: 0.25-0.27); JAX's
+// is assumed the same until a warm study run measures it.
+inline constexpr double kWarmCompileFraction = 0.25;
+
+// The layers of a network that differ in kind, input and output shapes or parameters.
+[[nodiscard]] int distinct_layers(const Network& network);
+
+// What the plan knows of the run's compile cache (engine.compile_cache, resolved): the files in
+// each framework's part of it. "warm" is the directory's, not each cell's: a cell whose graph it
+// does not hold still compiles cold, so `plan --calibrate` on a cube of the cache's run is the
+// closer estimate.
+struct CompileCacheState {
+  std::string directory = "none";   // none: no persistent cache, every compile cold
+  std::int64_t inductor_entries = 0;  // inductor/ and triton/ (pytorch-compile)
+  std::int64_t jax_entries = 0;       // jax/
+  [[nodiscard]] std::int64_t entries_for(const std::string& engine) const;
+};
+// Counts the cache's files; a directory that does not exist is an empty (cold) cache.
+[[nodiscard]] CompileCacheState read_compile_cache_state(const std::string& setting);
+
 // One cell's estimate in the parts a cube records (preparation_s, search_s, timed_s) [s].
 struct CellEstimate {
-  double preparation_s = 0;  // prepare() without the search: primitives, buffers, a worker's model
+  double preparation_s = 0;  // prepare() without the search: primitives, buffers, a worker's start and model
   double search_s = 0;       // measured choices: exhaustive algorithm search, torch.compile, jit
   double steps_s = 0;        // warm-up + min_steps steps at an assumed fraction of the device's peak
+  // What search_s is: "exhaustive search", "torch.compile (cold)", "jax.jit (warm cache)"; empty: none.
+  std::string search_kind;
   // Why the cell cannot run on the device ("cudnn is a GPU engine; this device is a CPU"); empty: it can.
   // `plan` prints it instead of the cell's token cost.
   std::string unsupported;
@@ -32,7 +80,9 @@ struct CellEstimate {
 // (which includes preparation); kUnsupportedCellSeconds (all in steps_s) for
 // a cell the engine cannot run there. It reads the measurement's steps and
 // time limit and the engines' algorithm policy (engine.algo).
+// A framework cell's compile is cut to kWarmCompileFraction where `cache` holds entries of its framework.
 [[nodiscard]] CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, const Device& device,
-                                               const MeasureOptions& measure, const EngineConfig& engine);
+                                               const MeasureOptions& measure, const EngineConfig& engine,
+                                               const CompileCacheState& cache = {});
 
 }  // namespace crossbench

@@ -81,7 +81,8 @@ struct FilterTally {
 };
 
 std::vector<PlannedCell> group_cells(const Options& options, const DeviceGroup& group, const std::set<std::string>& done,
-                                     const std::map<std::string, Network>& networks, FilterTally& tally) {
+                                     const std::map<std::string, Network>& networks, const CompileCacheState& cache,
+                                     FilterTally& tally) {
   std::vector<PlannedCell> cells;
   for (const CellSpec& cell : expand_matrix(options.matrix, resolve_engines(options.matrix.engines, group.device.kind),
                                             options.replicas)) {
@@ -93,7 +94,8 @@ std::vector<PlannedCell> group_cells(const Options& options, const DeviceGroup& 
     planned.device_key = group.key;
     planned.cell = cell;
     planned.rank = -1;
-    planned.model = model_cell_estimate(networks.at(cell.network), cell, group.device, options.measure, options.engine);
+    planned.model = model_cell_estimate(networks.at(cell.network), cell, group.device, options.measure, options.engine,
+                                        cache);
     if (cell.gpus > static_cast<int>(group.ranks.size()) && cell.phase == Phase::training) {
       planned.unrunnable_reason = "data parallel over " + std::to_string(cell.gpus) + " devices needs " +
                                   std::to_string(cell.gpus) + " ranks bound to devices of key '" + group.key +
@@ -180,6 +182,8 @@ Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, 
   plan.rank_load_s.assign(rank_devices.size(), 0.0);
   std::map<std::string, Network> networks;
   for (const auto& name : options.matrix.networks) networks.emplace(name, make_network(name));
+  // Read once: every framework cell's compile estimate depends on whether its cache is warm.
+  plan.compile_cache = read_compile_cache_state(options.engine.setting("engine.compile_cache"));
 
   // --filter: a filter that selects no cell of the matrix is a mistake, never an empty run
   // (a done cell of a resumed run counts as selected: that run is simply finished).
@@ -189,7 +193,7 @@ Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, 
     if (static_cast<int>(group.ranks.size()) < options.replicas)
       throw UsageError("--replicas " + std::to_string(options.replicas) + " needs at least that many ranks per device, but '" +
                        group.key + "' has " + std::to_string(group.ranks.size()) + " rank(s)");
-    std::vector<PlannedCell> cells = group_cells(options, group, done, networks, tally);
+    std::vector<PlannedCell> cells = group_cells(options, group, done, networks, plan.compile_cache, tally);
     if (recorded != nullptr) {
       const auto fits = calibrate_cells(cells, *recorded, options.measure.cell_time_limit_s);
       plan.calibration.insert(plan.calibration.end(), fits.begin(), fits.end());

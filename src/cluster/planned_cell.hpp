@@ -16,6 +16,8 @@ namespace crossbench {
 inline constexpr const char* kEstimateModel = "model";
 inline constexpr const char* kEstimateRecorded = "recorded";
 inline constexpr const char* kEstimateScaledModel = "scaled model";
+// A recorded preparation of the same engine, network and phase + the model's steps (scaled).
+inline constexpr const char* kEstimateRecordedPreparation = "recorded preparation";
 
 struct PlannedCell {
   std::string device_key;

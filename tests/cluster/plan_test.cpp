@@ -2,12 +2,18 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <set>
 
 #include "crossbench/cell.hpp"
 #include "crossbench/error.hpp"
+#include "crossbench/network.hpp"
 
 namespace crossbench {
 namespace {
@@ -153,6 +159,112 @@ TEST(Plan, CalibrationUsesRecordedSecondsAndScalesTheRest) {
   EXPECT_EQ(plan.calibration[1].matched_cells, 0);
   EXPECT_TRUE(std::isnan(plan.calibration[1].factor));
   EXPECT_EQ(plan.calibration_cubes, recorded.cubes);
+}
+
+Options framework_options(const std::vector<std::string>& networks, const std::string& compile_cache = "none") {
+  Options options = seed_like_options();
+  options.matrix.networks = networks;
+  options.matrix.engines = {"pytorch-compile", "jax"};
+  options.matrix.precisions = {Precision::bf16};
+  options.engine.settings["engine.compile_cache"] = compile_cache;
+  return options;
+}
+
+PlannedCell find_cell(const Plan& plan, const std::string& engine, const std::string& network, Phase phase) {
+  for (const auto& planned : plan.cells)
+    if (planned.cell.engine == engine && planned.cell.network == network && planned.cell.phase == phase) return planned;
+  ADD_FAILURE() << engine << " " << network;
+  return PlannedCell{};
+}
+
+TEST(CostModel, DistinctLayersCountRepeatedBlocksOnce) {
+  // Layers of one kind, shapes and parameters compile to one kernel: the ResNets repeat theirs.
+  EXPECT_EQ(distinct_layers(make_network("resnet50")), 57);
+  EXPECT_EQ(distinct_layers(make_network("resnet152")), 57);
+  EXPECT_EQ(distinct_layers(make_network("googlenet")), 109);
+  EXPECT_EQ(distinct_layers(make_network("alexnet")), 21);
+}
+
+TEST(CostModel, FrameworkCellsPayTheirCompileByEngineAndPhase) {
+  const Plan plan = make_plan(framework_options({"alexnet", "googlenet", "resnet50", "resnet152"}),
+                              std::vector<Device>(1, cpu_device("")));
+  // The H200's recorded cold torch.compile of training cells (cost_model.hpp): each modelled within 25%.
+  const std::map<std::string, double> measured_training_s{{"alexnet", 34}, {"googlenet", 88}, {"resnet50", 63},
+                                                          {"resnet152", 111.5}};
+  for (const auto& [network, seconds] : measured_training_s) {
+    const PlannedCell cell = find_cell(plan, "pytorch-compile", network, Phase::training);
+    EXPECT_EQ(cell.model.search_kind, "torch.compile (cold)");
+    EXPECT_NEAR(cell.model.search_s, seconds, 0.25 * seconds) << network;
+    EXPECT_GT(cell.model.search_s, find_cell(plan, "pytorch-compile", network, Phase::inference).model.search_s);
+    EXPECT_GT(cell.model.search_s, find_cell(plan, "jax", network, Phase::training).model.search_s);
+  }
+  // The ranges of a cell's preparation: pytorch-compile 16-122 s, jax 7-17 s (training resnet50).
+  const PlannedCell jax = find_cell(plan, "jax", "resnet50", Phase::training);
+  EXPECT_EQ(jax.model.search_kind, "jax.jit (cold)");
+  EXPECT_GE(jax.model.preparation_s + jax.model.search_s, 7);
+  EXPECT_LE(jax.model.preparation_s + jax.model.search_s, 17);
+  EXPECT_EQ(plan.compile_cache.directory, "none");
+}
+
+TEST(CostModel, AWarmCompileCacheShortensItsFrameworksCompiles) {
+  const auto directory = std::filesystem::temp_directory_path() / ("plan_test_cache_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(directory / "triton" / "kernel");
+  std::ofstream(directory / "triton" / "kernel" / "entry.cubin") << "x";
+  const std::vector<Device> devices(1, cpu_device(""));
+  const Plan cold = make_plan(framework_options({"resnet50"}), devices);
+  const Plan warm = make_plan(framework_options({"resnet50"}, directory.string()), devices);
+  std::filesystem::remove_all(directory);
+  EXPECT_EQ(warm.compile_cache.inductor_entries, 1);
+  EXPECT_EQ(warm.compile_cache.jax_entries, 0);
+  const PlannedCell compiled = find_cell(warm, "pytorch-compile", "resnet50", Phase::training);
+  EXPECT_EQ(compiled.model.search_kind, "torch.compile (warm cache)");
+  EXPECT_NEAR(compiled.model.search_s,
+              kWarmCompileFraction * find_cell(cold, "pytorch-compile", "resnet50", Phase::training).model.search_s, 1e-9);
+  // JAX's part of the directory is empty: its cells stay cold.
+  EXPECT_DOUBLE_EQ(find_cell(warm, "jax", "resnet50", Phase::training).model.search_s,
+                   find_cell(cold, "jax", "resnet50", Phase::training).model.search_s);
+}
+
+TEST(Plan, CalibrationTakesARecordedPreparationOfTheSameEngineNetworkAndPhase) {
+  Options options = framework_options({"googlenet", "resnet50"});
+  options.matrix.precisions = {Precision::tf32, Precision::bf16};
+  const std::vector<Device> devices(1, cpu_device(""));
+  const std::string key = cpu_device("").key();
+  const Plan model = make_plan(options, devices);
+  // The earlier cube holds resnet50 tf32 training (prepared in 70 s, timed 2x the model's steps) and
+  // googlenet training at tf32 only; the bf16 cells of both take the recorded preparation.
+  const PlannedCell resnet_tf32 = [&] {
+    for (const auto& planned : model.cells)
+      if (planned.cell.engine == "pytorch-compile" && planned.cell.network == "resnet50" &&
+          planned.cell.precision == Precision::tf32 && planned.cell.phase == Phase::training)
+        return planned;
+    return PlannedCell{};
+  }();
+  RecordedWallTimes recorded;
+  recorded.cubes = {"earlier.h5"};
+  recorded.seconds[cell_key(key, resnet_tf32.cell)] = 70 + 2 * resnet_tf32.model.steps_s;
+  recorded.timed_seconds[cell_key(key, resnet_tf32.cell)] = 2 * resnet_tf32.model.steps_s;
+  recorded.preparation_seconds[preparation_key(key, resnet_tf32.cell, false)] = 70;
+  recorded.preparation_seconds[preparation_key(key, resnet_tf32.cell, true)] = 70;
+  CellSpec googlenet = resnet_tf32.cell;
+  googlenet.network = "googlenet";
+  recorded.preparation_seconds[preparation_key(key, googlenet, true)] = 110;
+  const Plan plan = make_plan(options, devices, {}, &recorded);
+  for (const auto& planned : plan.cells) {
+    if (planned.cell.engine != "pytorch-compile" || planned.cell.phase != Phase::training) continue;
+    if (planned.cell.network == "resnet50" && planned.cell.precision == Precision::tf32) {
+      EXPECT_EQ(planned.estimate_source, kEstimateRecorded);
+      continue;
+    }
+    EXPECT_EQ(planned.estimate_source, kEstimateRecordedPreparation) << describe(planned.cell);
+    const double preparation_s = planned.cell.network == "resnet50" ? 70 : 110;
+    EXPECT_NEAR(planned.estimated_s, preparation_s + 2 * planned.model.steps_s, 1e-9) << describe(planned.cell);
+  }
+  const auto fit = std::find_if(plan.calibration.begin(), plan.calibration.end(),
+                                [](const CalibrationFit& f) { return f.engine == "pytorch-compile"; });
+  ASSERT_NE(fit, plan.calibration.end());
+  EXPECT_NEAR(fit->steps_factor, 2, 1e-9);
+  EXPECT_EQ(fit->recorded_preparations, 3);  // resnet50 bf16, googlenet tf32 and bf16
 }
 
 TEST(Plan, AMissingCalibrationCubeIsBadInputNamingIt) {

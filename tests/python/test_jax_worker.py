@@ -79,7 +79,7 @@ def alexnet_graph():
     return json.loads(result.stdout)
 
 
-def converse(python, worker, graph, *, seed=42, batch=2, phase="training", precision="fp32"):
+def converse(python, worker, graph, *, seed=42, batch=2, phase="training", precision="fp32", compile_cache="none"):
     """hello, prepare, steps (warm-up 1, then 2 timed), check, release, exit; returns the replies by
     type (the timed `steps` reply as "stepped")."""
     requests = [
@@ -87,7 +87,8 @@ def converse(python, worker, graph, *, seed=42, batch=2, phase="training", preci
                                        replica=0),
              graph=graph, threads=2,
              settings={"measure.seed": seed, "measure.update": "none", "measure.learning_rate": 0.01,
-                       "engine.layout": "auto", "engine.compile_mode": "reduce-overhead"}),
+                       "engine.layout": "auto", "engine.compile_mode": "reduce-overhead",
+                       "engine.compile_cache": compile_cache}),
         dict(type="steps", count=1, warmup=True, time_limit_s=300),
         dict(type="steps", count=2, warmup=False, time_limit_s=300),
         dict(type="check"),

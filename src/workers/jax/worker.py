@@ -34,6 +34,10 @@ Conventions are those of src/workers/pytorch/model.py (and the oneDNN engine):
   trace is counted, and a trace during the timed steps (a retrace) is recorded
   in ``decisions``.
 - timing: time.perf_counter around the jitted call and block_until_ready.
+- compile cache: JAX's persistent compilation cache in the request's
+  ``engine.compile_cache`` directory (its jax/ subdirectory; every compile kept,
+  however short or small: ``JaxCache``), so a later cell or run of the same step
+  skips XLA's compile; ``decisions`` says cold or warm and the cache hits.
 """
 import argparse
 import gc
@@ -44,7 +48,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from common import recipes  # noqa: E402
+from common import compile_cache, recipes  # noqa: E402
 from common.libraries import loaded_library_versions  # noqa: E402
 from common.protocol import WorkerError, serve, settings  # noqa: E402
 
@@ -104,6 +108,91 @@ class JaxAdapter:
             self.jax.clear_caches()
         except Exception:
             pass
+
+
+# ---- The persistent compilation cache ----------------------------------------------------------
+
+# What jax.monitoring reported in this process: the compiles that asked the persistent cache and its hits.
+CACHE_REQUESTS = "/jax/compilation_cache/compile_requests_use_cache"
+CACHE_HITS = "/jax/compilation_cache/cache_hits"
+_cache_events = {CACHE_REQUESTS: 0, CACHE_HITS: 0}
+_listening = None  # None: not tried yet; else whether jax.monitoring reports to us
+
+
+def _count_cache_event(event, *args, **kwargs):
+    if event in _cache_events:
+        _cache_events[event] += 1
+
+
+def _listen_to_cache_events(jax):
+    global _listening
+    if _listening is None:
+        try:
+            jax.monitoring.register_event_listener(_count_cache_event)
+            _listening = True
+        except Exception:  # noqa: BLE001 (a jax without jax.monitoring: no hit counts, said in decisions)
+            _listening = False
+    return _listening
+
+
+class JaxCache:
+    """engine.compile_cache for JAX: its persistent compilation cache in the directory's jax/
+    subdirectory, keeping every compile (jax keeps by default only compiles over 1 s:
+    jax_persistent_cache_min_compile_time_secs = 0 and jax_persistent_cache_min_entry_size_bytes = -1
+    keep them all), or off for `none`. The worker's hello has jitted already, and jax decides once per
+    process whether and where it caches, so that decision is reset (compilation_cache.reset_cache)
+    for the next compile to read these settings."""
+
+    FLAGS = (("jax_persistent_cache_min_compile_time_secs", 0.0), ("jax_persistent_cache_min_entry_size_bytes", -1))
+
+    def __init__(self, jax, setting):
+        self.jax = jax
+        self.setting = setting
+        self.notes = []
+        self.directory = None
+        if setting == compile_cache.NONE:
+            self._update("jax_enable_compilation_cache", False)
+        else:
+            self.directory = compile_cache.framework_directory(setting, "jax")
+            self._update("jax_enable_compilation_cache", True)
+            if not self._update("jax_compilation_cache_dir", self.directory):
+                raise WorkerError("failed", f"{compile_cache.SETTING}: jax {jax.__version__} takes no "
+                                  "jax_compilation_cache_dir (no persistent compilation cache); set "
+                                  f"{compile_cache.SETTING}=none")
+            for flag, value in self.FLAGS:
+                self._update(flag, value)
+        try:
+            from jax.experimental.compilation_cache import compilation_cache as cache_module
+            cache_module.reset_cache()
+        except Exception as error:  # noqa: BLE001 (said in decisions: the hello's choice may stand)
+            self.notes.append(f"not reset ({type(error).__name__}): the process's first compile decided the cache")
+        self.listening = _listen_to_cache_events(jax)
+        self.events_before = dict(_cache_events)
+        self.entries_before = compile_cache.count_entries(self.directory)
+        self.entries_after = None
+
+    def _update(self, flag, value):
+        """jax.config.update; a flag this jax lacks is noted in decisions (False), never fatal here."""
+        try:
+            self.jax.config.update(flag, value)
+            return True
+        except Exception as error:  # noqa: BLE001 (jax raises AttributeError or ValueError for unknown flags)
+            self.notes.append(f"{flag}: not in jax {self.jax.__version__} ({type(error).__name__})")
+            return False
+
+    def compiled(self):
+        self.entries_after = compile_cache.count_entries(self.directory)
+
+    def describe(self):
+        if self.directory is None:
+            return "compile_cache=none(jax's persistent compilation cache off: every compile cold)"
+        detail = list(self.notes)
+        if self.listening:
+            requests = _cache_events[CACHE_REQUESTS] - self.events_before[CACHE_REQUESTS]
+            hits = _cache_events[CACHE_HITS] - self.events_before[CACHE_HITS]
+            detail.append(f"persistent cache hits={hits} of {requests} compiles")
+        after = self.entries_after if self.entries_after is not None else compile_cache.count_entries(self.directory)
+        return compile_cache.describe(self.setting, self.entries_before, after, "; ".join(detail))
 
 
 # ---- The network as a pure function ----------------------------------------------------------
@@ -367,7 +456,7 @@ class JaxSession:
         self.matmul_precision = self.recipe.matmul_precision
         # The options schema's worker settings (README "Job file keys", column "to workers"); the
         # layout and the compile mode are PyTorch's: XLA picks its own layout and always jits.
-        given = settings(request, "measure.seed", "measure.update", "measure.learning_rate")
+        given = settings(request, "measure.seed", "measure.update", "measure.learning_rate", compile_cache.SETTING)
         self.net = Network(request["graph"], int(given["measure.seed"]))
         self.traces = 0  # times the steps were traced (jit compiles); see decisions()
         self.traces_before_timed = self.traces_after_timed = None
@@ -420,10 +509,12 @@ class JaxSession:
         self._train = jax.jit(train_step)
         self._infer = jax.jit(infer_step)
         self._loss = jax.jit(net.loss)
+        self.compile_cache = JaxCache(jax, given[compile_cache.SETTING])  # before the compile: see JaxCache
         start = time.perf_counter()
         with jax.default_matmul_precision(self.matmul_precision):
             self._one_step(self._step_args())  # compilation, untimed; counts as step 0
         self.compile_s = time.perf_counter() - start
+        self.compile_cache.compiled()
 
     def _step_args(self):
         """The step's dropout stream states (two words per layer): all the host gives the step."""
@@ -501,7 +592,7 @@ class JaxSession:
                 f"matmul_precision={self.matmul_precision} layout=NCHW")
         if self.training:
             text += " dropout_masks=device-in-step(timed)"
-        text += f" compile={self.compile_s:.1f}s(untimed) traces={self.traces}"
+        text += f" compile={self.compile_s:.1f}s(untimed) {self.compile_cache.describe()} traces={self.traces}"
         if self.traces_before_timed is not None and self.traces_after_timed is not None:
             text += f" timed_steps: retraces={self.traces_after_timed - self.traces_before_timed}"
         stats = self._memory_stats()

@@ -17,6 +17,9 @@ and autotuned kernels), compiled once per cell in prepare (untimed, its time
 reported), each step marked with torch.compiler.cudagraph_mark_step_begin();
 recompilations, graph breaks and skipped CUDA graphs during the timed steps
 are counted from torch._dynamo's counters and recorded in ``decisions``.
+Inductor's and Triton's caches live in the request's ``engine.compile_cache``
+directory (common/compile_cache.py), so a later cell or run of the same graph
+compiles from a warm cache; ``decisions`` says cold or warm and the cache hits.
 """
 import argparse
 import gc
@@ -28,12 +31,23 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from common.libraries import loaded_library_versions  # noqa: E402
-from common import recipes  # noqa: E402
+from common import compile_cache, recipes  # noqa: E402
 from common.protocol import WorkerError, serve, settings  # noqa: E402
 
 COMPILE_MODES = ("reduce-overhead", "max-autotune")
 # The options-schema keys this worker runs a cell with (the request's `settings`).
-SETTINGS_READ = ("measure.seed", "measure.update", "measure.learning_rate", "engine.layout", "engine.compile_mode")
+SETTINGS_READ = ("measure.seed", "measure.update", "measure.learning_rate", "engine.layout", "engine.compile_mode",
+                 compile_cache.SETTING)
+# torch.compile's persistent caches, each a flag of torch 2.x's configs (module, flag, since): all
+# kept in engine.compile_cache, so that a warm cache skips Inductor's code generation (FX graph
+# cache), AOTAutograd's joint-graph tracing of training cells (AOTAutograd cache) and the kernel
+# benchmarks of max-autotune (autotune cache). A torch without a flag says so in decisions.
+CACHE_FLAGS = (("torch._inductor.config", "fx_graph_cache", "2.2"),
+               ("torch._inductor.config", "autotune_local_cache", "2.4"),
+               ("torch._functorch.config", "enable_autograd_cache", "2.6"))
+# (counter group, counter) of torch._dynamo's counters that count each cache's hits and misses.
+CACHE_COUNTERS = (("inductor", "fxgraph_cache_hit"), ("inductor", "fxgraph_cache_miss"),
+                  ("aot_autograd", "autograd_cache_hit"), ("aot_autograd", "autograd_cache_miss"))
 
 
 class Recipe:
@@ -142,6 +156,80 @@ def dynamo_counts(torch):
             "cudagraph_skips": int(counters["inductor"].get("cudagraph_skips", 0))}
 
 
+def cache_counts():
+    """torch._dynamo's counters of the persistent caches' hits and misses so far in this process;
+    None where this torch has no such counters."""
+    try:
+        from torch._dynamo.utils import counters
+    except Exception:
+        return None
+    return {f"{group}.{name}": int(counters[group].get(name, 0)) for group, name in CACHE_COUNTERS}
+
+
+class InductorCache:
+    """engine.compile_cache for torch.compile: TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR in its
+    inductor/ and triton/ subdirectories (`none`: a fresh directory of this process), set before
+    the cell's first compile: Inductor reads them when it first writes (its compile workers, started
+    then, inherit them), and every persistent cache flag of CACHE_FLAGS on."""
+
+    def __init__(self, torch, setting):
+        import importlib
+
+        self.torch = torch
+        self.setting = setting
+        root = compile_cache.process_scratch_directory("crossbench-inductor-") if setting == compile_cache.NONE \
+            else setting
+        self.inductor = compile_cache.framework_directory(root, "inductor")
+        self.triton = compile_cache.framework_directory(root, "triton")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = self.inductor
+        os.environ["TRITON_CACHE_DIR"] = self.triton
+        self.notes = []
+        for module_name, flag, since in CACHE_FLAGS:
+            try:
+                module = importlib.import_module(module_name)
+            except ImportError:
+                module = None
+            if module is None or not hasattr(module, flag):
+                self.notes.append(f"{flag}: not in torch {torch.__version__} (since {since})")
+                continue
+            setattr(module, flag, True)
+        # Where Inductor will write: a process that compiled before this cell may hold another directory.
+        used = None
+        for module_name in ("torch._inductor.runtime.cache_dir_utils", "torch._inductor.runtime.runtime_utils",
+                            "torch._inductor.codecache"):
+            try:
+                used = importlib.import_module(module_name).cache_dir()
+                break
+            except (ImportError, AttributeError):
+                continue
+        if used is not None and os.path.realpath(used) != os.path.realpath(self.inductor):
+            self.notes.append(f"not applied: Inductor already uses {used}")
+        self.entries_before = self.entries()
+        self.counts_before = cache_counts()
+        self.entries_after = self.counts_after = None
+
+    def entries(self):
+        return compile_cache.count_entries(self.inductor) + compile_cache.count_entries(self.triton)
+
+    def compiled(self):
+        """After the cell's compile: what it found and left."""
+        self.entries_after = self.entries()
+        self.counts_after = cache_counts()
+
+    def describe(self):
+        detail = list(self.notes)
+        if self.counts_before is not None and self.counts_after is not None:
+            delta = {k: self.counts_after[k] - self.counts_before[k] for k in self.counts_after}
+            detail.append(f"fx_graph_cache hits={delta['inductor.fxgraph_cache_hit']} "
+                          f"misses={delta['inductor.fxgraph_cache_miss']}")
+            detail.append(f"aot_autograd_cache hits={delta['aot_autograd.autograd_cache_hit']} "
+                          f"misses={delta['aot_autograd.autograd_cache_miss']}")
+        shown = self.setting if self.setting != compile_cache.NONE else \
+            f"none(a fresh directory of this worker process: {os.path.dirname(self.inductor)})"
+        after = self.entries_after if self.entries_after is not None else self.entries()
+        return compile_cache.describe(shown, self.entries_before, after, "; ".join(detail))
+
+
 def graph_break_reasons(torch, limit=3):
     try:
         from torch._dynamo.utils import counters
@@ -196,12 +284,13 @@ class PytorchSession:
         self.compile_s = None
         self.mark_step = None
         self.counts_after_compile = self.counts_before_timed = self.counts_after_timed = None
+        self.compile_cache = None
         if compile_model:
-            self._compile(given["engine.compile_mode"])
+            self._compile(given["engine.compile_mode"], given[compile_cache.SETTING])
 
     # -- torch.compile ----------------------------------------------------------------------
 
-    def _compile(self, mode):
+    def _compile(self, mode, cache_setting):
         torch = self.torch
         if mode not in COMPILE_MODES:
             raise WorkerError("unsupported", f"torch.compile mode {mode!r}: crossbench runs {', '.join(COMPILE_MODES)}")
@@ -211,6 +300,7 @@ class PytorchSession:
             raise WorkerError("unsupported", f"torch {torch.__version__} has no "
                               "torch.compiler.cudagraph_mark_step_begin: CUDA graphs in training need torch 2.1 or later")
         self.compile_mode = mode
+        self.compile_cache = InductorCache(torch, cache_setting)  # before the first compile: see InductorCache
         self.counts_before_compile = dynamo_counts(torch)  # the worker serves many cells: count this one's
         start = time.perf_counter()
         # Only the layers are compiled: the dropout step's bookkeeping stays in the eager forward
@@ -223,6 +313,7 @@ class PytorchSession:
         self._synchronize()
         self.compile_s = time.perf_counter() - start
         self.counts_after_compile = dynamo_counts(torch)
+        self.compile_cache.compiled()
 
     # -- steps ------------------------------------------------------------------------------
 
@@ -317,11 +408,14 @@ class PytorchSession:
                     text += " (" + "; ".join(reasons) + ")"
                 if compiled["cudagraph_skips"]:
                     text += f" cudagraph_skips={compiled['cudagraph_skips']}"
+            text += " " + self.compile_cache.describe()
             before, after = self.counts_before_timed, self.counts_after_timed
             if before is not None and after is not None:
                 text += (f" timed_steps: recompilations={after['graphs'] - before['graphs']}"
                          f" graph_breaks={after['graph_breaks'] - before['graph_breaks']}"
                          f" cudagraph_skips={after['cudagraph_skips'] - before['cudagraph_skips']}")
+        else:
+            text += " compile_cache=unused(eager: nothing is compiled)"
         if self.training and self.model is not None and self.model._dropouts:
             text += (" dropout_masks=crossbench::dropout_keep_mask(device step, in the graph)" if self.device_dropout_step
                      else " dropout_masks=eager(crossbench's deterministic masks)")

@@ -1,0 +1,100 @@
+"""Issue 29's study stages of bench/gpu_session.sh (`study`, `studysweep`), run here on the CPU build:
+the cube, journal and log kept in a folder the working tree carries, each later call continuing it with
+--resume --allow-build-change (one run segment per call), and a call stopped at its time limit ending
+cleanly (exit 3, the running cell not_run) so that the next call measures the rest, no cell twice."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "analysis"))
+from crossbench_analysis.cube import load  # noqa: E402
+
+
+def stage(tmp_path, crossbench_binary, study_dir, name="study", **environment):
+    env = dict(os.environ, OUT=str(tmp_path / "out"), CB=str(crossbench_binary), STUDY_DIR=str(study_dir),
+               TLIMIT="240", PYTHONPATH=str(REPO / "analysis"), **environment)
+    return subprocess.run(["bash", str(REPO / "bench" / "gpu_session.sh"), name], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def segments(journal):
+    """The journal's run-segment records (one per call), each with how it ended where it did."""
+    records = []
+    for line in journal.read_text().splitlines()[1:]:
+        record = json.loads(line.split(" ", 1)[1])  # "<checksum> <record>"
+        if record.get("type") in ("segment", "segment_end"):
+            records.append(record["type"])
+    return records
+
+
+def test_each_call_continues_the_cube_with_a_segment_of_its_own(tmp_path, crossbench_binary):
+    study = tmp_path / "tree" / "study"
+    cudnn_only = dict(STUDY_ENGINES="cudnn", STUDY_NETWORKS="alexnet")  # every cell unsupported here: fast
+    first = stage(tmp_path, crossbench_binary, study, **cudnn_only)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "study: complete" in first.stdout and "continuing" not in first.stdout
+    for name in ("study.h5", "study.h5.journal", "study.log"):  # what comes back from the device call
+        assert (tmp_path / "out" / "study" / name).exists(), name
+    entries = len((study / "study.h5.journal").read_text().splitlines())
+    second = stage(tmp_path, crossbench_binary, study, **cudnn_only)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert f"study: continuing {study}/study.h5 ({entries - 1} journal entries)" in second.stdout
+    assert "study: complete" in second.stdout
+    log = (study / "study.log").read_text()
+    assert log.count("study wall_s") == 2 and "exit 0" in log
+    assert segments(study / "study.h5.journal") == ["segment", "segment_end"] * 2
+    cells = load(study / "study.h5").cells
+    # alexnet x fp32, tf32, bf16, amp-bf16 x both phases, batch 64
+    assert len(cells) == 8 and set(cells["status"]) == {"unsupported"}
+    assert set(cells["precision"]) == {"fp32", "tf32", "bf16", "amp-bf16"}
+
+
+def test_a_call_stopped_at_its_limit_ends_cleanly_and_the_next_measures_the_rest(tmp_path, crossbench_binary):
+    """Eager PyTorch on the CPU (20 steps, a few seconds a cell with the worker's start): the first
+    call's limit (4 s) stops it inside its first cells, the second measures what is left."""
+    if subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode != 0:
+        import pytest
+        pytest.skip("Debian's python3-torch is not installed")
+    study = tmp_path / "tree" / "study"
+    cells = dict(STUDY_ENGINES="pytorch", STUDY_NETWORKS="alexnet", STUDY_PRECISIONS="fp32", STUDY_BATCHES="2",
+                 STUDY_GRACE="1", STUDY_PYTORCH_WORKER="/usr/bin/python3 -u {workers}/pytorch/worker.py",
+                 STUDY_STEPS="20", STUDY_ARGS="--set measure.max_steps=20 --set measure.warmup=1")
+    first = stage(tmp_path, crossbench_binary, study, TLIMIT_study="4", **cells)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "study: stopped cleanly at the stage limit (exit 3)" in first.stdout, first.stdout
+    done_first = load(study / "study.h5").cells
+    assert (done_first["status"] != "ok").any()  # the limit came before the end
+    second = stage(tmp_path, crossbench_binary, study, **cells)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "study: continuing" in second.stdout and "study: complete" in second.stdout, second.stdout
+    done = load(study / "study.h5").cells
+    assert len(done) == 2 and set(done["status"]) == {"ok"}
+    assert set(done["phase"]) == {"inference", "training"}
+    # Each ok cell once in the journal: none measured twice.
+    records = [json.loads(line.split(" ", 1)[1]) for line in (study / "study.h5.journal").read_text().splitlines()[1:]]
+    results = [r["result"] for r in records if "result" in r]
+    ok = [(r["network"], r["phase"]) for r in results if r["status"] == "ok"]
+    assert sorted(ok) == [("alexnet", "inference"), ("alexnet", "training")]
+    assert segments(study / "study.h5.journal").count("segment") == 2
+
+
+def test_the_sweep_stage_is_its_own_cube_beside_the_study(tmp_path, crossbench_binary):
+    study = tmp_path / "tree" / "study"
+    result = stage(tmp_path, crossbench_binary, study, name="studysweep", STUDY_ENGINES="cudnn",
+                   SWEEP_NETWORKS="alexnet", SWEEP_BATCHES="1,2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "sweep: complete" in result.stdout
+    cells = load(study / "sweep.h5").cells
+    assert sorted(set(cells["batch"])) == [1, 2] and set(cells["precision"]) == {"tf32", "bf16"}
+    assert len(cells) == 8
+
+
+def test_the_default_folder_is_carried_by_the_working_tree():
+    """Untracked and not ignored: the device call's copy of the tree carries it (bench/README.md)."""
+    ignored = subprocess.run(["git", "check-ignore", "-q", "bench/results/2026-12-02/study/study.h5.journal"],
+                             cwd=REPO).returncode
+    assert ignored == 1  # 1: not ignored
+    assert "bench/results/2026-12-02/study" in (REPO / "bench" / "gpu_session.sh").read_text()
