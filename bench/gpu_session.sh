@@ -18,6 +18,11 @@
 #   graphab   seed2017 (cudnn; $AB_PRECISIONS, default fp32,tf32,bf16; exhaustive search, CUDA graphs) with
 #             engine.graph_api=false (the legacy API's algorithms) and true (Graph API engine configurations
 #             as candidates too), one binary, interleaved per precision, each cold; then bench/compare_cubes.py
+#   fuseab    the ResNets' training (cudnn; $FUSE_PRECISIONS, default tf32 bf16; $FUSE_NETWORKS, default
+#             resnet50; exhaustive search, CUDA graphs) with engine.fuse=false (every layer its own ops) and
+#             true (the kit's fused groups: training batch-norm + add + relu in our kernels), one binary,
+#             interleaved per precision, one algorithm cache per precision (the unfused side searches, the
+#             fused side replays the same convolution algorithms); then bench/compare_cubes.py
 #   fwcmp     the cudnn rows beside pytorch-compile (torch.compile reduce-overhead) rows in one cube per
 #             precision ($FWCMP_PRECISIONS, default tf32 bf16; $FWCMP_NETWORKS; $FWCMP_PHASES, default training),
 #             the cudnn cells replaying $FWCMP_CACHE_DIR/algo_graph_<precision>.json (a graphab stage's cache)
@@ -152,6 +157,22 @@ for stage in "$@"; do
         done
         python3 bench/compare_cubes.py "$OUT/ab_legacy_$precision.h5" "$OUT/ab_graph_$precision.h5" \
           --markdown "$OUT/ab_compare_$precision.md" | head -30
+      done ;;
+    fuseab)
+      for precision in ${FUSE_PRECISIONS:-tf32 bf16}; do
+        for side in unfused fused; do
+          fuse=false; [ $side = fused ] && fuse=true
+          timeout "$TLIMIT" $CB run --job jobs/seed2017.ini --set matrix.engines=cudnn --algo exhaustive \
+            --set engine.cuda_graphs=true --set engine.fuse=$fuse --set matrix.precisions=$precision \
+            --set matrix.phases=training --set "matrix.networks=${FUSE_NETWORKS:-resnet50}" \
+            --set measure.min_steps="$STEPS" --set measure.target_ci=0.02 \
+            --algo-cache "$OUT/algo_fuse_$precision.json" \
+            --output "$OUT/fuse_${side}_$precision.h5" >"$OUT/fuse_${side}_$precision.log" 2>&1
+          echo "$side $precision exit $?"
+          grep -E " ok | oom | failed | timeout " "$OUT/fuse_${side}_$precision.log" | tail -5
+        done
+        python3 bench/compare_cubes.py "$OUT/fuse_unfused_$precision.h5" "$OUT/fuse_fused_$precision.h5" \
+          --markdown "$OUT/fuse_compare_$precision.md" | head -30
       done ;;
     fwcmp)
       for precision in ${FWCMP_PRECISIONS:-tf32 bf16}; do

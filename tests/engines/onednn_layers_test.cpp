@@ -556,7 +556,7 @@ TEST(OnednnSession, DecisionsNameTheRecipeAndTheFusions) {
   onednn::OnednnSession unfused(network, cell_of(network, 1, Phase::inference), test_config(),
                                 onednn::GraphOptions{true, true, false});
   EXPECT_EQ(unfused.record().decisions.rfind(std::string(recipe_of(Precision::fp32)) + " fusions=none;refused=conv_bias_relu[conv1+relu1]"
-                                             "(fusion turned off (GraphOptions::fuse)) x5,fc_bias_relu[", 0), 0u)
+                                             "(fusion turned off (--fuse false)) x5,fc_bias_relu[", 0), 0u)
       << unfused.record().decisions;
 }
 

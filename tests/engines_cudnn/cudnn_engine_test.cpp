@@ -81,13 +81,15 @@ std::vector<Setting> settings() {
   };
 }
 
-std::unique_ptr<Engine> engine_for(Precision, Layout layout, AlgorithmPolicy algorithm, bool graphs = false) {
+std::unique_ptr<Engine> engine_for(Precision, Layout layout, AlgorithmPolicy algorithm, bool graphs = false,
+                                   bool fuse = true) {
   EngineConfig config;
   config.seed = 42;
   cudnn::CudnnSettings settings;
   settings.layout = layout;
   settings.algorithm = algorithm;
   settings.cuda_graphs = graphs;
+  settings.fuse = fuse;
   return make_cudnn_engine(probe_gpu(0, ""), config, settings);
 }
 
@@ -313,6 +315,191 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<SeedCellsAgainstFp32::ParamType>& info) {
       return std::get<0>(info.param) + "_" + std::string(to_string(std::get<1>(info.param)));
     });
+
+// ---- Fused training batch-norm (bn_relu, bn_add_relu) against the unfused ops ----
+
+// Two bottleneck-like blocks: bn_relu groups, a bn_add_relu whose residual is
+// a relu output (built before the group's batch-norm), and one whose residual
+// is a projection's batch-norm built after it (as in a ResNet's first block
+// of a stage), at 64 and 128 channels over 8x8 maps.
+Network residual_network() {
+  NetworkBuilder b("tiny-residual", {16, 8, 8});
+  int x = b.convolution(b.input(), 64, 3, 1, 1, false, "conv0");
+  x = b.relu(b.batch_norm(x, "bn0"), "relu0");
+  int y = b.relu(b.batch_norm(b.convolution(x, 64, 3, 1, 1, false, "conv1"), "bn1"), "relu1");
+  y = b.batch_norm(b.convolution(y, 64, 1, 1, 0, false, "conv2"), "bn2");
+  x = b.relu(b.add(y, x, "add1"), "relu2");
+  y = b.relu(b.batch_norm(b.convolution(x, 128, 3, 2, 1, false, "conv3"), "bn3"), "relu3");
+  y = b.batch_norm(b.convolution(y, 128, 1, 1, 0, false, "conv4"), "bn4");
+  const int projection = b.batch_norm(b.convolution(x, 128, 1, 2, 0, false, "projection"), "bn_projection");
+  x = b.relu(b.add(y, projection, "add2"), "relu4");
+  x = b.flatten(b.avg_pool(x, 4, 1, 0, false, "pool"), "flatten");
+  return b.finish_with_loss(b.fully_connected(x, 10, true, "fc"));
+}
+
+struct FusionSetting {
+  std::string name;
+  Precision precision;
+  Layout layout;
+  double bound;           // element error over the tensor's largest |value|: logits, running statistics
+  double gradient_bound;  // ... and parameter gradients
+};
+
+// Bounds, element by element against the tensor's largest |value|: the fused
+// kernels reduce in another order than cuDNN's batch-norm (fp32 rounding,
+// ~1e-6 of the statistics), which every later layer carries. fp32 1e-4
+// (CudaGraphReplayMatchesEagerStepsElementByElement holds gradients to 1e-3
+// for reordered sums alone); tf32 2e-3 (a convolution rounds its inputs to
+// 10 mantissa bits: an input that differs by 1e-6 may round one tf32 ulp,
+// 2^-11, apart); bf16 2e-2 for logits and running statistics (a normalised
+// output that differs in fp32 rounds one bf16 ulp, 2^-8 = 3.9e-3, apart; the
+// unfused add rounds the batch-norm's output and then the sum, the fused one
+// the sum alone). bf16 gradients 0.3: measured on the H200 the worst was 0.237
+// (bench/results/2026-12-02/bnfuse, 0.07 for the first convolution): each
+// bf16 rounding of a gradient is carried through batch-norm's backward, which
+// subtracts two projections from g and leaves a dx much smaller than g (the
+// kernels' own bf16 arithmetic is held to a double-precision reference within
+// one rounding by CudnnKernels.FusedBatchNormReluMatchesTheHost; fp32 and tf32
+// cells of this test agree within 8.6e-7 and 5.4e-4).
+std::vector<FusionSetting> fusion_settings() {
+  return {{"fp32_nhwc", Precision::fp32, Layout::nhwc, 1e-4, 1e-4},
+          {"tf32", Precision::tf32, Layout::automatic, 2e-3, 2e-3},
+          {"bf16", Precision::bf16, Layout::automatic, 2e-2, 0.3}};
+}
+
+class BatchNormFusion : public ::testing::TestWithParam<std::size_t> {};
+
+// A cell's sessions with fusion on and off, one training step taken by each.
+struct FusedAndUnfused {
+  std::unique_ptr<Session> fused_session, unfused_session;
+  cudnn::CudnnSession* fused = nullptr;
+  cudnn::CudnnSession* unfused = nullptr;
+};
+
+FusedAndUnfused prepare_both(const Network& network, const FusionSetting& setting, std::int64_t batch) {
+  const CellSpec cell{"cudnn", network.name(), setting.precision, batch, Phase::training, 0};
+  FusedAndUnfused both;
+  both.fused_session =
+      engine_for(setting.precision, setting.layout, AlgorithmPolicy::heuristic, false, true)->prepare(network, cell);
+  both.unfused_session =
+      engine_for(setting.precision, setting.layout, AlgorithmPolicy::heuristic, false, false)->prepare(network, cell);
+  both.fused = dynamic_cast<cudnn::CudnnSession*>(both.fused_session.get());
+  both.unfused = dynamic_cast<cudnn::CudnnSession*>(both.unfused_session.get());
+  return both;
+}
+
+// The worst |error| over the tensor's largest |value|; counts elements beyond `bound` of it into `mismatches`.
+double worst_error(const std::vector<float>& want, const std::vector<float>& got, double bound,
+                   std::size_t& mismatches, std::size_t& first) {
+  double largest = 0, worst = 0;
+  for (float v : want) largest = std::max(largest, static_cast<double>(std::abs(v)));
+  mismatches = 0;
+  first = 0;
+  for (std::size_t i = 0; i < want.size() && i < got.size(); ++i) {
+    const double error = std::abs(static_cast<double>(want[i]) - static_cast<double>(got[i]));
+    worst = std::max(worst, error);
+    if (!(error <= bound * largest + 1e-30) && mismatches++ == 0) first = i;
+  }
+  return largest > 0 ? worst / largest : worst;
+}
+
+// One training step (running statistics updated) with fusion on and off:
+// logits, every parameter's gradient (a convolution before a group: the
+// group's input gradient; a residual branch's convolution: the residual's
+// gradient; gamma and beta) and every running mean and variance, element by
+// element. The saved statistics, y and each gradient of the kernels
+// themselves are held to a host reference in double precision by
+// CudnnKernels.FusedBatchNormReluMatchesTheHost.
+TEST_P(BatchNormFusion, MatchesTheUnfusedOpsElementByElement) {
+  SKIP_WITHOUT_GPU();
+  const FusionSetting setting = fusion_settings()[GetParam()];
+  const Network network = residual_network();
+  const std::string what = network.name() + " " + setting.name;
+  FusedAndUnfused both = prepare_both(network, setting, 16);
+  ASSERT_NE(both.fused, nullptr);
+  ASSERT_NE(both.unfused, nullptr);
+  const std::string fused_decisions = both.fused->record().decisions;
+  const std::string unfused_decisions = both.unfused->record().decisions;
+  EXPECT_NE(fused_decisions.find("bn_add_relu:2"), std::string::npos) << what << ": " << fused_decisions;
+  EXPECT_NE(fused_decisions.find("bn_relu:3"), std::string::npos) << what << ": " << fused_decisions;
+  EXPECT_NE(unfused_decisions.find("fusions=none;refused="), std::string::npos) << unfused_decisions;
+  EXPECT_NE(unfused_decisions.find("(fusion turned off (--fuse false))"), std::string::npos) << unfused_decisions;
+  EXPECT_LT(both.fused->op_count(), both.unfused->op_count()) << what << ": a group is one op each way";
+  both.fused->step();
+  both.unfused->step();
+  double worst_overall = 0;
+  const auto compare = [&](const std::vector<float>& want, const std::vector<float>& got, const std::string& tensor,
+                           double bound) {
+    ASSERT_EQ(want.size(), got.size()) << what << " " << tensor;
+    std::size_t mismatches = 0, first = 0;
+    const double worst = worst_error(want, got, bound, mismatches, first);
+    worst_overall = std::max(worst_overall, worst);
+    EXPECT_EQ(mismatches, 0u) << what << " " << tensor << ": " << mismatches << " of " << want.size()
+                              << " elements differ beyond " << bound << " of the largest; first at " << first << " ("
+                              << want[first] << " unfused, " << got[first] << " fused); worst " << worst;
+  };
+  compare(both.unfused->logits_storage(), both.fused->logits_storage(), "logits", setting.bound);
+  ASSERT_EQ(both.fused->parameter_count(), both.unfused->parameter_count()) << what;
+  for (std::size_t p = 0; p < both.fused->parameter_count(); ++p)
+    compare(both.unfused->gradient_storage(p), both.fused->gradient_storage(p),
+            "gradient of trainable tensor " + std::to_string(p), setting.gradient_bound);
+  ASSERT_EQ(both.fused->step_state_count(), both.unfused->step_state_count()) << what;
+  for (std::size_t t = 0; t < both.fused->step_state_count(); ++t)
+    compare(both.unfused->step_state_storage(t), both.fused->step_state_storage(t),
+            (t % 2 == 0 ? "running mean " : "running variance ") + std::to_string(t / 2), setting.bound);
+  // check() leaves the running statistics as they are, fused or not, and agrees on the loss.
+  const std::vector<float> running_before = both.fused->step_state_storage(0);
+  const OutputCheck fused_check = both.fused->check(), unfused_check = both.unfused->check();
+  EXPECT_EQ(both.fused->step_state_storage(0), running_before) << what;
+  EXPECT_LE(relative(fused_check.loss, unfused_check.loss), setting.bound) << what;
+  std::cerr << what << ": worst element error over its tensor's largest |value| " << worst_overall << " (bounds "
+            << setting.bound << ", gradients " << setting.gradient_bound << "); ops " << both.fused->op_count() << " fused, " << both.unfused->op_count()
+            << " unfused\n";
+}
+
+// ResNet-50 (batch 8) as the benchmark runs it: every bn_relu and
+// bn_add_relu fused. Its first batch-norm sees the same input either way:
+// its running statistics element by element, with the bound above; deeper
+// layers carry the reordering's rounding through 50 batch-normalised layers
+// (at batch 8, as between two cuDNN algorithm sets: Networks above), so
+// the loss within the bound, the whole gradient's norm within 10x it, and
+// the worst tensor is reported.
+TEST_P(BatchNormFusion, ResNet50AgreesWithTheUnfusedOps) {
+  SKIP_WITHOUT_GPU();
+  const FusionSetting setting = fusion_settings()[GetParam()];
+  const Network network = make_network("resnet50");
+  const std::string what = "resnet50 " + setting.name;
+  FusedAndUnfused both = prepare_both(network, setting, 8);
+  ASSERT_NE(both.fused, nullptr);
+  ASSERT_NE(both.unfused, nullptr);
+  const std::string decisions = both.fused->record().decisions;
+  EXPECT_NE(decisions.find("bn_add_relu:16"), std::string::npos) << decisions;
+  EXPECT_NE(decisions.find("bn_relu:33"), std::string::npos) << decisions;
+  both.fused->step();
+  both.unfused->step();
+  for (std::size_t t : {std::size_t{0}, std::size_t{1}}) {  // bn1's running mean and variance
+    std::size_t mismatches = 0, first = 0;
+    const double worst = worst_error(both.unfused->step_state_storage(t), both.fused->step_state_storage(t),
+                                     setting.bound, mismatches, first);
+    EXPECT_EQ(mismatches, 0u) << what << " bn1 running statistic " << t << ": worst " << worst;
+  }
+  const OutputCheck fused_check = both.fused->check(), unfused_check = both.unfused->check();
+  ASSERT_TRUE(fused_check.finite) << what;
+  double worst_tensor = 0;
+  for (std::size_t i = 0; i < fused_check.gradient_norms.size(); ++i)
+    worst_tensor = std::max(worst_tensor, relative(fused_check.gradient_norms[i], unfused_check.gradient_norms[i]));
+  std::cerr << what << ": loss " << fused_check.loss << " fused, " << unfused_check.loss << " unfused ("
+            << relative(fused_check.loss, unfused_check.loss) << "); gradient norm "
+            << relative(fused_check.gradient_norm, unfused_check.gradient_norm) << "; worst tensor norm "
+            << worst_tensor << "\n";
+  EXPECT_LE(relative(fused_check.loss, unfused_check.loss), setting.bound) << what;
+  EXPECT_LE(relative(fused_check.gradient_norm, unfused_check.gradient_norm), 10 * setting.bound) << what;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cudnn, BatchNormFusion, ::testing::Range<std::size_t>(0, 3),
+                         [](const ::testing::TestParamInfo<std::size_t>& info) {
+                           return fusion_settings()[info.param].name;
+                         });
 
 // ---- Session behaviour -----------------------------------------------------------
 

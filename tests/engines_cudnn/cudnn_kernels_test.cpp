@@ -4,7 +4,9 @@
 // add + relu, the inference batch-norm folding, and NHWC max pooling (vector
 // and scalar paths, overlapping and ceil-mode windows), and the cuBLAS GEMM
 // weight gradient of 1x1 NHWC convolutions (gemm_weight_gradient.hpp), and
-// the im2col + GEMM forward and weight gradient (im2col_gemm.hpp).
+// the im2col + GEMM forward and weight gradient (im2col_gemm.hpp), and the
+// fused training batch-norm + (add +) relu, forward and backward
+// (kernels_batch_norm.hpp).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -19,6 +21,7 @@
 #include "engines/cudnn/gemm_weight_gradient.hpp"
 #include "engines/cudnn/handles.hpp"
 #include "engines/cudnn/im2col_gemm.hpp"
+#include "engines/cudnn/kernels_batch_norm.hpp"
 #include "engines/cudnn/kernels_epilogue.hpp"
 #include "engines/cudnn/kernels_pooling_lrn.hpp"
 
@@ -198,6 +201,188 @@ TEST(CudnnKernels, ReluForwardAndBackwardMatchTheHost) {
         ASSERT_EQ(sums[i], stored(masked + stored(previous[i], type), type)) << "count " << count << " element " << i;
       }
     }
+}
+
+// ---- Fused training batch-norm + (add +) relu -------------------------------------
+
+// One (rows x channels) NHWC tensor through the fused kernels against a host
+// reference in double precision computed from the same stored inputs:
+// saved statistics, running statistics, y, and (with the mask of the
+// device's own y, so that a bf16 rounding at zero cannot flip it) dgamma,
+// dbeta, dx and the residual's gradient, written and accumulated. Bounds:
+// statistics and parameter gradients are fp32 sums in every data type, held
+// to 1e-5 of their scale (mean: the spread of x; sums: the sum of the terms'
+// magnitudes); y and dx to 1e-5 of the tensor's largest value in fp32, and
+// in bf16 to one rounding of the element (2^-8 relative) plus that.
+struct BatchNormCase {
+  std::int64_t rows, channels;
+  bool residual;
+  float dresidual_beta, dx_beta;
+};
+
+void expect_batch_norm_relu_matches_the_host(const BatchNormCase& c, DType type) {
+  const std::int64_t rows = c.rows, channels = c.channels;
+  const auto count = static_cast<std::size_t>(rows * channels);
+  const std::string what = std::to_string(rows) + "x" + std::to_string(channels) + " " + name_of(type) +
+                           (c.residual ? " +residual" : "") + " dres_beta " + std::to_string(c.dresidual_beta) +
+                           " dx_beta " + std::to_string(c.dx_beta);
+  // x far from zero mean (an offset per channel) and spread 3: the statistics must not cancel.
+  std::vector<float> x = random_values(count, 21);
+  for (std::size_t i = 0; i < count; ++i) x[i] = stored(3.0f * x[i] + 5.0f + static_cast<float>(i % channels % 7), type);
+  std::vector<float> residual = random_values(count, 22), dy = random_values(count, 23),
+                     previous_dres = random_values(count, 24), previous_dx = random_values(count, 25);
+  for (auto* v : {&residual, &dy, &previous_dres, &previous_dx})
+    for (float& e : *v) e = stored(e, type);
+  std::vector<float> gamma = random_values(static_cast<std::size_t>(channels), 26),
+                     beta = random_values(static_cast<std::size_t>(channels), 27);
+  for (float& g : gamma) g = 1.0f + 0.5f * g;
+  const std::vector<float> running_mean_before(static_cast<std::size_t>(channels), 0.5f),
+      running_variance_before(static_cast<std::size_t>(channels), 2.0f);
+  const float factor = 0.1f, epsilon = 1e-5f;
+
+  DeviceArray d_x(x, type), d_residual(residual, type), d_y(std::vector<float>(count, 0.0f), type),
+      d_dy(dy, type), d_dres(previous_dres, type), d_dx(previous_dx, type);
+  DeviceArray d_gamma(gamma, DType::f32), d_beta(beta, DType::f32),
+      d_running_mean(running_mean_before, DType::f32), d_running_variance(running_variance_before, DType::f32);
+  const std::vector<float> zeros(static_cast<std::size_t>(channels), 0.0f);
+  DeviceArray d_mean(zeros, DType::f32), d_inverse_std(zeros, DType::f32), d_dgamma(zeros, DType::f32),
+      d_dbeta(zeros, DType::f32);
+  int multiprocessors = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  const kernels::BatchNormGrid grid = kernels::batch_norm_grid(rows, channels, type, multiprocessors);
+  DeviceArray workspace(std::vector<float>(grid.workspace_bytes() / sizeof(float), 0.0f), DType::f32);
+
+  kernels::BatchNormReluForward forward;
+  forward.x = d_x.get();
+  forward.residual = c.residual ? d_residual.get() : nullptr;
+  forward.y = d_y.get();
+  forward.type = type;
+  forward.gamma = static_cast<const float*>(d_gamma.get());
+  forward.beta = static_cast<const float*>(d_beta.get());
+  forward.running_mean = static_cast<float*>(d_running_mean.get());
+  forward.running_variance = static_cast<float*>(d_running_variance.get());
+  forward.saved_mean = static_cast<float*>(d_mean.get());
+  forward.saved_inverse_std = static_cast<float*>(d_inverse_std.get());
+  forward.factor = 0.0f;  // check(): the running statistics stay as they are
+  forward.epsilon = epsilon;
+  kernels::batch_norm_relu_forward(forward, grid, workspace.get(), nullptr);
+  EXPECT_EQ(d_running_mean.values(), running_mean_before) << what;
+  EXPECT_EQ(d_running_variance.values(), running_variance_before) << what;
+  const std::vector<float> first_y = d_y.values(), first_mean = d_mean.values();
+  forward.factor = factor;
+  kernels::batch_norm_relu_forward(forward, grid, workspace.get(), nullptr);
+  const std::vector<float> y = d_y.values(), mean = d_mean.values(), inverse_std = d_inverse_std.values(),
+                           running_mean = d_running_mean.values(), running_variance = d_running_variance.values();
+  EXPECT_EQ(y, first_y) << what << ": deterministic";
+  EXPECT_EQ(mean, first_mean) << what << ": deterministic";
+
+  kernels::BatchNormReluBackward backward;
+  backward.x = d_x.get();
+  backward.y = c.residual ? d_y.get() : nullptr;
+  backward.dy = d_dy.get();
+  backward.type = type;
+  backward.gamma = forward.gamma;
+  backward.beta = forward.beta;
+  backward.saved_mean = forward.saved_mean;
+  backward.saved_inverse_std = forward.saved_inverse_std;
+  backward.dgamma = static_cast<float*>(d_dgamma.get());
+  backward.dbeta = static_cast<float*>(d_dbeta.get());
+  backward.dresidual = c.residual ? d_dres.get() : nullptr;
+  backward.dresidual_beta = c.dresidual_beta;
+  backward.dx = d_dx.get();
+  backward.dx_beta = c.dx_beta;
+  kernels::batch_norm_relu_backward(backward, grid, workspace.get(), nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+  const std::vector<float> dgamma = d_dgamma.values(), dbeta = d_dbeta.values(), dres = d_dres.values(),
+                           dx = d_dx.values();
+
+  const double ulp = type == DType::bf16 ? std::ldexp(1.0, -8) : 0.0;
+  double largest_y = 0, largest_dx = 0;
+  std::vector<double> dx_want(count);
+  for (std::int64_t ch = 0; ch < channels; ++ch) {
+    const auto at = [&](std::int64_t r) { return static_cast<std::size_t>(r * channels + ch); };
+    double sum = 0;
+    for (std::int64_t r = 0; r < rows; ++r) sum += x[at(r)];
+    const double m = sum / static_cast<double>(rows);
+    double squares = 0;
+    for (std::int64_t r = 0; r < rows; ++r) squares += (x[at(r)] - m) * (x[at(r)] - m);
+    const double variance = squares / static_cast<double>(rows);
+    const double spread = std::sqrt(variance);
+    const double istd = 1.0 / std::sqrt(variance + epsilon);
+    const auto k = static_cast<std::size_t>(ch);
+    ASSERT_NEAR(mean[k], m, 1e-5 * (std::abs(m) + spread)) << what << " channel " << ch;
+    ASSERT_NEAR(inverse_std[k], istd, 1e-5 * istd) << what << " channel " << ch;
+    const double unbiased = rows > 1 ? squares / static_cast<double>(rows - 1) : variance;
+    ASSERT_NEAR(running_mean[k], (1 - factor) * 0.5 + factor * m, 1e-5 * (std::abs(m) + spread)) << what;
+    ASSERT_NEAR(running_variance[k], (1 - factor) * 2.0 + factor * unbiased, 1e-5 * (2.0 + unbiased)) << what;
+    double sum_g = 0, sum_gx = 0, scale_g = 0, scale_gx = 0;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::size_t i = at(r);
+      const double xhat = (x[i] - m) * istd;
+      double want = gamma[k] * xhat + beta[k] + (c.residual ? residual[i] : 0.0);
+      want = want < 0 ? 0 : want;
+      largest_y = std::max(largest_y, want);
+      ASSERT_NEAR(y[i], want, ulp * want + 1e-5 * (1.0 + std::abs(want)) * 4) << what << " y row " << r << " channel " << ch;
+      const double g = y[i] > 0 ? dy[i] : 0.0;
+      sum_g += g;
+      sum_gx += g * xhat;
+      scale_g += std::abs(g);
+      scale_gx += std::abs(g * xhat);
+      if (c.residual) {
+        const double want_dres = g + c.dresidual_beta * previous_dres[i];
+        ASSERT_NEAR(dres[i], want_dres, ulp * std::abs(want_dres) + 1e-6) << what << " dres row " << r;
+      }
+    }
+    ASSERT_NEAR(dbeta[k], sum_g, 1e-5 * scale_g + 1e-6) << what << " channel " << ch;
+    ASSERT_NEAR(dgamma[k], sum_gx, 1e-5 * scale_gx + 1e-6) << what << " channel " << ch;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::size_t i = at(r);
+      const double xhat = (x[i] - m) * istd;
+      const double g = y[i] > 0 ? dy[i] : 0.0;
+      dx_want[i] = gamma[k] * istd * (g - sum_g / rows - xhat * sum_gx / rows) + c.dx_beta * previous_dx[i];
+      largest_dx = std::max(largest_dx, std::abs(dx_want[i]));
+    }
+  }
+  for (std::size_t i = 0; i < count; ++i)
+    ASSERT_NEAR(dx[i], dx_want[i], ulp * std::abs(dx_want[i]) + 1e-5 * largest_dx)
+        << what << " dx element " << i << " (largest |dx| " << largest_dx << ")";
+}
+
+TEST(CudnnKernels, FusedBatchNormReluMatchesTheHost) {
+  SKIP_WITHOUT_GPU();
+  // ResNet shapes (layer4 at batch 1: 49 rows x 2048; conv1's 64 channels over many rows), a
+  // channel count that leaves part of the last tile idle (24: 6 fp32 vectors, 3 bf16), and rows
+  // that end inside a chunk and inside a block's row step.
+  const std::vector<BatchNormCase> cases = {
+      {49, 2048, false, 0, 0}, {49, 2048, true, 0, 0},   {12544, 64, false, 0, 1}, {12544, 64, true, 0, 0},
+      {12544, 64, true, 1, 1}, {1001, 24, true, 1, 0},   {7, 8, false, 0, 0},      {3137, 256, true, 0, 1},
+  };
+  for (DType type : {DType::f32, DType::bf16})
+    for (const BatchNormCase& c : cases) {
+      SCOPED_TRACE(std::to_string(c.rows) + "x" + std::to_string(c.channels) + " " + name_of(type));
+      expect_batch_norm_relu_matches_the_host(c, type);
+      if (HasFatalFailure()) return;
+    }
+}
+
+TEST(CudnnKernels, FusedBatchNormGridFillsTheDevice) {
+  // No GPU needed: the geometry is host arithmetic. H200: 132 SMs.
+  for (const auto& [rows, channels] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+           {3136, 2048}, {200704, 64}, {802816, 64}, {12544, 1024}}) {
+    for (DType type : {DType::f32, DType::bf16}) {
+      const kernels::BatchNormGrid grid = kernels::batch_norm_grid(rows, channels, type, 132);
+      const std::int64_t blocks = static_cast<std::int64_t>(grid.tiles) * grid.chunks;
+      EXPECT_GE(blocks, 264) << rows << "x" << channels << ": at least two blocks per SM";
+      EXPECT_GE(static_cast<std::int64_t>(grid.chunks) * grid.rows_per_chunk, rows);
+      EXPECT_LT(static_cast<std::int64_t>(grid.chunks - 1) * grid.rows_per_chunk, rows);
+      // The partials stay a small share of the tensor's bytes.
+      EXPECT_LT(static_cast<double>(grid.workspace_bytes()),
+                0.1 * static_cast<double>(rows * channels * size_of(type)) + 65536.0)
+          << rows << "x" << channels << " " << name_of(type);
+    }
+  }
+  EXPECT_FALSE(kernels::batch_norm_relu_supported(12, DType::bf16));
+  EXPECT_TRUE(kernels::batch_norm_relu_supported(12, DType::f32));
 }
 
 // Folding non-trivial statistics: the folded convolution's output equals

@@ -23,10 +23,11 @@ struct Plan {
 };
 
 std::unique_ptr<Plan> plan(const Network& network, Precision precision, Phase phase, std::int64_t batch,
-                           Layout layout = Layout::automatic) {
+                           Layout layout = Layout::automatic, bool fuse = true) {
   auto p = std::make_unique<Plan>();
   static CudnnConfig config;
   config.layout = layout;
+  config.fuse = fuse;
   static CellSpec cell;
   cell = {"cudnn", network.name(), precision, batch, phase, 0};
   p->builder = std::make_unique<Builder>(network, cell, config, p->pool, p->ops, p->parameters, p->impls);
@@ -148,11 +149,14 @@ TEST(CudnnPlan, ResNetInferenceFoldsBatchNormIntoTheConvolution) {
   EXPECT_TRUE(training->builder->after_initialise.empty());
 }
 
-// The relu that ends each residual block runs in its add's pass, in both phases.
+// The relu that ends each residual block runs in its add's pass: in
+// inference, and in training where the batch-norm before the add is not
+// fused with them (strict fp32's NCHW).
 TEST(CudnnPlan, ResNetAddsApplyTheReluAfterThem) {
   const Network network = make_network("resnet50");
-  for (Phase phase : {Phase::inference, Phase::training}) {
-    auto p = plan(network, Precision::bf16, phase, 8);
+  for (const auto& [phase, precision] :
+       {std::pair{Phase::inference, Precision::bf16}, std::pair{Phase::training, Precision::fp32}}) {
+    auto p = plan(network, precision, phase, 8);
     int adds = 0, fusable = 0;
     for (std::size_t i = 0; i < network.layers().size(); ++i) {
       if (network.layers()[i].kind != LayerKind::add) continue;
@@ -167,6 +171,53 @@ TEST(CudnnPlan, ResNetAddsApplyTheReluAfterThem) {
     EXPECT_EQ(adds, 16);
     EXPECT_EQ(fusable, adds);
   }
+}
+
+// Training batch-norm with its relu (and the residual add between) is one
+// fused op each way in NHWC (tf32 and 16-bit cells, --layout nhwc), and the
+// batch-norm, add and relu layers have no ops of their own; strict fp32's
+// NCHW and --fuse false keep cuDNN's batch-norm, named in the decisions.
+TEST(CudnnPlan, ResNetTrainingFusesBatchNormAddReluInNhwc) {
+  const Network network = make_network("resnet50");
+  for (const auto& [precision, layout] : {std::pair{Precision::bf16, Layout::automatic},
+                                          std::pair{Precision::tf32, Layout::automatic},
+                                          std::pair{Precision::fp32, Layout::nhwc}}) {
+    const std::string what = std::string(to_string(precision));
+    auto fused = plan(network, precision, Phase::training, 64, layout);
+    auto unfused = plan(network, precision, Phase::training, 64, layout, false);
+    const kit::FusionPlan& groups = fused->builder->fusions;
+    EXPECT_EQ(groups.count(kit::FusedKind::bn_add_relu), 16) << what;
+    EXPECT_EQ(groups.count(kit::FusedKind::bn_relu), 33) << what << ": two per block and the stem's";
+    const std::string decisions = groups.decisions(network);
+    EXPECT_EQ(decisions.rfind("fusions=bn_add_relu:16,bn_relu:33", 0), 0u) << decisions;
+    int fused_forward = 0, fused_backward = 0;
+    for (const Op& op : fused->ops) {
+      const auto& layer = network.layers()[static_cast<std::size_t>(op.layer)];
+      if (op.label.find("fused forward: batch-norm") != std::string::npos) ++fused_forward;
+      if (op.label.find("fused backward: batch-norm") != std::string::npos) ++fused_backward;
+      if (layer.kind == LayerKind::relu || layer.kind == LayerKind::add)
+        ADD_FAILURE() << what << " " << op.label << ": a fused group's relu and add have no op";
+    }
+    EXPECT_EQ(fused_forward, 49) << what;
+    EXPECT_EQ(fused_backward, 49) << what;
+    // Unfused: batch-norm, add (+ relu) and relu are separate ops, forward and backward.
+    EXPECT_GT(unfused->ops.size(), fused->ops.size() + 2 * 49) << what;
+    const std::string off = unfused->builder->fusions.decisions(network);
+    EXPECT_NE(off.find("bn_add_relu[layer1.0.bn3+layer1.0.add+layer1.0.relu3](fusion turned off (--fuse false))"),
+              std::string::npos) << off;
+    EXPECT_EQ(unfused->builder->fusions.groups().size(), 0u) << off;
+    std::cerr << "resnet50 " << what << " training b64 plan: " << fused->bytes / double(1 << 20) << " MiB fused, "
+              << unfused->bytes / double(1 << 20) << " MiB unfused\n";
+  }
+  auto nchw = plan(network, Precision::fp32, Phase::training, 64);
+  const std::string decisions = nchw->builder->fusions.decisions(network);
+  EXPECT_EQ(nchw->builder->fusions.count(kit::FusedKind::bn_relu), 0);
+  EXPECT_NE(decisions.find("bn_relu[bn1+relu](NCHW (strict fp32's layout): the fused batch-norm kernels take "
+                           "packed NHWC; cuDNN's batch-norm, then our relu kernels) x33"),
+            std::string::npos)
+      << decisions;
+  // bn_add_relu refused in NCHW falls back to add_relu, which is taken.
+  EXPECT_EQ(nchw->builder->fusions.count(kit::FusedKind::add_relu), 16) << decisions;
 }
 
 }  // namespace

@@ -4,6 +4,9 @@
 // results back.
 #include "engines/cudnn/cudnn_session.hpp"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -277,12 +280,29 @@ void CudnnSession::synchronize() {
 }
 
 std::vector<float> CudnnSession::fp32_storage(const Tensor& t, const char* what) {
-  if (t.type != DType::f32 || !t.is_packed())
-    throw Error(std::string("cuDNN session: ") + what + " reads packed fp32 tensors only");
+  const bool supported = t.type == DType::f32 || t.type == DType::bf16 || t.type == DType::f16;
+  if (!supported || !t.is_packed())
+    throw Error(std::string("cuDNN session: ") + what + " reads packed fp32, bf16 or fp16 tensors only");
   std::vector<float> values(static_cast<std::size_t>(t.elements()));
   synchronize();
-  CB_CHECK_CUDA(cudaMemcpy(values.data(), pool_.address(t.buffer) + t.offset, values.size() * sizeof(float),
-                           cudaMemcpyDeviceToHost));
+  const char* from = pool_.address(t.buffer) + t.offset;
+  if (t.type == DType::f32) {
+    CB_CHECK_CUDA(cudaMemcpy(values.data(), from, values.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    return values;
+  }
+  std::vector<std::uint16_t> bits(values.size());
+  CB_CHECK_CUDA(cudaMemcpy(bits.data(), from, bits.size() * sizeof(std::uint16_t), cudaMemcpyDeviceToHost));
+  for (std::size_t i = 0; i < bits.size(); ++i) {
+    if (t.type == DType::bf16) {
+      __nv_bfloat16_raw raw;
+      raw.x = bits[i];
+      values[i] = __bfloat162float(__nv_bfloat16(raw));
+    } else {
+      __half_raw raw;
+      raw.x = bits[i];
+      values[i] = __half2float(__half(raw));
+    }
+  }
   return values;
 }
 
@@ -296,6 +316,10 @@ std::vector<float> CudnnSession::gradient_storage(std::size_t index) {
 }
 
 std::vector<float> CudnnSession::logits_storage() { return fp32_storage(logits_, "logits_storage"); }
+
+std::vector<float> CudnnSession::step_state_storage(std::size_t index) {
+  return fp32_storage(step_state_.at(index), "step_state_storage");
+}
 
 void CudnnSession::set_dropout_step(std::uint64_t step) {
   // A pageable copy is staged before returning, so `step` may go out of scope.

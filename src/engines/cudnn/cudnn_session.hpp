@@ -39,15 +39,19 @@ class CudnnSession final : public Session {
   std::int64_t pool_bytes() const { return pool_.planned_bytes(); }
   std::size_t op_count() const { return ops_.size(); }
   bool uses_cuda_graph() const { return static_cast<bool>(graph_exec_); }
-  // Parameter `index` (layer order: weight, bias, gamma, beta) as stored, for
-  // fp32 parameters only (tests compare data-parallel and single-GPU weights).
+  // Parameter `index` (layer order: weight, bias, gamma, beta) as stored,
+  // widened to fp32 (tests compare data-parallel and single-GPU weights).
   std::size_t parameter_count() const { return parameters_.size(); }
   std::vector<float> parameter_storage(std::size_t index);
-  // What the last step() left (after it has finished), as stored, fp32 only:
+  // What the last step() left (after it has finished), as stored, in fp32:
   // parameter `index`'s gradient (training) and the logits, (N, classes).
   // Tests compare a CUDA graph's replay with eager steps element by element.
   std::vector<float> gradient_storage(std::size_t index);
   std::vector<float> logits_storage();
+  // What a step writes that outlives it: every batch-norm's running mean and
+  // running variance (layer order), then, under --update sgd, the weights.
+  std::size_t step_state_count() const { return step_state_.size(); }
+  std::vector<float> step_state_storage(std::size_t index);
 
  private:
   // What an op sees (graph.hpp's Exec): the session's handles, stream, pool and workspace.
@@ -60,7 +64,8 @@ class CudnnSession final : public Session {
   void add_gradient_averaging();
   void make_gradient_buckets();
   void synchronize();  // the session's stream, watching the communicator in data parallel
-  std::vector<float> fp32_storage(const Tensor& t, const char* what);  // synchronises, then copies to the host
+  // Synchronises, then copies a packed tensor to the host, widened to fp32 (fp32, bf16, fp16).
+  std::vector<float> fp32_storage(const Tensor& t, const char* what);
 
   CellSpec cell_;
   CudnnConfig config_;

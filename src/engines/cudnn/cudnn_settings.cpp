@@ -16,6 +16,7 @@ CudnnSettings cudnn_settings(const EngineConfig& config) {
   settings.layout = layout == "nchw" ? Layout::nchw : layout == "nhwc" ? Layout::nhwc : Layout::automatic;
   settings.cuda_graphs = config.setting("engine.cuda_graphs") == "true";
   settings.graph_api = config.setting("engine.graph_api") == "true";
+  settings.fuse = config.setting("engine.fuse") == "true";
   settings.algorithm_cache_path = config.setting("engine.algo_cache");
   if (!settings.algorithm_cache_path.empty() && settings.algorithm != AlgorithmPolicy::exhaustive)
     throw UsageError("[engine] algo_cache applies to algo = exhaustive (the measured search) only");

@@ -21,6 +21,7 @@ struct CudnnSettings {
   Layout layout = Layout::automatic;  // engine.layout: automatic: NCHW for fp32, NHWC for tf32, fp16, bf16 (measured)
   bool cuda_graphs = false;           // engine.cuda_graphs: capture the step as a CUDA graph and replay it
   bool graph_api = true;              // engine.graph_api: exhaustive: Graph API engine configurations are candidates too
+  bool fuse = true;                   // engine.fuse: lower the kit's fused groups (off: every layer its own ops)
 };
 
 // Reads the engine's keys of `config.settings` (schema defaults for absent

@@ -251,6 +251,13 @@ class Builder {
   std::size_t forward_end = 0, loss_end = 0, backward_end = 0, update_end = 0;
 };
 
+// The bn_relu or bn_add_relu group `layer` belongs to in this plan, or nullptr.
+inline const kit::FusedGroup* batch_norm_group(const Builder& b, int layer) {
+  const kit::FusedGroup* g = b.fusions.group_of(layer);
+  const bool ours = g != nullptr && (g->kind == kit::FusedKind::bn_relu || g->kind == kit::FusedKind::bn_add_relu);
+  return ours ? g : nullptr;
+}
+
 // Descriptors of a tensor as cuDNN sees it. Created only after the memory
 // plan (setup(), or on first use): a batch too large for the device is
 // answered `oom` before cuDNN ever sees its dimensions.
@@ -305,6 +312,11 @@ void forward_dropout(Builder& b, int index);
 void backward_dropout(Builder& b, int index);
 void forward_batch_norm(Builder& b, int index);
 void backward_batch_norm(Builder& b, int index);
+// A training batch-norm fused with its relu (and the add between): the
+// kit's bn_relu and bn_add_relu groups, lowered at the group's relu
+// (layer_batch_norm.cpp); the group's other layers then have no op.
+void forward_batch_norm_relu(Builder& b, const kit::FusedGroup& g);
+void backward_batch_norm_relu(Builder& b, const kit::FusedGroup& g);
 void forward_concat(Builder& b, int index);
 void backward_concat(Builder& b, int index);
 void forward_add(Builder& b, int index);

@@ -9,6 +9,7 @@
 
 #include "crossbench/error.hpp"
 #include "engines/cudnn/graph.hpp"
+#include "engines/cudnn/kernels_batch_norm.hpp"
 #include "engines/cudnn/kernels_elementwise.hpp"
 #include "engines/kit/fusion.hpp"
 #include "engines/kit/walk.hpp"
@@ -211,8 +212,11 @@ bool is_view(LayerKind kind, bool training) {
 // (kit/fusion.hpp), or why not. Each is lowered by the group's first layer:
 // the convolution (cuDNN's fused conv+bias+relu call, or our epilogue kernel
 // after it; inference also folds a batch-norm into it) and the add (our
-// add+relu kernel); the relu's own op then does nothing.
+// add+relu kernel); the relu's own op then does nothing. Training
+// batch-norm groups run our fused kernels (layer_batch_norm.cpp) over packed
+// NHWC tensors: the layout of tf32 and 16-bit cells (and of --layout nhwc).
 std::optional<std::string> can_lower(const Builder& b, const kit::FusedGroup& g) {
+  if (!b.config.fuse) return "fusion turned off (--fuse false)";
   const bool relu_in_place = g.relu < 0 || b.states[static_cast<std::size_t>(g.relu)].in_place;
   switch (g.kind) {
     case kit::FusedKind::conv_bias_relu:
@@ -221,8 +225,17 @@ std::optional<std::string> can_lower(const Builder& b, const kit::FusedGroup& g)
       if (!relu_in_place) return "the relu cannot write over its input";
       return std::nullopt;
     case kit::FusedKind::bn_relu:
-    case kit::FusedKind::bn_add_relu:
-      return "no lowering of training batch-norm with its relu yet: cuDNN's batch-norm, then our relu kernels";
+    case kit::FusedKind::bn_add_relu: {
+      if (!b.nhwc)
+        return "NCHW (strict fp32's layout): the fused batch-norm kernels take packed NHWC; cuDNN's batch-norm, "
+               "then our relu kernels";
+      if (!relu_in_place) return "the relu cannot write over its input";
+      const std::int64_t channels = b.layer(g.batch_norm).output.channels;
+      if (!kernels::batch_norm_relu_supported(channels, b.type))
+        return std::to_string(channels) + " " + name_of(b.type) +
+               " channels are not whole 16-byte vectors: cuDNN's batch-norm, then our relu kernels";
+      return std::nullopt;
+    }
     case kit::FusedKind::fc_bias_relu:
       return "no lowering yet: cuBLAS GEMM, then our bias and relu kernels";
   }
@@ -253,6 +266,8 @@ void pre_pass(Builder& b) {
         b.state(g.batch_norm).folded_into = g.anchor();
         if (g.relu >= 0) b.state(g.anchor()).fusable_relu = b.state(g.batch_norm).fusable_relu = g.relu;
         break;
+      case kit::FusedKind::bn_relu:
+      case kit::FusedKind::bn_add_relu: break;  // lowered at the relu, found through b.fusions (batch_norm_group)
       default: throw Error("cuDNN engine: a fusion group it did not accept: " + std::string(kit::to_string(g.kind)));
     }
   }

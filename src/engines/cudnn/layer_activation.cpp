@@ -4,7 +4,9 @@
 // ReLU runs in place when nothing else reads its input (decided in the
 // builder's pre-pass), like torchvision's ReLU(inplace=True); after a
 // convolution it may be fused into the convolution's call, and its op then
-// does nothing. Its backward needs only the output: y > 0 exactly where
+// does nothing; after a training batch-norm (and a residual add) it may be
+// fused with them (layer_batch_norm.cpp), and it has no op of its own. Its
+// backward needs only the output: y > 0 exactly where
 // x > 0, so y is passed as cuDNN's x too, and the input gradient is written
 // over the output gradient when it is the first contribution.
 //
@@ -91,6 +93,14 @@ void forward_relu(Builder& b, int index) {
   const int from = b.input_of(index);
   LayerState& in = b.state(from);
   LayerState& s = b.state(index);
+  if (const kit::FusedGroup* g = batch_norm_group(b, index)) {
+    // In place (can_lower): the group's one op writes this relu's output into the batch-norm's.
+    s.out = in.out;
+    s.exclusive = in.exclusive;
+    s.value_needed = true;  // the next layers' backward reads it (and bn_add_relu's backward, as the mask)
+    forward_batch_norm_relu(b, *g);
+    return;
+  }
   auto* r = b.make_impl<Relu>(index);
   r->name = b.layer(index).name;
   r->x = in.out;
@@ -107,6 +117,10 @@ void forward_relu(Builder& b, int index) {
 }
 
 void backward_relu(Builder& b, int index) {
+  if (const kit::FusedGroup* g = batch_norm_group(b, index)) {
+    backward_batch_norm_relu(b, *g);  // the relu's output gradient is final here
+    return;
+  }
   const int from = b.input_of(index);
   if (!b.state(from).needs_grad) return;
   auto* r = b.impl_of<Relu>(index);

@@ -9,8 +9,19 @@
 // normalises with the running statistics of a fresh model (mean 0, variance 1);
 // after a convolution that only it reads, it is folded into that convolution
 // (layer_convolution.cpp) and has no op of its own.
+//
+// Training batch-norm in a bn_relu or bn_add_relu group of the kit's fusion
+// plan (packed NHWC; graph_builder.cpp's can_lower) runs our fused kernels
+// instead (kernels_batch_norm.hpp), with the same semantics: the group is
+// one op forward, emitted at its relu (where every input exists: a ResNet's
+// projection shortcut is built after the block's last batch-norm), and one
+// op backward, emitted at the relu's backward (where its output gradient is
+// final), that writes the input's and the residual's gradients and the
+// gradients of gamma and beta. The batch-norm, add and relu layers then have
+// no op of their own; the group's ops carry the batch-norm's name.
 #include "crossbench/error.hpp"
 #include "engines/cudnn/graph.hpp"
+#include "engines/cudnn/kernels_batch_norm.hpp"
 #include "engines/cudnn/kernels_epilogue.hpp"
 
 namespace crossbench::cudnn {
@@ -22,6 +33,12 @@ class BatchNorm final : public LayerImpl {
   double epsilon = 1e-5, momentum = 0.1;
   bool training = false;
   bool folded = false;  // inference: folded into the convolution before it (no op of its own)
+  // Training, in a bn_relu or bn_add_relu group: our fused kernels, no cuDNN call (see the header comment).
+  bool fused = false;
+  Tensor residual, dresidual;  // bn_add_relu: the add's other input and its gradient (invalid: none needed)
+  float dresidual_beta = 0;
+  bool mask_from_y = false;  // the backward reads the relu's mask from y (bn_add_relu) or recomputes it from x
+  kernels::BatchNormGrid grid;
   Tensor x, y, gamma, beta, running_mean, running_variance, saved_mean, saved_inverse_std, reserve;
   Tensor dy, dx, dgamma, dbeta;
   float dx_beta = 0;
@@ -32,6 +49,14 @@ class BatchNorm final : public LayerImpl {
 
   void setup(SetupContext& ctx) override {
     if (folded) return;
+    if (fused) {
+      int device = 0, multiprocessors = 0;
+      CB_CHECK_CUDA(cudaGetDevice(&device));
+      CB_CHECK_CUDA(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+      grid = kernels::batch_norm_grid(x.n() * x.h() * x.w(), x.c(), x.type, multiprocessors);
+      ctx.need_workspace(grid.workspace_bytes());
+      return;
+    }
     xd = describe_tensor(x);
     yd = describe_tensor(y);
     bnd = make_tensor_desc();
@@ -65,6 +90,49 @@ class BatchNorm final : public LayerImpl {
         reserve_bytes));
   }
 
+  [[nodiscard]] void* fused_workspace(const Exec& e) const {
+    if (e.workspace_bytes < grid.workspace_bytes())
+      throw Error("fused batch-norm: the session's workspace (" + std::to_string(e.workspace_bytes) +
+                  " bytes) is smaller than the " + std::to_string(grid.workspace_bytes()) + " bytes it asked for");
+    return e.workspace;
+  }
+
+  void run_fused_forward(const Exec& e) {
+    kernels::BatchNormReluForward a;
+    a.x = e.ptr(x);
+    a.residual = residual.valid() ? e.ptr(residual) : nullptr;
+    a.y = e.ptr(y);
+    a.type = x.type;
+    a.gamma = e.ptr_as<float>(gamma);
+    a.beta = e.ptr_as<float>(beta);
+    a.running_mean = e.ptr_as<float>(running_mean);
+    a.running_variance = e.ptr_as<float>(running_variance);
+    a.saved_mean = e.ptr_as<float>(saved_mean);
+    a.saved_inverse_std = e.ptr_as<float>(saved_inverse_std);
+    a.factor = e.check ? 0.0f : static_cast<float>(momentum);
+    a.epsilon = static_cast<float>(epsilon);
+    kernels::batch_norm_relu_forward(a, grid, fused_workspace(e), e.stream);
+  }
+
+  void run_fused_backward(const Exec& e) {
+    kernels::BatchNormReluBackward a;
+    a.x = e.ptr(x);
+    a.y = mask_from_y ? e.ptr(y) : nullptr;
+    a.dy = e.ptr(dy);
+    a.type = x.type;
+    a.gamma = e.ptr_as<float>(gamma);
+    a.beta = e.ptr_as<float>(beta);
+    a.saved_mean = e.ptr_as<float>(saved_mean);
+    a.saved_inverse_std = e.ptr_as<float>(saved_inverse_std);
+    a.dgamma = e.ptr_as<float>(dgamma);
+    a.dbeta = e.ptr_as<float>(dbeta);
+    a.dresidual = dresidual.valid() ? e.ptr(dresidual) : nullptr;
+    a.dresidual_beta = dresidual_beta;
+    a.dx = dx.valid() ? e.ptr(dx) : nullptr;
+    a.dx_beta = dx_beta;
+    kernels::batch_norm_relu_backward(a, grid, fused_workspace(e), e.stream);
+  }
+
   void run_backward(const Exec& e) {
     CB_CHECK_CUDNN(cudnnBatchNormalizationBackwardEx(
         e.dnn, mode, CUDNN_BATCHNORM_OPS_BN, &kOne, &dx_beta, &kOne, &kZero, xd, e.ptr(x), nullptr, nullptr, dyd,
@@ -73,6 +141,17 @@ class BatchNorm final : public LayerImpl {
         reserve_bytes ? e.ptr(reserve) : nullptr, reserve_bytes));
   }
 };
+
+// The gradients of gamma and beta of batch-norm `index`.
+void find_parameter_gradients(Builder& b, int index, BatchNorm& bn) {
+  for (const Parameter& p : b.parameters)
+    if (p.layer == index) (p.slot == synthetic::Slot::bn_gamma ? bn.dgamma : bn.dbeta) = p.gradient;
+}
+
+// Whether `t` has the batch-norm input's packed layout and type (what the fused kernels index by).
+bool same_layout(const Tensor& t, const Tensor& x) {
+  return t.is_packed() && t.strides == x.strides && t.type == x.type && t.dims == x.dims;
+}
 
 }  // namespace
 
@@ -120,6 +199,20 @@ void forward_batch_norm(Builder& b, int index) {
     });
     return;
   }
+  if (batch_norm_group(b, index) != nullptr) {
+    // Fused with its relu (and add): the group's op is emitted at the relu
+    // (forward_batch_norm_relu) and writes the relu's output into y.
+    bn->fused = true;
+    bn->saved_mean = b.new_tensor(per_channel, DType::f32, b.label(index, "batch mean"));
+    bn->saved_inverse_std = b.new_tensor(per_channel, DType::f32, b.label(index, "batch inverse std"));
+    b.state(from).value_needed = true;  // the backward reads x
+    LayerState& s = b.state(index);
+    s.out = bn->y = b.new_output(index, b.type);
+    s.value_needed = true;  // bn_add_relu's backward reads y (the relu's mask)
+    if (!bn->x.channels_last || !bn->x.is_packed() || !bn->y.is_packed())
+      throw Error("cuDNN engine: a fused batch-norm needs packed NHWC tensors, not " + shape_text(bn->x));
+    return;
+  }
   std::vector<Tensor> touched{bn->x, bn->gamma, bn->beta, bn->running_mean, bn->running_variance};
   if (b.training) {
     bn->saved_mean = b.new_tensor(per_channel, DType::f32, b.label(index, "batch mean"));
@@ -135,10 +228,10 @@ void forward_batch_norm(Builder& b, int index) {
 
 void backward_batch_norm(Builder& b, int index) {
   auto* bn = b.impl_of<BatchNorm>(index);
+  if (bn->fused) return;  // the group's backward ran at its relu (backward_batch_norm_relu)
   const int from = b.input_of(index);
   bn->dy = b.gradient(index);
-  for (const Parameter& p : b.parameters)
-    if (p.layer == index) (p.slot == synthetic::Slot::bn_gamma ? bn->dgamma : bn->dbeta) = p.gradient;
+  find_parameter_gradients(b, index, *bn);
   // cuDNN always computes the data gradient; without a consumer it goes to a scratch tensor.
   if (b.state(from).needs_grad) {
     const Builder::Sink sink = b.gradient_sink(from);
@@ -150,6 +243,55 @@ void backward_batch_norm(Builder& b, int index) {
   b.push(index, Stage::backward, b.label(index, "backward"),
          {bn->x, bn->dy, bn->dx, bn->gamma, bn->dgamma, bn->dbeta, bn->saved_mean, bn->saved_inverse_std, bn->reserve},
          [bn](const Exec& e) { bn->run_backward(e); });
+}
+
+
+void forward_batch_norm_relu(Builder& b, const kit::FusedGroup& g) {
+  auto* bn = b.impl_of<BatchNorm>(g.batch_norm);
+  std::vector<Tensor> touched{bn->x,           bn->y,          bn->gamma,
+                              bn->beta,        bn->running_mean, bn->running_variance,
+                              bn->saved_mean,  bn->saved_inverse_std};
+  if (g.residual >= 0) {
+    bn->residual = b.state(g.residual).out;
+    if (!same_layout(bn->residual, bn->x))
+      throw Error("cuDNN engine: the residual " + shape_text(bn->residual) + " of a fused batch-norm + add + relu " +
+                  "is not laid out as its batch-norm's input " + shape_text(bn->x));
+    touched.push_back(bn->residual);
+  }
+  const char* what = g.residual >= 0 ? "fused forward: batch-norm + add + relu" : "fused forward: batch-norm + relu";
+  b.push(g.batch_norm, Stage::forward, b.label(g.batch_norm, what), touched,
+         [bn](const Exec& e) { bn->run_fused_forward(e); });
+}
+
+void backward_batch_norm_relu(Builder& b, const kit::FusedGroup& g) {
+  auto* bn = b.impl_of<BatchNorm>(g.batch_norm);
+  bn->dy = b.gradient(g.relu);
+  if (!same_layout(bn->dy, bn->x))
+    throw Error("cuDNN engine: the output gradient " + shape_text(bn->dy) + " of a fused batch-norm + relu " +
+                "is not laid out as its input " + shape_text(bn->x));
+  find_parameter_gradients(b, g.batch_norm, *bn);
+  bn->mask_from_y = g.residual >= 0;  // bn_relu recomputes the mask from x: one tensor less to read, twice
+  std::vector<Tensor> touched{bn->x,     bn->dy,         bn->gamma,      bn->beta,
+                              bn->dgamma, bn->dbeta,     bn->saved_mean, bn->saved_inverse_std};
+  if (bn->mask_from_y) touched.push_back(bn->y);
+  // The sinks in the unfused order: the add's contribution to the residual, then the batch-norm's to its input.
+  // A first contribution to the residual's gradient is written over dy (each element read, then written,
+  // by one thread; nothing reads this relu's output gradient after the group), as the unfused add aliases it.
+  if (g.residual >= 0 && b.state(g.residual).needs_grad) {
+    const Builder::Sink sink = b.gradient_sink(g.residual, &bn->dy);
+    bn->dresidual = sink.target;
+    bn->dresidual_beta = sink.beta;
+    touched.push_back(bn->dresidual);
+  }
+  if (const int from = b.input_of(g.batch_norm); b.state(from).needs_grad) {
+    const Builder::Sink sink = b.gradient_sink(from);
+    bn->dx = sink.target;
+    bn->dx_beta = sink.beta;
+    touched.push_back(bn->dx);
+  }
+  const char* what = g.residual >= 0 ? "fused backward: batch-norm + add + relu" : "fused backward: batch-norm + relu";
+  b.push(g.batch_norm, Stage::backward, b.label(g.batch_norm, what), touched,
+         [bn](const Exec& e) { bn->run_fused_backward(e); });
 }
 
 }  // namespace crossbench::cudnn

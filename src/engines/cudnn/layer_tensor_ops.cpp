@@ -13,7 +13,8 @@
 //
 // An add followed by an in-place relu applies it in the same pass
 // (kernels::add_relu), as a ResNet block ends, where its three tensors share
-// one packed layout; the relu's own op is then empty.
+// one packed layout; the relu's own op is then empty. In a training
+// bn_add_relu group it has no op at all (layer_batch_norm.cpp).
 //
 // Concat: in NCHW the producers of the branches wrote straight into their
 // channel slice of the output (the builder's placement), and the backward
@@ -91,6 +92,15 @@ bool second_may_alias(Builder& b, int index) {
 }  // namespace
 
 void forward_add(Builder& b, int index) {
+  if (const kit::FusedGroup* g = batch_norm_group(b, index)) {
+    // bn_add_relu: the group's op (at its relu) writes relu(bn + residual) over the batch-norm's output.
+    LayerState& s = b.state(index);
+    const LayerState& bn = b.state(g->batch_norm);
+    s.out = bn.out;
+    s.exclusive = bn.exclusive;
+    s.value_needed = true;  // the group's backward reads the relu's output here (its mask)
+    return;
+  }
   const int first = b.input_of(index, 0), second = b.input_of(index, 1);
   auto* add = b.make_impl<Add>(index);
   add->name = b.layer(index).name;
@@ -112,6 +122,7 @@ void forward_add(Builder& b, int index) {
 }
 
 void backward_add(Builder& b, int index) {
+  if (batch_norm_group(b, index) != nullptr) return;  // bn_add_relu: its backward ran at its relu
   const int first = b.input_of(index, 0), second = b.input_of(index, 1);
   const Tensor dy = b.gradient(index);
   b.contribute(index, second, dy, second_may_alias(b, index), b.label(index, "backward (second input)"));

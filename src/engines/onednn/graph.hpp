@@ -79,7 +79,7 @@ struct DataParallelState {
   double last_exposed_ms = std::numeric_limits<double>::quiet_NaN();  // the last step's wait [ms]
 };
 
-// Options of a session that only tests change.
+// Options of a session: `fuse` is engine.fuse (--fuse); the others only tests change.
 struct GraphOptions {
   bool reuse_memory = true;  // share buffers of tensors with disjoint lifetimes
   bool in_place = true;      // ReLU and residual add write over their input, gradients alias, when that is safe

@@ -229,7 +229,7 @@ void make_gradient_buckets(Graph& graph, const EngineConfig& config) {
 // other groups' dReLU stays an eltwise backward that reads the fused output
 // (use_dst_for_bwd).
 std::optional<std::string> can_lower(const kit::FusedGroup& g, const GraphOptions& options, bool training) {
-  if (!options.fuse) return "fusion turned off (GraphOptions::fuse)";
+  if (!options.fuse) return "fusion turned off (--fuse false)";
   switch (g.kind) {
     case kit::FusedKind::conv_bias_relu:
     case kit::FusedKind::fc_bias_relu:

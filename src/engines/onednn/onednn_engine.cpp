@@ -74,7 +74,9 @@ class OnednnEngine final : public Engine {
       if (!support.supported) throw Error("oneDNN engine cannot run " + describe(cell) + ": " + support.reason);
     }
     try {
-      return std::make_unique<OnednnSession>(network, cell, config_, GraphOptions{}, communicator);
+      GraphOptions options;
+      options.fuse = config_.setting("engine.fuse") == "true";
+      return std::make_unique<OnednnSession>(network, cell, config_, options, communicator);
     } catch (const std::bad_alloc&) {
       throw OutOfMemory("oneDNN " + describe(cell) + ": a host allocation failed while preparing the session");
     } catch (const dnnl::error& e) {

@@ -1,0 +1,582 @@
+// kernels_batch_norm.hpp: the kernels and their launchers.
+#include "engines/cudnn/kernels_batch_norm.hpp"
+
+#include "engines/cudnn/kernel_support.cuh"
+
+namespace crossbench::cudnn::kernels {
+namespace {
+
+constexpr int kBlock = 256;           // threads per block of the passes over the tensor
+constexpr int kMaxTileVectors = 32;   // channel vectors per block: a warp reads up to 512 contiguous bytes of a row
+constexpr int kBlocksPerSm = 8;       // blocks aimed at per SM (2048 resident threads on Hopper)
+constexpr int kMinRowsPerThread = 8;  // fewer rows per thread make the partials a large share of the traffic
+constexpr int kUnroll = 4;            // 16-byte loads per tensor a thread has in flight
+constexpr int kFinalChannels = 32;    // the merge of the chunks: channels per block (one 128-byte row of partials)
+constexpr int kFinalLanes = 16;       // ... and threads over the chunks per channel
+
+template <typename T>
+constexpr int kVector = 16 / static_cast<int>(sizeof(T));  // elements per 16-byte load
+
+// What every pass needs of the grid, on the device.
+struct Geometry {
+  std::int64_t rows;
+  std::int64_t channels;
+  std::int64_t vectors_per_row;  // channels / kVector
+  std::int64_t rows_per_chunk;
+  int tile_vectors;              // a power of two: threads along the channels
+  int chunks;
+};
+
+Geometry geometry_of(const BatchNormGrid& grid, int vector) {
+  return {grid.rows, grid.channels, grid.channels / vector, grid.rows_per_chunk, grid.tile_vectors, grid.chunks};
+}
+
+// A thread's place: one channel vector of its block's tile, rows
+// row_begin, row_begin + row_step, ... below row_end (its block's chunk).
+struct Lane {
+  std::int64_t vector;
+  bool active;  // the last tile may reach past the row
+  int row_lane, row_step;
+  std::int64_t row_begin, row_end;
+};
+
+__device__ __forceinline__ Lane lane_of(const Geometry& g) {
+  Lane l;
+  l.vector = static_cast<std::int64_t>(blockIdx.x) * g.tile_vectors + threadIdx.x % g.tile_vectors;
+  l.active = l.vector < g.vectors_per_row;
+  l.row_lane = static_cast<int>(threadIdx.x) / g.tile_vectors;
+  l.row_step = static_cast<int>(blockDim.x) / g.tile_vectors;
+  const std::int64_t chunk_begin = static_cast<std::int64_t>(blockIdx.y) * g.rows_per_chunk;
+  l.row_begin = chunk_begin + l.row_lane;
+  l.row_end = min(g.rows, chunk_begin + g.rows_per_chunk);
+  return l;
+}
+
+template <typename T>
+__device__ __forceinline__ uint4 load_vector(const T* tensor, const Geometry& g, std::int64_t row, std::int64_t vector) {
+  return reinterpret_cast<const uint4*>(tensor)[row * g.vectors_per_row + vector];
+}
+
+template <typename T>
+__device__ __forceinline__ void store_vector(T* tensor, const Geometry& g, std::int64_t row, std::int64_t vector,
+                                             uint4 value) {
+  reinterpret_cast<uint4*>(tensor)[row * g.vectors_per_row + vector] = value;
+}
+
+template <typename T>
+__device__ __forceinline__ float element(const uint4& raw, int j) {
+  return to_float(reinterpret_cast<const T*>(&raw)[j]);
+}
+
+template <typename T>
+__device__ __forceinline__ void set_element(uint4& raw, int j, float value) {
+  reinterpret_cast<T*>(&raw)[j] = from_float<T>(value);
+}
+
+// The forward's arithmetic, written once for the forward and for the
+// backward's recomputed mask, with explicitly rounded intrinsics so that
+// nvcc cannot contract them differently in the two kernels: the mask is the
+// forward's y > 0 bit for bit.
+__device__ __forceinline__ float scale_of(float gamma, float inverse_std) { return __fmul_rn(gamma, inverse_std); }
+__device__ __forceinline__ float pre_activation(float x, float mean, float scale, float beta) {
+  return __fmaf_rn(__fsub_rn(x, mean), scale, beta);
+}
+// relu keeping NaN, as the engine's relu kernels (a NaN compares false).
+__device__ __forceinline__ float relu_of(float v) { return v < 0.0f ? 0.0f : v; }
+// Whether the stored relu output of pre-activation v is > 0 (what the unfused relu's backward tests).
+template <typename T>
+__device__ __forceinline__ bool stored_positive(float v) {
+  return to_float(from_float<T>(v)) > 0.0f;
+}
+
+// ---- Reductions over the rows ---------------------------------------------------
+
+// Mean and sum of squared deviations of `count` values (Welford; Chan et al.'s merge).
+// Aggregates without initialisers (they live in shared memory too): zeroed with {}.
+struct Moments {
+  float mean, m2, count;
+  __device__ __forceinline__ void merge(const Moments& b) {
+    if (b.count == 0) return;
+    const float n = count + b.count;
+    const float delta = b.mean - mean;
+    const float weight = b.count / n;
+    mean = fmaf(delta, weight, mean);
+    m2 = m2 + b.m2 + delta * delta * count * weight;
+    count = n;
+  }
+};
+
+// sum(g) and sum(g xhat) of the backward.
+struct Sums {
+  float g, gx;
+  __device__ __forceinline__ void merge(const Sums& b) {
+    g += b.g;
+    gx += b.gx;
+  }
+};
+
+// A block's values of one kind, [element j][thread] (conflict-free), merged over its row lanes.
+template <int kV>
+struct RowLaneMerge {
+  float a[kV * kBlock];
+  float b[kV * kBlock];
+  float count[kBlock];
+};
+
+// Merges the block's row lanes (a fixed tree: deterministic); row lane 0 ends with the block's total.
+template <int kV>
+__device__ __forceinline__ void merge_row_lanes(Moments (&m)[kV], const Lane& l, int tile_vectors,
+                                                RowLaneMerge<kV>& shared) {
+  const int t = static_cast<int>(threadIdx.x);
+#pragma unroll
+  for (int j = 0; j < kV; ++j) {
+    shared.a[j * kBlock + t] = m[j].mean;
+    shared.b[j * kBlock + t] = m[j].m2;
+  }
+  shared.count[t] = m[0].count;
+  for (int half = l.row_step / 2; half > 0; half /= 2) {
+    __syncthreads();
+    if (l.row_lane < half) {
+      const int other = t + half * tile_vectors;
+#pragma unroll
+      for (int j = 0; j < kV; ++j) {
+        m[j].merge({shared.a[j * kBlock + other], shared.b[j * kBlock + other], shared.count[other]});
+        shared.a[j * kBlock + t] = m[j].mean;
+        shared.b[j * kBlock + t] = m[j].m2;
+      }
+      shared.count[t] = m[0].count;
+    }
+  }
+}
+
+template <int kV>
+__device__ __forceinline__ void merge_row_lanes(Sums (&s)[kV], const Lane& l, int tile_vectors,
+                                                RowLaneMerge<kV>& shared) {
+  const int t = static_cast<int>(threadIdx.x);
+#pragma unroll
+  for (int j = 0; j < kV; ++j) {
+    shared.a[j * kBlock + t] = s[j].g;
+    shared.b[j * kBlock + t] = s[j].gx;
+  }
+  for (int half = l.row_step / 2; half > 0; half /= 2) {
+    __syncthreads();
+    if (l.row_lane < half) {
+      const int other = t + half * tile_vectors;
+#pragma unroll
+      for (int j = 0; j < kV; ++j) {
+        s[j].merge({shared.a[j * kBlock + other], shared.b[j * kBlock + other]});
+        shared.a[j * kBlock + t] = s[j].g;
+        shared.b[j * kBlock + t] = s[j].gx;
+      }
+    }
+  }
+}
+
+// ---- Forward ------------------------------------------------------------------------
+
+// Pass 1: each block's (chunk, channel) moments into partial_mean and
+// partial_m2 ([chunk][channel]); the chunk's count is known from the geometry.
+template <typename T>
+__global__ void __launch_bounds__(kBlock) statistics_kernel(const T* x, Geometry g, float* partial_mean,
+                                                            float* partial_m2) {
+  constexpr int kV = kVector<T>;
+  __shared__ RowLaneMerge<kV> shared;
+  const Lane l = lane_of(g);
+  Moments m[kV] = {};
+  if (l.active) {
+    float count = 0;
+    for (std::int64_t r = l.row_begin; r < l.row_end; r += kUnroll * l.row_step) {
+      uint4 xs[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        if (r + u * l.row_step < l.row_end) xs[u] = load_vector(x, g, r + u * l.row_step, l.vector);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        if (r + u * l.row_step >= l.row_end) break;
+        count += 1.0f;
+        const float inverse = 1.0f / count;  // one division per row, shared by the vector's channels
+#pragma unroll
+        for (int j = 0; j < kV; ++j) {
+          const float v = element<T>(xs[u], j);
+          const float delta = v - m[j].mean;
+          m[j].mean = fmaf(delta, inverse, m[j].mean);
+          m[j].m2 = fmaf(delta, v - m[j].mean, m[j].m2);
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kV; ++j) m[j].count = count;
+  }
+  merge_row_lanes(m, l, g.tile_vectors, shared);
+  if (l.row_lane != 0 || !l.active) return;
+  const std::int64_t first = static_cast<std::int64_t>(blockIdx.y) * g.channels + l.vector * kV;
+#pragma unroll
+  for (int j = 0; j < kV; ++j) {
+    partial_mean[first + j] = m[j].mean;
+    partial_m2[first + j] = m[j].m2;
+  }
+}
+
+// Merges the chunks' partials of kFinalChannels channels per block:
+// threads (channel, lane) take chunks lane, lane + kFinalLanes, ... in order
+// (each load a 128-byte row of partials), then a fixed tree over the lanes.
+// Returns, in lane 0, the channel's total.
+template <typename Accumulator, typename Load>
+__device__ __forceinline__ Accumulator merge_chunks(const Geometry& g, std::int64_t channel, Load load) {
+  __shared__ Accumulator shared[kFinalLanes][kFinalChannels];
+  Accumulator total{};
+  if (channel < g.channels)
+    for (int k = static_cast<int>(threadIdx.y); k < g.chunks; k += kFinalLanes) total.merge(load(k));
+  shared[threadIdx.y][threadIdx.x] = total;
+  for (int half = kFinalLanes / 2; half > 0; half /= 2) {
+    __syncthreads();
+    if (static_cast<int>(threadIdx.y) < half) {
+      total.merge(shared[threadIdx.y + half][threadIdx.x]);
+      shared[threadIdx.y][threadIdx.x] = total;
+    }
+  }
+  return total;
+}
+
+// Pass 2: the batch statistics; saved mean and inverse std (biased variance,
+// as the normalisation uses); the running statistics (unbiased variance).
+__global__ void __launch_bounds__(kFinalChannels* kFinalLanes)
+    statistics_final_kernel(const float* partial_mean, const float* partial_m2, Geometry g, BatchNormReluForward a) {
+  const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * kFinalChannels + threadIdx.x;
+  const Moments m = merge_chunks<Moments>(g, c, [&](int k) {
+    const std::int64_t rows = min(g.rows_per_chunk, g.rows - k * g.rows_per_chunk);
+    return Moments{partial_mean[k * g.channels + c], partial_m2[k * g.channels + c], static_cast<float>(rows)};
+  });
+  if (threadIdx.y != 0 || c >= g.channels) return;
+  const float rows = static_cast<float>(g.rows);
+  const float variance = m.m2 / rows;
+  a.saved_mean[c] = m.mean;
+  a.saved_inverse_std[c] = 1.0f / sqrtf(variance + a.epsilon);
+  if (a.factor == 0.0f) return;  // check(): the model is left as it is
+  const float unbiased = g.rows > 1 ? m.m2 / (rows - 1.0f) : variance;
+  a.running_mean[c] = (1.0f - a.factor) * a.running_mean[c] + a.factor * m.mean;
+  a.running_variance[c] = (1.0f - a.factor) * a.running_variance[c] + a.factor * unbiased;
+}
+
+// Pass 3: y = relu(gamma (x - mean) invstd + beta [+ residual]).
+template <typename T, bool kResidual>
+__global__ void __launch_bounds__(kBlock) apply_kernel(const T* x, const T* residual, T* y, Geometry g,
+                                                       BatchNormReluForward a) {
+  constexpr int kV = kVector<T>;
+  const Lane l = lane_of(g);
+  if (!l.active) return;
+  float mean[kV], scale[kV], beta[kV];
+#pragma unroll
+  for (int j = 0; j < kV; ++j) {
+    const std::int64_t c = l.vector * kV + j;
+    mean[j] = a.saved_mean[c];
+    scale[j] = scale_of(a.gamma[c], a.saved_inverse_std[c]);
+    beta[j] = a.beta[c];
+  }
+  for (std::int64_t r = l.row_begin; r < l.row_end; r += kUnroll * l.row_step) {
+    uint4 xs[kUnroll], rs[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (r + u * l.row_step < l.row_end) {
+        xs[u] = load_vector(x, g, r + u * l.row_step, l.vector);
+        if constexpr (kResidual) rs[u] = load_vector(residual, g, r + u * l.row_step, l.vector);
+      }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (r + u * l.row_step >= l.row_end) break;
+      uint4 out;
+#pragma unroll
+      for (int j = 0; j < kV; ++j) {
+        float v = pre_activation(element<T>(xs[u], j), mean[j], scale[j], beta[j]);
+        if constexpr (kResidual) v = __fadd_rn(v, element<T>(rs[u], j));
+        set_element<T>(out, j, relu_of(v));
+      }
+      store_vector(y, g, r + u * l.row_step, l.vector, out);
+    }
+  }
+}
+
+// ---- Backward -----------------------------------------------------------------------
+
+// Where the relu's mask comes from: the forward's input recomputed (bn_relu:
+// no residual), or its stored output y.
+enum class Mask { from_x, from_y };
+
+// A thread's per-channel constants of the backward.
+template <int kV>
+struct ChannelConstants {
+  float mean[kV], inverse_std[kV], scale[kV], beta[kV];
+  __device__ __forceinline__ void load(const BatchNormReluBackward& a, std::int64_t vector) {
+#pragma unroll
+    for (int j = 0; j < kV; ++j) {
+      const std::int64_t c = vector * kV + j;
+      mean[j] = a.saved_mean[c];
+      inverse_std[j] = a.saved_inverse_std[c];
+      scale[j] = scale_of(a.gamma[c], inverse_std[j]);
+      beta[j] = a.beta[c];
+    }
+  }
+};
+
+// g = dy where the forward's relu output is > 0, else 0.
+template <typename T, Mask kMask, int kV>
+__device__ __forceinline__ float masked(const ChannelConstants<kV>& k, int j, float dy, float x, const uint4& y) {
+  bool keep;
+  if constexpr (kMask == Mask::from_x)
+    keep = stored_positive<T>(relu_of(pre_activation(x, k.mean[j], k.scale[j], k.beta[j])));
+  else
+    keep = element<T>(y, j) > 0.0f;
+  return keep ? dy : 0.0f;
+}
+
+// Pass 1: partial sums of g and g xhat per (chunk, channel); g written as the
+// residual's gradient (bn_add_relu), + beta times what is there.
+template <typename T, Mask kMask, bool kResidualGradient>
+__global__ void __launch_bounds__(kBlock) backward_reduce_kernel(BatchNormReluBackward a, Geometry g,
+                                                                 float* partial_g, float* partial_gx) {
+  constexpr int kV = kVector<T>;
+  __shared__ RowLaneMerge<kV> shared;
+  const Lane l = lane_of(g);
+  const T* x = static_cast<const T*>(a.x);
+  const T* y = static_cast<const T*>(a.y);
+  const T* dy = static_cast<const T*>(a.dy);
+  T* dresidual = static_cast<T*>(a.dresidual);
+  Sums s[kV] = {};
+  if (l.active) {
+    ChannelConstants<kV> k;
+    k.load(a, l.vector);
+    for (std::int64_t r = l.row_begin; r < l.row_end; r += kUnroll * l.row_step) {
+      uint4 xs[kUnroll], ys[kUnroll], dys[kUnroll], previous[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const std::int64_t row = r + u * l.row_step;
+        if (row >= l.row_end) continue;
+        xs[u] = load_vector(x, g, row, l.vector);
+        dys[u] = load_vector(dy, g, row, l.vector);
+        if constexpr (kMask == Mask::from_y) ys[u] = load_vector(y, g, row, l.vector);
+        if constexpr (kResidualGradient)
+          if (a.dresidual_beta != 0.0f) previous[u] = load_vector(dresidual, g, row, l.vector);
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const std::int64_t row = r + u * l.row_step;
+        if (row >= l.row_end) break;
+        uint4 out;
+#pragma unroll
+        for (int j = 0; j < kV; ++j) {
+          const float xv = element<T>(xs[u], j);
+          const float gv = masked<T, kMask>(k, j, element<T>(dys[u], j), xv, ys[u]);
+          const float xhat = (xv - k.mean[j]) * k.inverse_std[j];
+          s[j].g += gv;
+          s[j].gx = fmaf(gv, xhat, s[j].gx);
+          if constexpr (kResidualGradient)
+            set_element<T>(out, j, a.dresidual_beta != 0.0f ? gv + a.dresidual_beta * element<T>(previous[u], j) : gv);
+        }
+        if constexpr (kResidualGradient) store_vector(dresidual, g, row, l.vector, out);
+      }
+    }
+  }
+  merge_row_lanes(s, l, g.tile_vectors, shared);
+  if (l.row_lane != 0 || !l.active) return;
+  const std::int64_t first = static_cast<std::int64_t>(blockIdx.y) * g.channels + l.vector * kV;
+#pragma unroll
+  for (int j = 0; j < kV; ++j) {
+    partial_g[first + j] = s[j].g;
+    partial_gx[first + j] = s[j].gx;
+  }
+}
+
+// Pass 2: dbeta = sum(g), dgamma = sum(g xhat), and the data gradient's
+// per-channel coefficients: mean_g = sum(g) / M, slope = sum(g xhat) / M * invstd.
+__global__ void __launch_bounds__(kFinalChannels* kFinalLanes)
+    backward_final_kernel(const float* partial_g, const float* partial_gx, Geometry g, BatchNormReluBackward a,
+                          float* mean_g, float* slope) {
+  const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * kFinalChannels + threadIdx.x;
+  const Sums s = merge_chunks<Sums>(g, c, [&](int k) {
+    return Sums{partial_g[k * g.channels + c], partial_gx[k * g.channels + c]};
+  });
+  if (threadIdx.y != 0 || c >= g.channels) return;
+  a.dbeta[c] = s.g;
+  a.dgamma[c] = s.gx;
+  const float rows = static_cast<float>(g.rows);
+  mean_g[c] = s.g / rows;
+  slope[c] = s.gx / rows * a.saved_inverse_std[c];
+}
+
+// Where pass 3 reads g: dy masked as pass 1 did, or pass 1's own output
+// (the residual's gradient, when pass 1 wrote it rather than accumulated).
+enum class Gradient { mask_from_x, mask_from_y, written };
+
+// Pass 3: dx = gamma invstd (g - mean_g - (x - mean) slope), + beta times what is there.
+template <typename T, Gradient kGradient>
+__global__ void __launch_bounds__(kBlock) backward_data_kernel(BatchNormReluBackward a, Geometry g,
+                                                               const float* mean_g, const float* slope) {
+  constexpr int kV = kVector<T>;
+  constexpr Mask kMask = kGradient == Gradient::mask_from_x ? Mask::from_x : Mask::from_y;
+  const Lane l = lane_of(g);
+  if (!l.active) return;
+  const T* x = static_cast<const T*>(a.x);
+  const T* y = static_cast<const T*>(a.y);
+  const T* source = static_cast<const T*>(kGradient == Gradient::written ? a.dresidual : a.dy);
+  T* dx = static_cast<T*>(a.dx);
+  ChannelConstants<kV> k;
+  k.load(a, l.vector);
+  float mg[kV], sl[kV];
+#pragma unroll
+  for (int j = 0; j < kV; ++j) {
+    mg[j] = mean_g[l.vector * kV + j];
+    sl[j] = slope[l.vector * kV + j];
+  }
+  for (std::int64_t r = l.row_begin; r < l.row_end; r += kUnroll * l.row_step) {
+    uint4 xs[kUnroll], ys[kUnroll], gs[kUnroll], previous[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::int64_t row = r + u * l.row_step;
+      if (row >= l.row_end) continue;
+      xs[u] = load_vector(x, g, row, l.vector);
+      gs[u] = load_vector(source, g, row, l.vector);
+      if constexpr (kGradient == Gradient::mask_from_y) ys[u] = load_vector(y, g, row, l.vector);
+      if (a.dx_beta != 0.0f) previous[u] = load_vector(dx, g, row, l.vector);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::int64_t row = r + u * l.row_step;
+      if (row >= l.row_end) break;
+      uint4 out;
+#pragma unroll
+      for (int j = 0; j < kV; ++j) {
+        const float xv = element<T>(xs[u], j);
+        float gv;
+        if constexpr (kGradient == Gradient::written)
+          gv = element<T>(gs[u], j);
+        else
+          gv = masked<T, kMask>(k, j, element<T>(gs[u], j), xv, ys[u]);
+        float d = k.scale[j] * (gv - fmaf(xv - k.mean[j], sl[j], mg[j]));
+        if (a.dx_beta != 0.0f) d += a.dx_beta * element<T>(previous[u], j);
+        set_element<T>(out, j, d);
+      }
+      store_vector(dx, g, row, l.vector, out);
+    }
+  }
+}
+
+// ---- Launchers ----------------------------------------------------------------------
+
+int vector_of(DType type) { return 16 / static_cast<int>(size_of(type)); }
+
+dim3 pass_blocks(const BatchNormGrid& grid) {
+  return dim3(static_cast<unsigned>(grid.tiles), static_cast<unsigned>(grid.chunks));
+}
+dim3 final_blocks(const BatchNormGrid& grid) {
+  return dim3(static_cast<unsigned>((grid.channels + kFinalChannels - 1) / kFinalChannels));
+}
+dim3 final_threads() { return dim3(kFinalChannels, kFinalLanes); }
+
+template <typename T>
+void forward_typed(const BatchNormReluForward& a, const BatchNormGrid& grid, float* workspace, cudaStream_t stream) {
+  const Geometry g = geometry_of(grid, kVector<T>);
+  float* partial_mean = workspace;
+  float* partial_m2 = workspace + grid.chunks * grid.channels;
+  statistics_kernel<T><<<pass_blocks(grid), kBlock, 0, stream>>>(static_cast<const T*>(a.x), g, partial_mean,
+                                                                  partial_m2);
+  check_launch("batch-norm statistics");
+  statistics_final_kernel<<<final_blocks(grid), final_threads(), 0, stream>>>(partial_mean, partial_m2, g, a);
+  check_launch("batch-norm statistics (chunks merged)");
+  const T* x = static_cast<const T*>(a.x);
+  T* y = static_cast<T*>(a.y);
+  if (a.residual != nullptr)
+    apply_kernel<T, true><<<pass_blocks(grid), kBlock, 0, stream>>>(x, static_cast<const T*>(a.residual), y, g, a);
+  else
+    apply_kernel<T, false><<<pass_blocks(grid), kBlock, 0, stream>>>(x, nullptr, y, g, a);
+  check_launch("batch-norm + relu forward");
+}
+
+template <typename T>
+void backward_typed(const BatchNormReluBackward& a, const BatchNormGrid& grid, float* workspace, cudaStream_t stream) {
+  const Geometry g = geometry_of(grid, kVector<T>);
+  float* partial_g = workspace;
+  float* partial_gx = workspace + grid.chunks * grid.channels;
+  float* mean_g = workspace + 2 * grid.chunks * grid.channels;
+  float* slope = mean_g + grid.channels;
+  const bool from_y = a.y != nullptr;
+  if (a.dresidual != nullptr && !from_y)
+    throw Error("batch-norm + add + relu backward: the mask must come from y when there is a residual");
+  if (a.dresidual != nullptr)
+    backward_reduce_kernel<T, Mask::from_y, true><<<pass_blocks(grid), kBlock, 0, stream>>>(a, g, partial_g, partial_gx);
+  else if (from_y)
+    backward_reduce_kernel<T, Mask::from_y, false><<<pass_blocks(grid), kBlock, 0, stream>>>(a, g, partial_g, partial_gx);
+  else
+    backward_reduce_kernel<T, Mask::from_x, false><<<pass_blocks(grid), kBlock, 0, stream>>>(a, g, partial_g, partial_gx);
+  check_launch("batch-norm + relu backward (reduction)");
+  backward_final_kernel<<<final_blocks(grid), final_threads(), 0, stream>>>(partial_g, partial_gx, g, a, mean_g, slope);
+  check_launch("batch-norm + relu backward (chunks merged)");
+  if (a.dx == nullptr) return;
+  // Pass 1 wrote g itself as the residual's gradient: reading it back is one tensor less than dy and y.
+  if (a.dresidual != nullptr && a.dresidual_beta == 0.0f)
+    backward_data_kernel<T, Gradient::written><<<pass_blocks(grid), kBlock, 0, stream>>>(a, g, mean_g, slope);
+  else if (from_y)
+    backward_data_kernel<T, Gradient::mask_from_y><<<pass_blocks(grid), kBlock, 0, stream>>>(a, g, mean_g, slope);
+  else
+    backward_data_kernel<T, Gradient::mask_from_x><<<pass_blocks(grid), kBlock, 0, stream>>>(a, g, mean_g, slope);
+  check_launch("batch-norm + relu backward (data gradient)");
+}
+
+}  // namespace
+
+bool batch_norm_relu_supported(std::int64_t channels, DType type) {
+  switch (type) {
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16: return channels > 0 && channels % vector_of(type) == 0;
+    default: return false;
+  }
+}
+
+std::size_t BatchNormGrid::workspace_bytes() const {
+  return static_cast<std::size_t>(2 * chunks * channels + 2 * channels) * sizeof(float);
+}
+
+BatchNormGrid batch_norm_grid(std::int64_t rows, std::int64_t channels, DType type, int multiprocessors) {
+  if (rows < 1 || !batch_norm_relu_supported(channels, type))
+    throw Error("fused batch-norm: " + std::to_string(rows) + " rows of " + std::to_string(channels) + " " +
+                name_of(type) + " channels are not whole 16-byte vectors");
+  BatchNormGrid grid;
+  grid.rows = rows;
+  grid.channels = channels;
+  const std::int64_t vectors = channels / vector_of(type);
+  while (grid.tile_vectors * 2 <= kMaxTileVectors && grid.tile_vectors * 2 <= vectors) grid.tile_vectors *= 2;
+  grid.tiles = static_cast<int>((vectors + grid.tile_vectors - 1) / grid.tile_vectors);
+  const std::int64_t row_step = kBlock / grid.tile_vectors;
+  const std::int64_t wanted = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::max(multiprocessors, 1)) *
+                                                             kBlocksPerSm / grid.tiles);
+  const std::int64_t most = std::max<std::int64_t>(1, (rows + row_step * kMinRowsPerThread - 1) /
+                                                          (row_step * kMinRowsPerThread));
+  const std::int64_t chunks = std::min(wanted, most);
+  grid.rows_per_chunk = ((rows + chunks - 1) / chunks + row_step - 1) / row_step * row_step;
+  grid.chunks = static_cast<int>((rows + grid.rows_per_chunk - 1) / grid.rows_per_chunk);
+  return grid;
+}
+
+void batch_norm_relu_forward(const BatchNormReluForward& args, const BatchNormGrid& grid, void* workspace,
+                             cudaStream_t stream) {
+  float* w = static_cast<float*>(workspace);
+  switch (args.type) {
+    case DType::f32: forward_typed<float>(args, grid, w, stream); return;
+    case DType::bf16: forward_typed<__nv_bfloat16>(args, grid, w, stream); return;
+    case DType::f16: forward_typed<__half>(args, grid, w, stream); return;
+    default: throw Error(std::string("fused batch-norm: no kernel for ") + name_of(args.type));
+  }
+}
+
+void batch_norm_relu_backward(const BatchNormReluBackward& args, const BatchNormGrid& grid, void* workspace,
+                              cudaStream_t stream) {
+  float* w = static_cast<float*>(workspace);
+  switch (args.type) {
+    case DType::f32: backward_typed<float>(args, grid, w, stream); return;
+    case DType::bf16: backward_typed<__nv_bfloat16>(args, grid, w, stream); return;
+    case DType::f16: backward_typed<__half>(args, grid, w, stream); return;
+    default: throw Error(std::string("fused batch-norm: no kernel for ") + name_of(args.type));
+  }
+}
+
+}  // namespace crossbench::cudnn::kernels

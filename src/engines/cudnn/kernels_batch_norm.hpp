@@ -1,0 +1,102 @@
+// Training batch-norm fused with its relu (and the residual add between
+// them) over packed NHWC tensors, our own kernels (DESIGN.md "Fusion"): the
+// kit's bn_relu and bn_add_relu groups, forward and backward, in one
+// implementation for fp32 (and tf32 cells), bf16 and fp16. Unfused, the
+// engine runs cuDNN's batch-norm, then the add, then the relu: each a pass
+// over the activations, forward and backward (issue 24: the ResNets' training
+// gap to torch.compile on the H200).
+//
+// A packed NHWC tensor is a matrix of M = N*H*W rows by C channels. Every
+// kernel gives each thread one 16-byte vector of channels (8 16-bit or 4
+// fp32 values) for a chunk of rows, so the per-channel parameters stay in
+// registers and loads are coalesced along the channels; blocks tile the
+// channels (up to 32 vectors) and the rows (chunks). Reductions are
+// deterministic, in fp32, without atomics: each block merges its rows in
+// shared memory and writes one partial per (chunk, channel); a second small
+// kernel, one warp per channel, merges the chunks in a fixed order.
+//
+//   forward   statistics (Welford per thread, Chan's merge across threads and
+//             chunks) → saved mean and inverse std (biased variance), the
+//             running statistics updated as PyTorch does; then one pass
+//             y = relu(gamma (x - mean) invstd + beta [+ residual]).
+//   backward  g = dy where y > 0 (the mask read from y, or for bn_relu
+//             recomputed from x bit for bit as the forward computed it);
+//             pass 1 reduces sum(g) (dbeta) and sum(g xhat) (dgamma) and
+//             writes g as the residual's gradient; pass 2 writes
+//             dx = gamma invstd (g - sum(g)/M - xhat sum(g xhat)/M).
+//
+// Statistics, scale, shift and the gradients of gamma and beta are fp32 for
+// every data type (fp32, bf16, fp16), as cuDNN's batch-norm keeps them.
+// All run on the caller's stream and are asynchronous; launches are checked.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "engines/cudnn/dtype.hpp"
+
+namespace crossbench::cudnn::kernels {
+
+// Whether the fused kernels take C channels of `type`: a whole number of
+// 16-byte vectors per row (every ResNet batch-norm: 64 to 2048 channels).
+[[nodiscard]] bool batch_norm_relu_supported(std::int64_t channels, DType type);
+
+// The launch geometry of one tensor's kernels (see the header comment).
+struct BatchNormGrid {
+  std::int64_t rows = 0;      // M = N*H*W
+  std::int64_t channels = 0;  // C
+  int tile_vectors = 1;       // channel vectors per block (a power of two, at most 32)
+  int tiles = 1;              // blocks along the channels
+  int chunks = 1;             // blocks along the rows
+  std::int64_t rows_per_chunk = 0;
+  // [bytes] of scratch the kernels need (the partials of every chunk and two coefficients per channel).
+  [[nodiscard]] std::size_t workspace_bytes() const;
+};
+// Enough blocks to fill `multiprocessors` SMs (a few per SM), but at least 8
+// rows per thread, so the partials stay a few percent of the tensor.
+[[nodiscard]] BatchNormGrid batch_norm_grid(std::int64_t rows, std::int64_t channels, DType type,
+                                            int multiprocessors);
+
+struct BatchNormReluForward {
+  const void* x = nullptr;         // M x C, `type`
+  const void* residual = nullptr;  // M x C, `type`, added before the relu (bn_add_relu), or nullptr
+  void* y = nullptr;               // M x C, `type` (not x: the backward reads x)
+  DType type = DType::f32;
+  const float* gamma = nullptr;  // C each
+  const float* beta = nullptr;
+  float* running_mean = nullptr;
+  float* running_variance = nullptr;
+  float* saved_mean = nullptr;
+  float* saved_inverse_std = nullptr;
+  // running = (1 - factor) running + factor batch (unbiased variance); 0: unchanged (check()).
+  float factor = 0;
+  float epsilon = 1e-5f;
+};
+void batch_norm_relu_forward(const BatchNormReluForward& args, const BatchNormGrid& grid, void* workspace,
+                             cudaStream_t stream);
+
+struct BatchNormReluBackward {
+  const void* x = nullptr;   // the forward's input
+  const void* y = nullptr;   // the forward's output: the relu's mask; nullptr: recomputed from x (no residual)
+  const void* dy = nullptr;  // the gradient of y
+  DType type = DType::f32;
+  const float* gamma = nullptr;
+  const float* beta = nullptr;
+  const float* saved_mean = nullptr;
+  const float* saved_inverse_std = nullptr;
+  float* dgamma = nullptr;  // written (not accumulated), as cuDNN's batch-norm backward does
+  float* dbeta = nullptr;
+  // The residual's gradient: g + beta * previous (beta 0 writes, 1 accumulates), or nullptr. May be dy
+  // (written over it: each element is read before it is written, by the same thread).
+  void* dresidual = nullptr;
+  float dresidual_beta = 0;
+  // The input's gradient, + beta * previous likewise, or nullptr (no input gradient needed).
+  void* dx = nullptr;
+  float dx_beta = 0;
+};
+void batch_norm_relu_backward(const BatchNormReluBackward& args, const BatchNormGrid& grid, void* workspace,
+                              cudaStream_t stream);
+
+}  // namespace crossbench::cudnn::kernels
