@@ -71,9 +71,11 @@ def dataset(cube_path):
 
 
 def test_dimensions_and_coordinates(dataset):
-    assert set(dataset.dims) == set(CELL_DIMS) | {"step"}
+    # `repetition` (schema 4, --repetitions): one column, all NaN, when no cell repeated.
+    assert set(dataset.dims) == set(CELL_DIMS) | {"step", "repetition"}
     assert dict(dataset.sizes) == {"device": 2, "engine": 2, "network": 2, "precision": 2,
-                                   "batch": 2, "phase": 2, "gpus": 2, "replica": 2, "step": 5}
+                                   "batch": 2, "phase": 2, "gpus": 2, "replica": 2, "step": 5, "repetition": 1}
+    assert np.isnan(dataset["repetition_median_ms"].values).all()
     assert list(dataset["device"].values) == [GPU, CPU]
     assert list(dataset["engine"].values) == ["cudnn", "onednn"]
     assert list(dataset["precision"].values) == ["fp32", "fp16"]

@@ -209,10 +209,14 @@ def test_corrupt_and_truncated_journal_lines_are_dropped_with_a_warning(tmp_path
     assert first.returncode == 0, first.stderr
     journal = pathlib.Path(str(output) + ".journal")
     lines = journal.read_text().splitlines(keepends=True)
-    assert len(lines) == 1 + 4
-    # Flip one digit inside the second result (checksum no longer matches) and cut the last line short.
-    damaged = lines[2].replace('"steps":', '"steps":9', 1)
-    journal.write_text("".join(lines[:2]) + damaged + lines[3] + lines[4][: len(lines[4]) // 2])
+    results = [i for i, line in enumerate(lines) if '"type":"result"' in line]
+    assert len(results) == 4, lines  # beside the header and the run segment's records
+    # Flip one digit inside the second result (checksum no longer matches) and cut the last
+    # result short, as a writer that died writing it would (nothing after it).
+    damaged = lines[results[1]].replace('"steps":', '"steps":9', 1)
+    last = lines[results[-1]]
+    journal.write_text("".join(lines[:results[1]]) + damaged + "".join(lines[results[1] + 1:results[-1]]) +
+                       last[: len(last) // 2])
     resumed = subprocess.run([str(crossbench_binary), "run", "--job", job, "--output", output, "--resume", "--quiet"],
                              capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr
