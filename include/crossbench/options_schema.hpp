@@ -55,6 +55,9 @@ struct OptionSpec {
   std::string name() const;             // "warmup"
   std::string range_text() const;       // "0 to 1000000", "none, sgd", "above 0 up to 1"
   bool for_command(const std::string& command) const;
+  // A flag that means "true" on its own and takes an optional value: a boolean,
+  // or a choice that has "true" among more values (--layer-times, --layer-times=all).
+  [[nodiscard]] bool is_switch() const;
   // The default as a canonical value ("off" → "false" for a switch); nullopt
   // where the default describes what stands in for a value ("(MPI world)").
   [[nodiscard]] std::optional<std::string> default_canonical() const;

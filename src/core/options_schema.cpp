@@ -121,6 +121,11 @@ bool OptionSpec::for_command(const std::string& command) const {
   return false;
 }
 
+bool OptionSpec::is_switch() const {
+  return type == OptionType::boolean ||
+         (type == OptionType::choice && std::find(choices.begin(), choices.end(), "true") != choices.end());
+}
+
 std::optional<std::string> OptionSpec::default_canonical() const {
   if (type == OptionType::flag) return "false";  // a switch is off unless given
   try {
