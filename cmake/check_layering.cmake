@@ -30,15 +30,14 @@ set(_rank_app 5)
 
 # include/crossbench/<header> → the part that implements it.
 set(_owner_build_info.hpp core)  # generated from src/core/build_info.hpp.in
-foreach(_header cell communicator data_paths device error gradient_buckets layer_time measure options_schema result
-                splitmix64 statistics stop_flag telemetry text_file)
+foreach(_header cell communicator data_paths device engine_config error gradient_buckets layer_time measure option_field
+                options options_schema result splitmix64 statistics stop_flag telemetry text_file)
   set(_owner_${_header}.hpp core)
 endforeach()
 set(_owner_network.hpp networks)
 set(_owner_synthetic.hpp networks)
 set(_owner_engine.hpp engines)
 set(_owner_runner.hpp runner)
-set(_owner_options.hpp runner)  # the run's options; parsed by src/app/options.hpp
 set(_owner_cube.hpp cube)
 
 # The part and, within engines, the engine ("" elsewhere and for the registry) of a path

@@ -65,6 +65,9 @@ struct CellSpec {
 // "onednn/resnet50/fp32/b64/training/r0", with "/g4" before the replica when
 // gpus > 1: stable, used in logs and the journal.
 [[nodiscard]] std::string describe(const CellSpec& cell);
+// Whether `describe(cell)` is selected by a --filter (an ECMAScript regular
+// expression, checked when the options were parsed); an empty filter selects every cell.
+[[nodiscard]] bool cell_selected(const std::string& filter, const CellSpec& cell);
 
 // The key of a cell within a run: "<device key>|<describe(cell)>". The one
 // name of a cell for the journal, the plan, resume, calibration and the cube

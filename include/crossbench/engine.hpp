@@ -18,6 +18,7 @@
 #include "crossbench/cell.hpp"
 #include "crossbench/communicator.hpp"
 #include "crossbench/device.hpp"
+#include "crossbench/engine_config.hpp"
 #include "crossbench/layer_time.hpp"
 #include "crossbench/measure.hpp"
 #include "crossbench/network.hpp"
@@ -125,28 +126,6 @@ class Session {
 
  protected:
   SessionRecord record_;  // filled by the engine
-};
-
-enum class Update : std::uint8_t { none, sgd };
-
-// Settings shared by all cells of a run, fixed when the engine is created:
-// what every engine uses, typed, and the run's canonical settings as text,
-// from which each engine parses its own settings type (in its own folder:
-// src/engines/cudnn/cudnn_settings.hpp, src/engines/worker/worker_settings.hpp).
-struct EngineConfig {
-  std::uint64_t seed = 42;        // synthetic weights, inputs, labels, dropout
-  Update update = Update::none;   // training: apply the weight update in each step
-  double learning_rate = 0.01;    // sgd
-  int threads = 1;                // CPU engines and workers: threads of the rank's binding
-  // Data-parallel training: gradients are all-reduced in buckets of about this size [bytes].
-  std::int64_t bucket_bytes = 25LL << 20;
-  // Canonical text by key: the single-valued job-file keys of the options
-  // schema ("engine.layout" → "nhwc"), and the [workers] command of each worker
-  // engine of the matrix ("workers.pytorch" → "python3 {workers}/pytorch/worker.py").
-  std::map<std::string, std::string> settings;
-  // The value of a schema key: settings' (checked against its schema row,
-  // UsageError when outside it) or, when absent, the schema default.
-  std::string setting(const std::string& key) const;
 };
 
 class Engine {

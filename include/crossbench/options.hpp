@@ -1,32 +1,52 @@
-// Options of `crossbench run`, `plan` and `check`: parsed once from the job
-// file and the command line (src/app/options.hpp) into this immutable struct,
-// passed by const reference.
+// The options of `crossbench run`, `plan` and `check`, one struct per command:
+// what every command reads of a job (JobOptions: the matrix, the measurement
+// and engine settings, the cell filter, the recorded settings) and, derived
+// from it, each command's own flags (RunOptions, PlanOptions, CheckOptions).
+// Parsed once from the job file and the command line (src/app/options.hpp),
+// filled by the options schema's rows (each row names the field it fills:
+// include/crossbench/options_schema.hpp), passed by const reference; a layer
+// that needs less takes JobOptions or the few fields it reads.
+//
+// Every initialiser below is its schema row's default (held to it by
+// tests/core/options_schema_test.cpp), so that a value-initialised struct
+// (tests, the plan's own callers) means what an empty job file and command
+// line mean. `merge` parses its own few flags (src/app/merge_command.cpp).
 #pragma once
 
-#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "crossbench/cell.hpp"
-#include "crossbench/engine.hpp"
+#include "crossbench/engine_config.hpp"
 #include "crossbench/measure.hpp"
 
 namespace crossbench {
 
-struct Options {
-  std::filesystem::path job_file;   // the job file read (absolute)
+// What every command that expands a job's matrix reads.
+struct JobOptions {
+  std::filesystem::path job_file;   // --job: the job file read (absolute)
   std::string job_text;             // its full text, recorded in the cube
   std::string job_name;             // file stem: "quick"
-  MatrixOptions matrix;
-  MeasureOptions measure;
-  EngineConfig engine;              // shared settings and the engines' settings text (threads: set per rank)
-  std::filesystem::path output;     // the cube
-  bool output_from_command_line = false;  // --output (its directory must exist) or the job file's path
+  MatrixOptions matrix;             // [matrix]
+  MeasureOptions measure;           // [measure]
+  EngineConfig engine;              // [engine], [measure] seed/update/learning_rate; threads: set per rank
+  std::filesystem::path output;     // [output] path or run's --output: the cube (<output> in engine.compile_cache)
   std::string device_tag;           // --device-tag, else CROSSBENCH_DEVICE_TAG
   int replicas = 1;                 // --replicas
-  bool quiet = false;
+  std::string cell_filter;          // --filter: ECMAScript regular expression over describe(cell); empty = all
+  std::string command_line;         // as typed, recorded in the cube
+  // The canonical value of every schema key (options_schema.hpp), defaults
+  // included: "measure.warmup" -> "10", "--replicas" -> "1". The journal header
+  // and the cube attributes are written from it (recorded_settings()).
+  std::map<std::string, std::string> settings;
+};
+
+// `crossbench run`: the job, where its cube goes, and how the run behaves.
+struct RunOptions : JobOptions {
+  bool output_from_command_line = false;  // --output (its directory must exist) or the job file's path
+  bool quiet = false;               // --quiet
   bool resume = false;              // --resume: skip the cells the journal holds
   bool overwrite = false;           // --overwrite: replace an existing cube and journal
   bool allow_new_devices = false;   // --allow-new-devices: a resume may add device keys the journal lacks
@@ -35,25 +55,23 @@ struct Options {
   bool salvage = false;             // --salvage: a resume may rebuild a damaged journal header (journal.hpp)
   double checkpoint_s = 60;         // --checkpoint-s: rank 0 rewrites the cube this often [s]
   double stop_grace_s = 120;        // --stop-grace-s: after a stop signal, the running cell may finish this long [s]
-  // --layer-times: the slowest layers printed per cell after the table; 0: every layer (--layer-times=all).
-  int layer_times_shown = 10;
   double heartbeat_s = 30;          // --heartbeat-s: a line on stderr this often while a cell runs [s]; 0: none
-  std::string command_line;         // as typed, recorded in the cube
-  // The canonical value of every schema key (options_schema.hpp), defaults
-  // included: "measure.warmup" -> "10", "--replicas" -> "1". The journal header
-  // and the cube attributes are written from it (recorded_settings()).
-  std::map<std::string, std::string> settings;
-  std::string cell_filter;          // --filter: ECMAScript regular expression over describe(cell); empty = all
-  std::filesystem::path jsonl;      // run --jsonl: one JSON line per finished cell; empty = none
-  bool json = false;                // plan --json
-  std::vector<std::filesystem::path> calibrate;  // plan --calibrate CUBE.h5,...: recorded wall times (cluster/calibration.hpp)
-  int simulated_ranks = 0;          // plan --ranks N (0: the MPI world)
-  std::string device_json;          // plan --device-json FILE
-  bool workers_on_cpu = false;      // check --cpu
-  bool help = false;                // --help / -h: print command_help() and exit 0
+  // measure.layer_times: the slowest layers printed per cell after the table; 0: every layer (layer_times = all).
+  int layer_times_shown = 10;
+  std::filesystem::path jsonl;      // --jsonl: one JSON line per finished cell; empty = none
 };
 
-// Whether `describe(cell)` is selected by --filter.
-[[nodiscard]] bool cell_selected(const Options& options, const CellSpec& cell);
+// `crossbench plan`: the job, and for which ranks and with which estimates.
+struct PlanOptions : JobOptions {
+  bool json = false;                // --json
+  std::vector<std::filesystem::path> calibrate;  // --calibrate CUBE.h5,...: recorded wall times (cluster/calibration.hpp)
+  int simulated_ranks = 0;          // --ranks N (0: the MPI world)
+  std::string device_json;          // --device-json FILE
+};
+
+// `crossbench check`: the job, and where the framework workers run.
+struct CheckOptions : JobOptions {
+  bool workers_on_cpu = false;      // --cpu
+};
 
 }  // namespace crossbench

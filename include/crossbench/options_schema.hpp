@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "crossbench/option_field.hpp"
+
 namespace crossbench {
 
 enum class OptionType {
@@ -36,6 +38,10 @@ struct OptionSpec {
   bool changes_numbers = false;  // a different value measures different numbers: resume refuses a change
   std::string recorded_as;       // root attribute of the cube (and key of the journal's settings); empty: not recorded
   std::string commands;          // the commands that take it: "run plan check"
+  // Where its value goes: the typed field it fills (a pointer to a member of
+  // the options structs, include/crossbench/options.hpp), filled by one
+  // generic loop, or the one place that reads it (option_field.hpp).
+  OptionField field;
   // A framework worker's prepare request carries it in `settings` (README
   // "Framework workers"): the worker runs the cell with it, so it is declared
   // here once rather than named by hand in the request.
@@ -44,10 +50,17 @@ struct OptionSpec {
   // (merge, export-network, the analysis tools) take it; empty: none.
   std::string short_flag;
 
+  std::string id() const;               // the key, or the flag of a command-line option: "measure.warmup", "--replicas"
   std::string section() const;          // "measure" ("" for a command-line option)
   std::string name() const;             // "warmup"
   std::string range_text() const;       // "0 to 1000000", "none, sgd", "above 0 up to 1"
   bool for_command(const std::string& command) const;
+  // A flag that means "true" on its own and takes an optional value: a boolean,
+  // or a choice that has "true" among more values (--layer-times, --layer-times=all).
+  [[nodiscard]] bool is_switch() const;
+  // The default as a canonical value ("off" → "false" for a switch); nullopt
+  // where the default describes what stands in for a value ("(MPI world)").
+  [[nodiscard]] std::optional<std::string> default_canonical() const;
 };
 
 // Every option, in the order --help and the README list them.
@@ -67,7 +80,7 @@ std::vector<std::string> option_sections();
 // (the job file or the --set), the key, the value and the valid range.
 std::string validated_setting(const OptionSpec& spec, const std::string& text, const std::string& origin);
 
-// The canonical value of a key in a run's settings (Options::settings,
+// The canonical value of a key in a run's settings (JobOptions::settings,
 // EngineConfig::settings: "engine.algo" -> "exhaustive"), or its schema
 // default where the settings lack it (options not parsed from a job: tests).
 [[nodiscard]] std::string setting_value(const std::map<std::string, std::string>& values, const std::string& key);
@@ -81,7 +94,7 @@ struct RecordedSetting {
 };
 
 // Every recorded setting of a run (keys with recorded_as), in schema order,
-// from the canonical value of every schema key (Options::settings).
+// from the canonical value of every schema key (JobOptions::settings).
 [[nodiscard]] std::vector<RecordedSetting> recorded_settings(const std::map<std::string, std::string>& settings);
 // Those that change the numbers: what `run --resume` must find unchanged.
 [[nodiscard]] std::vector<RecordedSetting> number_changing_settings(const std::map<std::string, std::string>& settings);

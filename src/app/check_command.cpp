@@ -71,9 +71,9 @@ json check_cell(Engine* engine, const Network& network, const CellSpec& cell, co
 }  // namespace
 
 int check_command(const CommandContext& context) {
-  const std::optional<Options> parsed = command_options_or_help("check", context);
+  const std::optional<CheckOptions> parsed = command_options_or_help<CheckOptions>(context);
   if (!parsed) return 0;  // --help
-  const Options& options = *parsed;
+  const CheckOptions& options = *parsed;
   const bool workers_on_cpu = options.workers_on_cpu;
   const Device cpu = probe_cpu(cpu_threads_of_binding(), options.device_tag);
   std::unique_ptr<Device> gpu;
@@ -87,7 +87,7 @@ int check_command(const CommandContext& context) {
   // --filter: a filter that selects no cell checks nothing; that is a mistake, not a pass.
   if (!options.cell_filter.empty()) {
     const std::vector<CellSpec> cells = expand_matrix(single_device, engine_names, 1);
-    if (std::none_of(cells.begin(), cells.end(), [&](const CellSpec& cell) { return cell_selected(options, cell); }))
+    if (std::none_of(cells.begin(), cells.end(), [&](const CellSpec& cell) { return cell_selected(options.cell_filter, cell); }))
       throw UsageError("--filter '" + options.cell_filter + "' matches no cell of the matrix");
   }
   for (const auto& engine_name : engine_names) {
@@ -99,7 +99,7 @@ int check_command(const CommandContext& context) {
     const std::unique_ptr<Engine> engine = make_engine(engine_name, device, config);
     std::map<std::string, Network> networks;
     for (const CellSpec& cell : expand_matrix(single_device, {engine_name}, 1)) {
-      if (!cell_selected(options, cell)) continue;
+      if (!cell_selected(options.cell_filter, cell)) continue;
       if (!networks.count(cell.network)) networks.emplace(cell.network, make_network(cell.network));
       std::cout << check_cell(engine.get(), networks.at(cell.network), cell, device).dump() << std::endl;
     }

@@ -1,24 +1,25 @@
 // Parsing of job files (INI) and the command line of `crossbench
 // run|plan|check`, both by Boost.ProgramOptions from the options schema
-// (src/core/options_schema.cpp): this file knows how to turn checked text into
-// Options, the schema knows which keys and flags exist and what they accept.
+// (src/core/options_schema.cpp): the schema knows which keys and flags exist,
+// what they accept and which field each fills; this file reads the text,
+// checks it by the rows, fills the fields by one loop (fill_fields), and
+// computes the few compound values in one place (derive_compound_values).
 #include "app/options.hpp"
 
 #include <algorithm>
 #include <boost/program_options.hpp>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
+#include <cstdlib>
 #include <iostream>
 #include <regex>
 #include <set>
-#include <type_traits>
 #include <sstream>
+#include <type_traits>
 
 #include "crossbench/data_paths.hpp"
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
 #include "crossbench/engine.hpp"
+#include "crossbench/option_field.hpp"
 #include "crossbench/options_schema.hpp"
 #include "crossbench/text_file.hpp"
 
@@ -27,9 +28,9 @@ namespace po = boost::program_options;
 namespace crossbench {
 namespace {
 
-std::string join(const std::vector<std::string>& values, const char* separator = ", ") {
+std::string join(const std::vector<std::string>& values) {
   std::string text;
-  for (const auto& value : values) text += (text.empty() ? "" : separator) + value;
+  for (const auto& value : values) text += (text.empty() ? "" : ", ") + value;
   return text;
 }
 
@@ -145,16 +146,6 @@ struct CommandLine {
 };
 
 // The command's flags as Boost.ProgramOptions reads them, from the schema: a
-// switch takes no value, a boolean an optional one (`--layer-times`,
-// `--layer-times=false`), every other flag one value; --set may repeat.
-// A flag that means "true" on its own: a boolean, or a choice that has "true"
-// among more values (--layer-times, --layer-times=all).
-bool is_switch(const OptionSpec& spec) {
-  return spec.type == OptionType::boolean ||
-         (spec.type == OptionType::choice && std::find(spec.choices.begin(), spec.choices.end(), "true") != spec.choices.end());
-}
-
-// The command's flags as Boost.ProgramOptions reads them, from the schema: a
 // switch takes no value, a boolean (or a choice with "true") an optional one
 // (`--layer-times`, `--layer-times=false`, `--layer-times=all`), every other
 // flag one value; --set may repeat; a flag's one-letter alias (-o for --output)
@@ -168,7 +159,7 @@ po::options_description command_line_description(const std::string& command) {
     if (!spec.short_flag.empty()) name += "," + spec.short_flag.substr(1);  // "output,o"
     if (spec.type == OptionType::flag)
       description.add_options()(name.c_str(), spec.help.c_str());
-    else if (is_switch(spec))
+    else if (spec.is_switch())
       description.add_options()(name.c_str(), po::value<std::string>()->implicit_value("true"), spec.help.c_str());
     else
       description.add_options()(name.c_str(), po::value<std::string>(), spec.help.c_str());
@@ -219,79 +210,10 @@ CommandLine split_command_line(const std::string& command, const std::vector<std
   return line;
 }
 
-// The placeholder of a flag's value in --help.
-std::string value_name(const OptionSpec& spec) {
-  static const std::map<std::string, std::string> names{
-      {"--job", "FILE"},  {"--set", "KEY=VALUE"}, {"--output", "PATH"},    {"--device-tag", "TAG"},
-      {"--replicas", "R"}, {"--filter", "REGEX"},  {"--jsonl", "FILE"},     {"--ranks", "N"},
-      {"--device-json", "FILE"}, {"--checkpoint-s", "SECONDS"}, {"--heartbeat-s", "SECONDS"}, {"--stop-grace-s", "SECONDS"}, {"--calibrate", "CUBE.h5[,CUBE.h5...]"},
-      {"--repetitions", "N"}};
-  const auto found = names.find(spec.flag);
-  if (found != names.end()) return found->second;
-  return spec.type == OptionType::choice ? join(spec.choices, "|") : "LIST";
-}
-
 // A key's setting from the job file or the command line: its value and where it came from; nullptr when absent.
 const std::pair<std::string, std::string>* find_setting(const Settings& settings, const std::string& dotted) {
   const auto found = settings.find(dotted);
   return found == settings.end() ? nullptr : &found->second;
-}
-
-// The flags of the command line that stand for no job-file key (--quiet, --ranks, --filter, ...).
-void read_flags(const CommandLine& line, Options& options) {
-  const auto given = [&](const std::string& flag) { return line.values.count(flag) > 0; };
-  const auto flag_value = [&](const std::string& flag) { return line.values.at(flag).front(); };
-  options.quiet = given("--quiet");
-  options.resume = given("--resume");
-  options.overwrite = given("--overwrite");
-  options.json = given("--json");
-  options.workers_on_cpu = given("--cpu");
-  if (options.resume && options.overwrite) throw UsageError("--resume and --overwrite exclude each other");
-  // Command-line values checked by their schema rows.
-  const auto checked_flag = [&](const std::string& flag) {
-    return validated_setting(*find_option(flag), flag_value(flag), "command line");
-  };
-  if (given("--checkpoint-s")) options.checkpoint_s = std::stod(checked_flag("--checkpoint-s"));
-  if (given("--stop-grace-s")) options.stop_grace_s = std::stod(checked_flag("--stop-grace-s"));
-  if (given("--heartbeat-s")) options.heartbeat_s = std::stod(checked_flag("--heartbeat-s"));
-  options.allow_new_devices = given("--allow-new-devices");
-  if (options.allow_new_devices && !options.resume) throw UsageError("--allow-new-devices applies to --resume only");
-  options.bind_near_gpu = given("--bind-near-gpu");
-  options.allow_build_change = given("--allow-build-change");
-  if (options.allow_build_change && !options.resume) throw UsageError("--allow-build-change applies to --resume only");
-  options.salvage = given("--salvage");
-  if (options.salvage && !options.resume) throw UsageError("--salvage applies to --resume only");
-  if (given("--ranks")) options.simulated_ranks = std::stoi(checked_flag("--ranks"));
-  if (given("--device-json")) options.device_json = flag_value("--device-json");
-  if (!options.device_json.empty() && options.simulated_ranks == 0) throw UsageError("--device-json needs --ranks N");
-  if (given("--jsonl")) options.jsonl = flag_value("--jsonl");
-  if (given("--calibrate"))
-    for (const auto& cube : split_list(flag_value("--calibrate"))) {
-      if (cube.empty()) throw UsageError("--calibrate '" + flag_value("--calibrate") + "' has an empty entry; give CUBE.h5[,CUBE.h5...]");
-      options.calibrate.emplace_back(cube);
-    }
-  if (given("--filter")) {
-    options.cell_filter = flag_value("--filter");
-    try {
-      std::regex(options.cell_filter, std::regex::ECMAScript);
-    } catch (const std::regex_error& error) {
-      throw UsageError("--filter '" + options.cell_filter + "' is not a regular expression: " + error.what());
-    }
-  }
-}
-
-// The job file's settings with the command line's --set and key flags (--algo ...) applied over them.
-Settings read_settings(const CommandLine& line, const Options& options) {
-  const auto given = [&](const std::string& flag) { return line.values.count(flag) > 0; };
-  Settings settings = read_job_file(options.job_file, options.job_text);
-  std::set<std::string> overridden;
-  if (given("--set"))
-    for (const auto& assignment : line.values.at("--set")) apply_override(settings, overridden, assignment, "--set " + assignment);
-  // Flags that stand for job-file keys, validated the same way.
-  for (const auto& spec : options_schema())
-    if (!spec.key.empty() && !spec.flag.empty() && given(spec.flag))
-      apply_override(settings, overridden, spec.key + "=" + line.values.at(spec.flag).front(), spec.flag);
-  return settings;
 }
 
 // [matrix] and [workers]: the matrix's axes into `matrix`; returns the worker
@@ -379,169 +301,231 @@ std::map<std::string, std::string> read_matrix(const Settings& settings, const s
   return worker_commands;
 }
 
-// Every single-valued key: checked against its schema row, its canonical
-// text recorded in options.settings, and the typed fields filled from it.
-void read_single_valued(const Settings& settings, Options& options) {
-  const auto value = [&](const std::string& dotted) { return find_setting(settings, dotted); };
+// The job file's settings with the command line's --set and key flags (--algo ...) applied over them.
+Settings read_settings(const CommandLine& line, const JobOptions& options) {
+  const auto given = [&](const std::string& flag) { return line.values.count(flag) > 0; };
+  Settings settings = read_job_file(options.job_file, options.job_text);
+  std::set<std::string> overridden;
+  if (given("--set"))
+    for (const auto& assignment : line.values.at("--set")) apply_override(settings, overridden, assignment, "--set " + assignment);
+  // Flags that stand for job-file keys, validated the same way.
+  for (const auto& spec : options_schema())
+    if (!spec.key.empty() && !spec.flag.empty() && given(spec.flag))
+      apply_override(settings, overridden, spec.key + "=" + line.values.at(spec.flag).front(), spec.flag);
+  return settings;
+}
+
+// A row's canonical value by its key or flag: "measure.warmup" → "10", "--quiet" → "true".
+using CanonicalValues = std::map<std::string, std::string>;
+
+// The one generic loop of item "each schema row names the field it fills": every
+// row with a typed field (OptionSpec::field) gets its canonical value, converted
+// to the field's type (store_field). The rows that name another place are read there.
+template <typename Command>
+void fill_fields(const CanonicalValues& values, Command& options) {
+  for (const auto& spec : options_schema()) {
+    const auto found = values.find(spec.id());
+    if (found != values.end()) static_cast<void>(store_field(spec.field, found->second, options));
+  }
+}
+
+// The command's own flags with a typed field (the rows without a job-file key):
+// a switch is "true" when given; a value is checked by its row (a text value,
+// a path or a regular expression, is taken verbatim); an absent flag has its
+// row's default where that is a value ("(MPI world)" is not: the field keeps it).
+CanonicalValues read_flag_values(const std::string& command, const CommandLine& line) {
+  CanonicalValues values;
+  for (const auto& spec : options_schema()) {
+    if (!spec.key.empty() || !spec.for_command(command) || !is_typed_field(spec.field)) continue;
+    const auto given = line.values.find(spec.flag);
+    if (spec.type == OptionType::flag)
+      values[spec.flag] = given != line.values.end() ? "true" : "false";
+    else if (given != line.values.end())
+      values[spec.flag] = spec.type == OptionType::text ? given->second.front()
+                                                        : validated_setting(spec, given->second.front(), "command line");
+    else if (const auto fallback = spec.default_canonical())
+      values[spec.flag] = *fallback;
+  }
+  return values;
+}
+
+// Every single-valued job-file key (the [matrix] lists are read by read_matrix):
+// checked against its row, or its row's default.
+CanonicalValues read_key_values(const Settings& settings) {
+  CanonicalValues values;
   for (const auto& spec : options_schema()) {
     if (spec.key.empty() || spec.type == OptionType::names || spec.type == OptionType::integers) continue;
-    const auto* setting = value(spec.key);
-    options.settings[spec.key] = setting ? validated_setting(spec, setting->first, setting->second) : spec.default_value;
+    const auto* setting = find_setting(settings, spec.key);
+    values[spec.key] = setting ? validated_setting(spec, setting->first, setting->second) : spec.default_value;
   }
-  const auto integer = [&](const std::string& key) { return std::stoll(options.settings.at(key)); };
-  const auto number = [&](const std::string& key) { return std::stod(options.settings.at(key)); };
-  const auto text = [&](const std::string& key) -> const std::string& { return options.settings.at(key); };
-  options.measure.warmup_steps = static_cast<int>(integer("measure.warmup"));
-  options.measure.min_steps = static_cast<int>(integer("measure.min_steps"));
-  options.measure.max_steps = static_cast<int>(integer("measure.max_steps"));
-  if (options.measure.max_steps < options.measure.min_steps)
-    throw UsageError("job file '" + options.job_file.string() + "': [measure] max_steps (" +
-                     std::to_string(options.measure.max_steps) + ") is below min_steps (" +
-                     std::to_string(options.measure.min_steps) + ")");
-  options.measure.target_ci = number("measure.target_ci");
-  options.measure.cell_time_limit_s = number("measure.cell_time_limit_s");
-  options.engine.seed = static_cast<std::uint64_t>(integer("measure.seed"));
-  options.engine.learning_rate = number("measure.learning_rate");
-  options.engine.update = text("measure.update") == "sgd" ? Update::sgd : Update::none;
-  options.measure.layer_times = text("measure.layer_times") != "false";
-  options.layer_times_shown = text("measure.layer_times") == "all" ? 0 : 10;
-  options.measure.layer_time_repetitions = static_cast<int>(integer("measure.layer_time_repetitions"));
-  options.measure.repetitions = static_cast<int>(integer("measure.repetitions"));
+  return values;
+}
 
-  options.engine.bucket_bytes = integer("engine.bucket_mb") << 20;
-  // A file every rank reads and writes: named absolutely, as recorded.
-  if (const std::string& cache = text("engine.algo_cache"); !cache.empty())
-    options.settings["engine.algo_cache"] = std::filesystem::absolute(cache).string();
+// Rules between flags, refused before the job file is read.
+void check_flag_rules(const RunOptions& options) {
+  if (options.resume && options.overwrite) throw UsageError("--resume and --overwrite exclude each other");
+  if (options.allow_new_devices && !options.resume) throw UsageError("--allow-new-devices applies to --resume only");
+  if (options.allow_build_change && !options.resume) throw UsageError("--allow-build-change applies to --resume only");
+  if (options.salvage && !options.resume) throw UsageError("--salvage applies to --resume only");
+}
+void check_flag_rules(const PlanOptions& options) {
+  if (!options.device_json.empty() && options.simulated_ranks == 0) throw UsageError("--device-json needs --ranks N");
+}
+void check_flag_rules(const CheckOptions&) {}  // --cpu stands alone
+
+void check_cell_filter(const std::string& filter) {
+  try {
+    std::regex(filter, std::regex::ECMAScript);
+  } catch (const std::regex_error& error) {
+    throw UsageError("--filter '" + filter + "' is not a regular expression: " + error.what());
+  }
 }
 
 // engine.compile_cache: "<output>" becomes the cube's path and the directory is named absolutely
 // (every rank's workers share it, whatever their working directory); `check` writes no cube, so
 // there it is none unless the job or the command line names a directory.
-void resolve_compile_cache(const std::string& command, bool given, Options& options) {
-  const std::string key = "engine.compile_cache";
-  std::string cache = options.settings.at(key);
-  if (command == "check" && !given) cache = "none";
-  if (cache != "none") {
-    static const std::string placeholder = "<output>";
-    for (auto at = cache.find(placeholder); at != std::string::npos; at = cache.find(placeholder, at))
-      cache.replace(at, placeholder.size(), options.output.string());
-    if (cache.empty())
-      throw UsageError("[engine] compile_cache is empty: name a directory, or none for no persistent compile cache");
-    cache = std::filesystem::absolute(cache).lexically_normal().string();
+std::string resolved_compile_cache(const std::string& command, bool given, const std::string& setting,
+                                   const std::filesystem::path& output) {
+  std::string cache = command == "check" && !given ? "none" : setting;
+  if (cache == "none") return cache;
+  static const std::string placeholder = "<output>";
+  for (auto at = cache.find(placeholder); at != std::string::npos; at = cache.find(placeholder, at))
+    cache.replace(at, placeholder.size(), output.string());
+  if (cache.empty())
+    throw UsageError("[engine] compile_cache is empty: name a directory, or none for no persistent compile cache");
+  return std::filesystem::absolute(cache).lexically_normal().string();
+}
+
+// The command's own values that are no single typed field (their rows say DerivedValue).
+void derive_command_values(const CommandLine& line, const CanonicalValues& keys, RunOptions& options) {
+  options.output_from_command_line = line.values.count("--output") > 0;
+  if (options.output_from_command_line) options.output = line.values.at("--output").front();
+  options.layer_times_shown = keys.at("measure.layer_times") == "all" ? 0 : 10;  // 0: every layer
+}
+void derive_command_values(const CommandLine& line, const CanonicalValues&, PlanOptions& options) {
+  if (!line.values.count("--calibrate")) return;
+  const std::string& cubes = line.values.at("--calibrate").front();
+  for (const auto& cube : split_list(cubes)) {
+    if (cube.empty()) throw UsageError("--calibrate '" + cubes + "' has an empty entry; give CUBE.h5[,CUBE.h5...]");
+    options.calibrate.emplace_back(cube);
   }
-  options.settings[key] = options.engine.settings[key] = cache;
+}
+void derive_command_values(const CommandLine&, const CanonicalValues&, CheckOptions&) {}  // none
+
+// The one place for the values the schema's rows cannot fill as one typed field
+// each (rows marked DerivedValue): every command's, then the command's own.
+//   engine.bucket_mb        → EngineConfig::bucket_bytes ([MiB] → [bytes])
+//   measure.layer_times     → MeasureOptions::layer_times (not "false"); run: layer_times_shown ("all": 0, every layer)
+//   engine.algo_cache       → named absolutely in the settings (a file every rank reads and writes)
+//   output.path, --output   → JobOptions::output (run: --output first); default results/<job name>.h5
+//   engine.compile_cache    → "<output>" replaced by the cube's path, absolute; check: none unless set
+//   --device-tag            → JobOptions::device_tag, else $CROSSBENCH_DEVICE_TAG
+//   --calibrate             → PlanOptions::calibrate (a list of cubes)
+// (--job and the [matrix] lists are read before: parse_job_options, read_matrix.)
+template <typename Command>
+void derive_compound_values(const std::string& command, const CommandLine& line, const Settings& settings,
+                            CanonicalValues& keys, Command& options) {
+  options.engine.bucket_bytes = std::stoll(keys.at("engine.bucket_mb")) << 20;
+  options.measure.layer_times = keys.at("measure.layer_times") != "false";
+  if (const std::string& cache = keys.at("engine.algo_cache"); !cache.empty())
+    keys["engine.algo_cache"] = std::filesystem::absolute(cache).string();
+  const auto* output_path = find_setting(settings, "output.path");
+  options.output = output_path ? std::filesystem::path(output_path->first)
+                               : std::filesystem::path("results") / (options.job_name + ".h5");
+  derive_command_values(line, keys, options);
+  keys["engine.compile_cache"] = resolved_compile_cache(command, find_setting(settings, "engine.compile_cache") != nullptr,
+                                                        keys.at("engine.compile_cache"), options.output);
+  if (line.values.count("--device-tag")) options.device_tag = line.values.at("--device-tag").front();
+  else if (const char* tag = std::getenv("CROSSBENCH_DEVICE_TAG")) options.device_tag = tag;
+}
+
+// JobOptions::settings: the canonical value of every schema key and of the
+// recorded flags (the journal header and the cube attributes are written from
+// it), and the engines' settings text (each engine parses its own).
+template <typename Command>
+void record_settings(const CanonicalValues& keys, const Settings& settings,
+                     const std::map<std::string, std::string>& worker_commands, Command& options) {
+  options.settings = keys;
+  for (const auto& [key, setting] : options.settings) options.engine.settings[key] = setting;
+  for (const auto& engine : options.matrix.engines)
+    if (worker_commands.count(engine)) options.engine.settings[worker_command_key(engine)] = worker_commands.at(engine);
+  options.settings["output.path"] = options.output.string();
+  // The matrix keys as written.
+  for (const auto& key : {"matrix.networks", "matrix.engines", "matrix.precisions", "matrix.batches", "matrix.phases"})
+    options.settings[key] = find_setting(settings, key)->first;
+  const auto* gpus = find_setting(settings, "matrix.gpus");
+  options.settings["matrix.gpus"] = gpus ? gpus->first : find_option("matrix.gpus")->default_value;
+  // The recorded flags: a field's value, or (another command's flag: --resume in
+  // a plan) its row's default; --job and --device-tag as derived.
+  for (const auto& spec : options_schema())
+    if (spec.key.empty() && !spec.recorded_as.empty())
+      options.settings[spec.flag] = field_text(spec.field, options).value_or(spec.default_canonical().value_or(""));
+  options.settings["--job"] = options.job_file.string();
+  options.settings["--device-tag"] = options.device_tag;
+}
+
+template <typename Command>
+constexpr const char* command_name() {
+  if constexpr (std::is_same_v<Command, RunOptions>) return "run";
+  else if constexpr (std::is_same_v<Command, PlanOptions>) return "plan";
+  else return "check";
 }
 
 }  // namespace
 
-std::string command_help(const std::string& command) {
-  std::ostringstream text;
-  const bool measures = command == "run" || command == "plan";
-  text << "usage: crossbench " << command << " [--job FILE] [--set section.key=value ...] [flags]\n\n";
-  if (command == "run")
-    text << "Runs the job's matrix on every rank (mpirun/srun for more than one) and writes the results cube.\n";
-  else if (command == "plan")
-    text << "Prints the cells each rank would run, with their estimated cost (the cost model, or with --calibrate\n"
-            "the wall times earlier runs recorded) and where each estimate comes from; runs nothing.\n";
-  else
-    text << "Runs each cell's output check (loss, gradient norms) and prints JSON lines; no timing, no cube.\n";
-  text << "\nFlags (default in brackets):\n";
-  for (const auto& spec : options_schema()) {
-    if (spec.flag.empty() || !spec.for_command(command)) continue;
-    std::string name = spec.short_flag.empty() ? spec.flag : spec.short_flag + ", " + spec.flag;
-    if (spec.type != OptionType::flag && !is_switch(spec)) name += " " + value_name(spec);
-    else if (spec.type == OptionType::choice) name += "[=" + join(spec.choices, "|") + "]";
-    text << "  " << name << "\n      " << spec.help << (spec.key.empty() ? "" : " (= --set " + spec.key + "=...)")
-         << " [" << spec.default_value << "]\n";
-  }
-  text << "  --help\n      this text\n\nJob-file keys ([section] key = value; --set section.key=value):\n";
-  std::string section;
-  for (const auto& spec : options_schema()) {
-    if (spec.key.empty() || !(spec.for_command(command) || measures)) continue;
-    if (spec.section() != section) text << "  [" << (section = spec.section()) << "]\n";
-    text << "    " << spec.name() << " = " << spec.default_value;
-    if (!spec.range_text().empty()) text << "   (valid: " << spec.range_text() << ")";
-    text << (spec.changes_numbers ? "   changes the numbers" : "") << "\n        " << spec.help << "\n";
-  }
-  text << "  [workers]\n    ENGINE = COMMAND   a framework worker (src/workers/README protocol)\n";
-  text << "\nExit codes: 0 done; 1 a failure (library error, I/O); 2 bad input (nothing written)";
-  if (command == "run") text << "; 3 stopped by a signal (cube written, continue with --resume)";
-  text << "\n\nExamples:\n";
-  if (command == "run")
-    text << "  crossbench run --job jobs/seed2017.ini --output results/h200.h5\n"
-            "  mpirun -n 8 crossbench run --job jobs/seed2017.ini --filter 'resnet50/.*/training'\n"
-            "  crossbench run --job jobs/quick.ini --set measure.warmup=5 --device-tag power=300W --jsonl cells.jsonl\n";
-  else if (command == "plan")
-    text << "  crossbench plan --job jobs/seed2017.ini --ranks 8\n"
-            "  crossbench list devices --json > devices.json\n"
-            "  crossbench plan --job jobs/seed2017.ini --ranks 4 --device-json devices.json --json\n"
-            "  crossbench plan --job jobs/seed2017.ini --ranks 8 --calibrate results/h200.h5\n";
-  else
-    text << "  crossbench check --job jobs/quick.ini --filter alexnet\n";
-  return text.str();
-}
-
-Options parse_command_options(const std::string& command, const std::vector<std::string>& arguments,
-                              const std::filesystem::path& default_job, const std::string& command_line) {
+template <typename Command>
+std::optional<Command> parse_command_options(const std::vector<std::string>& arguments,
+                                             const std::filesystem::path& default_job, const std::string& command_line) {
+  const std::string command = command_name<Command>();
   const CommandLine line = split_command_line(command, arguments);
-  const auto given = [&](const std::string& flag) { return line.values.count(flag) > 0; };
-  const auto flag_value = [&](const std::string& flag) { return line.values.at(flag).front(); };
-  Options options;
-  if (line.help) {
-    options.help = true;
-    return options;
-  }
+  if (line.help) return std::nullopt;
+  Command options;
   options.command_line = command_line;
-  read_flags(line, options);
-  options.job_file = given("--job") ? resolve_job_file(flag_value("--job")) : default_job;
+  // The command's own flags first: a bad flag is refused before the job file is read.
+  fill_fields(read_flag_values(command, line), options);
+  check_flag_rules(options);
+  check_cell_filter(options.cell_filter);
+  const auto given_job = line.values.find("--job");
+  options.job_file = given_job != line.values.end() ? resolve_job_file(given_job->second.front()) : default_job;
   options.job_text = read_regular_text_file(options.job_file, "job file");
   options.job_file = std::filesystem::absolute(options.job_file);
   options.job_name = options.job_file.stem().string();
   const Settings settings = read_settings(line, options);
-  const auto value = [&](const std::string& dotted) { return find_setting(settings, dotted); };
-  std::map<std::string, std::string> worker_commands = read_matrix(settings, options.job_file, options.matrix);
-  read_single_valued(settings, options);
-  // The engines' own settings travel as text; each engine parses its own
-  // (EngineConfig::settings). Checked here, before MPI starts, so that a bad
+  const std::map<std::string, std::string> worker_commands = read_matrix(settings, options.job_file, options.matrix);
+  CanonicalValues keys = read_key_values(settings);
+  fill_fields(keys, options);
+  if (options.measure.max_steps < options.measure.min_steps)
+    throw UsageError("job file '" + options.job_file.string() + "': [measure] max_steps (" +
+                     std::to_string(options.measure.max_steps) + ") is below min_steps (" +
+                     std::to_string(options.measure.min_steps) + ")");
+  derive_compound_values(command, line, settings, keys, options);
+  record_settings(keys, settings, worker_commands, options);
+  // The engines' own settings, checked here, before MPI starts, so that a bad
   // combination or file is refused (exit 2) before any output exists.
-  for (const auto& [key, setting] : options.settings) options.engine.settings[key] = setting;
-  for (const auto& engine : options.matrix.engines)
-    if (worker_commands.count(engine)) options.engine.settings[worker_command_key(engine)] = worker_commands[engine];
   check_engine_settings(options.engine);
-
-  // [output] and the command line.
-  options.output_from_command_line = given("--output");
-  options.output = options.output_from_command_line ? std::filesystem::path(flag_value("--output"))
-                   : value("output.path") ? std::filesystem::path(value("output.path")->first)
-                                          : std::filesystem::path("results") / (options.job_name + ".h5");
-  options.settings["output.path"] = options.output.string();
-  resolve_compile_cache(command, value("engine.compile_cache") != nullptr, options);
-
-  if (given("--device-tag")) options.device_tag = flag_value("--device-tag");
-  else if (const char* tag = std::getenv("CROSSBENCH_DEVICE_TAG")) options.device_tag = tag;
-  if (given("--replicas"))
-    options.replicas = std::stoi(validated_setting(*find_option("--replicas"), flag_value("--replicas"), "command line"));
-  // The matrix keys and the command-line facts, as recorded.
-  for (const auto& key : {"matrix.networks", "matrix.engines", "matrix.precisions", "matrix.batches", "matrix.phases"})
-    options.settings[key] = value(key)->first;
-  options.settings["matrix.gpus"] = value("matrix.gpus") ? value("matrix.gpus")->first : "1";
-  options.settings["--job"] = options.job_file.string();
-  options.settings["--device-tag"] = options.device_tag;
-  options.settings["--replicas"] = std::to_string(options.replicas);
-  options.settings["--filter"] = options.cell_filter;
-  options.settings["--resume"] = options.resume ? "true" : "false";
-  options.settings["--bind-near-gpu"] = options.bind_near_gpu ? "true" : "false";
   return options;
 }
 
-std::optional<Options> command_options_or_help(const std::string& command, const CommandContext& context) {
-  Options options = parse_command_options(command, context.arguments, context.default_job, context.command_line);
-  if (!options.help) return options;
-  std::cout << command_help(command);
-  return std::nullopt;
+template std::optional<RunOptions> parse_command_options<RunOptions>(const std::vector<std::string>&,
+                                                                     const std::filesystem::path&, const std::string&);
+template std::optional<PlanOptions> parse_command_options<PlanOptions>(const std::vector<std::string>&,
+                                                                       const std::filesystem::path&, const std::string&);
+template std::optional<CheckOptions> parse_command_options<CheckOptions>(const std::vector<std::string>&,
+                                                                         const std::filesystem::path&, const std::string&);
+
+template <typename Command>
+std::optional<Command> command_options_or_help(const CommandContext& context) {
+  std::optional<Command> options =
+      parse_command_options<Command>(context.arguments, context.default_job, context.command_line);
+  if (!options) std::cout << command_help(command_name<Command>());
+  return options;
 }
 
-void check_output_is_free(const Options& options) {
+template std::optional<RunOptions> command_options_or_help<RunOptions>(const CommandContext&);
+template std::optional<PlanOptions> command_options_or_help<PlanOptions>(const CommandContext&);
+template std::optional<CheckOptions> command_options_or_help<CheckOptions>(const CommandContext&);
+
+void check_output_is_free(const RunOptions& options) {
   // --output must name a file in an existing directory: a typo must not scatter
   // results; the job file's own [output] path (or the default results/) is created.
   std::error_code error;

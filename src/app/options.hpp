@@ -1,5 +1,6 @@
-// Parsing the options of `crossbench run|plan|check` (include/crossbench/options.hpp)
-// from the job file and the command line, by the options schema.
+// Parsing the options of `crossbench run|plan|check` (include/crossbench/options.hpp:
+// RunOptions, PlanOptions, CheckOptions) from the job file and the command
+// line, by the options schema, whose rows name the fields they fill.
 #pragma once
 
 #include <filesystem>
@@ -12,21 +13,25 @@
 
 namespace crossbench {
 
-// Parses the arguments of `crossbench run|plan|check` (after the subcommand)
-// by the options schema. Throws UsageError naming the offending file, key,
-// flag or value and the valid choices: an unknown flag, a word that is not a
-// flag's value (`run myjob.ini`), a flag or --set key given twice. `default_job`
-// is used when --job is absent. With --help, returns at once with `help` set.
-[[nodiscard]] Options parse_command_options(const std::string& command, const std::vector<std::string>& arguments,
-                              const std::filesystem::path& default_job, const std::string& command_line);
+// Parses the arguments of `crossbench run|plan|check` (after the subcommand;
+// Command is RunOptions, PlanOptions or CheckOptions) by the options schema.
+// Throws UsageError naming the offending file, key, flag or value and the
+// valid choices: an unknown flag, a word that is not a flag's value (`run
+// myjob.ini`), a flag or --set key given twice. `default_job` is used when
+// --job is absent. nullopt when --help asked for the command's help.
+template <typename Command>
+[[nodiscard]] std::optional<Command> parse_command_options(const std::vector<std::string>& arguments,
+                                                           const std::filesystem::path& default_job,
+                                                           const std::string& command_line);
 
-// The options of `crossbench COMMAND` (run, plan, check) parsed from its
-// context; nullopt when --help asked for the command's help, which it has printed.
-[[nodiscard]] std::optional<Options> command_options_or_help(const std::string& command, const CommandContext& context);
+// The options of a command parsed from its context; nullopt when --help asked
+// for the command's help, which it has printed.
+template <typename Command>
+[[nodiscard]] std::optional<Command> command_options_or_help(const CommandContext& context);
 
 // `run` only: refuses (UsageError) to touch an earlier run's cube or journal
 // unless --resume or --overwrite says what to do with it.
-void check_output_is_free(const Options& options);
+void check_output_is_free(const RunOptions& options);
 
 // The --help of `crossbench run|plan|check`: usage, every flag and job-file key
 // with its default, the exit codes and examples (generated from the schema).

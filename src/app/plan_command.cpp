@@ -177,7 +177,7 @@ nlohmann::json plan_json(const Plan& plan, int ranks, double cell_time_limit_s) 
   return result;
 }
 
-void print_plan_as_asked(const Options& options, const Plan& plan, int ranks) {
+void print_plan_as_asked(const PlanOptions& options, const Plan& plan, int ranks) {
   const double limit_s = options.measure.cell_time_limit_s;
   if (options.json) std::cout << plan_json(plan, ranks, limit_s).dump(1) << "\n";
   else print_plan(plan, ranks, limit_s);
@@ -221,9 +221,9 @@ std::vector<Device> read_device_json(const std::string& path) {
 int plan_command(const CommandContext& context) {
   // --ranks N plans for N ranks like this process, without MPI; --device-json FILE
   // makes them N ranks of another device (a what-if for a cluster you are not on).
-  const std::optional<Options> parsed = command_options_or_help("plan", context);
+  const std::optional<PlanOptions> parsed = command_options_or_help<PlanOptions>(context);
   if (!parsed) return 0;  // --help
-  const Options& options = *parsed;
+  const PlanOptions& options = *parsed;
   // Read before MPI starts: a missing or unreadable cube is bad input (exit 2) on every rank alike.
   std::optional<RecordedWallTimes> recorded;
   if (!options.calibrate.empty()) recorded = read_recorded_wall_times(options.calibrate);

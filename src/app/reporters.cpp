@@ -16,7 +16,7 @@
 
 namespace crossbench {
 
-ConsoleReporter::ConsoleReporter(const Options& options, const Plan& plan, const std::vector<Device>& rank_devices,
+ConsoleReporter::ConsoleReporter(const RunOptions& options, const Plan& plan, const std::vector<Device>& rank_devices,
                                  int ranks, std::size_t earlier_cells)
     : options_(options),
       legend_(rank_devices),
@@ -75,7 +75,7 @@ void ConsoleReporter::finish(const std::vector<CellResult>& results, const RunEn
   std::cerr.flush();
 }
 
-JsonlReporter::JsonlReporter(const Options& options, const std::vector<Device>& rank_devices)
+JsonlReporter::JsonlReporter(const RunOptions& options, const std::vector<Device>& rank_devices)
     : options_(options), rank_devices_(rank_devices) {
   errno = 0;
   out_.open(options.jsonl, std::ios::app);

@@ -20,13 +20,13 @@ class ConsoleReporter final : public Reporter {
  public:
   // Prints what runs and the legend. `rank_devices` must outlive the reporter;
   // `earlier_cells`: results a resumed journal already holds.
-  ConsoleReporter(const Options& options, const Plan& plan, const std::vector<Device>& rank_devices, int ranks,
+  ConsoleReporter(const RunOptions& options, const Plan& plan, const std::vector<Device>& rank_devices, int ranks,
                   std::size_t earlier_cells);
   void report_cell(const CellResult& result, double estimated_s) override;
   void finish(const std::vector<CellResult>& results, const RunEnd& end) override;
 
  private:
-  const Options& options_;
+  const RunOptions& options_;
   DeviceLegend legend_;
   Progress progress_;
 };
@@ -37,11 +37,11 @@ class ConsoleReporter final : public Reporter {
 class JsonlReporter final : public Reporter {
  public:
   // Opens the file for appending; UsageError when it cannot.
-  JsonlReporter(const Options& options, const std::vector<Device>& rank_devices);
+  JsonlReporter(const RunOptions& options, const std::vector<Device>& rank_devices);
   void report_cell(const CellResult& result, double estimated_s) override;
 
  private:
-  const Options& options_;
+  const RunOptions& options_;
   const std::vector<Device>& rank_devices_;
   std::ofstream out_;
 };

@@ -39,7 +39,7 @@ namespace crossbench {
 namespace {
 
 // The facts of this run that the cube records, so that every decision can be read back.
-std::map<std::string, std::string> run_attributes(const Options& options, const MpiSession& mpi, const Plan& plan) {
+std::map<std::string, std::string> run_attributes(const RunOptions& options, const MpiSession& mpi, const Plan& plan) {
   std::map<std::string, std::string> attributes{
       {"created", utc_now()},
       {"command_line", options.command_line},
@@ -63,7 +63,7 @@ std::map<std::string, std::string> run_attributes(const Options& options, const 
 // the verdict, so that all of them stop the same way: a UsageError (exit 2)
 // for what the user can fix, an Error (exit 1) when writing the lock file
 // failed (a full or read-only disk: retry once it is fixed).
-std::unique_ptr<OutputLock> lock_output(const Options& options, const MpiSession& mpi) {
+std::unique_ptr<OutputLock> lock_output(const RunOptions& options, const MpiSession& mpi) {
   std::unique_ptr<OutputLock> lock;
   std::string refusal;
   if (mpi.rank() == 0) {
@@ -101,7 +101,7 @@ std::unique_ptr<OutputLock> lock_output(const Options& options, const MpiSession
 // journal first), the console, then --jsonl.
 // The cube's reporter journals this run's segment (`segment`, after the
 // resumed journal's segments) before any cell.
-std::vector<std::unique_ptr<Reporter>> make_reporters(const Options& options, const MpiSession& mpi, const Plan& plan,
+std::vector<std::unique_ptr<Reporter>> make_reporters(const RunOptions& options, const MpiSession& mpi, const Plan& plan,
                                                       const std::vector<Device>& devices, ResumeState& resume,
                                                       RunSegment segment) {
   auto console = std::make_unique<ConsoleReporter>(options, plan, devices, mpi.size(), resume.earlier.size());
@@ -120,7 +120,7 @@ std::vector<std::unique_ptr<Reporter>> make_reporters(const Options& options, co
   std::vector<RunSegment> segments = resume.segments;
   segments.push_back(std::move(segment));
   std::vector<std::unique_ptr<Reporter>> reporters;
-  reporters.push_back(std::make_unique<CubeReporter>(options, plan, std::move(segments), run_attributes(options, mpi, plan),
+  reporters.push_back(std::make_unique<CubeReporter>(options, options.checkpoint_s, plan, std::move(segments), run_attributes(options, mpi, plan),
                                                      resume.earlier, std::move(writer)));
   reporters.push_back(std::move(console));
   if (jsonl) reporters.push_back(std::move(jsonl));
@@ -152,7 +152,7 @@ struct RankCellsDone {
   bool interrupted = false;
   int results_sent = 0;
 };
-RankCellsDone run_rank_cells(const Options& options, const MpiSession& mpi, const StopRequest& stop,
+RankCellsDone run_rank_cells(const RunOptions& options, const MpiSession& mpi, const StopRequest& stop,
                              StopBroadcast& stop_broadcast, const Plan& plan, const Device& device,
                              ResultChannel& channel, RankZeroInbox* inbox) {
   EngineConfig engine_config = options.engine;
@@ -209,12 +209,12 @@ RankCellsDone run_rank_cells(const Options& options, const MpiSession& mpi, cons
   return done;
 }
 
-int run_on_ranks(const Options& options, const MpiSession& mpi, const StopRequest& stop) {
+int run_on_ranks(const RunOptions& options, const MpiSession& mpi, const StopRequest& stop) {
   StopBroadcast stop_broadcast(mpi);  // a stop on any rank reaches every rank
   stop_flag::set_grace_seconds(options.stop_grace_s);
   const Device device = bind_device(mpi, options.device_tag, options.bind_near_gpu);
   const std::vector<Device> devices = gather_devices(mpi, device);
-  RunSegment segment = start_segment(options, mpi, devices);  // rank 0's cube reporter journals it
+  RunSegment segment = start_segment(options.command_line, options.resume, mpi, devices);  // rank 0's cube reporter journals it
   ResumeState resume = agree_on_resume(options, mpi, devices, segment);
   const Plan plan = make_plan(options, devices, resume.done);
   ResultChannel channel(mpi);
@@ -255,9 +255,9 @@ int run_on_ranks(const Options& options, const MpiSession& mpi, const StopReques
 
 int run_command(const CommandContext& context) {
   // Parsed before MPI starts: bad input never reaches the device or the output.
-  const std::optional<Options> parsed = command_options_or_help("run", context);
+  const std::optional<RunOptions> parsed = command_options_or_help<RunOptions>(context);
   if (!parsed) return 0;  // --help
-  const Options& options = *parsed;
+  const RunOptions& options = *parsed;
   StopRequest stop;
   MpiSession mpi;
   try {

@@ -45,10 +45,11 @@ std::size_t Collector::new_final_results() const {
   return count;
 }
 
-CubeReporter::CubeReporter(const Options& options, const Plan& plan, std::vector<RunSegment> segments,
+CubeReporter::CubeReporter(const JobOptions& job, double checkpoint_s, const Plan& plan, std::vector<RunSegment> segments,
                            std::map<std::string, std::string> attributes, std::vector<CellResult> earlier,
                            JournalWriter journal)
-    : options_(options),
+    : job_(job),
+      checkpoint_s_(checkpoint_s),
       plan_(plan),
       segments_(std::move(segments)),
       attributes_(std::move(attributes)),
@@ -74,7 +75,7 @@ void CubeReporter::report_cell(const CellResult& result, double /*estimated_s*/)
 
 void CubeReporter::idle() {
   const double since = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint_).count();
-  if (since >= options_.checkpoint_s) write_cube("incomplete: checkpoint while running");
+  if (since >= checkpoint_s_) write_cube("incomplete: checkpoint while running");
 }
 
 void CubeReporter::finish(const std::vector<CellResult>& /*results*/, const RunEnd& end) {
@@ -85,12 +86,12 @@ void CubeReporter::finish(const std::vector<CellResult>& /*results*/, const RunE
 void CubeReporter::write_cube(const std::string& run_state) {
   auto attributes = attributes_;
   attributes["run_state"] = run_state;
-  if (options_.output.has_parent_path()) std::filesystem::create_directories(options_.output.parent_path());
+  if (job_.output.has_parent_path()) std::filesystem::create_directories(job_.output.parent_path());
   try {
-    crossbench::write_cube(options_.output, assemble_cube(options_, plan_, segments_, results_, attributes));
+    crossbench::write_cube(job_.output, assemble_cube(job_, plan_, segments_, results_, attributes));
   } catch (const Error& error) {
     throw Error(std::string(error.what()) + "\ncrossbench: nothing finished is lost: the journal '" +
-                journal_path(options_.output).string() + "' holds every finished cell; free space and continue "
+                journal_path(job_.output).string() + "' holds every finished cell; free space and continue "
                 "with the same command and --resume");
   }
   last_checkpoint_ = std::chrono::steady_clock::now();

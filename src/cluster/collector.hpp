@@ -56,7 +56,9 @@ class CubeReporter final : public Reporter {
   // `earlier`: a resumed journal's results, which the cube holds too.
   // `segments`: the journal's run segments and, last, this run's, which the
   // constructor journals.
-  CubeReporter(const Options& options, const Plan& plan, std::vector<RunSegment> segments,
+  // `job`: the matrix, settings and output the cube is assembled from;
+  // `checkpoint_s`: run --checkpoint-s.
+  CubeReporter(const JobOptions& job, double checkpoint_s, const Plan& plan, std::vector<RunSegment> segments,
                std::map<std::string, std::string> attributes, std::vector<CellResult> earlier, JournalWriter journal);
   void report_cell(const CellResult& result, double estimated_s) override;
   void idle() override;  // rewrites the cube when checkpoint_s has passed
@@ -66,7 +68,8 @@ class CubeReporter final : public Reporter {
  private:
   void write_cube(const std::string& run_state);  // "complete", "incomplete: ..." → root attribute run_state
   void end_segment(const std::string& run_state);
-  const Options& options_;
+  const JobOptions& job_;
+  double checkpoint_s_;
   const Plan& plan_;
   std::vector<RunSegment> segments_;
   std::map<std::string, std::string> attributes_;

@@ -80,7 +80,7 @@ std::string segments_differ(const std::vector<CubeSegment>& segments, const std:
 
 }  // namespace
 
-CubeContents assemble_cube(const Options& options, const Plan& plan, const std::vector<RunSegment>& segments,
+CubeContents assemble_cube(const JobOptions& options, const Plan& plan, const std::vector<RunSegment>& segments,
                            const std::vector<CellResult>& results,
                            const std::map<std::string, std::string>& attributes) {
   CubeContents cube;

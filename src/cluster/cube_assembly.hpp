@@ -19,7 +19,7 @@ namespace crossbench {
 // (same coordinates; the same replica, else replica 0) is ok among `cells`.
 void add_scaling_efficiency(std::vector<CellResult>& cells);
 
-[[nodiscard]] CubeContents assemble_cube(const Options& options, const Plan& plan, const std::vector<RunSegment>& segments,
+[[nodiscard]] CubeContents assemble_cube(const JobOptions& options, const Plan& plan, const std::vector<RunSegment>& segments,
                            const std::vector<CellResult>& results,
                            const std::map<std::string, std::string>& attributes);
 

@@ -37,7 +37,7 @@ std::filesystem::path journal_path(const std::filesystem::path& cube) {
   return std::filesystem::path(cube.string() + ".journal");
 }
 
-JournalHeader JournalHeader::for_run(const Options& options, std::vector<std::string> device_keys) {
+JournalHeader JournalHeader::for_run(const JobOptions& options, std::vector<std::string> device_keys) {
   JournalHeader header;
   header.cube_schema = crossbench::cube_schema;
   header.job_name = options.job_name;

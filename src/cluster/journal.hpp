@@ -36,7 +36,7 @@ struct JournalHeader {
   nlohmann::json workers;   // resume_worker_commands()
   std::vector<std::string> device_keys;  // sorted; a `devices` record adds to them
 
-  [[nodiscard]] static JournalHeader for_run(const Options& options, std::vector<std::string> device_keys);
+  [[nodiscard]] static JournalHeader for_run(const JobOptions& options, std::vector<std::string> device_keys);
   // Empty when the two match; else a sentence naming what differs. `other` is
   // the journal's; device keys new in this run are accepted when `allow_new_devices`.
   [[nodiscard]] std::string mismatch(const JournalHeader& other, bool allow_new_devices) const;

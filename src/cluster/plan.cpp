@@ -80,14 +80,14 @@ struct FilterTally {
   std::string example_cell;
 };
 
-std::vector<PlannedCell> group_cells(const Options& options, const DeviceGroup& group, const std::set<std::string>& done,
+std::vector<PlannedCell> group_cells(const JobOptions& options, const DeviceGroup& group, const std::set<std::string>& done,
                                      const std::map<std::string, Network>& networks, const CompileCacheState& cache,
                                      FilterTally& tally) {
   std::vector<PlannedCell> cells;
   for (const CellSpec& cell : expand_matrix(options.matrix, resolve_engines(options.matrix.engines, group.device.kind),
                                             options.replicas)) {
     if (tally.example_cell.empty()) tally.example_cell = describe(cell);
-    if (!cell_selected(options, cell)) continue;
+    if (!cell_selected(options.cell_filter, cell)) continue;
     tally.selected_any = true;
     if (done.count(cell_key(group.key, cell))) continue;
     PlannedCell planned;
@@ -175,7 +175,7 @@ void place_single_cells(Plan& plan, const DeviceGroup& group, std::vector<Planne
 
 }  // namespace
 
-Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, const std::set<std::string>& done,
+Plan make_plan(const JobOptions& options, const std::vector<Device>& rank_devices, const std::set<std::string>& done,
                const RecordedWallTimes* recorded) {
   Plan plan;
   plan.groups = group_ranks_by_device(rank_devices);

@@ -61,7 +61,7 @@ struct Assignment {
 // Cells whose key (cell_key(device key, cell)) is in `done` are left out: a resumed run.
 // Each cell's cost is the model's (cost_model.hpp), or with `recorded` (plan
 // --calibrate) the recorded or scaled estimate (calibration.hpp).
-[[nodiscard]] Plan make_plan(const Options& options, const std::vector<Device>& rank_devices, const std::set<std::string>& done = {},
+[[nodiscard]] Plan make_plan(const JobOptions& options, const std::vector<Device>& rank_devices, const std::set<std::string>& done = {},
                const RecordedWallTimes* recorded = nullptr);
 
 }  // namespace crossbench

@@ -30,7 +30,7 @@ struct WriteFailure : std::runtime_error {
 // not all agree with this run (empty when they do). A record is a cell and a
 // device key; one that this run's plan does not hold was written by another
 // job, and this run's header would mix the two.
-std::string salvage_refusal(const Options& options, const std::vector<Device>& devices, const JournalHeader& header,
+std::string salvage_refusal(const JobOptions& options, const std::vector<Device>& devices, const JournalHeader& header,
                             const JournalContents& journal) {
   std::set<std::string> planned;
   for (const auto& cell : make_plan(options, devices).cells) planned.insert(cell_key(cell.device_key, cell.cell));
@@ -46,7 +46,7 @@ std::string salvage_refusal(const Options& options, const std::vector<Device>& d
 
 }  // namespace
 
-ResumeState agree_on_resume(const Options& options, const MpiSession& mpi, const std::vector<Device>& devices,
+ResumeState agree_on_resume(const RunOptions& options, const MpiSession& mpi, const std::vector<Device>& devices,
                             const RunSegment& now) {
   ResumeState state;
   if (!options.resume) return state;

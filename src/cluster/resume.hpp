@@ -31,7 +31,7 @@ struct ResumeState {
 // the journal's last segment and --allow-build-change was not given. Another
 // physical GPU of the same device key is accepted (a Slurm requeue): the new
 // segment records it.
-[[nodiscard]] ResumeState agree_on_resume(const Options& options, const MpiSession& mpi, const std::vector<Device>& devices,
+[[nodiscard]] ResumeState agree_on_resume(const RunOptions& options, const MpiSession& mpi, const std::vector<Device>& devices,
                             const RunSegment& now);
 
 [[nodiscard]] std::vector<std::string> device_keys_of(const std::vector<Device>& devices);

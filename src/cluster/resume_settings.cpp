@@ -5,14 +5,14 @@
 
 namespace crossbench {
 
-std::map<std::string, std::string> resume_settings(const Options& options) {
+std::map<std::string, std::string> resume_settings(const JobOptions& options) {
   // The options schema says which settings change the numbers (one row per key).
   std::map<std::string, std::string> settings;
   for (const RecordedSetting& setting : number_changing_settings(options.settings)) settings[setting.key] = setting.value;
   return settings;
 }
 
-std::map<std::string, std::string> resume_worker_commands(const Options& options) {
+std::map<std::string, std::string> resume_worker_commands(const JobOptions& options) {
   std::map<std::string, std::string> commands;
   for (const auto& [key, command] : options.engine.settings) {
     if (key.rfind("workers.", 0) != 0) continue;

@@ -15,10 +15,10 @@ namespace crossbench {
 // text: the rows of the options schema (src/core/options_schema.cpp) marked
 // `changes_numbers`. The journal header records them and --resume compares
 // them key by key.
-[[nodiscard]] std::map<std::string, std::string> resume_settings(const Options& options);
+[[nodiscard]] std::map<std::string, std::string> resume_settings(const JobOptions& options);
 
 // The worker command of each engine of the matrix that runs a worker, as
 // "workers.<engine>" → the command's arguments joined by spaces.
-[[nodiscard]] std::map<std::string, std::string> resume_worker_commands(const Options& options);
+[[nodiscard]] std::map<std::string, std::string> resume_worker_commands(const JobOptions& options);
 
 }  // namespace crossbench

@@ -9,16 +9,17 @@
 
 namespace crossbench {
 
-RunSegment start_segment(const Options& options, const MpiSession& mpi, const std::vector<Device>& devices) {
+RunSegment start_segment(const std::string& command_line, bool resumed, const MpiSession& mpi,
+                         const std::vector<Device>& devices) {
   RunSegment segment;
   auto& a = segment.attributes;
   a["started"] = utc_now();
-  a["command_line"] = options.command_line;
+  a["command_line"] = command_line;
   a["crossbench_version"] = build_info::version;
   a["git_revision"] = build_info::git_revision;
   a["mpi_version"] = mpi.library_version();
   a["mpi_ranks"] = std::to_string(mpi.size());
-  a["resumed"] = options.resume ? "true" : "false";
+  a["resumed"] = resumed ? "true" : "false";
   for (const auto& [name, version] : engine_library_versions()) a[name] = version;
   std::set<std::string> hosts;
   for (const Device& device : devices) hosts.insert(device.host);

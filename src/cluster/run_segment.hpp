@@ -25,8 +25,10 @@ struct RunSegment {
   std::vector<Device> devices;  // rank order
 };
 
-// This process group's segment, started now.
-RunSegment start_segment(const Options& options, const MpiSession& mpi, const std::vector<Device>& devices);
+// This process group's segment, started now: the command line as typed and
+// whether it resumes a journal (run --resume) are what it records of the options.
+[[nodiscard]] RunSegment start_segment(const std::string& command_line, bool resumed, const MpiSession& mpi,
+                                       const std::vector<Device>& devices);
 
 // The attributes that identify a build: the binary's revision and version and every
 // library version it loaded (a segment's *_version attributes, except the GPU

@@ -17,64 +17,64 @@ std::vector<OptionSpec> make_schema() {
   using T = OptionType;
   const std::string all = "run plan check", measured = "run plan";
   const bool to_workers = true;  // the last column: sent_to_workers
-  // key, flag, type, default, low, high, choices, help, changes_numbers, recorded_as, commands[, sent_to_workers[, short_flag]]
+  // key, flag, type, default, low, high, choices, help, changes_numbers, recorded_as, commands, field[, sent_to_workers[, short_flag]]
   return {
       // [matrix]: the axes of the cube (recorded as the cube's dimension scales).
-      {"matrix.networks", "", T::names, "(required)", 0, 0, {}, "networks to run, comma-separated (crossbench list networks)", false, "", all},
-      {"matrix.engines", "", T::names, "(required)", 0, 0, {}, "engines, comma-separated; auto = each device's native engine; a [workers] name = that worker", false, "", all},
-      {"matrix.precisions", "", T::names, "(required)", 0, 0, {}, "fp32, tf32, fp16, bf16, amp-fp16, amp-bf16 (comma-separated; DESIGN.md: one meaning per precision)", false, "", all},
-      {"matrix.batches", "", T::integers, "(required)", 1, kLargestBatch, {}, "batch sizes (images per step per device), comma-separated", false, "", all},
-      {"matrix.phases", "", T::names, "(required)", 0, 0, {}, "inference, training (comma-separated)", false, "", all},
-      {"matrix.gpus", "--gpus", T::integers, "1", 1, 4096, {}, "devices of one key training together, data parallel, comma-separated (batch is per device)", false, "", all},
+      {"matrix.networks", "", T::names, "(required)", 0, 0, {}, "networks to run, comma-separated (crossbench list networks)", false, "", all, MatrixAxis{}},
+      {"matrix.engines", "", T::names, "(required)", 0, 0, {}, "engines, comma-separated; auto = each device's native engine; a [workers] name = that worker", false, "", all, MatrixAxis{}},
+      {"matrix.precisions", "", T::names, "(required)", 0, 0, {}, "fp32, tf32, fp16, bf16, amp-fp16, amp-bf16 (comma-separated; DESIGN.md: one meaning per precision)", false, "", all, MatrixAxis{}},
+      {"matrix.batches", "", T::integers, "(required)", 1, kLargestBatch, {}, "batch sizes (images per step per device), comma-separated", false, "", all, MatrixAxis{}},
+      {"matrix.phases", "", T::names, "(required)", 0, 0, {}, "inference, training (comma-separated)", false, "", all, MatrixAxis{}},
+      {"matrix.gpus", "--gpus", T::integers, "1", 1, 4096, {}, "devices of one key training together, data parallel, comma-separated (batch is per device)", false, "", all, MatrixAxis{}},
       // [measure]
-      {"measure.warmup", "", T::integer, "10", 0, 1000000, {}, "untimed warm-up steps", true, "measure_warmup_steps", measured},
-      {"measure.min_steps", "", T::integer, "100", 1, 10000000, {}, "timed steps before the stopping rule applies", true, "measure_min_steps", measured},
-      {"measure.max_steps", "", T::integer, "10000", 1, 10000000, {}, "timed steps at most", true, "measure_max_steps", measured},
-      {"measure.target_ci", "", T::number, "0.01", 0, 1, {}, "stop when the 95% CI half-width of the median is below this fraction of it", true, "measure_target_ci", measured},
-      {"measure.cell_time_limit_s", "", T::number, "600", 0, 1e7, {}, "wall-clock limit per cell, preparation included [s]", true, "measure_cell_time_limit_s", all},
-      {"measure.seed", "", T::integer, "42", 0, 9.2e18, {}, "seed of the synthetic weights, inputs and labels", true, "seed", all, to_workers},
-      {"measure.update", "--update", T::choice, "none", 0, 0, {"none", "sgd"}, "training weight update", true, "update", all, to_workers},
-      {"measure.learning_rate", "", T::number, "0.01", 0, 1e3, {}, "learning rate of update = sgd", true, "learning_rate", all, to_workers},
-      {"measure.repetitions", "--repetitions", T::integer, "1", 1, 1000, {}, "measure each single-device cell this many times on the same device, each in a fresh session (and worker process); the headline is the repetition of the median median, every repetition's median is kept", true, "measure_repetitions", measured},
-      {"measure.layer_times", "--layer-times", T::choice, "false", 0, 0, {"false", "true", "all"}, "after an ok cell's timed steps, a separate pass times each layer's forward and backward; never changes the headline; after the table each cell's 10 slowest layers are printed (all: every layer)", false, "measure_layer_times", measured},
-      {"measure.layer_time_repetitions", "", T::integer, "10", 1, 10000, {}, "profiled steps of layer_times; each layer's time is their median", false, "measure_layer_time_repetitions", measured},
+      {"measure.warmup", "", T::integer, "10", 0, 1000000, {}, "untimed warm-up steps", true, "measure_warmup_steps", measured, &MeasureOptions::warmup_steps},
+      {"measure.min_steps", "", T::integer, "100", 1, 10000000, {}, "timed steps before the stopping rule applies", true, "measure_min_steps", measured, &MeasureOptions::min_steps},
+      {"measure.max_steps", "", T::integer, "10000", 1, 10000000, {}, "timed steps at most", true, "measure_max_steps", measured, &MeasureOptions::max_steps},
+      {"measure.target_ci", "", T::number, "0.01", 0, 1, {}, "stop when the 95% CI half-width of the median is below this fraction of it", true, "measure_target_ci", measured, &MeasureOptions::target_ci},
+      {"measure.cell_time_limit_s", "", T::number, "600", 0, 1e7, {}, "wall-clock limit per cell, preparation included [s]", true, "measure_cell_time_limit_s", all, &MeasureOptions::cell_time_limit_s},
+      {"measure.seed", "", T::integer, "42", 0, 9.2e18, {}, "seed of the synthetic weights, inputs and labels", true, "seed", all, &EngineConfig::seed, to_workers},
+      {"measure.update", "--update", T::choice, "none", 0, 0, {"none", "sgd"}, "training weight update", true, "update", all, &EngineConfig::update, to_workers},
+      {"measure.learning_rate", "", T::number, "0.01", 0, 1e3, {}, "learning rate of update = sgd", true, "learning_rate", all, &EngineConfig::learning_rate, to_workers},
+      {"measure.repetitions", "--repetitions", T::integer, "1", 1, 1000, {}, "measure each single-device cell this many times on the same device, each in a fresh session (and worker process); the headline is the repetition of the median median, every repetition's median is kept", true, "measure_repetitions", measured, &MeasureOptions::repetitions},
+      {"measure.layer_times", "--layer-times", T::choice, "false", 0, 0, {"false", "true", "all"}, "after an ok cell's timed steps, a separate pass times each layer's forward and backward; never changes the headline; after the table each cell's 10 slowest layers are printed (all: every layer)", false, "measure_layer_times", measured, DerivedValue{}},
+      {"measure.layer_time_repetitions", "", T::integer, "10", 1, 10000, {}, "profiled steps of layer_times; each layer's time is their median", false, "measure_layer_time_repetitions", measured, &MeasureOptions::layer_time_repetitions},
       // [engine]
-      {"engine.algo", "--algo", T::choice, "heuristic", 0, 0, {"heuristic", "exhaustive"}, "GPU convolution algorithms: the library's first choice, or a measured search (untimed)", true, "engine_algorithm_policy", all},
-      {"engine.algo_cache", "--algo-cache", T::text, "", 0, 0, {}, "algo = exhaustive: a JSON file of measured algorithm choices, keyed by device, library versions and layer signature; a warm cache replays them with no search, misses are searched and appended (empty: choices kept in memory for the run)", false, "engine_algo_cache", all},
-      {"engine.graph_api", "--graph-api", T::boolean, "true", 0, 0, {}, "algo = exhaustive: also time the cuDNN Graph API's engine configurations of every convolution (and a conv+bias+relu group as one graph) and keep the faster; false: the legacy API's algorithms only", true, "engine_graph_api", all},
-      {"engine.fuse", "--fuse", T::boolean, "true", 0, 0, {}, "native engines (cudnn, onednn): lower the fusion planner's groups (conv+bias+relu, training batch-norm+add+relu, ...) as fused ops; false: every layer its own ops, for A/B (decisions name every refusal)", true, "engine_fuse", all},
-      {"engine.workspace_limit_mb", "", T::integer, "1024", 0, 1 << 24, {}, "GPU convolution workspace limit per convolution [MiB]", true, "engine_workspace_limit_mb", all},
-      {"engine.layout", "--layout", T::choice, "auto", 0, 0, {"auto", "nchw", "nhwc"}, "tensor layout; auto = NCHW for fp32, NHWC for tf32, fp16 and bf16 (measured on the H200: bench/results/2026-12-01)", true, "engine_layout", all, to_workers},
-      {"engine.cuda_graphs", "--cuda-graphs", T::boolean, "false", 0, 0, {}, "capture each step as a CUDA graph and replay it", true, "engine_cuda_graphs", all},
-      {"engine.compile_mode", "", T::choice, "reduce-overhead", 0, 0, {"reduce-overhead", "max-autotune"}, "pytorch-compile: the torch.compile mode (reduce-overhead = CUDA graphs)", true, "engine_compile_mode", all, to_workers},
-      {"engine.worker_per_cell", "", T::boolean, "true", 0, 0, {}, "framework workers: a fresh worker process for every cell, as a framework's users run one configuration per process (nothing a library keeps for a process's life, e.g. cudnn.benchmark's algorithm choices, the caching allocator's pool or compiled graphs, carries into the next cell); false serves a rank's cells from one process (faster sweeps)", true, "engine_worker_per_cell", all},
-      {"engine.compile_cache", "--compile-cache", T::text, "<output>.cache", 0, 0, {}, "framework workers: the directory of their persistent compile caches (pytorch-compile: Inductor's FX graph, AOTAutograd, autotuning and Triton caches; jax: its persistent compilation cache), shared by every cell, rank and run that names it; a warm cache shortens a cell's untimed compile, never its timed steps, and each cell's decisions say whether it was cold or warm; <output> stands for the cube's path; none = no persistent cache, every compile cold (check: none unless set)", false, "engine_compile_cache", all, to_workers},
-      {"engine.bucket_mb", "", T::integer, "25", 1, 1 << 16, {}, "data-parallel gradient all-reduce bucket size [MiB]", true, "data_parallel_bucket_mb", measured},
+      {"engine.algo", "--algo", T::choice, "heuristic", 0, 0, {"heuristic", "exhaustive"}, "GPU convolution algorithms: the library's first choice, or a measured search (untimed)", true, "engine_algorithm_policy", all, EngineSetting{}},
+      {"engine.algo_cache", "--algo-cache", T::text, "", 0, 0, {}, "algo = exhaustive: a JSON file of measured algorithm choices, keyed by device, library versions and layer signature; a warm cache replays them with no search, misses are searched and appended (empty: choices kept in memory for the run)", false, "engine_algo_cache", all, DerivedValue{}},
+      {"engine.graph_api", "--graph-api", T::boolean, "true", 0, 0, {}, "algo = exhaustive: also time the cuDNN Graph API's engine configurations of every convolution (and a conv+bias+relu group as one graph) and keep the faster; false: the legacy API's algorithms only", true, "engine_graph_api", all, EngineSetting{}},
+      {"engine.fuse", "--fuse", T::boolean, "true", 0, 0, {}, "native engines (cudnn, onednn): lower the fusion planner's groups (conv+bias+relu, training batch-norm+add+relu, ...) as fused ops; false: every layer its own ops, for A/B (decisions name every refusal)", true, "engine_fuse", all, EngineSetting{}},
+      {"engine.workspace_limit_mb", "", T::integer, "1024", 0, 1 << 24, {}, "GPU convolution workspace limit per convolution [MiB]", true, "engine_workspace_limit_mb", all, EngineSetting{}},
+      {"engine.layout", "--layout", T::choice, "auto", 0, 0, {"auto", "nchw", "nhwc"}, "tensor layout; auto = NCHW for fp32, NHWC for tf32, fp16 and bf16 (measured on the H200: bench/results/2026-12-01)", true, "engine_layout", all, EngineSetting{}, to_workers},
+      {"engine.cuda_graphs", "--cuda-graphs", T::boolean, "false", 0, 0, {}, "capture each step as a CUDA graph and replay it", true, "engine_cuda_graphs", all, EngineSetting{}},
+      {"engine.compile_mode", "", T::choice, "reduce-overhead", 0, 0, {"reduce-overhead", "max-autotune"}, "pytorch-compile: the torch.compile mode (reduce-overhead = CUDA graphs)", true, "engine_compile_mode", all, EngineSetting{}, to_workers},
+      {"engine.worker_per_cell", "", T::boolean, "true", 0, 0, {}, "framework workers: a fresh worker process for every cell, as a framework's users run one configuration per process (nothing a library keeps for a process's life, e.g. cudnn.benchmark's algorithm choices, the caching allocator's pool or compiled graphs, carries into the next cell); false serves a rank's cells from one process (faster sweeps)", true, "engine_worker_per_cell", all, EngineSetting{}},
+      {"engine.compile_cache", "--compile-cache", T::text, "<output>.cache", 0, 0, {}, "framework workers: the directory of their persistent compile caches (pytorch-compile: Inductor's FX graph, AOTAutograd, autotuning and Triton caches; jax: its persistent compilation cache), shared by every cell, rank and run that names it; a warm cache shortens a cell's untimed compile, never its timed steps, and each cell's decisions say whether it was cold or warm; <output> stands for the cube's path; none = no persistent cache, every compile cold (check: none unless set)", false, "engine_compile_cache", all, DerivedValue{}, to_workers},
+      {"engine.bucket_mb", "", T::integer, "25", 1, 1 << 16, {}, "data-parallel gradient all-reduce bucket size [MiB]", true, "data_parallel_bucket_mb", measured, DerivedValue{}},
       // [output]
-      {"output.path", "", T::text, "results/<job name>.h5", 0, 0, {}, "the results cube (its directory is created)", false, "", measured},
+      {"output.path", "", T::text, "results/<job name>.h5", 0, 0, {}, "the results cube (its directory is created)", false, "", measured, DerivedValue{}},
       // The command line only.
-      {"", "--job", T::text, "jobs/quick.ini", 0, 0, {}, "the job file (INI): the keys above", false, "job_path", all},
-      {"", "--set", T::text, "", 0, 0, {}, "KEY=VALUE overrides a job-file key, e.g. --set measure.warmup=5 (each key once)", false, "", all},
-      {"", "--output", T::text, "[output] path", 0, 0, {}, "the results cube; its directory must exist", false, "", "run", false, "-o"},
-      {"", "--device-tag", T::text, "$CROSSBENCH_DEVICE_TAG", 0, 0, {}, "extends the device key, e.g. power=500W (a separate row of the cube)", false, "device_tag", all},
-      {"", "--replicas", T::integer, "1", 1, 4096, {}, "measure every cell on R devices of a key", false, "replicas", measured},
-      {"", "--filter", T::text, "", 0, 0, {}, "keep only the cells whose name (engine/network/precision/bBATCH/phase/gGPUS) matches this regular expression", false, "cell_filter", all},
-      {"", "--quiet", T::flag, "off", 0, 0, {}, "print only the final table (no progress, no context)", false, "", "run"},
-      {"", "--resume", T::flag, "off", 0, 0, {}, "continue the journal of an interrupted run", false, "resumed", "run"},
-      {"", "--overwrite", T::flag, "off", 0, 0, {}, "replace an existing cube and journal", false, "", "run"},
-      {"", "--allow-new-devices", T::flag, "off", 0, 0, {}, "with --resume: accept device keys the journal does not have", false, "", "run"},
-      {"", "--bind-near-gpu", T::flag, "off", 0, 0, {}, "bind each rank's process (all its threads, and its workers) to the cores nearest its GPU (hwloc: the GPU's NUMA node or package); /ranks records every rank's CPU set and GPU NUMA node either way", false, "bind_near_gpu", "run"},
-      {"", "--allow-build-change", T::flag, "off", 0, 0, {}, "with --resume: accept another binary revision or library versions than the journal's last run segment (recorded in the cube, flagged by the report)", false, "", "run"},
-      {"", "--salvage", T::flag, "off", 0, 0, {}, "with --resume: rebuild a journal header that fails its checksum from this run's job, only if every intact record agrees with it", false, "", "run"},
-      {"", "--stop-grace-s", T::number, "120", 0, 1e6, {}, "after a stop signal, the running cell may finish for this long before it is ended (not_run, re-run on resume) [s]", false, "", "run"},
-      {"", "--heartbeat-s", T::integer, "30", 0, 1e6, {}, "while a cell runs, its rank prints a line to stderr this often (the cell, the time so far), so that a long cell is seen alive; 0: never [s]", false, "", "run"},
-      {"", "--checkpoint-s", T::number, "60", 0, 1e9, {}, "rank 0 rewrites the cube this often [s]", false, "", "run"},
-      {"", "--jsonl", T::text, "", 0, 0, {}, "also append one JSON line per finished cell (with its provenance) to FILE", false, "", "run"},
-      {"", "--json", T::flag, "off", 0, 0, {}, "print the plan as JSON", false, "", "plan"},
-      {"", "--calibrate", T::text, "", 0, 0, {}, "estimate each cell from the wall times these cubes (comma-separated) recorded: a cell a cube holds ok takes its preparation + search + timed seconds; the others of its engine and device key take the cost model scaled by the matched cells", false, "", "plan"},
-      {"", "--ranks", T::integer, "(MPI world)", 1, 1 << 20, {}, "plan for N ranks like this process, without MPI", false, "", "plan"},
-      {"", "--device-json", T::text, "", 0, 0, {}, "with --ranks: the ranks' device (crossbench list devices --json)", false, "", "plan"},
-      {"", "--cpu", T::flag, "off", 0, 0, {}, "run framework workers on the CPU", false, "", "check"},
+      {"", "--job", T::text, "jobs/quick.ini", 0, 0, {}, "the job file (INI): the keys above", false, "job_path", all, DerivedValue{}},
+      {"", "--set", T::text, "", 0, 0, {}, "KEY=VALUE overrides a job-file key, e.g. --set measure.warmup=5 (each key once)", false, "", all, AssignsKeys{}},
+      {"", "--output", T::text, "[output] path", 0, 0, {}, "the results cube; its directory must exist", false, "", "run", DerivedValue{}, false, "-o"},
+      {"", "--device-tag", T::text, "$CROSSBENCH_DEVICE_TAG", 0, 0, {}, "extends the device key, e.g. power=500W (a separate row of the cube)", false, "device_tag", all, DerivedValue{}},
+      {"", "--replicas", T::integer, "1", 1, 4096, {}, "measure every cell on R devices of a key", false, "replicas", measured, &JobOptions::replicas},
+      {"", "--filter", T::text, "", 0, 0, {}, "keep only the cells whose name (engine/network/precision/bBATCH/phase/gGPUS) matches this regular expression", false, "cell_filter", all, &JobOptions::cell_filter},
+      {"", "--quiet", T::flag, "off", 0, 0, {}, "print only the final table (no progress, no context)", false, "", "run", &RunOptions::quiet},
+      {"", "--resume", T::flag, "off", 0, 0, {}, "continue the journal of an interrupted run", false, "resumed", "run", &RunOptions::resume},
+      {"", "--overwrite", T::flag, "off", 0, 0, {}, "replace an existing cube and journal", false, "", "run", &RunOptions::overwrite},
+      {"", "--allow-new-devices", T::flag, "off", 0, 0, {}, "with --resume: accept device keys the journal does not have", false, "", "run", &RunOptions::allow_new_devices},
+      {"", "--bind-near-gpu", T::flag, "off", 0, 0, {}, "bind each rank's process (all its threads, and its workers) to the cores nearest its GPU (hwloc: the GPU's NUMA node or package); /ranks records every rank's CPU set and GPU NUMA node either way", false, "bind_near_gpu", "run", &RunOptions::bind_near_gpu},
+      {"", "--allow-build-change", T::flag, "off", 0, 0, {}, "with --resume: accept another binary revision or library versions than the journal's last run segment (recorded in the cube, flagged by the report)", false, "", "run", &RunOptions::allow_build_change},
+      {"", "--salvage", T::flag, "off", 0, 0, {}, "with --resume: rebuild a journal header that fails its checksum from this run's job, only if every intact record agrees with it", false, "", "run", &RunOptions::salvage},
+      {"", "--stop-grace-s", T::number, "120", 0, 1e6, {}, "after a stop signal, the running cell may finish for this long before it is ended (not_run, re-run on resume) [s]", false, "", "run", &RunOptions::stop_grace_s},
+      {"", "--heartbeat-s", T::integer, "30", 0, 1e6, {}, "while a cell runs, its rank prints a line to stderr this often (the cell, the time so far), so that a long cell is seen alive; 0: never [s]", false, "", "run", &RunOptions::heartbeat_s},
+      {"", "--checkpoint-s", T::number, "60", 0, 1e9, {}, "rank 0 rewrites the cube this often [s]", false, "", "run", &RunOptions::checkpoint_s},
+      {"", "--jsonl", T::text, "", 0, 0, {}, "also append one JSON line per finished cell (with its provenance) to FILE", false, "", "run", &RunOptions::jsonl},
+      {"", "--json", T::flag, "off", 0, 0, {}, "print the plan as JSON", false, "", "plan", &PlanOptions::json},
+      {"", "--calibrate", T::text, "", 0, 0, {}, "estimate each cell from the wall times these cubes (comma-separated) recorded: a cell a cube holds ok takes its preparation + search + timed seconds; the others of its engine and device key take the cost model scaled by the matched cells", false, "", "plan", DerivedValue{}},
+      {"", "--ranks", T::integer, "(MPI world)", 1, 1 << 20, {}, "plan for N ranks like this process, without MPI", false, "", "plan", &PlanOptions::simulated_ranks},
+      {"", "--device-json", T::text, "", 0, 0, {}, "with --ranks: the ranks' device (crossbench list devices --json)", false, "", "plan", &PlanOptions::device_json},
+      {"", "--cpu", T::flag, "off", 0, 0, {}, "run framework workers on the CPU", false, "", "check", &CheckOptions::workers_on_cpu},
   };
 }
 
@@ -82,12 +82,6 @@ std::string trimmed(const std::string& text) {
   const auto first = text.find_first_not_of(" \t");
   if (first == std::string::npos) return "";
   return text.substr(first, text.find_last_not_of(" \t") - first + 1);
-}
-
-std::string number_text(double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.15g", value);
-  return buffer;
 }
 
 std::string join(const std::vector<std::string>& items) {
@@ -98,14 +92,21 @@ std::string join(const std::vector<std::string>& items) {
 
 }  // namespace
 
+std::string canonical_number(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.15g", value);
+  return buffer;
+}
+
+std::string OptionSpec::id() const { return key.empty() ? flag : key; }
 std::string OptionSpec::section() const { return key.empty() ? "" : key.substr(0, key.find('.')); }
 std::string OptionSpec::name() const { return key.empty() ? flag : key.substr(key.find('.') + 1); }
 
 std::string OptionSpec::range_text() const {
   switch (type) {
     case OptionType::integer:
-    case OptionType::integers: return number_text(low) + " to " + number_text(high);
-    case OptionType::number: return "above " + number_text(low) + " up to " + number_text(high);
+    case OptionType::integers: return canonical_number(low) + " to " + canonical_number(high);
+    case OptionType::number: return "above " + canonical_number(low) + " up to " + canonical_number(high);
     case OptionType::boolean: return "true, false";
     case OptionType::choice: return join(choices);
     default: return "";
@@ -118,6 +119,20 @@ bool OptionSpec::for_command(const std::string& command) const {
   while (words >> word)
     if (word == command) return true;
   return false;
+}
+
+bool OptionSpec::is_switch() const {
+  return type == OptionType::boolean ||
+         (type == OptionType::choice && std::find(choices.begin(), choices.end(), "true") != choices.end());
+}
+
+std::optional<std::string> OptionSpec::default_canonical() const {
+  if (type == OptionType::flag) return "false";  // a switch is off unless given
+  try {
+    return validated_setting(*this, default_value, "the options schema");
+  } catch (const UsageError&) {
+    return std::nullopt;  // "(MPI world)", "(required)": no value stands for it
+  }
 }
 
 const std::vector<OptionSpec>& options_schema() {
@@ -176,7 +191,7 @@ std::string validated_setting(const OptionSpec& spec, const std::string& raw, co
       }
       if (used == 0 || used != text.size()) throw UsageError(what + " must be a number");
       if (!(value > spec.low && value <= spec.high)) throw UsageError(what + " is out of range; valid: " + spec.range_text());
-      return number_text(value);
+      return canonical_number(value);
     }
     case OptionType::boolean:
       if (text == "true" || text == "false") return text;
@@ -201,8 +216,8 @@ std::vector<RecordedSetting> recorded_settings(const std::map<std::string, std::
   std::vector<RecordedSetting> settings;
   for (const auto& spec : options_schema()) {
     if (spec.recorded_as.empty()) continue;
-    const auto found = values.find(spec.key.empty() ? spec.flag : spec.key);
-    settings.push_back({spec.key.empty() ? spec.flag : spec.key, found == values.end() ? "" : found->second,
+    const auto found = values.find(spec.id());
+    settings.push_back({spec.id(), found == values.end() ? "" : found->second,
                         spec.changes_numbers, spec.recorded_as});
   }
   return settings;

@@ -3,7 +3,6 @@
 
 #include "crossbench/engine.hpp"
 #include "crossbench/error.hpp"
-#include "crossbench/options_schema.hpp"
 #include "engines/cudnn/cudnn_settings.hpp"
 #include "engines/worker/worker_engine.hpp"
 #include "engines/worker/worker_settings.hpp"
@@ -40,13 +39,6 @@ const std::vector<EngineInfo>& engine_catalog() {
 }
 
 std::string_view native_engine(DeviceKind kind) { return kind == DeviceKind::gpu ? "cudnn" : "onednn"; }
-
-std::string EngineConfig::setting(const std::string& key) const {
-  const OptionSpec* spec = find_option(key);
-  if (spec == nullptr || spec->key.empty()) throw Error("engine setting '" + key + "' is not a job-file key of the options schema");
-  const auto found = settings.find(key);
-  return found == settings.end() ? spec->default_value : validated_setting(*spec, found->second, "engine settings");
-}
 
 std::unique_ptr<Engine> make_engine(std::string_view name, const Device& device, const EngineConfig& config) {
   if (auto worker = worker_settings(config, name)) return make_worker_engine(std::string(name), device, config, *worker);

@@ -44,8 +44,8 @@ TEST(LongestFirst, NoFreeRankIsReported) {
   EXPECT_EQ(a.rank_of_item[1], -1);
 }
 
-Options seed_like_options() {
-  Options options;
+JobOptions seed_like_options() {
+  JobOptions options;
   options.matrix.networks = {"alexnet", "overfeat", "vgg11", "googlenet", "resnet50", "resnet101", "resnet152"};
   options.matrix.engines = {"auto"};
   options.matrix.precisions = {Precision::fp32};
@@ -66,7 +66,7 @@ Device cpu_device(const std::string& tag) {
 }
 
 TEST(Plan, EveryCellOnceAndDeterministic) {
-  const Options options = seed_like_options();
+  const JobOptions options = seed_like_options();
   const std::vector<Device> devices(4, cpu_device(""));
   const Plan first = make_plan(options, devices);
   const Plan second = make_plan(options, devices);
@@ -86,7 +86,7 @@ TEST(Plan, EveryCellOnceAndDeterministic) {
 }
 
 TEST(Plan, GroupsByDeviceKeyAndTag) {
-  const Options options = seed_like_options();
+  const JobOptions options = seed_like_options();
   const std::vector<Device> devices{cpu_device("a"), cpu_device("b"), cpu_device("a"), cpu_device("b")};
   const Plan plan = make_plan(options, devices);
   ASSERT_EQ(plan.groups.size(), 2u);
@@ -100,7 +100,7 @@ TEST(Plan, GroupsByDeviceKeyAndTag) {
 }
 
 TEST(Plan, ReplicasNeedEnoughRanks) {
-  Options options = seed_like_options();
+  JobOptions options = seed_like_options();
   options.replicas = 3;
   EXPECT_THROW(make_plan(options, std::vector<Device>(2, cpu_device(""))), UsageError);
   const Plan plan = make_plan(options, std::vector<Device>(3, cpu_device("")));
@@ -128,7 +128,7 @@ TEST(Plan, WithoutCalibrationEveryCellIsTheModelWithItsPreparation) {
 }
 
 TEST(Plan, CalibrationUsesRecordedSecondsAndScalesTheRest) {
-  Options options = seed_like_options();
+  JobOptions options = seed_like_options();
   options.matrix.networks = {"alexnet", "resnet50"};
   options.matrix.phases = {Phase::inference};
   const std::vector<Device> devices{cpu_device("a"), cpu_device("b")};
@@ -161,8 +161,8 @@ TEST(Plan, CalibrationUsesRecordedSecondsAndScalesTheRest) {
   EXPECT_EQ(plan.calibration_cubes, recorded.cubes);
 }
 
-Options framework_options(const std::vector<std::string>& networks, const std::string& compile_cache = "none") {
-  Options options = seed_like_options();
+JobOptions framework_options(const std::vector<std::string>& networks, const std::string& compile_cache = "none") {
+  JobOptions options = seed_like_options();
   options.matrix.networks = networks;
   options.matrix.engines = {"pytorch-compile", "jax"};
   options.matrix.precisions = {Precision::bf16};
@@ -226,7 +226,7 @@ TEST(CostModel, AWarmCompileCacheShortensItsFrameworksCompiles) {
 }
 
 TEST(Plan, CalibrationTakesARecordedPreparationOfTheSameEngineNetworkAndPhase) {
-  Options options = framework_options({"googlenet", "resnet50"});
+  JobOptions options = framework_options({"googlenet", "resnet50"});
   options.matrix.precisions = {Precision::tf32, Precision::bf16};
   const std::vector<Device> devices(1, cpu_device(""));
   const std::string key = cpu_device("").key();

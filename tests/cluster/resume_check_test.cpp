@@ -11,8 +11,8 @@
 namespace crossbench {
 namespace {
 
-Options small_options() {
-  Options options;
+JobOptions small_options() {
+  JobOptions options;
   options.job_name = "quick";
   options.matrix.networks = {"alexnet"};
   options.matrix.engines = {"auto"};
@@ -26,23 +26,23 @@ Options small_options() {
 }
 
 TEST(ResumeCheck, IdenticalRunsMatch) {
-  const Options options = small_options();
+  const JobOptions options = small_options();
   const auto header = JournalHeader::for_run(options, {"cpu b", "cpu a", "cpu a"});
   EXPECT_EQ(header.device_keys, (std::vector<std::string>{"cpu a", "cpu b"}));
   EXPECT_EQ(header.mismatch(JournalHeader::for_run(options, {"cpu a", "cpu b"}), false), "");
 }
 
 TEST(ResumeCheck, EveryNumberChangingSettingIsCompared) {
-  const Options before = small_options();
+  const JobOptions before = small_options();
   const auto journal = JournalHeader::for_run(before, {"cpu"});
-  Options after = before;
+  JobOptions after = before;
   after.settings["measure.learning_rate"] = "0.02";
   after.settings["engine.algo"] = "exhaustive";
   EXPECT_EQ(JournalHeader::for_run(after, {"cpu"}).mismatch(journal, false),
             "setting engine.algo is 'heuristic' in the journal, 'exhaustive' in this run; "
             "setting measure.learning_rate is '0.01' in the journal, '0.02' in this run");
   // Exact: a change in the 17th digit is a change.
-  Options close = before;
+  JobOptions close = before;
   close.settings["measure.target_ci"] = "0.010000000000000002";
   EXPECT_NE(JournalHeader::for_run(close, {"cpu"}).mismatch(journal, false), "");
 }
@@ -64,16 +64,16 @@ TEST(ResumeCheck, ResumeSettingsAreTheSchemasNumberChangingKeys) {
 }
 
 TEST(ResumeCheck, WorkerCommandsAreCompared) {
-  Options before = small_options();
+  JobOptions before = small_options();
   before.engine.settings["workers.pytorch"] = "python3 worker.py";
-  Options after = before;
+  JobOptions after = before;
   after.engine.settings["workers.pytorch"] = "python3  other.py";  // the command as run: single spaces
   EXPECT_EQ(JournalHeader::for_run(after, {"cpu"}).mismatch(JournalHeader::for_run(before, {"cpu"}), false),
             "worker command workers.pytorch is 'python3 worker.py' in the journal, 'python3 other.py' in this run");
 }
 
 TEST(ResumeCheck, DeviceKeys) {
-  const Options options = small_options();
+  const JobOptions options = small_options();
   const auto journal = JournalHeader::for_run(options, {"cpu a"});
   const auto more = JournalHeader::for_run(options, {"cpu a", "cpu b"});
   EXPECT_NE(more.mismatch(journal, false).find("device key(s) 'cpu b'"), std::string::npos);
@@ -84,7 +84,7 @@ TEST(ResumeCheck, DeviceKeys) {
 }
 
 TEST(ResumeCheck, AnOlderJournalSchemaIsNamed) {
-  const Options options = small_options();
+  const JobOptions options = small_options();
   auto journal = JournalHeader::for_run(options, {"cpu"});
   journal.schema = "crossbench-journal/1";
   EXPECT_EQ(JournalHeader::for_run(options, {"cpu"}).mismatch(journal, false),

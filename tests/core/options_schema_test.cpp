@@ -6,12 +6,15 @@
 
 #include <cstdint>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <variant>
 
 #include "crossbench/engine.hpp"
 #include "crossbench/error.hpp"
 #include "crossbench/measure.hpp"
+#include "crossbench/option_field.hpp"
 #include "crossbench/options.hpp"
 
 namespace crossbench {
@@ -31,45 +34,87 @@ TEST(OptionsSchema, EveryKeyAndFlagIsDeclaredOnceWithHelp) {
   EXPECT_EQ(find_option("measure.colour"), nullptr);
 }
 
+// Every row names where its value goes: a typed field, or the one place that
+// reads it (option_field.hpp); none is left Unbound.
+TEST(OptionsSchema, EveryRowNamesItsField) {
+  for (const auto& spec : options_schema()) {
+    EXPECT_FALSE(std::holds_alternative<Unbound>(spec.field)) << spec.id() << " names no field";
+    // A [matrix] list, and only one, is read by the matrix reader.
+    EXPECT_EQ(std::holds_alternative<MatrixAxis>(spec.field), spec.section() == "matrix") << spec.id();
+  }
+  EXPECT_TRUE(std::holds_alternative<int MeasureOptions::*>(find_option("measure.warmup")->field));
+  EXPECT_TRUE(std::holds_alternative<bool RunOptions::*>(find_option("--resume")->field));
+}
+
+// The field a row fills belongs to the options of every command that takes the
+// row (a run flag fills RunOptions, a job key JobOptions, MeasureOptions or
+// EngineConfig within it), and a command-only field to no other command's.
+TEST(OptionsSchema, EachRowsFieldBelongsToTheCommandsThatTakeIt) {
+  const RunOptions run;
+  const PlanOptions plan;
+  const CheckOptions check;
+  for (const auto& spec : options_schema()) {
+    if (!is_typed_field(spec.field)) continue;
+    const bool run_owns = field_text(spec.field, run).has_value(), plan_owns = field_text(spec.field, plan).has_value(),
+               check_owns = field_text(spec.field, check).has_value();
+    EXPECT_TRUE(run_owns || !spec.for_command("run")) << spec.id();
+    EXPECT_TRUE(plan_owns || !spec.for_command("plan")) << spec.id();
+    EXPECT_TRUE(check_owns || !spec.for_command("check")) << spec.id();
+    EXPECT_TRUE(run_owns || plan_owns || check_owns) << spec.id();
+  }
+  EXPECT_FALSE(field_text(find_option("--resume")->field, plan).has_value());
+  EXPECT_FALSE(field_text(find_option("--json")->field, run).has_value());
+  EXPECT_FALSE(field_text(find_option("--cpu")->field, plan).has_value());
+}
+
 // The schema holds every default: a struct's initialiser is what a value-
-// initialised struct means before the options fill it (tests, the Runner's
-// own callers), and must say the same as the schema.
+// initialised struct means before the options fill it (tests, the plan's own
+// callers), and must say the same as the schema, row by bound row.
+template <typename Command>
+void expect_defaults_are_the_schemas(const Command& options, const std::string& command) {
+  for (const auto& spec : options_schema()) {
+    const std::optional<std::string> value = field_text(spec.field, options);
+    if (!value) continue;
+    if (const std::optional<std::string> fallback = spec.default_canonical())
+      EXPECT_EQ(*value, *fallback) << command << ": " << spec.id();
+    else  // a default that describes what stands in ("(MPI world)"): the field is unset
+      EXPECT_TRUE(*value == "0" || value->empty()) << command << ": " << spec.id() << " = " << *value;
+  }
+}
+
 TEST(OptionsSchema, EveryStructDefaultIsTheSchemasDefault) {
-  const auto default_of = [](const std::string& key) {
-    const OptionSpec* spec = find_option(key);
-    EXPECT_NE(spec, nullptr) << key;
-    return spec == nullptr ? std::string() : spec->default_value;
-  };
-  const auto as_number = [&](const std::string& key) { return std::stod(default_of(key)); };
-  const auto as_switch = [&](const std::string& key) { return default_of(key) == "true" || default_of(key) == "on"; };
-  const MeasureOptions measure;
-  EXPECT_EQ(measure.warmup_steps, as_number("measure.warmup"));
-  EXPECT_EQ(measure.min_steps, as_number("measure.min_steps"));
-  EXPECT_EQ(measure.max_steps, as_number("measure.max_steps"));
-  EXPECT_EQ(measure.target_ci, as_number("measure.target_ci"));
-  EXPECT_EQ(measure.cell_time_limit_s, as_number("measure.cell_time_limit_s"));
-  EXPECT_EQ(measure.layer_times, as_switch("measure.layer_times"));
-  EXPECT_EQ(measure.layer_time_repetitions, as_number("measure.layer_time_repetitions"));
-  const EngineConfig engine;
-  EXPECT_EQ(std::to_string(engine.seed), default_of("measure.seed"));
-  EXPECT_EQ(engine.update == Update::sgd ? "sgd" : "none", default_of("measure.update"));
-  EXPECT_EQ(engine.learning_rate, as_number("measure.learning_rate"));
-  EXPECT_EQ(engine.bucket_bytes, static_cast<std::int64_t>(as_number("engine.bucket_mb")) << 20);  // [MiB] → [bytes]
-  EXPECT_TRUE(engine.settings.empty());  // absent keys read as their schema default (EngineConfig::setting)
-  const Options options;
-  EXPECT_EQ(options.matrix.gpus, std::vector<int>{std::stoi(default_of("matrix.gpus"))});
-  EXPECT_EQ(options.replicas, as_number("--replicas"));
-  EXPECT_EQ(options.checkpoint_s, as_number("--checkpoint-s"));
-  EXPECT_EQ(options.stop_grace_s, as_number("--stop-grace-s"));
-  for (const auto& [flag, value] : std::vector<std::pair<std::string, bool>>{{"--quiet", options.quiet},
-                                                                             {"--resume", options.resume},
-                                                                             {"--overwrite", options.overwrite},
-                                                                             {"--allow-new-devices", options.allow_new_devices},
-                                                                             {"--json", options.json},
-                                                                             {"--cpu", options.workers_on_cpu}})
-    EXPECT_EQ(value, as_switch(flag)) << flag;
-  EXPECT_EQ(options.cell_filter, default_of("--filter"));
-  EXPECT_EQ(options.jsonl.string(), default_of("--jsonl"));
+  expect_defaults_are_the_schemas(RunOptions{}, "run");
+  expect_defaults_are_the_schemas(PlanOptions{}, "plan");
+  expect_defaults_are_the_schemas(CheckOptions{}, "check");
+  // The rows whose value is derived (derive_compound_values): their fields' initialisers.
+  const auto default_of = [](const std::string& key) { return find_option(key)->default_value; };
+  const JobOptions job;
+  EXPECT_EQ(job.engine.bucket_bytes, std::stoll(default_of("engine.bucket_mb")) << 20);  // [MiB] → [bytes]
+  EXPECT_EQ(job.measure.layer_times, default_of("measure.layer_times") != "false");
+  EXPECT_EQ(RunOptions{}.layer_times_shown, 10);  // layer_times = true prints each cell's 10 slowest layers
+  EXPECT_EQ(job.matrix.gpus, std::vector<int>{std::stoi(default_of("matrix.gpus"))});
+  EXPECT_TRUE(job.engine.settings.empty());  // absent keys read as their schema default (EngineConfig::setting)
+  EXPECT_TRUE(job.device_tag.empty());       // --device-tag, else $CROSSBENCH_DEVICE_TAG: nothing when neither
+}
+
+// The one generic conversion: a row's canonical text stored in its field reads back the same.
+TEST(OptionsSchema, AFieldStoresItsRowsCanonicalText) {
+  RunOptions run;
+  for (const auto& [id, text] : std::vector<std::pair<std::string, std::string>>{
+           {"measure.warmup", "7"}, {"measure.target_ci", "0.02"}, {"measure.seed", "9000000000000000000"},
+           {"measure.update", "sgd"}, {"--replicas", "3"}, {"--filter", "alexnet/.*"}, {"--resume", "true"},
+           {"--checkpoint-s", "2.5"}, {"--jsonl", "cells.jsonl"}}) {
+    const OptionSpec& spec = *find_option(id);
+    EXPECT_TRUE(store_field(spec.field, text, run)) << id;
+    EXPECT_EQ(field_text(spec.field, run), text) << id;
+  }
+  EXPECT_EQ(run.measure.warmup_steps, 7);
+  EXPECT_EQ(run.engine.update, Update::sgd);
+  EXPECT_EQ(run.engine.seed, 9000000000000000000ULL);
+  EXPECT_TRUE(run.resume);
+  EXPECT_FALSE(store_field(find_option("engine.algo")->field, "exhaustive", run));  // read by the engines, from the settings
+  PlanOptions plan;
+  EXPECT_THROW(static_cast<void>(store_field(find_option("--resume")->field, "true", plan)), Error);  // another command's
 }
 
 TEST(OptionsSchema, ReadmeKeyTableIsTheSchema) {
@@ -134,7 +179,7 @@ TEST(OptionsSchema, ParseIntegerTakesWholeIntegersOnly) {
 }
 
 TEST(OptionsSchema, NumberChangingSettingsAreThoseTheSchemaMarks) {
-  std::map<std::string, std::string> settings;  // as Options::settings holds them
+  std::map<std::string, std::string> settings;  // as JobOptions::settings holds them
   for (const auto& spec : options_schema()) settings[spec.key.empty() ? spec.flag : spec.key] = spec.default_value;
   settings["measure.warmup"] = "7";
   const auto changing = number_changing_settings(settings);

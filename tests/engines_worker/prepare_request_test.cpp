@@ -18,16 +18,16 @@
 namespace crossbench {
 namespace {
 
-Options parsed_job(const std::vector<std::string>& arguments) {
+RunOptions parsed_job(const std::vector<std::string>& arguments) {
   const auto job = std::filesystem::temp_directory_path() / "prepare_request_test.ini";
   std::ofstream(job) << "[matrix]\nnetworks = alexnet\nengines = pytorch\nprecisions = fp32\nbatches = 2\n"
                         "phases = training\n[measure]\nseed = 7\nupdate = sgd\nlearning_rate = 1e-3\n";
   std::vector<std::string> all{"--job", job.string()};
   all.insert(all.end(), arguments.begin(), arguments.end());
-  return parse_command_options("run", all, job, "test");
+  return parse_command_options<RunOptions>(all, job, "test").value();  // no --help here
 }
 
-nlohmann::json request_of(const Options& options) {
+nlohmann::json request_of(const JobOptions& options) {
   const CellSpec cell{"pytorch", "alexnet", Precision::fp32, 2, Phase::training, 0};
   return prepare_request(make_network("alexnet"), cell, options.engine, kWorkerProtocol);
 }
