@@ -40,7 +40,9 @@ using OptionField =
                  int JobOptions::*, std::string JobOptions::*,                                        //
                  bool RunOptions::*, double RunOptions::*, std::filesystem::path RunOptions::*,       //
                  bool PlanOptions::*, int PlanOptions::*, std::string PlanOptions::*,                 //
-                 bool CheckOptions::*>;
+                 bool CheckOptions::*,                                                                 //
+                 std::filesystem::path MergeOptions::*, std::string MergeOptions::*, bool MergeOptions::*,  //
+                 bool ListOptions::*>;
 
 // A real number as canonical text ("%.15g": 0.01, 600), as the schema writes numbers.
 [[nodiscard]] std::string canonical_number(double value);
@@ -69,12 +71,13 @@ template <typename Value>
 
 // The object within a command's options (const or not) that holds members of
 // Owner: its MeasureOptions, its EngineConfig, or itself; nullptr when Owner is
-// another command's options.
+// another command's options (or a job's, in merge's and list's).
 template <typename Owner, typename Command>
 [[nodiscard]] auto* owner_in(Command& options) {
   using Target = std::conditional_t<std::is_const_v<Command>, const Owner, Owner>;
-  if constexpr (std::is_same_v<Owner, MeasureOptions>) return static_cast<Target*>(&options.measure);
-  else if constexpr (std::is_same_v<Owner, EngineConfig>) return static_cast<Target*>(&options.engine);
+  constexpr bool reads_a_job = std::is_base_of_v<JobOptions, std::remove_const_t<Command>>;
+  if constexpr (std::is_same_v<Owner, MeasureOptions> && reads_a_job) return static_cast<Target*>(&options.measure);
+  else if constexpr (std::is_same_v<Owner, EngineConfig> && reads_a_job) return static_cast<Target*>(&options.engine);
   else if constexpr (std::is_base_of_v<Owner, std::remove_const_t<Command>>) return static_cast<Target*>(&options);
   else return static_cast<Target*>(nullptr);
 }
@@ -101,7 +104,7 @@ struct member_traits<Value Owner::*> {
 
 // Stores a row's canonical text (validated_setting's) in the typed field the
 // row names, within a command's options (RunOptions, PlanOptions,
-// CheckOptions); false when the row names no typed field. Throws Error when the
+// CheckOptions, MergeOptions, ListOptions); false when the row names no typed field. Throws Error when the
 // field is another command's: the schema's `commands` and its field disagree.
 template <typename Command>
 bool store_field(const OptionField& field, const std::string& canonical, Command& options) {

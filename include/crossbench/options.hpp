@@ -1,7 +1,9 @@
-// The options of `crossbench run`, `plan` and `check`, one struct per command:
-// what every command reads of a job (JobOptions: the matrix, the measurement
-// and engine settings, the cell filter, the recorded settings) and, derived
-// from it, each command's own flags (RunOptions, PlanOptions, CheckOptions).
+// The options of `crossbench run`, `plan`, `check`, `merge` and `list`, one
+// struct per command: what every command reads of a job (JobOptions: the
+// matrix, the measurement and engine settings, the cell filter, the recorded
+// settings) and, derived from it, each command's own flags (RunOptions,
+// PlanOptions, CheckOptions); merge and list read no job (MergeOptions,
+// ListOptions: their flags and their positional words).
 // Parsed once from the job file and the command line (src/app/options.hpp),
 // filled by the options schema's rows (each row names the field it fills:
 // include/crossbench/options_schema.hpp), passed by const reference; a layer
@@ -10,7 +12,7 @@
 // Every initialiser below is its schema row's default (held to it by
 // tests/core/options_schema_test.cpp), so that a value-initialised struct
 // (tests, the plan's own callers) means what an empty job file and command
-// line mean. `merge` parses its own few flags (src/app/merge_command.cpp).
+// line mean.
 #pragma once
 
 #include <filesystem>
@@ -72,6 +74,21 @@ struct PlanOptions : JobOptions {
 // `crossbench check`: the job, and where the framework workers run.
 struct CheckOptions : JobOptions {
   bool workers_on_cpu = false;      // --cpu
+};
+
+// `crossbench merge A.h5 B.h5 ... -o ALL.h5`: no job; the input cubes are its positional words.
+struct MergeOptions {
+  std::vector<std::filesystem::path> inputs;  // the input cubes, in command-line order
+  std::filesystem::path output;     // -o/--output: the merged cube (required)
+  std::string prefer;               // --prefer first|last|FILE; empty: a cell several inputs hold is refused
+  bool strict = false;              // --strict: refuse what would only be warned about
+  bool overwrite = false;           // --overwrite: replace an existing output
+};
+
+// `crossbench list networks|engines|devices|options|precisions`: the list is its one positional word.
+struct ListOptions {
+  std::string topic;                // networks, engines, devices, options or precisions
+  bool json = false;                // --json
 };
 
 }  // namespace crossbench

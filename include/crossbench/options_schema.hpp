@@ -1,5 +1,5 @@
 // The options schema (DESIGN.md "Options"): every option of `crossbench run`,
-// `plan` and `check` declared once, with its type, default, range, help,
+// `plan`, `check`, `merge` and `list` declared once, with its type, default, range, help,
 // whether it changes the numbers, and where it is recorded. INI parsing,
 // --set, every command's --help, the journal header, the cube attributes, the
 // settings of a framework worker's prepare request and the README's key table
@@ -37,7 +37,7 @@ struct OptionSpec {
   std::string help;
   bool changes_numbers = false;  // a different value measures different numbers: resume refuses a change
   std::string recorded_as;       // root attribute of the cube (and key of the journal's settings); empty: not recorded
-  std::string commands;          // the commands that take it: "run plan check"
+  std::string commands;          // the commands that take it: "run plan check"; a flag is one row per command at most
   // Where its value goes: the typed field it fills (a pointer to a member of
   // the options structs, include/crossbench/options.hpp), filled by one
   // generic loop, or the one place that reads it (option_field.hpp).
@@ -66,7 +66,10 @@ struct OptionSpec {
 // Every option, in the order --help and the README list them.
 const std::vector<OptionSpec>& options_schema();
 // The row of a job-file key ("measure.warmup"), a flag ("--replicas") or its alias ("-o"); nullptr when unknown.
+// A flag that several commands take in rows of their own (--output: run's and merge's) is the first such row.
 [[nodiscard]] const OptionSpec* find_option(const std::string& key_or_flag);
+// The row of a command's flag ("--output" of merge) or its alias; nullptr when the command has no such flag.
+[[nodiscard]] const OptionSpec* find_option(const std::string& flag, const std::string& command);
 // The job-file sections, in schema order, then [workers] (engine name = command).
 std::vector<std::string> option_sections();
 

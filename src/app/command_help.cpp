@@ -1,6 +1,8 @@
-// The --help of `crossbench run|plan|check` (src/app/options.hpp), generated
-// from the options schema: every flag the command takes and every job-file key,
-// with its default, range and help.
+// The --help of `crossbench run|plan|check|merge|list` (src/app/options.hpp),
+// generated from the options schema: every flag the command takes and, for the
+// commands that read a job, every job-file key, with its default, range and
+// help; around them each command's synopsis, what it does, its exit codes and
+// examples.
 #include <map>
 #include <sstream>
 #include <string>
@@ -24,25 +26,75 @@ std::string value_name(const OptionSpec& spec) {
       {"--job", "FILE"},  {"--set", "KEY=VALUE"}, {"--output", "PATH"},    {"--device-tag", "TAG"},
       {"--replicas", "R"}, {"--filter", "REGEX"},  {"--jsonl", "FILE"},     {"--ranks", "N"},
       {"--device-json", "FILE"}, {"--checkpoint-s", "SECONDS"}, {"--heartbeat-s", "SECONDS"}, {"--stop-grace-s", "SECONDS"}, {"--calibrate", "CUBE.h5[,CUBE.h5...]"},
-      {"--repetitions", "N"}};
+      {"--repetitions", "N"}, {"--prefer", "first|last|FILE"}};
   const auto found = names.find(spec.flag);
   if (found != names.end()) return found->second;
   return spec.type == OptionType::choice ? alternatives(spec) : "LIST";
 }
 
+bool reads_a_job(const std::string& command) { return command == "run" || command == "plan" || command == "check"; }
+
+// What the command does, after its synopsis.
+std::string about(const std::string& command) {
+  if (command == "run")
+    return "Runs the job's matrix on every rank (mpirun/srun for more than one) and writes the results cube.\n";
+  if (command == "plan")
+    return "Prints the cells each rank would run, with their estimated cost (the cost model, or with --calibrate\n"
+           "the wall times earlier runs recorded) and where each estimate comes from; runs nothing.\n";
+  if (command == "check")
+    return "Runs each cell's output check (loss, gradient norms) and prints JSON lines; no timing, no cube.\n";
+  if (command == "merge")
+    return "One cube from the cubes of separate runs (e.g. each loaner system tested on its own, with its own\n"
+           "--device-tag): the union of their axes, every input's cells, the inputs' /ranks one after another,\n"
+           "and each input's root attributes and ranks in the group /sources. The root keeps the attributes\n"
+           "all inputs agree on. Each cell records its input (`source`) and the run segment that measured it;\n"
+           "the inputs' run segments are kept in /segments. A warning names each input that is incomplete and\n"
+           "each setting that changes the numbers on which the inputs differ. Inputs of schema\n"
+           "crossbench-cube/2, /3 and /4 are read; the result is /4.\n";
+  return "The networks (with FLOPs and parameters), the engines (built or not, and the framework workers), the\n"
+         "devices this process sees, the options, or the precisions with the recipe each names; --json for scripts.\n";
+}
+
+std::string exit_codes(const std::string& command) {
+  if (command == "run")
+    return "0 done; 1 a failure (library error, I/O); 2 bad input (nothing written); 3 stopped by a signal (cube "
+           "written, continue with --resume)";
+  if (command == "plan" || command == "check") return "0 done; 1 a failure (library error, I/O); 2 bad input (nothing written)";
+  if (command == "merge") return "0 done; 1 a failure (I/O); 2 bad input (nothing written)";
+  return "0 done; 2 bad input";
+}
+
+std::string examples(const std::string& command) {
+  if (command == "run")
+    return "  crossbench run --job jobs/seed2017.ini --output results/h200.h5\n"
+           "  mpirun -n 8 crossbench run --job jobs/seed2017.ini --filter 'resnet50/.*/training'\n"
+           "  crossbench run --job jobs/quick.ini --set measure.warmup=5 --device-tag power=300W --jsonl cells.jsonl\n";
+  if (command == "plan")
+    return "  crossbench plan --job jobs/seed2017.ini --ranks 8\n"
+           "  crossbench list devices --json > devices.json\n"
+           "  crossbench plan --job jobs/seed2017.ini --ranks 4 --device-json devices.json --json\n"
+           "  crossbench plan --job jobs/seed2017.ini --ranks 8 --calibrate results/h200.h5\n";
+  if (command == "check") return "  crossbench check --job jobs/quick.ini --filter alexnet\n";
+  if (command == "merge")
+    return "  crossbench merge results/h100.h5 results/h200.h5 -o results/all.h5\n"
+           "  crossbench merge old.h5 rerun.h5 -o fixed.h5 --prefer last\n"
+           "  scripts/report report results/all.h5 -o report\n";
+  return "  crossbench list networks\n"
+         "  crossbench list devices --json > device.json\n";
+}
+
 }  // namespace
+
+std::string command_usage(const std::string& command) {
+  if (command == "merge") return "crossbench merge A.h5 B.h5 ... -o ALL.h5 [--prefer first|last|FILE] [--strict] [--overwrite]";
+  if (command == "list") return "crossbench list networks|engines|devices|options|precisions [--json]";
+  return "crossbench " + command + " [--job FILE] [--set section.key=value ...] [flags]";
+}
 
 std::string command_help(const std::string& command) {
   std::ostringstream text;
   const bool measures = command == "run" || command == "plan";
-  text << "usage: crossbench " << command << " [--job FILE] [--set section.key=value ...] [flags]\n\n";
-  if (command == "run")
-    text << "Runs the job's matrix on every rank (mpirun/srun for more than one) and writes the results cube.\n";
-  else if (command == "plan")
-    text << "Prints the cells each rank would run, with their estimated cost (the cost model, or with --calibrate\n"
-            "the wall times earlier runs recorded) and where each estimate comes from; runs nothing.\n";
-  else
-    text << "Runs each cell's output check (loss, gradient norms) and prints JSON lines; no timing, no cube.\n";
+  text << "usage: " << command_usage(command) << "\n\n" << about(command);
   text << "\nFlags (default in brackets):\n";
   for (const auto& spec : options_schema()) {
     if (spec.flag.empty() || !spec.for_command(command)) continue;
@@ -52,30 +104,20 @@ std::string command_help(const std::string& command) {
     text << "  " << name << "\n      " << spec.help << (spec.key.empty() ? "" : " (= --set " + spec.key + "=...)")
          << " [" << spec.default_value << "]\n";
   }
-  text << "  --help\n      this text\n\nJob-file keys ([section] key = value; --set section.key=value):\n";
-  std::string section;
-  for (const auto& spec : options_schema()) {
-    if (spec.key.empty() || !(spec.for_command(command) || measures)) continue;
-    if (spec.section() != section) text << "  [" << (section = spec.section()) << "]\n";
-    text << "    " << spec.name() << " = " << spec.default_value;
-    if (!spec.range_text().empty()) text << "   (valid: " << spec.range_text() << ")";
-    text << (spec.changes_numbers ? "   changes the numbers" : "") << "\n        " << spec.help << "\n";
+  text << "  --help\n      this text\n";
+  if (reads_a_job(command)) {
+    text << "\nJob-file keys ([section] key = value; --set section.key=value):\n";
+    std::string section;
+    for (const auto& spec : options_schema()) {
+      if (spec.key.empty() || !(spec.for_command(command) || measures)) continue;
+      if (spec.section() != section) text << "  [" << (section = spec.section()) << "]\n";
+      text << "    " << spec.name() << " = " << spec.default_value;
+      if (!spec.range_text().empty()) text << "   (valid: " << spec.range_text() << ")";
+      text << (spec.changes_numbers ? "   changes the numbers" : "") << "\n        " << spec.help << "\n";
+    }
+    text << "  [workers]\n    ENGINE = COMMAND   a framework worker (src/workers/README protocol)\n";
   }
-  text << "  [workers]\n    ENGINE = COMMAND   a framework worker (src/workers/README protocol)\n";
-  text << "\nExit codes: 0 done; 1 a failure (library error, I/O); 2 bad input (nothing written)";
-  if (command == "run") text << "; 3 stopped by a signal (cube written, continue with --resume)";
-  text << "\n\nExamples:\n";
-  if (command == "run")
-    text << "  crossbench run --job jobs/seed2017.ini --output results/h200.h5\n"
-            "  mpirun -n 8 crossbench run --job jobs/seed2017.ini --filter 'resnet50/.*/training'\n"
-            "  crossbench run --job jobs/quick.ini --set measure.warmup=5 --device-tag power=300W --jsonl cells.jsonl\n";
-  else if (command == "plan")
-    text << "  crossbench plan --job jobs/seed2017.ini --ranks 8\n"
-            "  crossbench list devices --json > devices.json\n"
-            "  crossbench plan --job jobs/seed2017.ini --ranks 4 --device-json devices.json --json\n"
-            "  crossbench plan --job jobs/seed2017.ini --ranks 8 --calibrate results/h200.h5\n";
-  else
-    text << "  crossbench check --job jobs/quick.ini --filter alexnet\n";
+  text << "\nExit codes: " << exit_codes(command) << "\n\nExamples:\n" << examples(command);
   return text.str();
 }
 

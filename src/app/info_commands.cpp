@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.hpp"
+#include "app/options.hpp"
 #include "crossbench/device.hpp"
 #include "crossbench/engine.hpp"
 #include "crossbench/error.hpp"
@@ -61,23 +62,12 @@ constexpr const char* kExportNetworkHelp =
 
 }  // namespace
 
+// Its --json and its list are parsed by the options schema (ListOptions, src/app/options.cpp).
 int list_command(const CommandContext& context) {
-  const std::string usage = "crossbench list networks|engines|devices|options|precisions [--json]";
-  std::vector<std::string> words;
-  bool as_json = false;
-  for (const auto& argument : context.arguments) {
-    if (argument == "--help" || argument == "-h") {
-      std::cout << "usage: " << usage << "\n\nThe networks (with FLOPs and parameters), the engines (built or not, and the "
-                   "framework workers), the devices this process sees, the options, or the precisions with the recipe "
-                   "each names; --json for scripts.\n\nExit codes: 0 done; 2 bad "
-                   "input.\n\nExamples:\n  crossbench list networks\n  crossbench list devices --json > device.json\n";
-      return 0;
-    }
-    if (argument == "--json") as_json = true;
-    else words.push_back(argument);
-  }
-  if (words.size() != 1) throw UsageError("usage: " + usage);
-  const std::string& what = words.front();
+  const std::optional<ListOptions> options = command_options_or_help<ListOptions>(context);
+  if (!options) return 0;  // --help
+  const std::string& what = options->topic;
+  const bool as_json = options->json;
   if (as_json) {
     nlohmann::json list = nlohmann::json::array();
     if (what == "networks") {

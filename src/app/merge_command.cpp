@@ -1,10 +1,12 @@
 // `crossbench merge A.h5 B.h5 ... -o ALL.h5`: one cube from cubes of separate runs.
 #include <algorithm>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "app/commands.hpp"
 #include "app/console.hpp"
+#include "app/options.hpp"
 #include "crossbench/build_info.hpp"
 #include "crossbench/cube.hpp"
 #include "crossbench/error.hpp"
@@ -12,76 +14,25 @@
 #include "cube/cube_merge.hpp"
 
 namespace crossbench {
-namespace {
 
-constexpr const char* kMergeHelp =
-    "usage: crossbench merge A.h5 B.h5 ... -o ALL.h5 [--prefer first|last|FILE] [--strict] [--overwrite]\n\n"
-    "One cube from the cubes of separate runs (e.g. each loaner system tested on its own, with its own\n"
-    "--device-tag): the union of their axes, every input's cells, the inputs' /ranks one after another,\n"
-    "and each input's root attributes and ranks in the group /sources. The root keeps the attributes\n"
-    "all inputs agree on. Each cell records its input (`source`) and the run segment that measured it;\n"
-    "the inputs' run segments are kept in /segments. A warning names each input that is incomplete and\n"
-    "each setting that changes the numbers on which the inputs differ. Inputs of schema\n"
-    "crossbench-cube/2, /3 and /4 are read; the result is /4.\n\n"
-    "Flags (default in brackets):\n"
-    "  -o, --output PATH\n      the merged cube; its directory must exist [required]\n"
-    "  --prefer first|last|FILE\n"
-    "      which input wins a cell that several inputs hold: the first or last on the command line, or\n"
-    "      the input FILE [none: such a cell is refused]\n"
-    "  --strict\n      refuse (exit 2, nothing written) what would only be warned about: an incomplete input,\n"
-    "      inputs measured with different settings [off]\n"
-    "  --overwrite\n      replace an existing output [off]\n"
-    "  --help\n      this text\n\n"
-    "Exit codes: 0 done; 1 a failure (I/O); 2 bad input (nothing written)\n\n"
-    "Examples:\n"
-    "  crossbench merge results/h100.h5 results/h200.h5 -o results/all.h5\n"
-    "  crossbench merge old.h5 rerun.h5 -o fixed.h5 --prefer last\n"
-    "  scripts/report report results/all.h5 -o report\n";
-
-}  // namespace
-
+// Its flags and input cubes are parsed by the options schema (MergeOptions, src/app/options.cpp).
 int merge_command(const CommandContext& context) {
-  std::vector<std::filesystem::path> paths;
-  std::filesystem::path output;
+  const std::optional<MergeOptions> options = command_options_or_help<MergeOptions>(context);
+  if (!options) return 0;  // --help
+  const std::vector<std::filesystem::path>& paths = options->inputs;
+  const std::filesystem::path& output = options->output;
+  const bool strict = options->strict;
   MergePreference preference;
-  bool overwrite = false;
-  bool strict = false;
-  const auto& arguments = context.arguments;
-  for (std::size_t i = 0; i < arguments.size(); ++i) {
-    const std::string& argument = arguments[i];
-    const auto value = [&]() -> std::string {
-      if (i + 1 >= arguments.size()) throw UsageError("merge: " + argument + " needs a value\n" + kMergeHelp);
-      return arguments[++i];
-    };
-    if (argument == "--help" || argument == "-h") {
-      std::cout << kMergeHelp;
-      return 0;
-    } else if (argument == "-o" || argument == "--output") {
-      if (!output.empty()) throw UsageError("merge: " + argument + " is given twice");
-      output = value();
-    } else if (argument == "--prefer") {
-      if (preference.rule != MergePreference::Rule::refuse) throw UsageError("merge: --prefer is given twice");
-      const std::string choice = value();
-      if (choice == "first") preference.rule = MergePreference::Rule::first;
-      else if (choice == "last") preference.rule = MergePreference::Rule::last;
-      else preference = {MergePreference::Rule::file, choice};
-    } else if (argument == "--overwrite") {
-      overwrite = true;
-    } else if (argument == "--strict") {
-      strict = true;
-    } else if (argument.rfind("-", 0) == 0) {
-      throw UsageError("merge: unknown flag '" + argument + "'; valid: -o/--output, --prefer, --strict, --overwrite, --help");
-    } else {
-      paths.emplace_back(argument);
-    }
-  }
-  if (output.empty()) throw UsageError("merge: no output: give -o ALL.h5\n" + std::string(kMergeHelp));
-  if (paths.empty()) throw UsageError("merge: no input cubes\n" + std::string(kMergeHelp));
+  if (options->prefer == "first") preference.rule = MergePreference::Rule::first;
+  else if (options->prefer == "last") preference.rule = MergePreference::Rule::last;
+  else if (!options->prefer.empty()) preference = {MergePreference::Rule::file, options->prefer};
+  if (output.empty()) throw UsageError("merge: no output: give -o ALL.h5\n" + command_help("merge"));
+  if (paths.empty()) throw UsageError("merge: no input cubes\n" + command_help("merge"));
   std::error_code error;
   const auto directory = output.has_parent_path() ? output.parent_path() : std::filesystem::path(".");
   if (!std::filesystem::is_directory(directory, error))
     throw UsageError("merge: -o '" + output.string() + "': directory '" + directory.string() + "' does not exist");
-  if (std::filesystem::exists(output, error) && !overwrite)
+  if (std::filesystem::exists(output, error) && !options->overwrite)
     throw UsageError("merge: '" + output.string() + "' exists; replace it with --overwrite or choose another -o");
   for (const auto& path : paths)
     if (std::filesystem::exists(output, error) && std::filesystem::equivalent(path, output, error))

@@ -1,5 +1,5 @@
 // Parsing of job files (INI) and the command line of `crossbench
-// run|plan|check`, both by Boost.ProgramOptions from the options schema
+// run|plan|check|merge|list`, both by Boost.ProgramOptions from the options schema
 // (src/core/options_schema.cpp): the schema knows which keys and flags exist,
 // what they accept and which field each fills; this file reads the text,
 // checks it by the rows, fills the fields by one loop (fill_fields), and
@@ -142,8 +142,16 @@ void apply_override(Settings& settings, std::set<std::string>& overridden, const
 // The command line, split by the schema: flag -> values (in order), and the words that are no flag's value.
 struct CommandLine {
   std::map<std::string, std::vector<std::string>> values;
+  std::vector<std::string> words;  // merge's input cubes, list's list; run, plan and check take none
   bool help = false;
 };
+
+// The name under which Boost.ProgramOptions collects a command's positional words; "" for none.
+std::string positional_name(const std::string& command) {
+  if (command == "merge") return "input-cubes";
+  if (command == "list") return "list-name";
+  return "";
+}
 
 // The command's flags as Boost.ProgramOptions reads them, from the schema: a
 // switch takes no value, a boolean (or a choice with "true") an optional one
@@ -168,12 +176,18 @@ po::options_description command_line_description(const std::string& command) {
 }
 
 CommandLine split_command_line(const std::string& command, const std::vector<std::string>& arguments) {
-  const po::options_description description = command_line_description(command);
+  po::options_description description = command_line_description(command);
+  const std::string positional = positional_name(command);
+  po::positional_options_description words;
+  if (!positional.empty()) {
+    description.add_options()(positional.c_str(), po::value<std::vector<std::string>>(), "");
+    words.add(positional.c_str(), -1);
+  }
   po::parsed_options parsed(&description);
   try {
     // Long flags exactly as the schema spells them (no abbreviations), -h.
     const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
-    parsed = po::command_line_parser(arguments).options(description).style(style).run();
+    parsed = po::command_line_parser(arguments).options(description).positional(words).style(style).run();
   } catch (const po::unknown_option& error) {
     std::vector<std::string> valid;
     for (const auto& row : options_schema())
@@ -182,7 +196,7 @@ CommandLine split_command_line(const std::string& command, const std::vector<std
                      ", --help");
   } catch (const po::invalid_command_line_syntax& error) {
     const std::string flag = error.get_option_name();
-    const OptionSpec* spec = find_option(flag);
+    const OptionSpec* spec = find_option(flag, command);
     if (error.kind() == po::invalid_command_line_syntax::extra_parameter) throw UsageError(flag + " takes no value");
     throw UsageError(flag + " needs a value" + (spec != nullptr ? " (" + spec->help + ")" : std::string()));
   } catch (const po::error& error) {
@@ -190,6 +204,13 @@ CommandLine split_command_line(const std::string& command, const std::vector<std
   }
   CommandLine line;
   for (const po::option& option : parsed.options) {
+    if (!positional.empty() && option.string_key == positional) {
+      if (option.position_key < 0)  // spelt as a flag: it is none
+        throw UsageError("crossbench " + command + ": unknown flag '--" + positional + "' (crossbench " + command +
+                         " --help lists the flags)");
+      line.words.push_back(option.value.front());
+      continue;
+    }
     if (option.position_key >= 0) {  // a word that is no flag's value
       const std::string& argument = option.value.front();
       std::string hint;
@@ -205,7 +226,7 @@ CommandLine split_command_line(const std::string& command, const std::vector<std
     auto& values = line.values[flag];
     if (!values.empty() && flag != "--set") throw UsageError(flag + " is given twice; give it once");
     // A switch has no value; a boolean given bare is "true" (its implicit value).
-    values.push_back(option.value.empty() ? (find_option(flag)->type == OptionType::flag ? "" : "true") : option.value.front());
+    values.push_back(option.value.empty() ? (find_option(flag, command)->type == OptionType::flag ? "" : "true") : option.value.front());
   }
   return line;
 }
@@ -321,9 +342,12 @@ using CanonicalValues = std::map<std::string, std::string>;
 // The one generic loop of item "each schema row names the field it fills": every
 // row with a typed field (OptionSpec::field) gets its canonical value, converted
 // to the field's type (store_field). The rows that name another place are read there.
+// A flag's value fills the row of the command's own flag (--output is run's
+// and merge's, each a row of its own); a job-file key's, the job's field.
 template <typename Command>
-void fill_fields(const CanonicalValues& values, Command& options) {
+void fill_fields(const std::string& command, const CanonicalValues& values, Command& options) {
   for (const auto& spec : options_schema()) {
+    if (spec.key.empty() && !spec.for_command(command)) continue;
     const auto found = values.find(spec.id());
     if (found != values.end()) static_cast<void>(store_field(spec.field, found->second, options));
   }
@@ -468,7 +492,31 @@ template <typename Command>
 constexpr const char* command_name() {
   if constexpr (std::is_same_v<Command, RunOptions>) return "run";
   else if constexpr (std::is_same_v<Command, PlanOptions>) return "plan";
-  else return "check";
+  else if constexpr (std::is_same_v<Command, CheckOptions>) return "check";
+  else if constexpr (std::is_same_v<Command, MergeOptions>) return "merge";
+  else return "list";
+}
+
+// The positional words of the commands that read no job: merge's input cubes, list's one list.
+void take_words(const std::vector<std::string>& words, MergeOptions& options) {
+  options.inputs.assign(words.begin(), words.end());
+}
+void take_words(const std::vector<std::string>& words, ListOptions& options) {
+  if (words.size() != 1) throw UsageError("usage: " + command_usage("list"));
+  options.topic = words.front();
+}
+
+// `crossbench merge|list`: the command's flags by its schema rows, its positional
+// words into its struct; nullopt when --help asked for the command's help.
+template <typename Command>
+std::optional<Command> parse_command_words(const std::vector<std::string>& arguments) {
+  const std::string command = command_name<Command>();
+  const CommandLine line = split_command_line(command, arguments);
+  if (line.help) return std::nullopt;
+  Command options;
+  fill_fields(command, read_flag_values(command, line), options);
+  take_words(line.words, options);
+  return options;
 }
 
 }  // namespace
@@ -482,7 +530,7 @@ std::optional<Command> parse_command_options(const std::vector<std::string>& arg
   Command options;
   options.command_line = command_line;
   // The command's own flags first: a bad flag is refused before the job file is read.
-  fill_fields(read_flag_values(command, line), options);
+  fill_fields(command, read_flag_values(command, line), options);
   check_flag_rules(options);
   check_cell_filter(options.cell_filter);
   const auto given_job = line.values.find("--job");
@@ -493,7 +541,7 @@ std::optional<Command> parse_command_options(const std::vector<std::string>& arg
   const Settings settings = read_settings(line, options);
   const std::map<std::string, std::string> worker_commands = read_matrix(settings, options.job_file, options.matrix);
   CanonicalValues keys = read_key_values(settings);
-  fill_fields(keys, options);
+  fill_fields(command, keys, options);
   if (options.measure.max_steps < options.measure.min_steps)
     throw UsageError("job file '" + options.job_file.string() + "': [measure] max_steps (" +
                      std::to_string(options.measure.max_steps) + ") is below min_steps (" +
@@ -515,8 +563,11 @@ template std::optional<CheckOptions> parse_command_options<CheckOptions>(const s
 
 template <typename Command>
 std::optional<Command> command_options_or_help(const CommandContext& context) {
-  std::optional<Command> options =
-      parse_command_options<Command>(context.arguments, context.default_job, context.command_line);
+  std::optional<Command> options;
+  if constexpr (std::is_base_of_v<JobOptions, Command>)
+    options = parse_command_options<Command>(context.arguments, context.default_job, context.command_line);
+  else
+    options = parse_command_words<Command>(context.arguments);
   if (!options) std::cout << command_help(command_name<Command>());
   return options;
 }
@@ -524,6 +575,8 @@ std::optional<Command> command_options_or_help(const CommandContext& context) {
 template std::optional<RunOptions> command_options_or_help<RunOptions>(const CommandContext&);
 template std::optional<PlanOptions> command_options_or_help<PlanOptions>(const CommandContext&);
 template std::optional<CheckOptions> command_options_or_help<CheckOptions>(const CommandContext&);
+template std::optional<MergeOptions> command_options_or_help<MergeOptions>(const CommandContext&);
+template std::optional<ListOptions> command_options_or_help<ListOptions>(const CommandContext&);
 
 void check_output_is_free(const RunOptions& options) {
   // --output must name a file in an existing directory: a typo must not scatter

@@ -1,5 +1,6 @@
 // Parsing the options of `crossbench run|plan|check` (include/crossbench/options.hpp:
 // RunOptions, PlanOptions, CheckOptions) from the job file and the command
+// line, and of `merge` and `list` (MergeOptions, ListOptions) from the command
 // line, by the options schema, whose rows name the fields they fill.
 #pragma once
 
@@ -24,8 +25,10 @@ template <typename Command>
                                                            const std::filesystem::path& default_job,
                                                            const std::string& command_line);
 
-// The options of a command parsed from its context; nullopt when --help asked
-// for the command's help, which it has printed.
+// The options of a command parsed from its context (Command: RunOptions,
+// PlanOptions, CheckOptions, MergeOptions or ListOptions; merge's and list's
+// positional words fill MergeOptions::inputs and ListOptions::topic); nullopt
+// when --help asked for the command's help, which it has printed.
 template <typename Command>
 [[nodiscard]] std::optional<Command> command_options_or_help(const CommandContext& context);
 
@@ -33,8 +36,11 @@ template <typename Command>
 // unless --resume or --overwrite says what to do with it.
 void check_output_is_free(const RunOptions& options);
 
-// The --help of `crossbench run|plan|check`: usage, every flag and job-file key
-// with its default, the exit codes and examples (generated from the schema).
+// The --help of `crossbench run|plan|check|merge|list`: usage, every flag (and,
+// for the commands that read a job, every job-file key) with its default, the
+// exit codes and examples (generated from the schema).
 [[nodiscard]] std::string command_help(const std::string& command);
+// A command's synopsis: "crossbench list networks|engines|devices|options|precisions [--json]".
+[[nodiscard]] std::string command_usage(const std::string& command);
 
 }  // namespace crossbench

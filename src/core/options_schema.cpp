@@ -75,6 +75,14 @@ std::vector<OptionSpec> make_schema() {
       {"", "--ranks", T::integer, "(MPI world)", 1, 1 << 20, {}, "plan for N ranks like this process, without MPI", false, "", "plan", &PlanOptions::simulated_ranks},
       {"", "--device-json", T::text, "", 0, 0, {}, "with --ranks: the ranks' device (crossbench list devices --json)", false, "", "plan", &PlanOptions::device_json},
       {"", "--cpu", T::flag, "off", 0, 0, {}, "run framework workers on the CPU", false, "", "check", &CheckOptions::workers_on_cpu},
+      // merge (no job: its input cubes are its positional words, MergeOptions::inputs). A flag
+      // another command also has (--output, --overwrite) is its own row: each fills its command's field.
+      {"", "--output", T::text, "(required)", 0, 0, {}, "the merged cube; its directory must exist", false, "", "merge", &MergeOptions::output, false, "-o"},
+      {"", "--prefer", T::text, "(none: such a cell is refused)", 0, 0, {}, "which input wins a cell that several inputs hold: the first or last on the command line, or the input FILE", false, "", "merge", &MergeOptions::prefer},
+      {"", "--strict", T::flag, "off", 0, 0, {}, "refuse (exit 2, nothing written) what would only be warned about: an incomplete input, inputs measured with different settings", false, "", "merge", &MergeOptions::strict},
+      {"", "--overwrite", T::flag, "off", 0, 0, {}, "replace an existing output", false, "", "merge", &MergeOptions::overwrite},
+      // list (no job: the list it prints is its positional word, ListOptions::topic).
+      {"", "--json", T::flag, "off", 0, 0, {}, "print the list as JSON, for scripts", false, "", "list", &ListOptions::json},
   };
 }
 
@@ -128,16 +136,25 @@ bool OptionSpec::is_switch() const {
 
 std::optional<std::string> OptionSpec::default_canonical() const {
   if (type == OptionType::flag) return "false";  // a switch is off unless given
+  // "(MPI world)", "(required)": a default in parentheses says what stands in for a value.
+  if (default_value.size() >= 2 && default_value.front() == '(' && default_value.back() == ')') return std::nullopt;
   try {
     return validated_setting(*this, default_value, "the options schema");
   } catch (const UsageError&) {
-    return std::nullopt;  // "(MPI world)", "(required)": no value stands for it
+    return std::nullopt;  // a default that is no valid value
   }
 }
 
 const std::vector<OptionSpec>& options_schema() {
   static const std::vector<OptionSpec> schema = make_schema();
   return schema;
+}
+
+const OptionSpec* find_option(const std::string& flag, const std::string& command) {
+  for (const auto& spec : options_schema())
+    if (spec.for_command(command) && !spec.flag.empty() && (spec.flag == flag || (!spec.short_flag.empty() && spec.short_flag == flag)))
+      return &spec;
+  return nullptr;
 }
 
 const OptionSpec* find_option(const std::string& key_or_flag) {

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -20,15 +22,32 @@
 namespace crossbench {
 namespace {
 
+const std::vector<std::string> kCommands{"run", "plan", "check", "merge", "list"};
+
+// A key is declared once; a flag once per command (run's and merge's --output
+// are rows of their own, each filling its command's field).
 TEST(OptionsSchema, EveryKeyAndFlagIsDeclaredOnceWithHelp) {
-  std::set<std::string> keys, flags;
+  std::set<std::string> keys;
+  std::map<std::string, std::set<std::string>> flags;  // command → its flags and their aliases
   for (const auto& spec : options_schema()) {
     EXPECT_FALSE(spec.help.empty()) << spec.key << spec.flag;
     EXPECT_FALSE(spec.commands.empty()) << spec.key << spec.flag;
     if (!spec.key.empty()) EXPECT_TRUE(keys.insert(spec.key).second) << spec.key << " declared twice";
-    if (!spec.flag.empty()) EXPECT_TRUE(flags.insert(spec.flag).second) << spec.flag << " declared twice";
+    for (const auto& command : kCommands) {
+      if (!spec.for_command(command)) continue;
+      if (!spec.flag.empty()) EXPECT_TRUE(flags[command].insert(spec.flag).second) << command << " " << spec.flag << " declared twice";
+      if (!spec.short_flag.empty())
+        EXPECT_TRUE(flags[command].insert(spec.short_flag).second) << command << " " << spec.short_flag << " declared twice";
+    }
     EXPECT_FALSE(spec.key.empty() && spec.flag.empty());
   }
+  for (const auto& command : kCommands) EXPECT_FALSE(flags[command].empty()) << command << " has no flag";
+  EXPECT_EQ(flags["merge"], (std::set<std::string>{"--output", "-o", "--prefer", "--strict", "--overwrite"}));
+  EXPECT_EQ(flags["list"], std::set<std::string>{"--json"});
+  // A flag of several commands: the command's own row.
+  EXPECT_TRUE(std::holds_alternative<std::filesystem::path MergeOptions::*>(find_option("--output", "merge")->field));
+  EXPECT_TRUE(std::holds_alternative<DerivedValue>(find_option("-o", "run")->field));
+  EXPECT_EQ(find_option("--prefer", "run"), nullptr);
   for (const char* key : {"matrix.networks", "measure.warmup", "engine.algo", "output.path"}) EXPECT_TRUE(keys.count(key)) << key;
   EXPECT_EQ(find_option("--layer-times"), find_option("measure.layer_times"));
   EXPECT_EQ(find_option("measure.colour"), nullptr);
@@ -53,18 +72,31 @@ TEST(OptionsSchema, EachRowsFieldBelongsToTheCommandsThatTakeIt) {
   const RunOptions run;
   const PlanOptions plan;
   const CheckOptions check;
+  const MergeOptions merge;
+  const ListOptions list;
   for (const auto& spec : options_schema()) {
     if (!is_typed_field(spec.field)) continue;
-    const bool run_owns = field_text(spec.field, run).has_value(), plan_owns = field_text(spec.field, plan).has_value(),
-               check_owns = field_text(spec.field, check).has_value();
-    EXPECT_TRUE(run_owns || !spec.for_command("run")) << spec.id();
-    EXPECT_TRUE(plan_owns || !spec.for_command("plan")) << spec.id();
-    EXPECT_TRUE(check_owns || !spec.for_command("check")) << spec.id();
-    EXPECT_TRUE(run_owns || plan_owns || check_owns) << spec.id();
+    const std::map<std::string, bool> owns{{"run", field_text(spec.field, run).has_value()},
+                                           {"plan", field_text(spec.field, plan).has_value()},
+                                           {"check", field_text(spec.field, check).has_value()},
+                                           {"merge", field_text(spec.field, merge).has_value()},
+                                           {"list", field_text(spec.field, list).has_value()}};
+    bool owned = false;
+    for (const auto& [command, command_owns] : owns) {
+      EXPECT_TRUE(command_owns || !spec.for_command(command)) << command << ": " << spec.id();
+      // merge and list read no job: only their own rows fill their options.
+      if (command == "merge" || command == "list") EXPECT_TRUE(!command_owns || spec.for_command(command)) << command << ": " << spec.id();
+      owned = owned || command_owns;
+    }
+    EXPECT_TRUE(owned) << spec.id();
   }
   EXPECT_FALSE(field_text(find_option("--resume")->field, plan).has_value());
   EXPECT_FALSE(field_text(find_option("--json")->field, run).has_value());
   EXPECT_FALSE(field_text(find_option("--cpu")->field, plan).has_value());
+  EXPECT_FALSE(field_text(find_option("measure.warmup")->field, merge).has_value());  // merge reads no job
+  EXPECT_FALSE(field_text(find_option("--json", "plan")->field, list).has_value());
+  EXPECT_FALSE(field_text(find_option("--json", "list")->field, plan).has_value());
+  EXPECT_FALSE(field_text(find_option("--overwrite", "merge")->field, run).has_value());
 }
 
 // The schema holds every default: a struct's initialiser is what a value-
@@ -86,6 +118,15 @@ TEST(OptionsSchema, EveryStructDefaultIsTheSchemasDefault) {
   expect_defaults_are_the_schemas(RunOptions{}, "run");
   expect_defaults_are_the_schemas(PlanOptions{}, "plan");
   expect_defaults_are_the_schemas(CheckOptions{}, "check");
+  expect_defaults_are_the_schemas(MergeOptions{}, "merge");
+  expect_defaults_are_the_schemas(ListOptions{}, "list");
+  // Every merge and list row fills a field, with its default (or none, "(required)").
+  for (const char* command : {"merge", "list"})
+    for (const auto& spec : options_schema())
+      if (spec.for_command(command)) EXPECT_TRUE(is_typed_field(spec.field)) << command << ": " << spec.id();
+  EXPECT_FALSE(find_option("--output", "merge")->default_canonical().has_value());  // required: no default stands in
+  EXPECT_EQ(find_option("--strict", "merge")->default_canonical(), "false");
+  EXPECT_TRUE(MergeOptions{}.inputs.empty() && MergeOptions{}.prefer.empty() && ListOptions{}.topic.empty());
   // The rows whose value is derived (derive_compound_values): their fields' initialisers.
   const auto default_of = [](const std::string& key) { return find_option(key)->default_value; };
   const JobOptions job;
@@ -115,6 +156,19 @@ TEST(OptionsSchema, AFieldStoresItsRowsCanonicalText) {
   EXPECT_FALSE(store_field(find_option("engine.algo")->field, "exhaustive", run));  // read by the engines, from the settings
   PlanOptions plan;
   EXPECT_THROW(static_cast<void>(store_field(find_option("--resume")->field, "true", plan)), Error);  // another command's
+  MergeOptions merge;
+  for (const auto& [flag, text] : std::vector<std::pair<std::string, std::string>>{
+           {"--output", "all.h5"}, {"--prefer", "last"}, {"--strict", "true"}, {"--overwrite", "true"}}) {
+    const OptionSpec& spec = *find_option(flag, "merge");
+    EXPECT_TRUE(store_field(spec.field, text, merge)) << flag;
+    EXPECT_EQ(field_text(spec.field, merge), text) << flag;
+  }
+  EXPECT_EQ(merge.output, std::filesystem::path("all.h5"));
+  EXPECT_TRUE(merge.strict && merge.overwrite);
+  EXPECT_THROW(static_cast<void>(store_field(find_option("--resume")->field, "true", merge)), Error);
+  ListOptions list;
+  EXPECT_TRUE(store_field(find_option("--json", "list")->field, "true", list));
+  EXPECT_TRUE(list.json);
 }
 
 TEST(OptionsSchema, ReadmeKeyTableIsTheSchema) {
