@@ -39,6 +39,12 @@
 #   frameworks bench/gpu_framework_overhead.py: each framework in a standalone loop next to the same
 #             cells through crossbench ($FW_VARIANTS of eager,reduce-overhead,max-autotune,jax;
 #             $FW_NETWORKS, default resnet50; $FW_PRECISIONS tf32,bf16; $FW_STEPS 100); the table with ratios
+#   jaxclock  bench/gpu_jax_clock.py (issue 26 item 4, one clock for all engines): the JAX worker's own step
+#             (alexnet, resnet50 x tf32, bf16 x training, inference, batch 64; $JAXCLOCK_NETWORKS,
+#             $JAXCLOCK_PRECISIONS, $JAXCLOCK_PHASES) timed (a) host, (b) by the GPU's own kernel timestamps
+#             (jax.profiler's xplane), (c) device-paced (engine.jax_timing's default), interleaved; the
+#             medians, a/b and c/b; logs $OUT/jaxclock.log, JSON $OUT/jaxclock.json; no new cell after
+#             $JAXCLOCK_BUDGET_S (150) s
 #   cube20    issue 20's cube: seed2017 with cudnn, pytorch, pytorch-compile, jax x fp32, tf32, bf16,
 #             amp-bf16, both phases ($CUBE20_NETWORKS, default all seven; $CUBE20_ENGINES); one cube in
 #             $CUBE20_DIR (default bench/results/2026-12-01/cube20, carried by the working tree), resumed
@@ -270,6 +276,13 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
         --precisions "${FW_PRECISIONS:-tf32,bf16}" --phases "${FW_PHASES:-inference,training}" \
         --steps "${FW_STEPS:-100}" --warmup "$WARMUP" --out "$OUT/frameworks.json" 2>&1 |
         grep -v Warning | tee "$OUT/frameworks.log" | tail -60 ;;
+    jaxclock)
+      timeout "$TLIMIT" python3 -u bench/gpu_jax_clock.py --crossbench "$CB" \
+        --networks "${JAXCLOCK_NETWORKS:-alexnet,resnet50}" --precisions "${JAXCLOCK_PRECISIONS:-tf32,bf16}" \
+        --phases "${JAXCLOCK_PHASES:-training,inference}" --budget-s "${JAXCLOCK_BUDGET_S:-150}" \
+        --out "$OUT/jaxclock.json" >"$OUT/jaxclock.log" 2>&1
+      echo "jaxclock exit $?"
+      grep -vE "Warning|python_hooks" "$OUT/jaxclock.log" | tail -40 ;;
     cube20)
       # Resumable across device calls of at most 10 minutes (torch.compile compiles per cell, so
       # the full cube takes several): the cube, its journal and the measured algorithm choices live

@@ -79,32 +79,46 @@ def alexnet_graph():
     return json.loads(result.stdout)
 
 
-def converse(python, worker, graph, *, seed=42, batch=2, phase="training", precision="fp32", compile_cache="none"):
-    """hello, prepare, steps (warm-up 1, then 2 timed), check, release, exit; returns the replies by
-    type (the timed `steps` reply as "stepped")."""
-    requests = [
-        dict(type="prepare", cell=dict(network=graph["name"], precision=precision, batch=batch, phase=phase,
-                                       replica=0),
-             graph=graph, threads=2,
-             settings={"measure.seed": seed, "measure.update": "none", "measure.learning_rate": 0.01,
-                       "engine.layout": "auto", "engine.compile_mode": "reduce-overhead",
-                       "engine.compile_cache": compile_cache}),
-        dict(type="steps", count=1, warmup=True, time_limit_s=300),
-        dict(type="steps", count=2, warmup=False, time_limit_s=300),
-        dict(type="check"),
-        dict(type="release"),
-        dict(type="exit"),
-    ]
-    text = "".join(json.dumps(dict(protocol=PROTOCOL, **r)) + "\n" for r in requests)
+def prepare_request(graph, *, seed=42, batch=2, phase="training", precision="fp32", compile_cache="none",
+                    timing="device-paced", update="none", learning_rate=0.01):
+    """A `prepare` request with every key the options schema sends to workers (its defaults but for
+    those given)."""
+    return dict(type="prepare", cell=dict(network=graph["name"], precision=precision, batch=batch, phase=phase,
+                                          replica=0),
+                graph=graph, threads=2,
+                settings={"measure.seed": seed, "measure.update": update, "measure.learning_rate": learning_rate,
+                          "engine.layout": "auto", "engine.compile_mode": "reduce-overhead",
+                          "engine.compile_cache": compile_cache, "engine.jax_timing": timing})
+
+
+def speak(python, worker, requests):
+    """The worker's replies to `requests` (exit appended), on the CPU."""
+    text = "".join(json.dumps(dict(protocol=PROTOCOL, **r)) + "\n" for r in [*requests, dict(type="exit")])
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", JAX_PLATFORMS="cpu", OMP_NUM_THREADS="2")
     result = subprocess.run([python, "-u", str(worker)], input=text, capture_output=True, text=True,
                             timeout=600, env=env)
     assert result.returncode == 0, result.stderr[-4000:]
     replies = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
     assert all(r["protocol"] == PROTOCOL for r in replies)
+    return replies, result.stderr
+
+
+def converse(python, worker, graph, *, seed=42, batch=2, phase="training", precision="fp32", compile_cache="none",
+             timing="device-paced"):
+    """hello, prepare, steps (warm-up 1, then 2 timed), check, release, exit; returns the replies by
+    type (the timed `steps` reply as "stepped")."""
+    requests = [
+        prepare_request(graph, seed=seed, batch=batch, phase=phase, precision=precision, compile_cache=compile_cache,
+                        timing=timing),
+        dict(type="steps", count=1, warmup=True, time_limit_s=300),
+        dict(type="steps", count=2, warmup=False, time_limit_s=300),
+        dict(type="check"),
+        dict(type="release"),
+    ]
+    replies, stderr = speak(python, worker, requests)
     by_type = {r["type"]: r for r in replies}  # the later (timed) `stepped` reply wins
     assert [r["type"] for r in replies] == ["hello", "prepared", "stepped", "stepped", "checked", "released"], \
-        (replies, result.stderr[-4000:])
+        (replies, stderr[-4000:])
     return by_type
 
 
@@ -119,16 +133,17 @@ def test_jax_unsupported_without_site_packages():
     assert "pip install jax (CPU) or jax[cuda12]" in hello["message"]
 
 
-def test_jax_alexnet_training_matches_pytorch(alexnet_graph, jax_interpreter):
+@pytest.mark.parametrize("timing", ["device-paced", "host"])
+def test_jax_alexnet_training_matches_pytorch(alexnet_graph, jax_interpreter, timing):
     python = jax_interpreter
-    jax_replies = converse(python, JAX_WORKER, alexnet_graph)
+    jax_replies = converse(python, JAX_WORKER, alexnet_graph, timing=timing)
     hello = jax_replies["hello"]
     assert hello["status"] == "ok" and hello["framework"].startswith("jax ") and hello["device"]
     assert jax_replies["prepared"]["status"] == "ok", jax_replies["prepared"]
     measured = jax_replies["stepped"]
     assert measured["status"] == "ok", measured
     assert len(measured["samples_ms"]) == 2 and all(t > 0 for t in measured["samples_ms"])
-    assert "jax" in measured["decisions"]
+    assert "jax" in measured["decisions"] and f" timing={timing}(" in measured["decisions"]
     checked = jax_replies["checked"]
     assert checked["status"] == "ok" and checked["finite"], checked
     assert checked["loss"] > 0
@@ -145,6 +160,48 @@ def test_jax_alexnet_training_matches_pytorch(alexnet_graph, jax_interpreter):
     assert checked["gradient_norm"] == pytest.approx(reference["gradient_norm"], rel=RELATIVE)
     for mine, theirs in zip(checked["gradient_norms"], reference["gradient_norms"]):
         assert mine == pytest.approx(theirs, rel=RELATIVE)
+
+
+def test_jax_device_paced_timing_gives_one_sample_per_step_and_the_host_timings_numbers(alexnet_graph,
+                                                                                     jax_interpreter):
+    """engine.jax_timing = device-paced queues step k+1 before it waits for step k: one sample per
+    timed step all the same, each positive, near the host timing's steps (on the CPU, where XLA
+    runs a step on the host's cores, the two clocks measure nearly the same thing: a factor of 3
+    either way allows for a loaded machine, not for a sample that is a sum or a fraction of
+    steps), and, with update = sgd (each step takes the previous step's parameters while they are
+    still in flight), the same weights after the same steps as timing = host."""
+    steps = 5
+    requests = []
+    for timing in ("device-paced", "host"):
+        # learning rate 1e-4: alexnet's synthetic weights diverge within 6 steps of 1e-2
+        requests += [prepare_request(alexnet_graph, timing=timing, update="sgd", learning_rate=1e-4),
+                     dict(type="steps", count=1, warmup=True, time_limit_s=300),
+                     dict(type="steps", count=steps, warmup=False, time_limit_s=300),
+                     dict(type="steps", count=0, warmup=False, time_limit_s=300),
+                     dict(type="check")]
+    replies, stderr = speak(jax_interpreter, JAX_WORKER, requests + [dict(type="release")])
+    assert [r["type"] for r in replies] == ["hello"] + ["prepared", "stepped", "stepped", "stepped", "checked"] * 2 \
+        + ["released"], (replies, stderr[-4000:])
+    assert all(r["status"] == "ok" for r in replies[1:]), replies
+    paced, host = replies[3], replies[8]
+    assert replies[4]["samples_ms"] == [] and replies[9]["samples_ms"] == []  # count 0: no step run
+    for reply, timing in ((paced, "device-paced"), (host, "host")):
+        assert len(reply["samples_ms"]) == steps and all(t > 0 for t in reply["samples_ms"]), reply
+        assert f" timing={timing}(" in reply["decisions"], reply["decisions"]
+    ratio = float(np.median(paced["samples_ms"]) / np.median(host["samples_ms"]))
+    print(f"median [ms] device-paced {np.median(paced['samples_ms']):.2f}, host {np.median(host['samples_ms']):.2f}")
+    assert 1 / 3 < ratio < 3, (paced["samples_ms"], host["samples_ms"])
+    # 1 + 5 sgd steps each (the warm-up updates too), then check's forward and backward on the result.
+    paced_check, host_check = replies[5], replies[10]
+    assert paced_check["finite"] and host_check["finite"], (paced_check, host_check)
+    assert paced_check["loss"] == pytest.approx(host_check["loss"], rel=1e-6)
+    assert paced_check["gradient_norm"] == pytest.approx(host_check["gradient_norm"], rel=1e-6)
+
+
+def test_jax_worker_refuses_an_unknown_timing(alexnet_graph, jax_interpreter):
+    replies, _ = speak(jax_interpreter, JAX_WORKER, [prepare_request(alexnet_graph, timing="wall")])
+    assert replies[1]["type"] == "prepared" and replies[1]["status"] == "failed"
+    assert "engine.jax_timing = 'wall'" in replies[1]["message"] and "device-paced, host" in replies[1]["message"]
 
 
 # Every network: alexnet (dropout, fully-connected layers), googlenet (LRN, concat, ceil-mode pools,

@@ -33,7 +33,16 @@ Conventions are those of src/workers/pytorch/model.py (and the oneDNN engine):
 - jit once: the steps are compiled in prepare (untimed, time reported); every
   trace is counted, and a trace during the timed steps (a retrace) is recorded
   in ``decisions``.
-- timing: time.perf_counter around the jitted call and block_until_ready.
+- timing (``engine.jax_timing``, recorded in ``decisions``): ``device-paced`` (the default)
+  dispatches step k+1 before it waits for step k's result and takes each step's time as the
+  interval between consecutive completions seen by the host (time.perf_counter after
+  block_until_ready); the device always has the next step queued, so the interval is the
+  device's time per step, and the host's dispatch and the wait's wake-up, both paid once per
+  step, cancel between consecutive completions. The first timed step's interval runs from a
+  sync point (nothing in flight) before its dispatch, so it alone includes one dispatch.
+  ``host``: time.perf_counter around the jitted call and block_until_ready, each step alone
+  (adds the host's dispatch and the wake-up to every step). bench/gpu_jax_clock.py holds both
+  against the GPU's own kernel timestamps (jax.profiler) on the same steps.
 - compile cache: JAX's persistent compilation cache in the request's
   ``engine.compile_cache`` directory (its jax/ subdirectory; every compile kept,
   however short or small: ``JaxCache``), so a later cell or run of the same step
@@ -53,6 +62,13 @@ from common.libraries import loaded_library_versions  # noqa: E402
 from common.protocol import WorkerError, serve, settings  # noqa: E402
 
 WORKER = "jax"
+TIMING_SETTING = "engine.jax_timing"
+DEVICE_PACED, HOST = "device-paced", "host"
+TIMINGS = {
+    DEVICE_PACED: "device-paced(step k+1 dispatched before step k's result is waited for; each sample is the "
+                  "interval between consecutive completions [ms], the first from a sync before it)",
+    HOST: "host(perf_counter around the jitted call and block_until_ready, each step alone)",
+}
 np = synthetic = None  # numpy and common.synthetic, imported by hello() (so a python without them says so)
 
 
@@ -456,7 +472,11 @@ class JaxSession:
         self.matmul_precision = self.recipe.matmul_precision
         # The options schema's worker settings (README "Job file keys", column "to workers"); the
         # layout and the compile mode are PyTorch's: XLA picks its own layout and always jits.
-        given = settings(request, "measure.seed", "measure.update", "measure.learning_rate", compile_cache.SETTING)
+        given = settings(request, "measure.seed", "measure.update", "measure.learning_rate", compile_cache.SETTING,
+                         TIMING_SETTING)
+        self.timing = given[TIMING_SETTING]
+        if self.timing not in TIMINGS:
+            raise WorkerError("failed", f"{TIMING_SETTING} = {self.timing!r}: this worker knows {', '.join(TIMINGS)}")
         self.net = Network(request["graph"], int(given["measure.seed"]))
         self.traces = 0  # times the steps were traced (jit compiles); see decisions()
         self.traces_before_timed = self.traces_after_timed = None
@@ -522,17 +542,23 @@ class JaxSession:
             return None
         return self.jax.device_put(self.net.dropout_states(self.step_index), self.device)
 
-    def _one_step(self, states):
+    def _dispatch(self, states):
+        """Enqueues one step on the device and returns its outputs (not waited for: jax
+        dispatches asynchronously). With update = sgd the next step takes these parameters,
+        still in flight: the device orders the two steps."""
         if self.training:
             loss, grads, params, logits = self._train(self.params, self.x, self.labels, states)
             if self.sgd:
                 self.params = params
             self.step_index += 1
-            self.jax.block_until_ready((loss, grads, params, logits))
-        else:
-            self.jax.block_until_ready(self._infer(self.params, self.x))
+            return loss, grads, params, logits
+        return self._infer(self.params, self.x)
+
+    def _one_step(self, states):
+        self.jax.block_until_ready(self._dispatch(states))
 
     def step(self):
+        """One step timed alone (``host`` timing) [ms]."""
         states = self._step_args()  # 8 bytes per dropout layer; the masks are drawn in the step
         if states is not None:
             self.jax.block_until_ready(states)
@@ -546,12 +572,49 @@ class JaxSession:
         during non-warm-up batches are retraces in the timed steps (decisions())."""
         if not warmup and self.traces_before_timed is None:
             self.traces_before_timed = self.traces
-        begin = time.monotonic()
-        times = []
-        while len(times) < count and time.monotonic() - begin < time_limit_s:
-            times.append(self.step())
+        if self.timing == HOST:
+            begin = time.monotonic()
+            times = []
+            while len(times) < count and time.monotonic() - begin < time_limit_s:
+                times.append(self.step())
+        else:
+            times = self.run_device_paced(count, time_limit_s)
         if not warmup:
             self.traces_after_timed = self.traces
+        return times
+
+    def run_device_paced(self, count, time_limit_s):
+        """Up to `count` steps with the next one always queued: step k+1 is dispatched (its
+        dropout states put on the device, then the jitted call) before the host waits for step
+        k, and step k's time [ms] is the interval from step k-1's completion to its own, as the
+        host sees them after block_until_ready. While the host keeps ahead, the device never
+        idles between steps, so the interval is the device's time per step; the wake-up after
+        each wait is in both ends of an interval and cancels. The first interval starts at a
+        sync point (every earlier step waited for: run_steps always ends so), so it alone also
+        holds one dispatch. No new step is dispatched once `time_limit_s` [s] has passed; the
+        one in flight still counts."""
+        jax = self.jax
+        times = []
+        if count <= 0:
+            return times
+        with jax.default_matmul_precision(self.matmul_precision):
+            states = self._step_args()
+            if states is not None:
+                jax.block_until_ready(states)  # the first step's 8 bytes per dropout layer, before the clock
+            begin = time.monotonic()
+            previous = time.perf_counter()  # the sync point: nothing of this session is in flight
+            pending = self._dispatch(states)
+            dispatched = 1
+            while pending is not None:
+                following = None
+                if dispatched < count and time.monotonic() - begin < time_limit_s:
+                    following = self._dispatch(self._step_args())  # queued behind `pending`
+                    dispatched += 1
+                jax.block_until_ready(pending)
+                now = time.perf_counter()
+                times.append((now - previous) * 1e3)
+                previous = now
+                pending = following
         return times
 
     def _memory_stats(self):
@@ -592,6 +655,7 @@ class JaxSession:
                 f"matmul_precision={self.matmul_precision} layout=NCHW")
         if self.training:
             text += " dropout_masks=device-in-step(timed)"
+        text += f" timing={TIMINGS[self.timing]}"
         text += f" compile={self.compile_s:.1f}s(untimed) {self.compile_cache.describe()} traces={self.traces}"
         if self.traces_before_timed is not None and self.traces_after_timed is not None:
             text += f" timed_steps: retraces={self.traces_after_timed - self.traces_before_timed}"
