@@ -29,3 +29,27 @@ def run_crossbench(crossbench_binary):
             command = ["mpirun", "--oversubscribe", "-np", str(mpi_ranks), *command]
         return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     return run
+
+
+# The smallest job that runs both phases on this machine's native engine (alexnet, fp32,
+# batch 1, a few steps): the tests that run the binary start from it.
+TINY_JOB = """
+[matrix]
+networks = alexnet
+engines = auto
+precisions = fp32
+batches = 1
+phases = inference, training
+
+[measure]
+warmup = 1
+min_steps = 3
+max_steps = 5
+target_ci = 0.5
+cell_time_limit_s = 60
+"""
+
+
+def as_text(value):
+    """An HDF5 attribute (bytes or str) as str."""
+    return value.decode() if isinstance(value, bytes) else str(value)

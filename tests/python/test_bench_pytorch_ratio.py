@@ -10,25 +10,12 @@ import sys
 
 import h5py
 import pytest
+from conftest import TINY_JOB
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "bench" / "pytorch_ratio.py"
 
-JOB = """
-[matrix]
-networks = alexnet
-engines = onednn
-precisions = fp32
-batches = 1
-phases = inference, training
-
-[measure]
-warmup = 1
-min_steps = 3
-max_steps = 5
-target_ci = 0.5
-cell_time_limit_s = 60
-"""
+JOB = TINY_JOB.replace("engines = auto", "engines = onednn")  # the ratio is against oneDNN
 
 
 @pytest.fixture(scope="module")

@@ -8,22 +8,7 @@ import h5py
 import numpy as np
 import pytest
 import xarray
-
-TINY_JOB = """
-[matrix]
-networks = alexnet
-engines = auto
-precisions = fp32
-batches = 1
-phases = inference, training
-
-[measure]
-warmup = 1
-min_steps = 3
-max_steps = 5
-target_ci = 0.5
-cell_time_limit_s = 60
-"""
+from conftest import TINY_JOB
 
 
 def write_job(directory, text):

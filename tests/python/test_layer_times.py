@@ -9,22 +9,8 @@ import h5py
 import numpy as np
 import pytest
 import xarray
+from conftest import TINY_JOB
 
-TINY_JOB = """
-[matrix]
-networks = alexnet
-engines = auto
-precisions = fp32
-batches = 1
-phases = inference, training
-
-[measure]
-warmup = 1
-min_steps = 3
-max_steps = 5
-target_ci = 0.5
-cell_time_limit_s = 60
-"""
 
 # AlexNet as src/networks/alexnet.cpp builds it, between its input and loss layers: every layer has a row.
 ALEXNET = ["conv1", "relu1", "pool1", "conv2", "relu2", "pool2", "conv3", "relu3", "conv4", "relu4", "conv5",

@@ -15,27 +15,9 @@ import numpy as np
 import pytest
 
 from crossbench_analysis import cube as cube_module
+from conftest import TINY_JOB, as_text as text
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-TINY_JOB = """
-[matrix]
-networks = alexnet
-engines = auto
-precisions = fp32
-batches = 1
-phases = inference, training
-
-[measure]
-warmup = 1
-min_steps = 3
-max_steps = 5
-target_ci = 0.5
-cell_time_limit_s = 60
-"""
-
-
-def text(value):
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 @pytest.fixture(scope="module")

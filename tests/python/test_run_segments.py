@@ -18,26 +18,7 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "analysis"))
 from crossbench_analysis import cube as cube_module  # noqa: E402
-
-JOB = """
-[matrix]
-networks = alexnet
-engines = auto
-precisions = fp32
-batches = 1
-phases = inference, training
-
-[measure]
-warmup = 1
-min_steps = 3
-max_steps = 5
-target_ci = 0.5
-cell_time_limit_s = 60
-"""
-
-
-def text(value):
-    return value.decode() if isinstance(value, bytes) else str(value)
+from conftest import TINY_JOB as JOB, as_text as text  # noqa: E402
 
 
 def report(*arguments):
