@@ -187,7 +187,12 @@ CommandLine split_command_line(const std::string& command, const std::vector<std
   try {
     // Long flags exactly as the schema spells them (no abbreviations), -h.
     const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
-    parsed = po::command_line_parser(arguments).options(description).positional(words).style(style).run();
+    // Commands without words (run, plan, check) take no positional description: a stray
+    // word then comes back as a positional option, refused below with a hint.
+    po::command_line_parser parser(arguments);
+    parser.options(description).style(style);
+    if (!positional.empty()) parser.positional(words);
+    parsed = parser.run();
   } catch (const po::unknown_option& error) {
     std::vector<std::string> valid;
     for (const auto& row : options_schema())
