@@ -42,7 +42,8 @@ using OptionField =
                  bool PlanOptions::*, int PlanOptions::*, std::string PlanOptions::*,                 //
                  bool CheckOptions::*,                                                                 //
                  std::filesystem::path MergeOptions::*, std::string MergeOptions::*, bool MergeOptions::*,  //
-                 bool ListOptions::*>;
+                 bool ListOptions::*,                                                                  //
+                 std::filesystem::path ExportNetworkOptions::*, bool ExportNetworkOptions::*>;
 
 // A real number as canonical text ("%.15g": 0.01, 600), as the schema writes numbers.
 [[nodiscard]] std::string canonical_number(double value);
@@ -71,7 +72,7 @@ template <typename Value>
 
 // The object within a command's options (const or not) that holds members of
 // Owner: its MeasureOptions, its EngineConfig, or itself; nullptr when Owner is
-// another command's options (or a job's, in merge's and list's).
+// another command's options (or a job's, in those of the commands that read no job).
 template <typename Owner, typename Command>
 [[nodiscard]] auto* owner_in(Command& options) {
   using Target = std::conditional_t<std::is_const_v<Command>, const Owner, Owner>;
@@ -104,7 +105,7 @@ struct member_traits<Value Owner::*> {
 
 // Stores a row's canonical text (validated_setting's) in the typed field the
 // row names, within a command's options (RunOptions, PlanOptions,
-// CheckOptions, MergeOptions, ListOptions); false when the row names no typed field. Throws Error when the
+// CheckOptions, MergeOptions, ListOptions, ExportNetworkOptions); false when the row names no typed field. Throws Error when the
 // field is another command's: the schema's `commands` and its field disagree.
 template <typename Command>
 bool store_field(const OptionField& field, const std::string& canonical, Command& options) {

@@ -1,9 +1,10 @@
-// The options of `crossbench run`, `plan`, `check`, `merge` and `list`, one
-// struct per command: what every command reads of a job (JobOptions: the
-// matrix, the measurement and engine settings, the cell filter, the recorded
-// settings) and, derived from it, each command's own flags (RunOptions,
-// PlanOptions, CheckOptions); merge and list read no job (MergeOptions,
-// ListOptions: their flags and their positional words).
+// The options of `crossbench run`, `plan`, `check`, `merge`, `list`,
+// `describe` and `export-network`, one struct per command: what every command
+// reads of a job (JobOptions: the matrix, the measurement and engine settings,
+// the cell filter, the recorded settings) and, derived from it, each command's
+// own flags (RunOptions, PlanOptions, CheckOptions); merge, list, describe and
+// export-network read no job (MergeOptions, ListOptions, DescribeOptions,
+// ExportNetworkOptions: their flags and their positional words).
 // Parsed once from the job file and the command line (src/app/options.hpp),
 // filled by the options schema's rows (each row names the field it fills:
 // include/crossbench/options_schema.hpp), passed by const reference; a layer
@@ -89,6 +90,18 @@ struct MergeOptions {
 struct ListOptions {
   std::string topic;                // networks, engines, devices, options or precisions
   bool json = false;                // --json
+};
+
+// `crossbench describe NETWORK`: no flag but --help; the network is its one positional word.
+struct DescribeOptions {
+  std::string network;              // one of crossbench list networks
+};
+
+// `crossbench export-network NETWORK [--output FILE [--force]]`: the network is its one positional word.
+struct ExportNetworkOptions {
+  std::string network;              // one of crossbench list networks
+  std::filesystem::path output;     // -o/--output: the JSON's file; empty: stdout
+  bool force = false;               // --force: replace an existing FILE
 };
 
 }  // namespace crossbench

@@ -1,5 +1,5 @@
 // The options schema (DESIGN.md "Options"): every option of `crossbench run`,
-// `plan`, `check`, `merge` and `list` declared once, with its type, default, range, help,
+// `plan`, `check`, `merge`, `list` and `export-network` declared once, with its type, default, range, help,
 // whether it changes the numbers, and where it is recorded. INI parsing,
 // --set, every command's --help, the journal header, the cube attributes, the
 // settings of a framework worker's prepare request and the README's key table

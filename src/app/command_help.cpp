@@ -1,4 +1,4 @@
-// The --help of `crossbench run|plan|check|merge|list` (src/app/options.hpp),
+// The --help of `crossbench run|plan|check|merge|list|describe|export-network` (src/app/options.hpp),
 // generated from the options schema: every flag the command takes and, for the
 // commands that read a job, every job-file key, with its default, range and
 // help; around them each command's synopsis, what it does, its exit codes and
@@ -22,6 +22,7 @@ std::string alternatives(const OptionSpec& spec) {
 
 // The placeholder of a flag's value in --help.
 std::string value_name(const OptionSpec& spec) {
+  if (spec.flag == "--output" && spec.for_command("export-network")) return "FILE";  // a JSON file, not a cube
   static const std::map<std::string, std::string> names{
       {"--job", "FILE"},  {"--set", "KEY=VALUE"}, {"--output", "PATH"},    {"--device-tag", "TAG"},
       {"--replicas", "R"}, {"--filter", "REGEX"},  {"--jsonl", "FILE"},     {"--ranks", "N"},
@@ -51,6 +52,15 @@ std::string about(const std::string& command) {
            "the inputs' run segments are kept in /segments. A warning names each input that is incomplete and\n"
            "each setting that changes the numbers on which the inputs differ. Inputs of schema\n"
            "crossbench-cube/2, /3 and /4 are read; the result is /4.\n";
+  if (command == "describe")
+    return "Per layer of the network: kind, output shape (channels x height x width), forward MFLOP per image,\n"
+           "parameters and activation KiB per image (fp32); then the totals (the literature's GFLOP/image:\n"
+           "2 x the multiply-adds of convolutions and fully-connected layers).\n"
+           "NETWORK: one of crossbench list networks.\n";
+  if (command == "export-network")
+    return "The network's layer graph as JSON (format crossbench-network/1): what framework workers build their\n"
+           "model from, so that every engine runs the identical network. Written to stdout, or to FILE.\n"
+           "NETWORK: one of crossbench list networks.\n";
   return "The networks (with FLOPs and parameters), the engines (built or not, and the framework workers), the\n"
          "devices this process sees, the options, or the precisions with the recipe each names; --json for scripts.\n";
 }
@@ -61,6 +71,8 @@ std::string exit_codes(const std::string& command) {
            "written, continue with --resume)";
   if (command == "plan" || command == "check") return "0 done; 1 a failure (library error, I/O); 2 bad input (nothing written)";
   if (command == "merge") return "0 done; 1 a failure (I/O); 2 bad input (nothing written)";
+  if (command == "describe") return "0 done; 2 bad input (an unknown network)";
+  if (command == "export-network") return "0 done; 1 a failure (I/O); 2 bad input (an unknown network, FILE exists)";
   return "0 done; 2 bad input";
 }
 
@@ -79,6 +91,12 @@ std::string examples(const std::string& command) {
     return "  crossbench merge results/h100.h5 results/h200.h5 -o results/all.h5\n"
            "  crossbench merge old.h5 rerun.h5 -o fixed.h5 --prefer last\n"
            "  scripts/report report results/all.h5 -o report\n";
+  if (command == "describe")
+    return "  crossbench describe resnet50\n"
+           "  crossbench describe googlenet\n";
+  if (command == "export-network")
+    return "  crossbench export-network googlenet --output googlenet.json\n"
+           "  crossbench export-network alexnet\n";
   return "  crossbench list networks\n"
          "  crossbench list devices --json > device.json\n";
 }
@@ -88,6 +106,8 @@ std::string examples(const std::string& command) {
 std::string command_usage(const std::string& command) {
   if (command == "merge") return "crossbench merge A.h5 B.h5 ... -o ALL.h5 [--prefer first|last|FILE] [--strict] [--overwrite]";
   if (command == "list") return "crossbench list networks|engines|devices|options|precisions [--json]";
+  if (command == "describe") return "crossbench describe NETWORK";
+  if (command == "export-network") return "crossbench export-network NETWORK [--output FILE [--force]]";
   return "crossbench " + command + " [--job FILE] [--set section.key=value ...] [flags]";
 }
 

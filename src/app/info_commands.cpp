@@ -2,13 +2,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <cstring>
-#include <optional>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "app/commands.hpp"
@@ -25,40 +25,6 @@ namespace {
 std::string shape_text(const TensorShape& shape) {
   return std::to_string(shape.channels) + "x" + std::to_string(shape.height) + "x" + std::to_string(shape.width);
 }
-
-const std::string& single_argument(const CommandContext& context, const char* usage) {
-  if (context.arguments.size() != 1) throw UsageError(std::string("usage: ") + usage);
-  return context.arguments.front();
-}
-
-bool asks_for_help(const CommandContext& context) {
-  return std::any_of(context.arguments.begin(), context.arguments.end(),
-                     [](const std::string& argument) { return argument == "--help" || argument == "-h"; });
-}
-
-constexpr const char* kDescribeHelp =
-    "usage: crossbench describe NETWORK\n\n"
-    "Per layer of the network: kind, output shape (channels x height x width), forward MFLOP per image,\n"
-    "parameters and activation KiB per image (fp32); then the totals (the literature's GFLOP/image:\n"
-    "2 x the multiply-adds of convolutions and fully-connected layers).\n"
-    "NETWORK: one of crossbench list networks.\n\n"
-    "Exit codes: 0 done; 2 bad input (an unknown network)\n\n"
-    "Examples:\n"
-    "  crossbench describe resnet50\n"
-    "  crossbench describe googlenet\n";
-
-constexpr const char* kExportNetworkHelp =
-    "usage: crossbench export-network NETWORK [--output FILE [--force]]\n\n"
-    "The network's layer graph as JSON (format crossbench-network/1): what framework workers build their\n"
-    "model from, so that every engine runs the identical network. Written to stdout, or to FILE.\n\n"
-    "Flags (default in brackets):\n"
-    "  -o, --output FILE\n      write the JSON to FILE instead of stdout (an existing FILE only with --force) [stdout]\n"
-    "  --force\n      replace FILE if it exists [off]\n"
-    "  --help\n      this text\n\n"
-    "Exit codes: 0 done; 1 a failure (I/O); 2 bad input (an unknown network, FILE exists)\n\n"
-    "Examples:\n"
-    "  crossbench export-network googlenet --output googlenet.json\n"
-    "  crossbench export-network alexnet\n";
 
 }  // namespace
 
@@ -141,12 +107,11 @@ int list_command(const CommandContext& context) {
   return 0;
 }
 
+// Its network is parsed by the options schema (DescribeOptions, src/app/options.cpp).
 int describe_command(const CommandContext& context) {
-  if (asks_for_help(context)) {
-    std::cout << kDescribeHelp;
-    return 0;
-  }
-  const Network network = make_network(single_argument(context, "crossbench describe NETWORK"));
+  const std::optional<DescribeOptions> options = command_options_or_help<DescribeOptions>(context);
+  if (!options) return 0;  // --help
+  const Network network = make_network(options->network);
   std::printf("%s: input %s, %lld classes\n\n", network.name().c_str(), shape_text(network.input_shape()).c_str(),
               static_cast<long long>(network.classes()));
   std::printf("%4s %-28s %-22s %-14s %12s %12s %14s\n", "#", "layer", "kind", "output", "MFLOP", "params",
@@ -208,30 +173,16 @@ void write_new_file(const std::filesystem::path& path, const std::string& text, 
 
 }  // namespace
 
+// Its network, --output and --force are parsed by the options schema (ExportNetworkOptions, src/app/options.cpp).
 int export_network_command(const CommandContext& context) {
-  if (asks_for_help(context)) {
-    std::cout << kExportNetworkHelp;
-    return 0;
-  }
-  const std::string usage = "usage: crossbench export-network NETWORK [--output FILE [--force]]";
-  std::string name;
-  std::optional<std::string> output;
-  bool force = false;
-  for (std::size_t i = 0; i < context.arguments.size(); ++i) {
-    const std::string& argument = context.arguments[i];
-    if ((argument == "--output" || argument == "-o") && i + 1 < context.arguments.size()) output = context.arguments[++i];
-    else if (argument == "--force") force = true;
-    else if (name.empty() && argument.rfind("-", 0) != 0) name = argument;
-    else throw UsageError(usage + "; unexpected '" + argument + "'");
-  }
-  if (name.empty()) throw UsageError(usage);
-  if (output && output->empty()) throw UsageError("export-network: --output is empty; " + usage);
-  const std::string text = to_json(make_network(name)).dump(1);
-  if (!output) {
+  const std::optional<ExportNetworkOptions> options = command_options_or_help<ExportNetworkOptions>(context);
+  if (!options) return 0;  // --help
+  const std::string text = to_json(make_network(options->network)).dump(1);
+  if (options->output.empty()) {  // no --output: stdout
     std::cout << text << "\n";
     return 0;
   }
-  write_new_file(*output, text + "\n", force);
+  write_new_file(options->output, text + "\n", options->force);
   return 0;
 }
 

@@ -1,5 +1,5 @@
 // Parsing of job files (INI) and the command line of `crossbench
-// run|plan|check|merge|list`, both by Boost.ProgramOptions from the options schema
+// run|plan|check|merge|list|describe|export-network`, both by Boost.ProgramOptions from the options schema
 // (src/core/options_schema.cpp): the schema knows which keys and flags exist,
 // what they accept and which field each fills; this file reads the text,
 // checks it by the rows, fills the fields by one loop (fill_fields), and
@@ -142,7 +142,7 @@ void apply_override(Settings& settings, std::set<std::string>& overridden, const
 // The command line, split by the schema: flag -> values (in order), and the words that are no flag's value.
 struct CommandLine {
   std::map<std::string, std::vector<std::string>> values;
-  std::vector<std::string> words;  // merge's input cubes, list's list; run, plan and check take none
+  std::vector<std::string> words;  // merge's input cubes, list's list, describe's and export-network's network; run, plan and check take none
   bool help = false;
 };
 
@@ -150,6 +150,7 @@ struct CommandLine {
 std::string positional_name(const std::string& command) {
   if (command == "merge") return "input-cubes";
   if (command == "list") return "list-name";
+  if (command == "describe" || command == "export-network") return "network-name";
   return "";
 }
 
@@ -197,8 +198,8 @@ CommandLine split_command_line(const std::string& command, const std::vector<std
     std::vector<std::string> valid;
     for (const auto& row : options_schema())
       if (!row.flag.empty() && row.for_command(command)) valid.push_back(row.flag);
-    throw UsageError("crossbench " + command + ": unknown flag '" + error.get_option_name() + "'; valid: " + join(valid) +
-                     ", --help");
+    valid.push_back("--help");  // describe has no other
+    throw UsageError("crossbench " + command + ": unknown flag '" + error.get_option_name() + "'; valid: " + join(valid));
   } catch (const po::invalid_command_line_syntax& error) {
     const std::string flag = error.get_option_name();
     const OptionSpec* spec = find_option(flag, command);
@@ -499,20 +500,35 @@ constexpr const char* command_name() {
   else if constexpr (std::is_same_v<Command, PlanOptions>) return "plan";
   else if constexpr (std::is_same_v<Command, CheckOptions>) return "check";
   else if constexpr (std::is_same_v<Command, MergeOptions>) return "merge";
-  else return "list";
+  else if constexpr (std::is_same_v<Command, ListOptions>) return "list";
+  else if constexpr (std::is_same_v<Command, DescribeOptions>) return "describe";
+  else return "export-network";
 }
 
-// The positional words of the commands that read no job: merge's input cubes, list's one list.
-void take_words(const std::vector<std::string>& words, MergeOptions& options) {
-  options.inputs.assign(words.begin(), words.end());
-}
-void take_words(const std::vector<std::string>& words, ListOptions& options) {
-  if (words.size() != 1) throw UsageError("usage: " + command_usage("list"));
-  options.topic = words.front();
+// The one positional word of a command that takes exactly one (list's list, a network); a second
+// one is named.
+std::string the_one_word(const std::string& command, const std::vector<std::string>& words) {
+  if (words.empty()) throw UsageError("usage: " + command_usage(command));
+  if (words.size() > 1) throw UsageError("usage: " + command_usage(command) + "; unexpected '" + words[1] + "'");
+  return words.front();
 }
 
-// `crossbench merge|list`: the command's flags by its schema rows, its positional
-// words into its struct; nullopt when --help asked for the command's help.
+// The positional words of the commands that read no job (merge's input cubes, list's one list,
+// describe's and export-network's network) and the checks of their flags that no row states.
+void take_words(const CommandLine& line, MergeOptions& options) {
+  options.inputs.assign(line.words.begin(), line.words.end());
+}
+void take_words(const CommandLine& line, ListOptions& options) { options.topic = the_one_word("list", line.words); }
+void take_words(const CommandLine& line, DescribeOptions& options) { options.network = the_one_word("describe", line.words); }
+void take_words(const CommandLine& line, ExportNetworkOptions& options) {
+  options.network = the_one_word("export-network", line.words);
+  // Absent, --output leaves the field empty (stdout); given, it must name a file.
+  if (line.values.count("--output") && options.output.empty())
+    throw UsageError("export-network: --output is empty; usage: " + command_usage("export-network"));
+}
+
+// `crossbench merge|list|describe|export-network`: the command's flags by its schema
+// rows, its positional words into its struct; nullopt when --help asked for the command's help.
 template <typename Command>
 std::optional<Command> parse_command_words(const std::vector<std::string>& arguments) {
   const std::string command = command_name<Command>();
@@ -520,7 +536,7 @@ std::optional<Command> parse_command_words(const std::vector<std::string>& argum
   if (line.help) return std::nullopt;
   Command options;
   fill_fields(command, read_flag_values(command, line), options);
-  take_words(line.words, options);
+  take_words(line, options);
   return options;
 }
 
@@ -582,6 +598,8 @@ template std::optional<PlanOptions> command_options_or_help<PlanOptions>(const C
 template std::optional<CheckOptions> command_options_or_help<CheckOptions>(const CommandContext&);
 template std::optional<MergeOptions> command_options_or_help<MergeOptions>(const CommandContext&);
 template std::optional<ListOptions> command_options_or_help<ListOptions>(const CommandContext&);
+template std::optional<DescribeOptions> command_options_or_help<DescribeOptions>(const CommandContext&);
+template std::optional<ExportNetworkOptions> command_options_or_help<ExportNetworkOptions>(const CommandContext&);
 
 void check_output_is_free(const RunOptions& options) {
   // --output must name a file in an existing directory: a typo must not scatter

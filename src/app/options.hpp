@@ -1,7 +1,8 @@
 // Parsing the options of `crossbench run|plan|check` (include/crossbench/options.hpp:
 // RunOptions, PlanOptions, CheckOptions) from the job file and the command
-// line, and of `merge` and `list` (MergeOptions, ListOptions) from the command
-// line, by the options schema, whose rows name the fields they fill.
+// line, and of `merge`, `list`, `describe` and `export-network` (MergeOptions,
+// ListOptions, DescribeOptions, ExportNetworkOptions) from the command line, by
+// the options schema, whose rows name the fields they fill.
 #pragma once
 
 #include <filesystem>
@@ -26,8 +27,9 @@ template <typename Command>
                                                            const std::string& command_line);
 
 // The options of a command parsed from its context (Command: RunOptions,
-// PlanOptions, CheckOptions, MergeOptions or ListOptions; merge's and list's
-// positional words fill MergeOptions::inputs and ListOptions::topic); nullopt
+// PlanOptions, CheckOptions, MergeOptions, ListOptions, DescribeOptions or
+// ExportNetworkOptions; the positional words fill MergeOptions::inputs,
+// ListOptions::topic and the network of describe and export-network); nullopt
 // when --help asked for the command's help, which it has printed.
 template <typename Command>
 [[nodiscard]] std::optional<Command> command_options_or_help(const CommandContext& context);
@@ -36,7 +38,7 @@ template <typename Command>
 // unless --resume or --overwrite says what to do with it.
 void check_output_is_free(const RunOptions& options);
 
-// The --help of `crossbench run|plan|check|merge|list`: usage, every flag (and,
+// The --help of `crossbench run|plan|check|merge|list|describe|export-network`: usage, every flag (and,
 // for the commands that read a job, every job-file key) with its default, the
 // exit codes and examples (generated from the schema).
 [[nodiscard]] std::string command_help(const std::string& command);

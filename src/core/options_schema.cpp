@@ -84,6 +84,10 @@ std::vector<OptionSpec> make_schema() {
       {"", "--overwrite", T::flag, "off", 0, 0, {}, "replace an existing output", false, "", "merge", &MergeOptions::overwrite},
       // list (no job: the list it prints is its positional word, ListOptions::topic).
       {"", "--json", T::flag, "off", 0, 0, {}, "print the list as JSON, for scripts", false, "", "list", &ListOptions::json},
+      // describe takes no flag but --help (its network is its positional word, DescribeOptions::network).
+      // export-network (no job: its network is its positional word, ExportNetworkOptions::network).
+      {"", "--output", T::text, "(stdout)", 0, 0, {}, "write the JSON to FILE instead of stdout (an existing FILE only with --force)", false, "", "export-network", &ExportNetworkOptions::output, false, "-o"},
+      {"", "--force", T::flag, "off", 0, 0, {}, "replace FILE if it exists", false, "", "export-network", &ExportNetworkOptions::force},
   };
 }
 
