@@ -22,7 +22,7 @@
 namespace crossbench {
 namespace {
 
-const std::vector<std::string> kCommands{"run", "plan", "check", "merge", "list"};
+const std::vector<std::string> kCommands{"run", "plan", "check", "merge", "list", "describe", "export-network"};
 
 // A key is declared once; a flag once per command (run's and merge's --output
 // are rows of their own, each filling its command's field).
@@ -41,9 +41,14 @@ TEST(OptionsSchema, EveryKeyAndFlagIsDeclaredOnceWithHelp) {
     }
     EXPECT_FALSE(spec.key.empty() && spec.flag.empty());
   }
-  for (const auto& command : kCommands) EXPECT_FALSE(flags[command].empty()) << command << " has no flag";
+  for (const auto& command : kCommands)
+    if (command != "describe") EXPECT_FALSE(flags[command].empty()) << command << " has no flag";
   EXPECT_EQ(flags["merge"], (std::set<std::string>{"--output", "-o", "--prefer", "--strict", "--overwrite"}));
   EXPECT_EQ(flags["list"], std::set<std::string>{"--json"});
+  EXPECT_TRUE(flags["describe"].empty());  // --help only: its network is its positional word
+  EXPECT_EQ(flags["export-network"], (std::set<std::string>{"--output", "-o", "--force"}));
+  EXPECT_TRUE(std::holds_alternative<std::filesystem::path ExportNetworkOptions::*>(find_option("-o", "export-network")->field));
+  EXPECT_EQ(find_option("--force", "merge"), nullptr);
   // A flag of several commands: the command's own row.
   EXPECT_TRUE(std::holds_alternative<std::filesystem::path MergeOptions::*>(find_option("--output", "merge")->field));
   EXPECT_TRUE(std::holds_alternative<DerivedValue>(find_option("-o", "run")->field));
@@ -74,18 +79,21 @@ TEST(OptionsSchema, EachRowsFieldBelongsToTheCommandsThatTakeIt) {
   const CheckOptions check;
   const MergeOptions merge;
   const ListOptions list;
+  const ExportNetworkOptions export_network;
   for (const auto& spec : options_schema()) {
     if (!is_typed_field(spec.field)) continue;
     const std::map<std::string, bool> owns{{"run", field_text(spec.field, run).has_value()},
                                            {"plan", field_text(spec.field, plan).has_value()},
                                            {"check", field_text(spec.field, check).has_value()},
                                            {"merge", field_text(spec.field, merge).has_value()},
-                                           {"list", field_text(spec.field, list).has_value()}};
+                                           {"list", field_text(spec.field, list).has_value()},
+                                           {"describe", false},  // DescribeOptions has no flag's field
+                                           {"export-network", field_text(spec.field, export_network).has_value()}};
     bool owned = false;
     for (const auto& [command, command_owns] : owns) {
       EXPECT_TRUE(command_owns || !spec.for_command(command)) << command << ": " << spec.id();
-      // merge and list read no job: only their own rows fill their options.
-      if (command == "merge" || command == "list") EXPECT_TRUE(!command_owns || spec.for_command(command)) << command << ": " << spec.id();
+      // merge, list and export-network read no job: only their own rows fill their options.
+      if (command == "merge" || command == "list" || command == "export-network") EXPECT_TRUE(!command_owns || spec.for_command(command)) << command << ": " << spec.id();
       owned = owned || command_owns;
     }
     EXPECT_TRUE(owned) << spec.id();
@@ -97,6 +105,9 @@ TEST(OptionsSchema, EachRowsFieldBelongsToTheCommandsThatTakeIt) {
   EXPECT_FALSE(field_text(find_option("--json", "plan")->field, list).has_value());
   EXPECT_FALSE(field_text(find_option("--json", "list")->field, plan).has_value());
   EXPECT_FALSE(field_text(find_option("--overwrite", "merge")->field, run).has_value());
+  EXPECT_FALSE(field_text(find_option("--output", "export-network")->field, merge).has_value());
+  EXPECT_FALSE(field_text(find_option("--output", "merge")->field, export_network).has_value());
+  EXPECT_FALSE(field_text(find_option("--filter")->field, export_network).has_value());  // export-network reads no job
 }
 
 // The schema holds every default: a struct's initialiser is what a value-
@@ -120,13 +131,17 @@ TEST(OptionsSchema, EveryStructDefaultIsTheSchemasDefault) {
   expect_defaults_are_the_schemas(CheckOptions{}, "check");
   expect_defaults_are_the_schemas(MergeOptions{}, "merge");
   expect_defaults_are_the_schemas(ListOptions{}, "list");
-  // Every merge and list row fills a field, with its default (or none, "(required)").
-  for (const char* command : {"merge", "list"})
+  expect_defaults_are_the_schemas(ExportNetworkOptions{}, "export-network");
+  // Every merge, list and export-network row fills a field, with its default (or none, "(required)", "(stdout)").
+  for (const char* command : {"merge", "list", "describe", "export-network"})
     for (const auto& spec : options_schema())
       if (spec.for_command(command)) EXPECT_TRUE(is_typed_field(spec.field)) << command << ": " << spec.id();
   EXPECT_FALSE(find_option("--output", "merge")->default_canonical().has_value());  // required: no default stands in
   EXPECT_EQ(find_option("--strict", "merge")->default_canonical(), "false");
   EXPECT_TRUE(MergeOptions{}.inputs.empty() && MergeOptions{}.prefer.empty() && ListOptions{}.topic.empty());
+  EXPECT_FALSE(find_option("--output", "export-network")->default_canonical().has_value());  // absent: stdout
+  EXPECT_EQ(find_option("--force", "export-network")->default_canonical(), "false");
+  EXPECT_TRUE(ExportNetworkOptions{}.output.empty() && !ExportNetworkOptions{}.force && DescribeOptions{}.network.empty());
   // The rows whose value is derived (derive_compound_values): their fields' initialisers.
   const auto default_of = [](const std::string& key) { return find_option(key)->default_value; };
   const JobOptions job;
@@ -168,6 +183,13 @@ TEST(OptionsSchema, AFieldStoresItsRowsCanonicalText) {
   EXPECT_THROW(static_cast<void>(store_field(find_option("--resume")->field, "true", merge)), Error);
   ListOptions list;
   EXPECT_TRUE(store_field(find_option("--json", "list")->field, "true", list));
+  ExportNetworkOptions export_network;
+  EXPECT_TRUE(store_field(find_option("-o", "export-network")->field, "g.json", export_network));
+  EXPECT_TRUE(store_field(find_option("--force", "export-network")->field, "true", export_network));
+  EXPECT_EQ(export_network.output, std::filesystem::path("g.json"));
+  EXPECT_TRUE(export_network.force);
+  EXPECT_EQ(field_text(find_option("--output", "export-network")->field, export_network), "g.json");
+  EXPECT_THROW(static_cast<void>(store_field(find_option("--json", "list")->field, "true", export_network)), Error);
   EXPECT_TRUE(list.json);
 }
 

@@ -147,6 +147,81 @@ def test_export_network_is_complete_json(tmp_path, run_crossbench):
     assert {"convolution", "lrn", "concat", "max_pool", "avg_pool", "dropout", "fully_connected"} <= kinds
 
 
+def test_describe_is_parsed_by_the_schema(run_crossbench, tmp_path):
+    """describe NETWORK: one network and --help (its only flag); anything else is exit 2 naming it."""
+    alexnet = run_crossbench("describe", "alexnet")
+    assert alexnet.returncode == 0, alexnet.stderr
+    assert alexnet.stdout.startswith("alexnet: input 3x")
+    assert "total:" in alexnet.stdout and alexnet.stderr == ""
+    for arguments, message in [
+            ((), "usage: crossbench describe NETWORK"),
+            (("alexnet", "vgg16"), "usage: crossbench describe NETWORK; unexpected 'vgg16'"),
+            (("alexnet", "--json"), "crossbench describe: unknown flag '--json'; valid: --help"),
+            (("--output", "x"), "crossbench describe: unknown flag '--output'; valid: --help")]:
+        bad = run_crossbench("describe", *arguments, cwd=tmp_path)
+        assert bad.returncode == 2, (arguments, bad.stderr)
+        assert bad.stderr == f"crossbench: error: {message}\n", (arguments, bad.stderr)
+        assert bad.stdout == ""
+    for flag in ("--help", "-h"):
+        helped = run_crossbench("describe", "alexnet", flag)
+        assert helped.returncode == 0, helped.stderr
+        assert helped.stdout.startswith("usage: crossbench describe NETWORK\n")
+        assert "  --help\n      this text" in helped.stdout and "crossbench describe resnet50" in helped.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_export_network_flags_are_parsed_by_the_schema(tmp_path, run_crossbench):
+    """export-network NETWORK [-o|--output FILE [--force]]: stdout without --output, the same JSON in FILE
+    with it (--output=FILE too), replaced only with --force; a bad flag, a missing or empty value, a
+    second network: exit 2 naming it, nothing written."""
+    stdout = run_crossbench("export-network", "alexnet")
+    assert stdout.returncode == 0, stdout.stderr
+    graph = json.loads(stdout.stdout)
+    assert graph["name"] == "alexnet" and graph["layers"]
+    for index, flag in enumerate(("--output", "-o")):
+        path = tmp_path / f"a{index}.json"
+        written = run_crossbench("export-network", "alexnet", flag, path)
+        assert written.returncode == 0 and written.stdout == "", written.stderr
+        assert json.loads(path.read_text()) == graph
+    path = tmp_path / "eq.json"
+    assert run_crossbench("export-network", f"--output={path}", "alexnet").returncode == 0
+    assert json.loads(path.read_text()) == graph
+    # --force: an existing FILE is replaced; without it, refused and kept.
+    path.write_text("mine\n")
+    refused = run_crossbench("export-network", "alexnet", "-o", path)
+    assert refused.returncode == 2 and f"'{path}' exists; replace it with --force" in refused.stderr
+    assert path.read_text() == "mine\n"
+    forced = run_crossbench("export-network", "--force", "vgg16", "-o", path)
+    assert forced.returncode == 0, forced.stderr
+    assert json.loads(path.read_text())["name"] == "vgg16"
+    before = sorted(tmp_path.iterdir())
+    usage = "usage: crossbench export-network NETWORK [--output FILE [--force]]"
+    for arguments, message in [
+            ((), usage),
+            (("--force",), usage),
+            (("alexnet", "vgg16"), f"{usage}; unexpected 'vgg16'"),
+            (("alexnet", "--colour"), "crossbench export-network: unknown flag '--colour'; valid: --output, --force, --help"),
+            (("alexnet", "--out", "x.json"), "crossbench export-network: unknown flag '--out'; valid: --output, --force, --help"),
+            (("alexnet", "--output"), "--output needs a value"),
+            (("alexnet", "-o"), "needs a value"),
+            (("alexnet", "--output", ""), f"export-network: --output is empty; {usage}"),
+            (("alexnet", "--force=yes"), "--force takes no value"),
+            (("alexnet", "-o", "x.json", "--output", "y.json"), "--output is given twice; give it once"),
+            (("lenet", "-o", "x.json"), "unknown network 'lenet'")]:
+        bad = run_crossbench("export-network", *arguments, cwd=tmp_path)
+        assert bad.returncode == 2, (arguments, bad.stderr)
+        assert bad.stderr.startswith("crossbench: error: ") and message in bad.stderr, (arguments, bad.stderr)
+        assert bad.stdout == ""
+    assert sorted(tmp_path.iterdir()) == before
+    for arguments in (("--help",), ("-h",), ("alexnet", "-o", tmp_path / "h.json", "--help")):
+        helped = run_crossbench("export-network", *arguments)
+        assert helped.returncode == 0, helped.stderr
+        assert helped.stdout.startswith(usage + "\n")
+        assert "  -o, --output FILE\n" in helped.stdout and "  --force\n      replace FILE if it exists [off]" in helped.stdout
+        assert "Exit codes: 0 done; 1 a failure (I/O); 2 bad input" in helped.stdout
+    assert not (tmp_path / "h.json").exists()
+
+
 def test_plan_lists_every_cell_with_cost(tmp_path, run_crossbench):
     job = write_job(tmp_path, TINY_JOB)
     result = run_crossbench("plan", "--job", job, "--ranks", "2")

@@ -168,7 +168,7 @@ def test_merge_checks_the_schema(two_runs, crossbench_binary, tmp_path):
     assert not (tmp_path / "m.h5").exists()
 
 
-@pytest.mark.parametrize("command", ["run", "plan", "check", "merge", "list"])
+@pytest.mark.parametrize("command", ["run", "plan", "check", "merge", "list", "describe", "export-network"])
 def test_every_command_has_help(command, run_crossbench):
     result = run_crossbench(command, "--help")
     assert result.returncode == 0, result.stderr
