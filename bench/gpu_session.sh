@@ -60,6 +60,17 @@
 #   studysweep issue 29's figure 2: resnet50, vgg11, alexnet ($SWEEP_NETWORKS) in tf32 and bf16, batch 1 to
 #             the OOM boundary ($SWEEP_BATCHES, default 1 .. 8192 in powers of 2), both phases, cudnn and
 #             pytorch-compile; cube sweep.h5 in $STUDY_DIR, resumable like `study`
+#   layerdiag the cudnn cells where the yardstick trails a framework, with every layer's time
+#             (--layer-times all; exhaustive search, CUDA graphs): $DIAG_CELLS, network:precision:phase list
+#             (default vgg11:tf32:training,vgg11:bf16:training,googlenet:tf32:inference,googlenet:bf16:inference,
+#             resnet50:tf32:inference); one cube and log per cell under $OUT/layerdiag/
+#   torchkernels bench/gpu_torch_kernels.py: the same kind of cells ($TK_CELLS) run by the PyTorch worker
+#             ($TK_MODES, default reduce-overhead) under torch.profiler: the kernel classes and top kernels
+#   b256      ResNet-50 bf16 training at batch 256 (issue 24's images/s target), update none and sgd,
+#             cudnn (exhaustive search, CUDA graphs), one algorithm cache for both; cubes $OUT/b256_*.h5
+#   repro     seed2017's cudnn row in $REPRO_PRECISIONS (default fp32,tf32,bf16) in $REPRO_RUNS (3) independent
+#             cold processes, no cache shared, one after the other; then bench/repro_cubes.py (max/min of
+#             each cell's medians, the cold wall time of each run)
 # Environment: STEPS (timed steps, default 50), WARMUP (10), TLIMIT (seconds per stage, 240);
 # SEED_ALGO, SEED_PRECISIONS (fp32,tf32,fp16,bf16), SEED_CI (0.02), SEED_ARGS and SEED_OUT (the seed
 # stage's cube and log name, default seed; a key is --set once: SEED_ARGS must not repeat these;
@@ -180,6 +191,44 @@ for stage in "$@"; do
         python3 bench/compare_cubes.py "$OUT/fuse_unfused_$precision.h5" "$OUT/fuse_fused_$precision.h5" \
           --markdown "$OUT/fuse_compare_$precision.md" | head -30
       done ;;
+    layerdiag)
+      mkdir -p "$OUT/layerdiag"
+      for cell in $(echo "${DIAG_CELLS:-vgg11:tf32:training,vgg11:bf16:training,googlenet:tf32:inference,googlenet:bf16:inference,resnet50:tf32:inference}" | tr , ' '); do
+        IFS=: read -r network precision phase <<<"$cell"
+        name="$network-$precision-$phase"
+        timeout "$TLIMIT" $CB run --job jobs/seed2017.ini --set matrix.engines=cudnn --algo exhaustive \
+          --set engine.cuda_graphs=true --set matrix.networks=$network --set matrix.precisions=$precision \
+          --set matrix.phases=$phase --set measure.min_steps="$STEPS" --set measure.target_ci=0.02 \
+          --layer-times all ${DIAG_ARGS:-} --output "$OUT/layerdiag/$name.h5" >"$OUT/layerdiag/$name.log" 2>&1
+        echo "layerdiag $name exit $?"
+        grep -E " ok | oom | failed " "$OUT/layerdiag/$name.log" | head -2
+      done ;;
+    torchkernels)
+      timeout "$TLIMIT" python3 -u bench/gpu_torch_kernels.py --crossbench "$CB" \
+        --cells "${TK_CELLS:-vgg11:tf32:training,googlenet:bf16:inference}" --modes "${TK_MODES:-reduce-overhead}" \
+        --budget-s "${TK_BUDGET_S:-150}" --out "$OUT/torchkernels.json" 2>&1 | grep -vE "Warning|warn\(" |
+        tee "$OUT/torchkernels.log" | head -120 ;;
+    b256)
+      for update in none sgd; do
+        timeout "$TLIMIT" $CB run --job jobs/seed2017.ini --set matrix.engines=cudnn --algo exhaustive \
+          --set engine.cuda_graphs=true --set matrix.networks=resnet50 --set matrix.precisions=bf16 \
+          --set matrix.phases=training --set matrix.batches=256 --set measure.update=$update \
+          --set measure.min_steps="$STEPS" --set measure.target_ci=0.02 --algo-cache /tmp/b256_algorithms.json \
+          --output "$OUT/b256_$update.h5" >"$OUT/b256_$update.log" 2>&1
+        echo "b256 update=$update exit $?"
+        grep -E " ok | oom | failed " "$OUT/b256_$update.log" | head -2
+      done ;;
+    repro)
+      for run in $(seq 1 "${REPRO_RUNS:-3}"); do
+        repro_start=$SECONDS
+        timeout "$TLIMIT" $CB run --job jobs/seed2017.ini --set matrix.engines=cudnn --algo exhaustive \
+          --set engine.cuda_graphs=true --set matrix.precisions="${REPRO_PRECISIONS:-fp32,tf32,bf16}" \
+          --set measure.min_steps="$STEPS" --set measure.target_ci=0.02 ${REPRO_ARGS:-} \
+          --output "$OUT/repro_$run.h5" >"$OUT/repro_$run.log" 2>&1
+        echo "repro run $run exit $?"
+        echo "seed wall_s $((SECONDS - repro_start))" | tee -a "$OUT/repro_$run.log"
+      done
+      python3 bench/repro_cubes.py "$OUT"/repro_*.h5 --logs "$OUT"/repro_*.log 2>&1 | tee "$OUT/repro.md" | tail -60 ;;
     fwcmp)
       for precision in ${FWCMP_PRECISIONS:-tf32 bf16}; do
         cache=/tmp/fwcmp_algo_$precision.json

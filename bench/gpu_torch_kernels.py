@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Where a framework row's step time goes, kernel by kernel (issue 24: "if a cell cannot be won, the
+note shows from the layer times and kernel names where the time goes").
+
+The PyTorch worker's own session (src/workers/pytorch/worker.py, prepared exactly as a `prepare`
+request of the worker protocol prepares it: the network from `crossbench export-network`, the
+precision's recipe, eager or torch.compile in --mode) runs --warmup steps, then --steps steps under
+torch.profiler (CUDA activities only). Per cell: the step's median time from the worker's own CUDA
+events (untraced, before the profile), the GPU kernel time per step, and the kernels grouped into
+classes (convolution, GEMM, batch-norm, fused Triton, elementwise, pooling, reduction, copy) and the
+--top kernels by GPU time per step [ms]. Compare it with crossbench's cudnn layer times
+(`run --layer-times all`) of the same cell.
+
+  python3 bench/gpu_torch_kernels.py --crossbench ".bundle/run .bundle/bin/crossbench" \
+      --cells vgg11:tf32:training,googlenet:bf16:inference --modes reduce-overhead --out k.json
+"""
+import argparse
+import importlib.util
+import json
+import pathlib
+import re
+import subprocess
+import sys
+import time
+import traceback
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+WORKERS = REPO / "src" / "workers"
+
+CLASSES = (  # first match wins; on the kernel's name
+    ("convolution", re.compile(r"conv|cudnn|implicit_gemm|xmma_fprop|xmma_dgrad|xmma_wgrad|fprop|dgrad|wgrad|"
+                               r"sm90_xmma|winograd|fft", re.I)),
+    ("gemm", re.compile(r"gemm|cutlass|cublas|sm90_.*tensorop|nvjet", re.I)),
+    ("batch_norm", re.compile(r"batch_?norm|bn_fw|bn_bw", re.I)),
+    ("triton_fused", re.compile(r"^triton_", re.I)),
+    ("pooling", re.compile(r"pool", re.I)),
+    ("reduction", re.compile(r"reduce", re.I)),
+    ("copy", re.compile(r"copy|memcpy|memset|transpose|nchwToNhwc|nhwcToNchw", re.I)),
+    ("elementwise", re.compile(r"elementwise|vectorized|unrolled|relu|threshold|add", re.I)),
+)
+
+
+def classify(name):
+    for label, pattern in CLASSES:
+        if pattern.search(name):
+            return label
+    return "other"
+
+
+def load_worker():
+    sys.path.insert(0, str(WORKERS))
+    spec = importlib.util.spec_from_file_location("crossbench_pytorch_worker", WORKERS / "pytorch" / "worker.py")
+    worker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(worker)
+    return worker
+
+
+def request_for(graph, network, precision, phase, batch, mode):
+    return dict(type="prepare", cell=dict(network=network, precision=precision, batch=batch, phase=phase, replica=0),
+                graph=graph, threads=1,
+                settings={"measure.seed": 42, "measure.update": "none", "measure.learning_rate": 0.01,
+                          "engine.layout": "auto", "engine.compile_mode": mode if mode != "eager" else "reduce-overhead",
+                          "engine.compile_cache": "none", "engine.jax_timing": "device-paced"})
+
+
+def profile_cell(torch, worker, graph, network, precision, phase, args, mode):
+    adapter = worker.PytorchAdapter(compile_model=mode != "eager")
+    tick = time.perf_counter()
+    session = adapter.prepare(request_for(graph, network, precision, phase, args.batch, mode))
+    prepare_s = time.perf_counter() - tick
+    try:
+        session.run_steps(args.warmup, 1e9, True)
+        untraced = sorted(session.run_steps(args.steps, 1e9, False))
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            session.run_steps(args.steps, 1e9, False)
+            torch.cuda.synchronize()
+        kernels = {}
+        for item in prof.key_averages():
+            # GPU time of the kernel itself [us] (the attribute's name differs between torch versions)
+            total_us = next((getattr(item, a) for a in ("self_device_time_total", "self_cuda_time_total",
+                                                        "device_time_total", "cuda_time_total")
+                             if getattr(item, a, None)), 0)
+            if total_us and not item.key.startswith(("ProfilerStep", "cuda", "Memcpy HtoD")):
+                kernels[item.key] = kernels.get(item.key, 0.0) + total_us / 1e3 / args.steps
+        decisions = session.decisions()
+    finally:
+        session.release()
+    by_class = {}
+    for name, ms in kernels.items():
+        by_class[classify(name)] = by_class.get(classify(name), 0.0) + ms
+    top = sorted(kernels.items(), key=lambda kv: -kv[1])[:args.top]
+    return dict(network=network, precision=precision, phase=phase, mode=mode, batch=args.batch,
+                prepare_s=prepare_s, median_ms=untraced[len(untraced) // 2], kernel_ms_per_step=sum(kernels.values()),
+                classes_ms=dict(sorted(by_class.items(), key=lambda kv: -kv[1])),
+                top_kernels_ms=[[name[:160], ms] for name, ms in top], kernel_count=len(kernels),
+                decisions=decisions[:600])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cells", default="vgg11:tf32:training", help="network:precision:phase,...")
+    parser.add_argument("--modes", default="reduce-overhead", help="eager, reduce-overhead, max-autotune (comma list)")
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--budget-s", type=float, default=240, help="no new cell after this long [s]")
+    parser.add_argument("--crossbench", default=".bundle/run .bundle/bin/crossbench")
+    parser.add_argument("--graphs-dir", default="/tmp/crossbench-graphs")
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    started = time.monotonic()
+    worker = load_worker()
+    import torch
+    pathlib.Path(args.graphs_dir).mkdir(parents=True, exist_ok=True)
+    rows = []
+    for cell in args.cells.split(","):
+        network, precision, phase = cell.split(":")
+        path = pathlib.Path(args.graphs_dir) / f"{network}.json"
+        if not path.exists():
+            subprocess.run(args.crossbench.split() + ["export-network", network, "--output", str(path)], check=True,
+                           stdout=subprocess.DEVNULL)
+        graph = json.loads(path.read_text())
+        for mode in args.modes.split(","):
+            if time.monotonic() - started > args.budget_s:
+                rows.append(dict(network=network, precision=precision, phase=phase, mode=mode, status="skipped"))
+                continue
+            try:
+                row = profile_cell(torch, worker, graph, network, precision, phase, args, mode)
+                row["status"] = "ok"
+                print(f"=== {network} {precision} {phase} {mode}: step {row['median_ms']:.3f} ms (untraced), "
+                      f"kernels {row['kernel_ms_per_step']:.3f} ms/step, prepare {row['prepare_s']:.0f} s", flush=True)
+                for label, ms in row["classes_ms"].items():
+                    print(f"    {label:14s} {ms:8.3f}", flush=True)
+                for name, ms in row["top_kernels_ms"]:
+                    print(f"      {ms:8.3f}  {name[:140]}", flush=True)
+            except Exception as error:  # noqa: BLE001 (a failed cell is data)
+                row = dict(network=network, precision=precision, phase=phase, mode=mode, status="failed",
+                           message=f"{type(error).__name__}: {error}"[:500])
+                print(f"=== {cell} {mode}: failed: {row['message']}\n{traceback.format_exc(limit=4)[-1200:]}", flush=True)
+            rows.append(row)
+            if args.out:
+                pathlib.Path(args.out).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
