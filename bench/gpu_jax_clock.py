@@ -247,6 +247,27 @@ def cupy_reference(jax, session, steps):
 
 
 
+def paced_deeper(jax, session, count, depth):
+    """Device-paced with `depth` steps in flight (the worker keeps 1 queued behind the one running):
+    if the intervals shrink with depth, the host's wake-up and dispatch left the device idle
+    between steps at depth 1. Intervals between consecutive completions [ms], the first dropped."""
+    pending, times, dispatched, previous = [], [], 0, None
+    with jax.default_matmul_precision(session.matmul_precision):
+        while dispatched < min(depth + 1, count):
+            pending.append(session._dispatch(session._step_args()))
+            dispatched += 1
+        while pending:
+            jax.block_until_ready(pending.pop(0))
+            now = time.perf_counter()
+            if previous is not None:
+                times.append((now - previous) * 1e3)
+            previous = now
+            if dispatched < count:
+                pending.append(session._dispatch(session._step_args()))
+                dispatched += 1
+    return times
+
+
 # ---- The untraced reference: the step in a device loop ------------------------------------------
 
 def loop_reference(jax, session, min_loop_ms, per_step_guess_ms, runs=3):
@@ -319,7 +340,7 @@ def measure_cell(args, jax, worker, adapter, profile_data, network, precision, p
     session = adapter.prepare(request)  # the worker's JaxSession: the compile is its untimed step 0
     row["prepare_s"] = time.perf_counter() - tick
     samples = {k: [] for k in ("a_host", "b_device", "b_paced", "a_under_trace", "c_paced_under_trace",
-                               "c_device_paced", "b_cupy", "d_loop")}
+                               "c_device_paced", "b_cupy", "d_loop", "c_depth3")}
     limit = 1e9  # [s]: every step asked for
 
     def run(timing, count):
@@ -334,6 +355,7 @@ def measure_cell(args, jax, worker, adapter, profile_data, network, precision, p
             samples["a_host"] += got or []
             got = attempt(row, "last_c", lambda: run(worker.DEVICE_PACED, args.steps))
             samples["c_device_paced"] += got or []
+            samples["c_depth3"] += attempt(row, "last_c3", lambda: paced_deeper(jax, session, args.steps, 3)) or []
             if args.reference in ("loop", "both"):
                 guess = median(samples["c_device_paced"]) if samples["c_device_paced"] else 1.0
                 got = attempt(row, "last_d", lambda: loop_reference(jax, session, args.loop_ms, guess))
@@ -411,6 +433,7 @@ def print_table(rows):
         say(f"{r['network']:9s} {r['precision']:5s} {r['phase']:9s} {r['a_host_ms']:9.3f} {r['reference_ms']:9.3f} "
             f"{r['c_device_paced_ms']:9.3f} {r['b_device_ms']:9.3f} {r['a_over_b']:7.4f} {r['c_over_b']:7.4f}  "
             f"{within}" + (f"  (loop of {r['loop_steps']} steps)" if r.get("loop_steps") else "")
+            + (f"  c depth 3: {r['c_depth3_ms']:.3f}" if r.get("c_depth3_ms") == r.get("c_depth3_ms") else "")
             + (f"  errors: {r['errors']}" if r.get("errors") else ""))
     ok = [r for r in rows if r["status"] == "ok" and r["c_within_1pct"] is not None]
     if ok:
