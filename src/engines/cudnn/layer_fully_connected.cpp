@@ -193,7 +193,8 @@ class FullyConnected final : public LayerImpl {
         m.heuristic_rank = static_cast<int>(i);
         m.workspace_bytes = plans[i].workspace_bytes;
         // Timed as it will run: rebuilt from its name, as a replay from the cache does.
-        const std::optional<LtPlan> plan = matmul.from_name(ctx.lt, plans[i].name);
+        std::optional<LtPlan> plan = matmul.from_name(ctx.lt, plans[i].name);
+        if (plan && plan->workspace_bytes > std::min(limit, arena.workspace_bytes)) plan.reset();
         m.median_ms = !plan ? NAN : median_in_context_ms(ctx, [&] {
           return matmul.run(ctx.lt, *plan, r.a, r.b, r.d, r.bias, arena.workspace, ctx.stream) == CUBLAS_STATUS_SUCCESS;
         });
@@ -207,21 +208,26 @@ class FullyConnected final : public LayerImpl {
       measured.push_back(old);
       return measured;
     });
+    // The decisions: the chosen (or fastest) cuBLASLt plan's median and the legacy path's [ms].
+    double best_lt_ms = NAN, legacy_ms = NAN;
+    bool legacy_first = false;  // the legacy calls are the fastest left: no plan is taken
+    for (const MeasuredCandidate& m : record.candidates) {
+      if (m.name == kLegacy) {
+        legacy_ms = m.median_ms;
+        legacy_first = !c.plan;
+        continue;
+      }
+      if (std::isnan(best_lt_ms)) best_lt_ms = m.median_ms;
+      if (c.plan || legacy_first) continue;
+      c.plan = matmul.from_name(ctx.lt, m.name);
+      if (c.plan && c.plan->workspace_bytes > limit) c.plan.reset();
+      if (c.plan) best_lt_ms = m.median_ms;
+    }
     std::ostringstream how;
     how.precision(4);
-    for (const MeasuredCandidate& m : record.candidates) {
-      if (m.name == kLegacy) break;  // the legacy calls are the fastest left
-      c.plan = matmul.from_name(ctx.lt, m.name);
-      if (c.plan) {
-        how << m.median_ms << "ms";
-        break;
-      }
-    }
-    const auto legacy_time = std::find_if(record.candidates.begin(), record.candidates.end(),
-                                          [](const MeasuredCandidate& m) { return m.name == kLegacy; });
-    if (legacy_time != record.candidates.end()) how << (c.plan ? "<" : "") << kLegacy << " " << legacy_time->median_ms << "ms";
+    how << best_lt_ms << "ms vs " << kLegacy << " " << legacy_ms << "ms";
     if (!c.plan) {
-      c.note = "measured: " + how.str() + (record.candidates.empty() ? "no candidate ran" : "");
+      c.note = record.candidates.empty() ? "measured: no candidate ran" : "measured: cuBLASLt's best " + how.str();
       return;
     }
     c.how = how.str();
