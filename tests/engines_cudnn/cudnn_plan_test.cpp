@@ -220,5 +220,48 @@ TEST(CudnnPlan, ResNetTrainingFusesBatchNormAddReluInNhwc) {
   EXPECT_EQ(nchw->builder->fusions.count(kit::FusedKind::add_relu), 16) << decisions;
 }
 
+// VGG's and AlexNet's fully-connected layers before a relu are lowered as
+// fc_bias_relu groups (cuBLASLt's RELU_BIAS epilogue, layer_fully_connected.cpp):
+// the layer applies the relu, whose op then does nothing; --fuse false refuses
+// every group with its reason, and the relu runs on its own.
+TEST(CudnnPlan, FullyConnectedReluGroupsAreLoweredUnlessFusionIsOff) {
+  for (const char* name : {"vgg11", "alexnet"}) {
+    const Network network = make_network(name);
+    for (Precision precision : {Precision::fp32, Precision::tf32, Precision::bf16})
+      for (Phase phase : {Phase::training, Phase::inference}) {
+        const std::string what = std::string(name) + " " + std::string(to_string(precision)) +
+                                 (phase == Phase::training ? " training" : " inference");
+        auto fused = plan(network, precision, phase, 8);
+        auto unfused = plan(network, precision, phase, 8, Layout::automatic, false);
+        EXPECT_EQ(fused->builder->fusions.count(kit::FusedKind::fc_bias_relu), 2) << what;
+        const std::string decisions = fused->builder->fusions.decisions(network);
+        EXPECT_NE(decisions.find("fc_bias_relu:2"), std::string::npos) << what << ": " << decisions;
+        EXPECT_EQ(decisions.find("fc_bias_relu["), std::string::npos) << what << ": none refused: " << decisions;
+        const std::string off = unfused->builder->fusions.decisions(network);
+        EXPECT_EQ(unfused->builder->fusions.count(kit::FusedKind::fc_bias_relu), 0) << what;
+        EXPECT_NE(off.find("fc_bias_relu["), std::string::npos) << what << ": " << off;
+        EXPECT_NE(off.find("(fusion turned off (--fuse false))"), std::string::npos) << what << ": " << off;
+        int anchors = 0;
+        for (std::size_t i = 0; i < network.layers().size(); ++i) {
+          if (network.layers()[i].kind != LayerKind::fully_connected) continue;
+          const int relu = fused->builder->states[i].fusable_relu;
+          EXPECT_EQ(unfused->builder->states[i].fusable_relu, -1) << what << " " << network.layers()[i].name;
+          EXPECT_FALSE(unfused->builder->states[i].impl->relu_fused()) << what << " " << network.layers()[i].name;
+          if (relu < 0) {
+            EXPECT_FALSE(fused->builder->states[i].impl->relu_fused()) << what << " " << network.layers()[i].name;
+            continue;
+          }
+          ++anchors;
+          EXPECT_EQ(network.layers()[static_cast<std::size_t>(relu)].kind, LayerKind::relu) << what;
+          EXPECT_TRUE(fused->builder->states[static_cast<std::size_t>(relu)].in_place) << what;
+          EXPECT_TRUE(fused->builder->states[i].impl->relu_fused()) << what << " " << network.layers()[i].name;
+        }
+        EXPECT_EQ(anchors, 2) << what << ": fc6 and fc7; the logits layer has no relu";
+        // The same ops either way: a fused relu's op does nothing at run time (as after a convolution).
+        EXPECT_EQ(fused->ops.size(), unfused->ops.size()) << what;
+      }
+  }
+}
+
 }  // namespace
 }  // namespace crossbench::cudnn

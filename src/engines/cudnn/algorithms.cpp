@@ -459,6 +459,41 @@ std::vector<float> measured_times_ms(SetupContext& ctx, const std::string& signa
   return times;
 }
 
+MeasuredChoice measured_choice(SetupContext& ctx, const std::string& signature,
+                               const std::function<std::vector<MeasuredCandidate>()>& measure) {
+  const std::string key = signature + timing_of(ctx);
+  const MeasuredChoice* cached = ctx.algorithm_cache ? ctx.algorithm_cache->find(key) : nullptr;
+  if (cached != nullptr) return *cached;
+  MeasuredChoice record{measure()};
+  order_by_median(record.candidates);
+  if (ctx.algorithm_cache) ctx.algorithm_cache->insert(key, record);
+  return record;
+}
+
+float time_cublas_on_arena(SetupContext& ctx, std::size_t scratch_bytes,
+                           const std::function<void(const SetupContext::Arena&, void*)>& run) {
+  const SetupContext::Arena& arena = ctx.arena();
+  const auto blas_bytes = static_cast<std::size_t>(kCublasWorkspace);
+  if (arena.workspace_bytes < blas_bytes + scratch_bytes) return NAN;
+  void* scratch = static_cast<char*>(arena.workspace) + blas_bytes;
+  float ms = NAN;
+  try {
+    CB_CHECK_CUBLAS(cublasSetWorkspace(ctx.blas, arena.workspace, blas_bytes));
+    ms = static_cast<float>(median_in_context_ms(ctx, [&] {
+      run(arena, scratch);
+      return true;
+    }));
+  } catch (const OutOfMemory&) {
+    throw;  // the cell's answer is oom, as for any allocation
+  } catch (const Error&) {
+    ms = NAN;  // cuBLAS refused this GEMM: the incumbent stays
+  }
+  // The arena goes away after setup: the session points cuBLAS at its own
+  // workspace once its pool is allocated, before any step.
+  CB_CHECK_CUBLAS(cublasSetWorkspace(ctx.blas, nullptr, 0));
+  return ms;
+}
+
 std::string candidate_times(const std::vector<AlgorithmChoice>& candidates, const char* (*name)(int)) {
   std::ostringstream text;
   text << std::setprecision(4);

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "crossbench/cell.hpp"
+#include "engines/cudnn/algorithm_cache.hpp"
 #include "engines/cudnn/graph.hpp"
 
 namespace crossbench::cudnn {
@@ -98,6 +99,23 @@ double median_in_context_ms(const SetupContext& ctx, const std::function<bool()>
 std::vector<float> measured_times_ms(SetupContext& ctx, const std::string& signature,
                                      const std::vector<std::string>& names,
                                      const std::function<std::vector<float>()>& measure);
+
+// A measured choice of our own candidates (cuBLASLt plans beside a legacy
+// call: layer_fully_connected.cpp): ctx.algorithm_cache's record of
+// `signature` (in this timing context) where it holds one, else `measure()`d,
+// ordered by order_by_median (algorithm_cache.hpp) and recorded there. Each
+// candidate's name is what the layer needs to run it again.
+MeasuredChoice measured_choice(SetupContext& ctx, const std::string& signature,
+                               const std::function<std::vector<MeasuredCandidate>()>& measure);
+
+// The median [ms] of a cuBLAS-based candidate's runs on the search arena
+// (median_in_context_ms). The arena's workspace holds the workspace the steps
+// give the session's cuBLAS handle (kCublasWorkspace: its choice of split-K
+// depends on it), then `scratch_bytes` for the candidate (`run`'s second
+// argument). NaN where the arena's workspace is smaller or cuBLAS refuses, so
+// that the incumbent stays. OutOfMemory passes through.
+float time_cublas_on_arena(SetupContext& ctx, std::size_t scratch_bytes,
+                           const std::function<void(const SetupContext::Arena&, void*)>& run);
 
 // The re-timed candidates for the decisions: "IMPLICIT_GEMM/tc 0.101, WINOGRAD/tc 0.104" [ms].
 std::string candidate_times(const std::vector<AlgorithmChoice>& candidates, const char* (*name)(int));

@@ -56,6 +56,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const C
   CB_CHECK_CUBLAS(cublasSetStream(blas_, stream_));
   // No TF32 unless a GEMM asks for it with CUBLAS_COMPUTE_32F_FAST_TF32 (fp32 is strict).
   CB_CHECK_CUBLAS(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));
+  lt_ = make_cublaslt_handle();  // not tied to a stream: each cublasLtMatmul names the session's
 
   // Phase 1: tensors and ops.
   Builder b(network, cell, config_, pool_, ops_, parameters_, impls_);
@@ -98,6 +99,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const C
     // config_, not config: data parallel runs its steps (and so times its candidates) without graphs.
     SetupContext ctx(dnn_, stream_, config_, cell.precision, config_.workspace_limit_bytes);
     ctx.blas = blas_;
+    ctx.lt = lt_;
     ctx.algorithm_cache = algorithm_cache;
     for (auto& impl : impls_) impl->plan_search(ctx);
     for (auto& impl : impls_) impl->setup(ctx);
@@ -453,6 +455,7 @@ Exec CudnnSession::make_exec(bool check, bool probing) const {
   Exec e;
   e.dnn = dnn_;
   e.blas = blas_;
+  e.lt = lt_;
   e.stream = stream_;
   e.pool = &pool_;
   e.workspace = workspace_bytes_ > 0 ? pool_.address(workspace_buffer_) : nullptr;

@@ -11,6 +11,7 @@
 #include "crossbench/engine.hpp"
 #include "crossbench/gradient_buckets.hpp"
 #include "engines/cudnn/algorithm_cache.hpp"
+#include "engines/cudnn/cublaslt_matmul.hpp"
 #include "engines/cudnn/cudnn_settings.hpp"
 #include "engines/cudnn/event_timer.hpp"
 #include "engines/cudnn/graph.hpp"
@@ -42,6 +43,7 @@ class CudnnSession final : public Session {
   // Parameter `index` (layer order: weight, bias, gamma, beta) as stored,
   // widened to fp32 (tests compare data-parallel and single-GPU weights).
   std::size_t parameter_count() const { return parameters_.size(); }
+  int parameter_layer(std::size_t index) const { return parameters_.at(index).layer; }  // its layer's index
   std::vector<float> parameter_storage(std::size_t index);
   // What the last step() left (after it has finished), as stored, in fp32:
   // parameter `index`'s gradient (training) and the logits, (N, classes).
@@ -76,6 +78,7 @@ class CudnnSession final : public Session {
   Stream stream_;
   CudnnHandle dnn_;
   CublasHandle blas_;
+  LtHandle lt_;
   MemoryPool pool_;
   std::vector<Op> ops_;
   std::vector<Parameter> parameters_;

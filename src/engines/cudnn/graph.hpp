@@ -13,6 +13,7 @@
 // step() only enqueues ops (or replays them as one CUDA graph).
 #pragma once
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -50,6 +51,7 @@ using Stage = OpStage;  // crossbench/layer_time.hpp: forward, loss, backward, u
 struct Exec {
   cudnnHandle_t dnn = nullptr;
   cublasHandle_t blas = nullptr;
+  cublasLtHandle_t lt = nullptr;  // cuBLASLt: fully-connected GEMMs with epilogues
   cudaStream_t stream = nullptr;
   const MemoryPool* pool = nullptr;
   void* workspace = nullptr;
@@ -92,6 +94,7 @@ class SetupContext {
   const CudnnConfig& config;
   Precision precision;
   cublasHandle_t blas = nullptr;  // on `stream`: measured GEMM candidates (a 1x1 convolution's weight gradient)
+  cublasLtHandle_t lt = nullptr;  // cuBLASLt: the fully-connected layers' plans (heuristic and measured)
   AlgorithmCache* algorithm_cache = nullptr;  // measured choices: replayed, shared across layers and cells, saved
 
   void need_workspace(std::size_t bytes) { workspace_bytes_ = std::max(workspace_bytes_, bytes); }
@@ -126,7 +129,7 @@ class SetupContext {
 class LayerImpl;
 struct LayerState : kit::LayerState<Tensor> {  // out, grad and the kit's flags (engines/kit/graph_state.hpp)
   std::optional<Tensor> placement;  // where the producer must write its output (a concat slice)
-  int fusable_relu = -1;       // convolution (or a batch-norm folded into one): the in-place relu after it, which it may fuse
+  int fusable_relu = -1;       // convolution, fully-connected layer (or a batch-norm folded into a convolution): the in-place relu after it, which it may fuse
   // Inference: a batch-norm right after a convolution (its only reader) is
   // folded into it: the convolution's weights are scaled and its bias is the
   // folded shift, once after initialisation; the batch-norm is no op at all.
@@ -146,7 +149,7 @@ class LayerImpl {
   virtual void setup(SetupContext& /*ctx*/) {}
   // The decisions worth recording (algorithms), or empty.
   virtual std::string decisions() const { return {}; }
-  // Convolution: whether its forward op applies the relu that follows it
+  // Convolution (or fully-connected layer): whether its forward op applies the relu that follows it
   // (read by the relu's op at run time: the choice is final only after setup
   // and prepare()'s validation pass).
   virtual bool relu_fused() const { return false; }

@@ -211,8 +211,10 @@ bool is_view(LayerKind kind, bool training) {
 // What this engine lowers of the kit's fusion groups for this cell
 // (kit/fusion.hpp), or why not. Each is lowered by the group's first layer:
 // the convolution (cuDNN's fused conv+bias+relu call, or our epilogue kernel
-// after it; inference also folds a batch-norm into it) and the add (our
-// add+relu kernel); the relu's own op then does nothing. Training
+// after it; inference also folds a batch-norm into it), the fully-connected
+// layer (cuBLASLt's RELU_BIAS epilogue, or our bias+relu kernel after
+// cublasGemmEx where measured faster) and the add (our add+relu kernel); the
+// relu's own op then does nothing. Training
 // batch-norm groups run our fused kernels (layer_batch_norm.cpp) over packed
 // NHWC tensors: the layout of tf32 and 16-bit cells (and of --layout nhwc).
 std::optional<std::string> can_lower(const Builder& b, const kit::FusedGroup& g) {
@@ -237,7 +239,9 @@ std::optional<std::string> can_lower(const Builder& b, const kit::FusedGroup& g)
       return std::nullopt;
     }
     case kit::FusedKind::fc_bias_relu:
-      return "no lowering yet: cuBLAS GEMM, then our bias and relu kernels";
+      // cuBLASLt's RELU_BIAS epilogue writes relu(x W^T + b) as the relu's output (layer_fully_connected.cpp).
+      if (!relu_in_place) return "the relu cannot write over its input";
+      return std::nullopt;
   }
   return "unknown group";
 }
@@ -259,6 +263,7 @@ void pre_pass(Builder& b) {
   for (const kit::FusedGroup& g : b.fusions.groups()) {
     switch (g.kind) {
       case kit::FusedKind::conv_bias_relu:
+      case kit::FusedKind::fc_bias_relu:
       case kit::FusedKind::add_relu: b.state(g.anchor()).fusable_relu = g.relu; break;
       case kit::FusedKind::conv_bn_relu:
         // Inference: the batch-norm folds into the convolution (its only reader), and the relu after it fuses there.

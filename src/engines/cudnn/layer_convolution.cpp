@@ -366,33 +366,10 @@ class Convolution final : public LayerImpl {
       gemm_weight_gradient(ctx.blas, gemm_shape(), a.x, a.y, a.w);
     });
   }
-  // The median of a cuBLAS-based candidate's runs on the search arena
-  // (median_in_context_ms) [ms]. The arena's workspace holds the workspace the
-  // steps will give cuBLAS (its choice of split-K depends on it), then
-  // `scratch_bytes` for the candidate. NaN where the arena's workspace is
-  // smaller or cuBLAS refuses, so that cuDNN's algorithm stays.
+  // A cuBLAS-based candidate's median on the search arena (algorithms.hpp).
   template <typename Candidate>
   float time_on_arena(SetupContext& ctx, std::size_t scratch_bytes, Candidate&& run) const {
-    const SetupContext::Arena& arena = ctx.arena();
-    const auto blas_bytes = static_cast<std::size_t>(kCublasWorkspace);
-    if (arena.workspace_bytes < blas_bytes + scratch_bytes) return NAN;
-    void* scratch = static_cast<char*>(arena.workspace) + blas_bytes;
-    float ms = NAN;
-    try {
-      CB_CHECK_CUBLAS(cublasSetWorkspace(ctx.blas, arena.workspace, blas_bytes));
-      ms = static_cast<float>(median_in_context_ms(ctx, [&] {
-        run(arena, scratch);
-        return true;
-      }));
-    } catch (const OutOfMemory&) {
-      throw;  // the cell's answer is oom, as for any allocation
-    } catch (const Error&) {
-      ms = NAN;  // cuBLAS refused this GEMM: cuDNN's algorithm stays
-    }
-    // The arena goes away after setup: the session points cuBLAS at its own
-    // workspace once its pool is allocated, before any step.
-    CB_CHECK_CUBLAS(cublasSetWorkspace(ctx.blas, nullptr, 0));
-    return ms;
+    return time_cublas_on_arena(ctx, scratch_bytes, run);
   }
 
   // The bias gradient: cuDNN's cudnnConvolutionBackwardBias or our
