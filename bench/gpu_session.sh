@@ -21,11 +21,12 @@
 #   fuseab    the ResNets' training (cudnn; $FUSE_PRECISIONS, default tf32 bf16; $FUSE_NETWORKS, default
 #             resnet50; exhaustive search, CUDA graphs) with engine.fuse=false (every layer its own ops) and
 #             true (the kit's fused groups: training batch-norm + add + relu in our kernels), one binary,
-#             interleaved per precision, one algorithm cache per precision (the unfused side searches, the
+#             interleaved per precision ($FUSE_PHASES, default training), one algorithm cache per precision (the unfused side searches, the
 #             fused side replays the same convolution algorithms); then bench/compare_cubes.py
 #   fwcmp     the cudnn rows beside pytorch-compile (torch.compile reduce-overhead) rows in one cube per
 #             precision ($FWCMP_PRECISIONS, default tf32 bf16; $FWCMP_NETWORKS; $FWCMP_PHASES, default training),
-#             the cudnn cells replaying $FWCMP_CACHE_DIR/algo_graph_<precision>.json (a graphab stage's cache)
+#             the cudnn cells replaying $FWCMP_CACHE_DIR/algo_graph_<precision>.json (a graphab stage's cache);
+#             cubes $OUT/fwcmp$FWCMP_TAG_<precision>.h5
 #   oldtk     a CUDA 12 or 11.8 build packed by bench/gpu_bundle_toolkit.sh: its gpu tests, then seed2017
 #             in fp32 and tf32 (cube $OUT/${SEED_OUT:-seed-oldtk}.h5), on the bundle's cudart and cuBLAS and
 #             PyTorch's cuDNN 9 and NCCL; says which library is missing instead of running without it
@@ -181,7 +182,7 @@ for stage in "$@"; do
           fuse=false; [ $side = fused ] && fuse=true
           timeout "$TLIMIT" $CB run --job jobs/seed2017.ini --set matrix.engines=cudnn --algo exhaustive \
             --set engine.cuda_graphs=true --set engine.fuse=$fuse --set matrix.precisions=$precision \
-            --set matrix.phases=training --set "matrix.networks=${FUSE_NETWORKS:-resnet50}" \
+            --set "matrix.phases=${FUSE_PHASES:-training}" --set "matrix.networks=${FUSE_NETWORKS:-resnet50}" \
             --set measure.min_steps="$STEPS" --set measure.target_ci=0.02 \
             --algo-cache "$OUT/algo_fuse_$precision.json" \
             --output "$OUT/fuse_${side}_$precision.h5" >"$OUT/fuse_${side}_$precision.log" 2>&1
@@ -239,9 +240,9 @@ for stage in "$@"; do
           --set "matrix.phases=${FWCMP_PHASES:-training}" \
           --set "workers.pytorch-compile=python3 -u {workers}/pytorch/worker.py --compile" \
           --set measure.min_steps="$STEPS" --set measure.warmup=5 --set measure.target_ci=0.02 \
-          --algo-cache "$cache" --output "$OUT/fwcmp_$precision.h5" >"$OUT/fwcmp_$precision.log" 2>&1
+          --algo-cache "$cache" --output "$OUT/fwcmp${FWCMP_TAG:-}_$precision.h5" >"$OUT/fwcmp${FWCMP_TAG:-}_$precision.log" 2>&1
         echo "fwcmp $precision exit $?"
-        grep -E "cudnn|pytorch-compile" "$OUT/fwcmp_$precision.log" | grep -E " ok | oom | failed | timeout " | tail -20
+        grep -E "cudnn|pytorch-compile" "$OUT/fwcmp${FWCMP_TAG:-}_$precision.log" | grep -E " ok | oom | failed | timeout " | tail -20
       done ;;
     sweep)
       timeout "$TLIMIT" $CB run --job jobs/batch-sweep.ini --set matrix.engines=cudnn --set matrix.networks=resnet50,alexnet \
