@@ -6,7 +6,8 @@
 // weight gradient of 1x1 NHWC convolutions (gemm_weight_gradient.hpp), and
 // the im2col + GEMM forward and weight gradient (im2col_gemm.hpp), and the
 // fused training batch-norm + (add +) relu, forward and backward
-// (kernels_batch_norm.hpp).
+// (kernels_batch_norm.hpp). The LRN and pitched-row kernels are in
+// cudnn_kernels_lrn_rows_test.cpp, the shared helpers in kernels_test_support.hpp.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -24,61 +25,14 @@
 #include "engines/cudnn/kernels_batch_norm.hpp"
 #include "engines/cudnn/kernels_epilogue.hpp"
 #include "engines/cudnn/kernels_pooling_lrn.hpp"
+#include "engines_cudnn/kernels_test_support.hpp"
 
 namespace crossbench::cudnn {
 namespace {
 
-#define SKIP_WITHOUT_GPU()                                                                          \
-  do {                                                                                              \
-    if (visible_gpu_count() == 0) GTEST_SKIP() << "no GPU visible: the engine's kernels cannot run here"; \
-  } while (false)
-
-// Host values stored on the device as fp32 or bf16.
-class DeviceArray {
- public:
-  DeviceArray(const std::vector<float>& values, DType type) : type_(type), count_(values.size()) {
-    EXPECT_EQ(cudaMalloc(&data_, bytes()), cudaSuccess);
-    if (type == DType::bf16) {
-      std::vector<__nv_bfloat16> stored(values.size());
-      for (std::size_t i = 0; i < values.size(); ++i) stored[i] = __float2bfloat16_rn(values[i]);
-      EXPECT_EQ(cudaMemcpy(data_, stored.data(), bytes(), cudaMemcpyHostToDevice), cudaSuccess);
-    } else {
-      EXPECT_EQ(cudaMemcpy(data_, values.data(), bytes(), cudaMemcpyHostToDevice), cudaSuccess);
-    }
-  }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  ~DeviceArray() { (void)cudaFree(data_); }
-  void* get() const { return data_; }
-  std::vector<float> values() const {
-    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    std::vector<float> out(count_);
-    if (type_ == DType::bf16) {
-      std::vector<__nv_bfloat16> stored(count_);
-      EXPECT_EQ(cudaMemcpy(stored.data(), data_, bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
-      for (std::size_t i = 0; i < count_; ++i) out[i] = __bfloat162float(stored[i]);
-    } else {
-      EXPECT_EQ(cudaMemcpy(out.data(), data_, bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
-    }
-    return out;
-  }
-
- private:
-  std::size_t bytes() const { return count_ * (type_ == DType::bf16 ? 2 : 4); }
-  DType type_;
-  std::size_t count_;
-  void* data_ = nullptr;
-};
-
-float stored(float v, DType type) { return type == DType::bf16 ? __bfloat162float(__float2bfloat16_rn(v)) : v; }
-
-std::vector<float> random_values(std::size_t count, std::uint32_t seed) {
-  std::mt19937 generator(seed);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> values(count);
-  for (float& v : values) v = uniform(generator);
-  return values;
-}
+using test::DeviceArray;
+using test::random_values;
+using test::stored;
 
 using Dims = std::array<std::int64_t, 4>;
 

@@ -88,6 +88,45 @@ TEST(CudnnPlan, GoogLeNetBranchesWriteIntoTheirConcatSliceInNchw) {
   EXPECT_EQ(copies(*nhwc), 9 * 4) << "NHWC copies each branch of the nine inception modules";
 }
 
+// Concat slices and packed copies are pitched rows (kernels::copy_rows:
+// cudaMemcpy2DAsync or the row kernel), decided when the copy is built;
+// anything else keeps cudnnTransformTensor.
+TEST(CudnnPlan, ConcatSlicesCopyAsPitchedRows) {
+  const Tensor nhwc_out = Tensor::packed({8, 256, 28, 28}, DType::bf16, true);
+  const Tensor nhwc_branch = Tensor::packed({8, 64, 28, 28}, DType::bf16, true);
+  const Tensor nhwc_slice = nhwc_out.channel_slice(64, 64);
+  auto rows = pitched_rows(nhwc_branch, nhwc_slice);
+  ASSERT_TRUE(rows.has_value());
+  EXPECT_EQ(rows->rows, 8 * 28 * 28);
+  EXPECT_EQ(rows->width, 64);
+  EXPECT_EQ(rows->x_pitch, 64);
+  EXPECT_EQ(rows->y_pitch, 256);
+  rows = pitched_rows(nhwc_slice, nhwc_branch);  // the backward's slice of the output gradient
+  ASSERT_TRUE(rows.has_value());
+  EXPECT_EQ(rows->x_pitch, 256);
+  EXPECT_EQ(rows->y_pitch, 64);
+
+  const Tensor nchw_out = Tensor::packed({8, 256, 28, 28}, DType::f32, false);
+  const Tensor nchw_branch = Tensor::packed({8, 64, 28, 28}, DType::f32, false);
+  rows = pitched_rows(nchw_branch, nchw_out.channel_slice(64, 64));
+  ASSERT_TRUE(rows.has_value());
+  EXPECT_EQ(rows->rows, 8);
+  EXPECT_EQ(rows->width, 64 * 28 * 28);
+  EXPECT_EQ(rows->x_pitch, 64 * 28 * 28);
+  EXPECT_EQ(rows->y_pitch, 256 * 28 * 28);
+
+  EXPECT_FALSE(pitched_rows(nhwc_branch, nhwc_branch.with_type(DType::f32)).has_value());
+  EXPECT_FALSE(pitched_rows(Tensor::packed({8, 64, 28, 28}, DType::bf16, false), nhwc_branch).has_value())
+      << "a layout change is no row copy";
+  EXPECT_FALSE(pitched_rows(nhwc_branch, nhwc_out).has_value()) << "different dims";
+
+  EXPECT_TRUE(TensorCopy(nhwc_branch, nhwc_slice, 0.0f).uses_rows());
+  EXPECT_TRUE(TensorCopy(nhwc_slice, nhwc_branch, 1.0f).uses_rows());
+  const Tensor bytes = Tensor::packed({8, 64, 28, 28}, DType::u8, true);
+  EXPECT_TRUE(TensorCopy(bytes, bytes, 0.0f).uses_rows()) << "a plain copy takes any type";
+  EXPECT_FALSE(TensorCopy(bytes, bytes, 1.0f).uses_rows()) << "the row kernel adds fp32, fp16 and bf16 only";
+}
+
 TEST(CudnnPlan, ResNetRunsReluAndAddInPlace) {
   const Network network = make_network("resnet50");
   auto p = plan(network, Precision::fp32, Phase::training, 8);

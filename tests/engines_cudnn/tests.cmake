@@ -11,7 +11,8 @@ if(CROSSBENCH_ENABLE_CUDA)
   crossbench_test(cudnn_engine_test LABEL gpu LINKS crossbench_runner crossbench_engines
                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_engine_test.cpp)
   crossbench_test(cudnn_kernels_test LABEL gpu LINKS crossbench_engines
-                  SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_kernels_test.cpp)
+                  SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_kernels_test.cpp
+                          ${CMAKE_CURRENT_LIST_DIR}/cudnn_kernels_lrn_rows_test.cpp)
   crossbench_test(cudnn_support_test LABEL cpu LINKS crossbench_engines
                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_support_test.cpp)
   crossbench_test(cudnn_plan_test LABEL cpu LINKS crossbench_engines

@@ -33,6 +33,7 @@
 #include "engines/cudnn/cudnn_settings.hpp"
 #include "engines/cudnn/memory_pool.hpp"
 #include "engines/cudnn/handles.hpp"
+#include "engines/cudnn/kernels_rows.hpp"
 #include "engines/cudnn/tensor.hpp"
 #include "engines/kit/fusion.hpp"
 #include "engines/kit/graph_state.hpp"
@@ -277,21 +278,32 @@ class LazyTensorDesc {
   Tensor tensor_;
   TensorDesc desc_;
 };
-// y = x + beta * y (beta 0: a copy) through cudnnTransformTensor, for a copy
-// between layouts, a concat slice, or a gradient accumulation. If this cuDNN
-// refuses the data type (seen for 16-bit types in some versions), prepare()'s
-// validation pass switches it to a plain strided CUDA kernel for good.
+// x and y as `rows` rows of contiguous elements in the same order, at their
+// own pitches, where both have that form: channels innermost (packed NHWC and
+// its channel slices: a row per pixel) or C, H, W packed within each image
+// (packed NCHW and its channel slices: a row per image). Else nullopt.
+std::optional<kernels::Rows> pitched_rows(const Tensor& x, const Tensor& y);
+
+// y = x + beta * y (beta 0: a copy), for a copy between layouts, a concat
+// slice, or a gradient accumulation. Decided when it is built: where x and y
+// are pitched rows of one order (pitched_rows: concat slices, packed copies),
+// kernels::copy_rows (cudaMemcpy2DAsync for beta 0, a vectorised kernel
+// else); otherwise cudnnTransformTensor, and if this cuDNN refuses the data
+// type (seen for 16-bit types in some versions), prepare()'s validation pass
+// switches it to a plain strided CUDA kernel for good.
 class TensorCopy {
  public:
-  TensorCopy(const Tensor& x, const Tensor& y, float beta) : x_(x), y_(y), xd_(x), yd_(y), beta_(beta) {}
+  TensorCopy(const Tensor& x, const Tensor& y, float beta);
   void run(const Exec& e);
   bool uses_kernel() const { return kernel_; }
+  bool uses_rows() const { return rows_.has_value(); }
 
  private:
   Tensor x_, y_;
   LazyTensorDesc xd_, yd_;
   float beta_;
   bool kernel_ = false;
+  std::optional<kernels::Rows> rows_;
 };
 
 // The relu descriptor shared by every layer that needs one.

@@ -181,7 +181,38 @@ void Builder::contribute(int index, int tensor, const Tensor& g, bool may_alias,
   push(index, Stage::backward, what, {g, sink.target}, [copy](const Exec& e) { copy->run(e); });
 }
 
+std::optional<kernels::Rows> pitched_rows(const Tensor& x, const Tensor& y) {
+  if (x.dims != y.dims || x.type != y.type) return std::nullopt;
+  const auto [n, c, h, w] = x.dims;
+  // Row pitches in elements, 0 where the tensor is not of that form.
+  const auto pixel_pitch = [&](const Tensor& t) -> std::int64_t {
+    const auto& s = t.strides;
+    return s[1] == 1 && s[3] >= c && s[2] == w * s[3] && s[0] == h * s[2] ? s[3] : 0;
+  };
+  const auto image_pitch = [&](const Tensor& t) -> std::int64_t {
+    const auto& s = t.strides;
+    return s[3] == 1 && s[2] == w && s[1] == h * w && s[0] >= c * h * w ? s[0] : 0;
+  };
+  std::optional<kernels::Rows> rows;
+  if (pixel_pitch(x) > 0 && pixel_pitch(y) > 0) rows = kernels::Rows{n * h * w, c, pixel_pitch(x), pixel_pitch(y)};
+  else if (image_pitch(x) > 0 && image_pitch(y) > 0) rows = kernels::Rows{n, c * h * w, image_pitch(x), image_pitch(y)};
+  // kernels::add_rows's limits (32-bit offsets within chunks of whole rows).
+  constexpr std::int64_t limit = std::int64_t{1} << 28;
+  if (rows && (rows->x_pitch > limit || rows->y_pitch > limit || rows->width > limit)) rows.reset();
+  return rows;
+}
+
+TensorCopy::TensorCopy(const Tensor& x, const Tensor& y, float beta)
+    : x_(x), y_(y), xd_(x), yd_(y), beta_(beta), rows_(pitched_rows(x, y)) {
+  const bool kernel_types = x.type == DType::f32 || x.type == DType::f16 || x.type == DType::bf16;
+  if (beta != 0.0f && !kernel_types) rows_.reset();  // add_rows takes these three
+}
+
 void TensorCopy::run(const Exec& e) {
+  if (rows_) {
+    kernels::copy_rows(e.ptr(x_), e.ptr(y_), x_.type, *rows_, beta_, e.stream);
+    return;
+  }
   if (!kernel_) {
     const cudnnStatus_t status =
         cudnnTransformTensor(e.dnn, &kOne, xd_.get(), e.ptr(x_), &beta_, yd_.get(), e.ptr(y_));

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "crossbench/error.hpp"
 #include "crossbench/splitmix64.hpp"
@@ -76,6 +77,18 @@ inline void check_launch(const char* what) {
 struct Strides {
   std::int64_t s0, s1, s2, s3;
 };
+
+// Calls f(static_cast<T*>(nullptr)) with T the storage type of `type` (float,
+// __half, __nv_bfloat16); any other type is an Error naming `what`.
+template <typename F>
+void with_storage_type(DType type, const char* what, F&& f) {
+  switch (type) {
+    case DType::f16: f(static_cast<__half*>(nullptr)); break;
+    case DType::bf16: f(static_cast<__nv_bfloat16*>(nullptr)); break;
+    case DType::f32: f(static_cast<float*>(nullptr)); break;
+    default: throw Error(std::string(what) + ": a data type other than fp32, fp16 and bf16");
+  }
+}
 
 // ---- Convolution epilogue and batch-norm folding ----------------------------------
 

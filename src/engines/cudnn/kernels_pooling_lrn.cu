@@ -6,82 +6,6 @@
 namespace crossbench::cudnn::kernels {
 namespace {
 
-// ---- LRN: one warp per pixel; the pixel's channels in shared memory ----------------
-
-constexpr int kLrnWarps = 4;
-
-struct Pixel {
-  std::int64_t base;  // element offset of channel 0
-  std::int64_t step;  // elements between channels
-};
-
-__device__ __forceinline__ Pixel pixel_of(std::int64_t pixel, Dims d, Strides s) {
-  const std::int64_t w = pixel % d.d3, h = pixel / d.d3 % d.d2, n = pixel / (d.d3 * d.d2);
-  return {n * s.s0 + h * s.s2 + w * s.s3, s.s1};
-}
-
-__global__ void lrn_forward_kernel(const void* x, void* y, DType type, Dims d, Strides s, LrnParameters p) {
-  extern __shared__ float shared[];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const std::int64_t channels = d.d1, pixels = d.d0 * d.d2 * d.d3;
-  float* sx = shared + warp * channels;
-  const int before = (p.size - 1) / 2;
-  const float scale_alpha = p.alpha / static_cast<float>(p.size);
-  for (std::int64_t pixel = blockIdx.x * static_cast<std::int64_t>(kLrnWarps) + warp; pixel < pixels;
-       pixel += static_cast<std::int64_t>(gridDim.x) * kLrnWarps) {
-    const Pixel px = pixel_of(pixel, d, s);
-    for (std::int64_t c = lane; c < channels; c += 32) sx[c] = load(x, type, px.base + c * px.step);
-    __syncwarp();
-    for (std::int64_t c = lane; c < channels; c += 32) {
-      float sum = 0;
-      const std::int64_t lo = c - before, hi = lo + p.size - 1;
-      for (std::int64_t j = lo < 0 ? 0 : lo; j <= hi && j < channels; ++j) sum += sx[j] * sx[j];
-      store(y, type, px.base + c * px.step, sx[c] * powf(p.k + scale_alpha * sum, -p.beta));
-    }
-    __syncwarp();
-  }
-}
-
-__global__ void lrn_backward_kernel(const void* x, const void* y, const void* dy, void* dx, DType type, Dims d,
-                                    Strides s, LrnParameters p, float beta_dx) {
-  extern __shared__ float shared[];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const std::int64_t channels = d.d1, pixels = d.d0 * d.d2 * d.d3;
-  float* sx = shared + warp * 3 * channels;  // x, then scale, then dy * y / scale
-  float* ss = sx + channels;
-  float* st = ss + channels;
-  const int before = (p.size - 1) / 2, after = p.size - 1 - before;
-  const float scale_alpha = p.alpha / static_cast<float>(p.size);
-  const float factor = 2.0f * p.alpha * p.beta / static_cast<float>(p.size);
-  for (std::int64_t pixel = blockIdx.x * static_cast<std::int64_t>(kLrnWarps) + warp; pixel < pixels;
-       pixel += static_cast<std::int64_t>(gridDim.x) * kLrnWarps) {
-    const Pixel px = pixel_of(pixel, d, s);
-    for (std::int64_t c = lane; c < channels; c += 32) sx[c] = load(x, type, px.base + c * px.step);
-    __syncwarp();
-    for (std::int64_t c = lane; c < channels; c += 32) {
-      float sum = 0;
-      const std::int64_t lo = c - before, hi = c + after;
-      for (std::int64_t j = lo < 0 ? 0 : lo; j <= hi && j < channels; ++j) sum += sx[j] * sx[j];
-      const float scale = p.k + scale_alpha * sum;
-      ss[c] = scale;
-      const std::int64_t at = px.base + c * px.step;
-      st[c] = load(dy, type, at) * load(y, type, at) / scale;
-    }
-    __syncwarp();
-    for (std::int64_t c = lane; c < channels; c += 32) {
-      // Windows j containing c: j - before <= c <= j + after, i.e. j in [c - after, c + before].
-      float sum = 0;
-      const std::int64_t lo = c - after, hi = c + before;
-      for (std::int64_t j = lo < 0 ? 0 : lo; j <= hi && j < channels; ++j) sum += st[j];
-      const std::int64_t at = px.base + c * px.step;
-      float v = load(dy, type, at) * powf(ss[c], -p.beta) - factor * sx[c] * sum;
-      if (beta_dx != 0.0f) v += beta_dx * load(dx, type, at);
-      store(dx, type, at, v);
-    }
-    __syncwarp();
-  }
-}
-
 // ---- NHWC max pooling -----------------------------------------------------------
 
 // Max pooling, NHWC: one thread per (pixel, vector of V channels), V = 16
@@ -186,31 +110,6 @@ __global__ void max_pool_nhwc_backward_kernel(const T* dy, const std::uint8_t* a
 }
 
 }  // namespace
-
-namespace {
-unsigned lrn_blocks(std::int64_t pixels) {
-  const std::int64_t blocks = (pixels + kLrnWarps - 1) / kLrnWarps;
-  return static_cast<unsigned>(blocks > 65535LL * 16 ? 65535LL * 16 : blocks);
-}
-}  // namespace
-
-void lrn_forward(const void* x, void* y, DType type, std::array<std::int64_t, 4> dims,
-                 std::array<std::int64_t, 4> strides, LrnParameters p, cudaStream_t stream) {
-  const Dims d{dims[0], dims[1], dims[2], dims[3]};
-  const std::size_t shared = static_cast<std::size_t>(kLrnWarps * d.d1) * sizeof(float);
-  lrn_forward_kernel<<<lrn_blocks(d.d0 * d.d2 * d.d3), kLrnWarps * 32, shared, stream>>>(
-      x, y, type, d, Strides{strides[0], strides[1], strides[2], strides[3]}, p);
-  check_launch("lrn_forward");
-}
-
-void lrn_backward(const void* x, const void* y, const void* dy, void* dx, DType type, std::array<std::int64_t, 4> dims,
-                  std::array<std::int64_t, 4> strides, LrnParameters p, float beta_dx, cudaStream_t stream) {
-  const Dims d{dims[0], dims[1], dims[2], dims[3]};
-  const std::size_t shared = static_cast<std::size_t>(kLrnWarps * 3 * d.d1) * sizeof(float);
-  lrn_backward_kernel<<<lrn_blocks(d.d0 * d.d2 * d.d3), kLrnWarps * 32, shared, stream>>>(
-      x, y, dy, dx, type, d, Strides{strides[0], strides[1], strides[2], strides[3]}, p, beta_dx);
-  check_launch("lrn_backward");
-}
 
 namespace {
 PoolShape pool_shape(std::array<std::int64_t, 4> in, std::array<std::int64_t, 4> out) {

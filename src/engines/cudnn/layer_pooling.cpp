@@ -17,11 +17,13 @@
 // own kernels (forward keeps each window's argmax, one byte per output;
 // backward gathers), because cuDNN's NHWC pooling backward ran 5 to 10 times
 // slower than a memory pass on an H200 (cuDNN 9.14: 3.1 ms for VGG's pool1 at
-// batch 64); LRN in NHWC or bf16 runs our own kernel, because cuDNN's NHWC
-// LRN is slow (1 ms forward, 3.5 ms backward for GoogLeNet's norm2) and its
-// LRN refuses bf16 (CUDNN_STATUS_NOT_SUPPORTED).
+// batch 64); LRN in NHWC or bf16 runs our own kernels (kernels_lrn.hpp: a
+// thread per 16-byte vector of channels in packed NHWC, a warp per pixel
+// otherwise), because cuDNN's NHWC LRN is slow (1 ms forward, 3.5 ms
+// backward for GoogLeNet's norm2) and its LRN refuses bf16 (CUDNN_STATUS_NOT_SUPPORTED).
 #include "crossbench/error.hpp"
 #include "engines/cudnn/graph.hpp"
+#include "engines/cudnn/kernels_lrn.hpp"
 #include "engines/cudnn/kernels_pooling_lrn.hpp"
 
 namespace crossbench::cudnn {
@@ -78,7 +80,7 @@ class Lrn final : public LayerImpl {
   double alpha = 1e-4, beta = 0.75, k = 1.0;
   Tensor x, y, dy, dx;
   float dx_beta = 0;
-  bool own_kernel = false;  // NHWC or bf16: kernels_pooling_lrn.hpp
+  bool own_kernel = false;  // NHWC or bf16: kernels_lrn.hpp
   TensorDesc xd, yd, dyd, dxd;
   LrnDesc ld;
 

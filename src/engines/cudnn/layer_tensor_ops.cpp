@@ -20,8 +20,11 @@
 // channel slice of the output (the builder's placement), and the backward
 // hands each branch its slice of the output gradient as a strided view; in
 // NHWC (where a channel slice is not a layout cuDNN's tensor-core kernels
-// take) each branch is copied in and out with cudnnTransformTensor, as
-// PyTorch's cat does.
+// take) each branch is copied in and out, as PyTorch's cat does: a slice of
+// packed NHWC is a row of C_in channels per pixel, C apart, so the copy is
+// one cudaMemcpy2DAsync and a gradient accumulation one vectorised row kernel
+// (TensorCopy through kernels::copy_rows, kernels_rows.hpp; cudnnTransformTensor
+// and its strided fallback took ~3x the bandwidth floor).
 #include "crossbench/error.hpp"
 #include "engines/cudnn/graph.hpp"
 #include "engines/cudnn/kernels_elementwise.hpp"
