@@ -70,6 +70,19 @@ TEST(FusionPlan, GroupsAreLegalChainsAndDisjoint) {
             break;
           }
           case FusedKind::add_relu: EXPECT_EQ(kind_of(network, g.anchor()), LayerKind::add); break;
+          case FusedKind::conv_bn_add_relu: {
+            EXPECT_FALSE(training);
+            EXPECT_EQ(kind_of(network, g.anchor()), LayerKind::convolution);
+            EXPECT_EQ(kind_of(network, g.batch_norm), LayerKind::batch_norm);
+            EXPECT_EQ(kind_of(network, g.add), LayerKind::add);
+            EXPECT_EQ(g.layers, (std::vector<int>{g.anchor(), g.batch_norm, g.add, g.relu}));
+            const auto& add_inputs = network.layers()[static_cast<std::size_t>(g.add)].inputs;
+            EXPECT_NE(std::find(add_inputs.begin(), add_inputs.end(), g.residual), add_inputs.end());
+            EXPECT_NE(g.residual, g.batch_norm);
+            // The anchor reads the residual: it exists before the convolution runs.
+            EXPECT_LT(g.residual, g.anchor());
+            break;
+          }
         }
       }
       EXPECT_TRUE(plan.refused().empty());
@@ -110,9 +123,20 @@ TEST(FusionPlan, CountsFollowTheNetworksStructure) {
   EXPECT_EQ(training.count(FusedKind::bn_add_relu), 16);
   EXPECT_EQ(training.count(FusedKind::conv_bias_relu), 0);
   const FusionPlan inference = plan_fusions(resnet50, false, accept_all);
-  // Every one of the 53 batch-norms folds into its convolution (33 with the relu after it); 16 add+relu.
-  EXPECT_EQ(inference.count(FusedKind::conv_bn_relu), 53);
-  EXPECT_EQ(inference.count(FusedKind::add_relu), 16);
+  // Every one of the 53 batch-norms folds into its convolution: 16 of them with the block's residual add and
+  // relu (conv_bn_add_relu), 33 with the relu after them, and the 4 projection blocks' conv3 without one
+  // (their projection's convolution takes the add: it runs after conv3).
+  EXPECT_EQ(inference.count(FusedKind::conv_bn_add_relu), 16);
+  EXPECT_EQ(inference.count(FusedKind::conv_bn_relu), 37);
+  EXPECT_EQ(inference.count(FusedKind::add_relu), 0);
+  for (const auto& [name, blocks] : {std::pair{"resnet101", 33}, std::pair{"resnet152", 50}}) {
+    const FusionPlan deeper = plan_fusions(make_network(name), false, accept_all);
+    EXPECT_EQ(deeper.count(FusedKind::conv_bn_add_relu), blocks) << name;
+    EXPECT_EQ(deeper.count(FusedKind::add_relu), 0) << name;
+    const FusionPlan trained = plan_fusions(make_network(name), true, accept_all);
+    EXPECT_EQ(trained.count(FusedKind::conv_bn_add_relu), 0) << name << ": inference only";
+    EXPECT_EQ(trained.count(FusedKind::bn_add_relu), blocks) << name;
+  }
 
   const Network vgg11 = make_network("vgg11");
   const FusionPlan vgg = plan_fusions(vgg11, true, accept_all);
@@ -145,6 +169,51 @@ TEST(FusionPlan, RefusalsAreRecordedWithTheReasonAndFallBack) {
   EXPECT_NE(text.find("](no kernel for it) x33"), std::string::npos) << text;
   EXPECT_NE(text.find("bn_add_relu["), std::string::npos) << text;
   EXPECT_NE(text.find("](no kernel for it) x16"), std::string::npos) << text;
+}
+
+// The residual add's convolution: conv3 in an identity block (the residual is the block's input), the
+// projection's convolution where the block has one (conv3 runs before it, so its output is the residual).
+TEST(FusionPlan, ConvBatchNormAddReluAnchorsTheConvolutionAfterTheResidual) {
+  const Network resnet50 = make_network("resnet50");
+  const FusionPlan plan = plan_fusions(resnet50, false, accept_all);
+  const auto index_of = [&](const std::string& name) {
+    for (std::size_t i = 0; i < resnet50.layers().size(); ++i)
+      if (resnet50.layers()[i].name == name) return static_cast<int>(i);
+    ADD_FAILURE() << "no layer " << name;
+    return -1;
+  };
+  const FusedGroup* identity = plan.group_of(index_of("layer1.1.relu3"));
+  ASSERT_NE(identity, nullptr);
+  EXPECT_EQ(identity->kind, FusedKind::conv_bn_add_relu);
+  EXPECT_EQ(identity->anchor(), index_of("layer1.1.conv3"));
+  EXPECT_EQ(identity->residual, index_of("layer1.0.relu3"));
+  const FusedGroup* projected = plan.group_of(index_of("layer2.0.relu3"));
+  ASSERT_NE(projected, nullptr);
+  EXPECT_EQ(projected->kind, FusedKind::conv_bn_add_relu);
+  EXPECT_EQ(projected->anchor(), index_of("layer2.0.downsample.conv"));
+  EXPECT_EQ(projected->batch_norm, index_of("layer2.0.downsample.bn"));
+  EXPECT_EQ(projected->residual, index_of("layer2.0.bn3"));
+  // conv3 + bn3 of that block still fold (no relu after them).
+  const FusedGroup* conv3 = plan.group_of(index_of("layer2.0.conv3"));
+  ASSERT_NE(conv3, nullptr);
+  EXPECT_EQ(conv3->kind, FusedKind::conv_bn_relu);
+  EXPECT_EQ(conv3->relu, -1);
+}
+
+// Refused, the next-longest chain of each block's end is proposed: add_relu, and every batch-norm folds alone.
+TEST(FusionPlan, RefusedConvBatchNormAddReluFallsBackToAddRelu) {
+  const Network resnet50 = make_network("resnet50");
+  const FusionPlan plan = plan_fusions(resnet50, false, [](const FusedGroup& g) -> std::optional<std::string> {
+    if (g.kind == FusedKind::conv_bn_add_relu) return "no fused graph";
+    return std::nullopt;
+  });
+  EXPECT_EQ(plan.count(FusedKind::conv_bn_add_relu), 0);
+  EXPECT_EQ(plan.count(FusedKind::add_relu), 16);
+  EXPECT_EQ(plan.count(FusedKind::conv_bn_relu), 53);
+  EXPECT_EQ(plan.refused().size(), 16u);
+  EXPECT_EQ(plan.decisions(resnet50),
+            "fusions=add_relu:16,conv_bn_relu:53;refused=conv_bn_add_relu[layer1.0.downsample.conv+"
+            "layer1.0.downsample.bn+layer1.0.add+layer1.0.relu3](no fused graph) x16");
 }
 
 TEST(FusionPlan, DecisionsNameEveryTakenKindWithItsCount) {

@@ -14,6 +14,7 @@ std::string_view to_string(FusedKind kind) {
     case FusedKind::bn_add_relu: return "bn_add_relu";
     case FusedKind::add_relu: return "add_relu";
     case FusedKind::fc_bias_relu: return "fc_bias_relu";
+    case FusedKind::conv_bn_add_relu: return "conv_bn_add_relu";
   }
   return "?";
 }
@@ -172,12 +173,29 @@ class Planner {
             break;
           }
         }
+        if (!training_ && offer_conv_bn_add_relu(from, relu)) return;
         offer(group(FusedKind::add_relu, {from, relu}, relu, -1, from));
         return;
       }
       default:
         return;  // pooling, concat, ...: no fusion ends in their relu
     }
+  }
+
+  // Inference: convolution → batch-norm (folded) → add → relu, on the side of the add whose convolution
+  // runs after the other input (the residual) exists. True when taken; a refusal is recorded.
+  bool offer_conv_bn_add_relu(int add_index, int relu) {
+    const Layer& add = layer(add_index);
+    if (add.inputs.size() != 2 || add.inputs[0] == add.inputs[1]) return false;
+    for (int side = 0; side < 2; ++side) {
+      const int bn = add.inputs[static_cast<std::size_t>(side)];
+      const int residual = add.inputs[static_cast<std::size_t>(1 - side)];
+      if (bn <= 0 || kind(bn) != LayerKind::batch_norm || readers(bn) != 1 || taken(bn)) continue;
+      const int conv = sole_producer(bn, LayerKind::convolution);
+      if (conv < 0 || residual > conv) continue;
+      return offer(group(FusedKind::conv_bn_add_relu, {conv, bn, add_index, relu}, relu, bn, add_index, residual));
+    }
+    return false;
   }
 
   const Network& network_;

@@ -9,6 +9,7 @@
 //
 //   conv_bias_relu    convolution (+ its bias) + relu
 //   conv_bn_relu      inference: convolution + batch-norm folded into it (+ relu)
+//   conv_bn_add_relu  inference: convolution + batch-norm folded into it + residual add + relu
 //   bn_relu           training: batch-norm (batch statistics) + relu
 //   bn_add_relu       training: batch-norm + residual add + relu
 //   add_relu          residual add + relu
@@ -17,8 +18,12 @@
 // Each group stands for its forward and its backward counterpart (dReLU
 // folded into the producer's data gradient, dBN + dAdd + dReLU in one pass).
 // Proposals are made from the output end: a relu is claimed by the longest
-// chain that ends in it (bn_add_relu before add_relu, conv_bn_relu before
-// conv_bias_relu), and the next-longest is proposed when the engine refuses.
+// chain that ends in it (bn_add_relu or conv_bn_add_relu before add_relu,
+// conv_bn_relu before conv_bias_relu), and the next-longest is proposed when
+// the engine refuses. conv_bn_add_relu's convolution is the add's input side
+// that runs after the other input (the skip connection) exists, so the
+// anchor can read it: conv3 in an identity block, the projection's
+// convolution in a block whose conv3 comes first.
 #pragma once
 
 #include <functional>
@@ -31,16 +36,16 @@
 
 namespace crossbench::kit {
 
-enum class FusedKind { conv_bias_relu, conv_bn_relu, bn_relu, bn_add_relu, add_relu, fc_bias_relu };
+enum class FusedKind { conv_bias_relu, conv_bn_relu, bn_relu, bn_add_relu, add_relu, fc_bias_relu, conv_bn_add_relu };
 [[nodiscard]] std::string_view to_string(FusedKind kind);
 
 struct FusedGroup {
   FusedKind kind = FusedKind::conv_bias_relu;
   std::vector<int> layers;  // in network order; the first is the anchor that lowers the group
   int relu = -1;            // the relu at its end, or -1 (conv_bn_relu without one)
-  int batch_norm = -1;      // conv_bn_relu, bn_relu, bn_add_relu
-  int add = -1;             // bn_add_relu, add_relu
-  int residual = -1;        // bn_add_relu: the add's other input (the skip connection)
+  int batch_norm = -1;      // conv_bn_relu, bn_relu, bn_add_relu, conv_bn_add_relu
+  int add = -1;             // bn_add_relu, add_relu, conv_bn_add_relu
+  int residual = -1;        // bn_add_relu, conv_bn_add_relu: the add's other input (the skip connection)
   [[nodiscard]] int anchor() const { return layers.front(); }
   [[nodiscard]] bool contains(int layer) const;
 };
