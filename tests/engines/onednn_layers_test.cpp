@@ -574,8 +574,12 @@ TEST(OnednnSession, ResnetFusionsAndRefusals) {
   EXPECT_NE(decisions.find("fuse_norm_add_relu"), std::string::npos) << decisions;
   // Inference: every batch-norm folds into its convolution (53), the ReLU after the add is its post-op.
   onednn::OnednnSession inference(network, cell_of(network, 1, Phase::inference), test_config());
+  // conv_bn_add_relu refused (no sum post-op lowering): the add and its ReLU stay one primitive.
   EXPECT_EQ(inference.record().decisions,
-            std::string(recipe_of(Precision::fp32)) + " fusions=add_relu:16,conv_bn_relu:53");
+            std::string(recipe_of(Precision::fp32)) +
+                " fusions=add_relu:16,conv_bn_relu:53;refused=conv_bn_add_relu[layer1.0.downsample.conv+"
+                "layer1.0.downsample.bn+layer1.0.add+layer1.0.relu3](the residual add as a sum post-op needs the "
+                "convolution to write over the residual; the add and relu run as one primitive after it) x16");
 }
 
 // ---- Engine -------------------------------------------------------------------

@@ -8,6 +8,7 @@
 #include "crossbench/engine.hpp"
 #include "crossbench/network.hpp"
 #include "engines/cudnn/graph.hpp"
+#include "engines/cudnn/graph_api_convolution.hpp"
 #include "engines_cudnn/tiny_networks.hpp"
 
 namespace crossbench::cudnn {
@@ -23,11 +24,14 @@ struct Plan {
 };
 
 std::unique_ptr<Plan> plan(const Network& network, Precision precision, Phase phase, std::int64_t batch,
-                           Layout layout = Layout::automatic, bool fuse = true) {
+                           Layout layout = Layout::automatic, bool fuse = true,
+                           AlgorithmPolicy algorithm = AlgorithmPolicy::heuristic, bool graph_api = true) {
   auto p = std::make_unique<Plan>();
   static CudnnConfig config;
   config.layout = layout;
   config.fuse = fuse;
+  config.algorithm = algorithm;
+  config.graph_api = graph_api;
   static CellSpec cell;
   cell = {"cudnn", network.name(), precision, batch, phase, 0};
   p->builder = std::make_unique<Builder>(network, cell, config, p->pool, p->ops, p->parameters, p->impls);
@@ -257,6 +261,101 @@ TEST(CudnnPlan, ResNetTrainingFusesBatchNormAddReluInNhwc) {
       << decisions;
   // bn_add_relu refused in NCHW falls back to add_relu, which is taken.
   EXPECT_EQ(nchw->builder->fusions.count(kit::FusedKind::add_relu), 16) << decisions;
+}
+
+// Inference conv_bn_add_relu (tensor-core NHWC cells, exhaustive search, a
+// Graph API build): each block's add and relu3 run in the convolution's op
+// (conv3 in an identity block, the projection's convolution in a block whose
+// conv3 runs first); the add has no op, its output is the convolution's, and
+// the relu is fused there. Everywhere else the group is refused with its
+// reason and the add_relu group takes the block's end, as before.
+TEST(CudnnPlan, ResNetInferenceAddsTheResidualInTheConvolution) {
+  for (const char* name : {"resnet50", "resnet101"}) {
+    const Network network = make_network(name);
+    const int blocks = std::string(name) == "resnet50" ? 16 : 33;
+    for (Precision precision : {Precision::tf32, Precision::bf16}) {
+      const std::string what = std::string(name) + " " + std::string(to_string(precision));
+      auto fused = plan(network, precision, Phase::inference, 8, Layout::automatic, true, AlgorithmPolicy::exhaustive);
+      auto heuristic = plan(network, precision, Phase::inference, 8, Layout::automatic, true, AlgorithmPolicy::heuristic);
+      const kit::FusionPlan& groups = fused->builder->fusions;
+      const std::string decisions = groups.decisions(network);
+      if (!graph_api_available()) {
+        EXPECT_EQ(groups.count(kit::FusedKind::conv_bn_add_relu), 0) << what;
+        EXPECT_NE(decisions.find("(no Graph API: "), std::string::npos) << what << ": " << decisions;
+        continue;
+      }
+      EXPECT_EQ(groups.count(kit::FusedKind::conv_bn_add_relu), blocks) << what;
+      EXPECT_EQ(groups.count(kit::FusedKind::add_relu), 0) << what;
+      EXPECT_EQ(groups.count(kit::FusedKind::conv_bn_relu), 2 * blocks + 1 + 4) << what;
+      EXPECT_EQ(decisions.find("refused"), std::string::npos) << what << ": " << decisions;
+      EXPECT_LT(fused->bytes, fused->pool.unshared_bytes()) << what << ": buffers are reused";
+      int anchors = 0;
+      for (const kit::FusedGroup& g : groups.groups()) {
+        if (g.kind != kit::FusedKind::conv_bn_add_relu) continue;
+        ++anchors;
+        const LayerState& conv = fused->builder->states[static_cast<std::size_t>(g.anchor())];
+        const LayerState& add = fused->builder->states[static_cast<std::size_t>(g.add)];
+        const LayerState& relu = fused->builder->states[static_cast<std::size_t>(g.relu)];
+        const std::string& add_name = network.layers()[static_cast<std::size_t>(g.add)].name;
+        EXPECT_EQ(conv.fused_residual, g.residual) << add_name;
+        EXPECT_EQ(conv.folded_batch_norm, g.batch_norm) << add_name;
+        EXPECT_EQ(conv.fusable_relu, -1) << add_name << ": the relu is not its own epilogue's (conv_bias_relu)";
+        EXPECT_EQ(add.residual_into, g.anchor()) << add_name;
+        EXPECT_EQ(add.out.buffer, conv.out.buffer) << add_name << ": the add's output is the convolution's";
+        EXPECT_EQ(relu.out.buffer, conv.out.buffer) << add_name << ": the relu runs in place";
+        ASSERT_NE(conv.impl, nullptr);
+        EXPECT_TRUE(conv.impl->relu_fused()) << add_name;
+        // The residual is an input of the convolution's op (so the buffer plan keeps it live until then).
+        const Tensor residual = fused->builder->states[static_cast<std::size_t>(g.residual)].out;
+        int conv_ops = 0;
+        for (const Op& op : fused->ops) {
+          EXPECT_NE(op.layer, g.add) << add_name << ": the add has no op (" << op.label << ")";
+          if (op.layer == g.anchor()) ++conv_ops;
+        }
+        EXPECT_EQ(conv_ops, 1) << add_name;
+        EXPECT_NE(residual.buffer, conv.out.buffer) << add_name << ": the output does not overwrite the residual";
+      }
+      EXPECT_EQ(anchors, blocks) << what;
+      // The same ops as the add_relu lowering less one add op per block.
+      EXPECT_EQ(heuristic->ops.size(), fused->ops.size() + static_cast<std::size_t>(blocks)) << what;
+      const std::string refused = heuristic->builder->fusions.decisions(network);
+      EXPECT_EQ(heuristic->builder->fusions.count(kit::FusedKind::add_relu), blocks) << what;
+      EXPECT_NE(refused.find("conv_bn_add_relu[layer1.0.downsample.conv+layer1.0.downsample.bn+layer1.0.add+"
+                             "layer1.0.relu3](--algo heuristic: the fused graph is chosen by the measured search only) x" +
+                             std::to_string(blocks)),
+                std::string::npos)
+          << what << ": " << refused;
+    }
+  }
+  // Refused, with the reason, where the Graph API cannot take it; add_relu then ends each block as today.
+  const Network network = make_network("resnet50");
+  struct Refusal {
+    Precision precision;
+    Layout layout;
+    bool fuse, graph_api;
+    std::string reason;
+  };
+  for (const Refusal& r : {Refusal{Precision::fp32, Layout::automatic, true, true, "(strict fp32 or NCHW: "},
+                           Refusal{Precision::tf32, Layout::nchw, true, true, "(strict fp32 or NCHW: "},
+                           Refusal{Precision::bf16, Layout::automatic, true, false, "(the Graph API is off (--engine.graph_api false))"},
+                           Refusal{Precision::bf16, Layout::automatic, false, true, "(fusion turned off (--fuse false))"}}) {
+    auto p = plan(network, r.precision, Phase::inference, 8, r.layout, r.fuse, AlgorithmPolicy::exhaustive, r.graph_api);
+    const std::string decisions = p->builder->fusions.decisions(network);
+    EXPECT_EQ(p->builder->fusions.count(kit::FusedKind::conv_bn_add_relu), 0) << decisions;
+    EXPECT_EQ(p->builder->fusions.count(kit::FusedKind::add_relu), r.fuse ? 16 : 0) << decisions;
+    EXPECT_NE(decisions.find("conv_bn_add_relu[layer1.0.downsample.conv+layer1.0.downsample.bn+layer1.0.add+"
+                             "layer1.0.relu3]" + r.reason),
+              std::string::npos)
+        << decisions;
+    for (const LayerState& s : p->builder->states) {
+      EXPECT_EQ(s.fused_residual, -1);
+      EXPECT_EQ(s.residual_into, -1);
+    }
+  }
+  // Training never proposes it.
+  auto training = plan(network, Precision::bf16, Phase::training, 8, Layout::automatic, true, AlgorithmPolicy::exhaustive);
+  EXPECT_EQ(training->builder->fusions.count(kit::FusedKind::conv_bn_add_relu), 0);
+  EXPECT_EQ(training->builder->fusions.decisions(network).find("conv_bn_add_relu"), std::string::npos);
 }
 
 // VGG's and AlexNet's fully-connected layers before a relu are lowered as

@@ -137,6 +137,10 @@ struct LayerState : kit::LayerState<Tensor> {  // out, grad and the kit's flags 
   int folded_batch_norm = -1;  // convolution: the batch-norm folded into it
   int folded_into = -1;        // batch-norm: the convolution it is folded into
   Tensor fold_weight, fold_conv_bias, fold_shift;  // convolution: what the fold rewrites
+  // Inference conv_bn_add_relu: the convolution (its batch-norm folded) also adds the residual and
+  // applies the relu after the add; the add has no op and its output is the convolution's.
+  int fused_residual = -1;  // convolution: the layer whose output it adds (the skip connection)
+  int residual_into = -1;   // add: the convolution that computes it
   LayerImpl* impl = nullptr;
 };
 

@@ -46,7 +46,7 @@ std::vector<std::int64_t> strides_of(const Tensor& t) {
   return {t.strides[0], t.strides[1], t.strides[2], t.strides[3]};
 }
 
-enum Uid : std::int64_t { kX = 1, kW = 2, kY = 3, kBias = 4 };
+enum Uid : std::int64_t { kX = 1, kW = 2, kY = 3, kBias = 4, kResidual = 5 };
 
 }  // namespace
 
@@ -83,6 +83,12 @@ std::unique_ptr<GraphConvolution> GraphConvolution::create(cudnnHandle_t handle,
         auto bias = tensor("bias", kBias, p.bias);
         auto biased = g.pointwise(y, bias, fe::graph::Pointwise_attributes().set_mode(fe::PointwiseMode_t::ADD));
         biased->set_data_type(fe::DataType_t::FLOAT);
+        if (p.residual.valid()) {
+          // conv_bn_add_relu: the skip connection added before the relu, in the same epilogue.
+          auto residual = tensor("residual", kResidual, p.residual);
+          biased = g.pointwise(biased, residual, fe::graph::Pointwise_attributes().set_mode(fe::PointwiseMode_t::ADD));
+          biased->set_data_type(fe::DataType_t::FLOAT);
+        }
         y = g.pointwise(biased, fe::graph::Pointwise_attributes().set_mode(fe::PointwiseMode_t::RELU_FWD));
       }
       y->set_output(true).set_uid(kY).set_dim(dims_of(p.y)).set_stride(strides_of(p.y)).set_data_type(io);
@@ -142,10 +148,11 @@ std::int64_t GraphConvolution::workspace_bytes(int plan) const {
   return bytes;
 }
 
-bool GraphConvolution::run(cudnnHandle_t handle, int plan, void* x, void* w, void* y, void* bias, void* workspace,
-                           bool refusal_allowed) const {
+bool GraphConvolution::run(cudnnHandle_t handle, int plan, void* x, void* w, void* y, void* bias, void* residual,
+                           void* workspace, bool refusal_allowed) const {
   std::unordered_map<std::int64_t, void*> pack{{kX, x}, {kW, w}, {kY, y}};
   if (bias != nullptr) pack.emplace(kBias, bias);
+  if (residual != nullptr) pack.emplace(kResidual, residual);
   auto status = impl_->graph.execute_plan_at_index(handle, pack, workspace, plan);
   if (status.is_good()) return true;
   if (refusal_allowed) return false;
@@ -173,7 +180,7 @@ int GraphConvolution::plan_count() const { return 0; }
 std::string GraphConvolution::plan_name(int) const { return {}; }
 bool GraphConvolution::build(int) { return false; }
 std::int64_t GraphConvolution::workspace_bytes(int) const { return 0; }
-bool GraphConvolution::run(cudnnHandle_t, int, void*, void*, void*, void*, void*, bool) const { return false; }
+bool GraphConvolution::run(cudnnHandle_t, int, void*, void*, void*, void*, void*, void*, bool) const { return false; }
 
 #endif
 

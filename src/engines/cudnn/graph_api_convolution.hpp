@@ -4,7 +4,8 @@
 // algorithms per direction; the Graph API's engine configurations (tile
 // sizes, split-K and other knobs) are what PyTorch's cuDNN path searches.
 // The forward may carry the fused epilogue of a conv_bias_relu group: y =
-// relu(conv(x, w) + bias) in one kernel.
+// relu(conv(x, w) + bias) in one kernel, and of a conv_bn_add_relu group:
+// y = relu(conv(x, w) + bias + residual), the residual a tensor of y's shape.
 //
 // The layer measures the plans (plan_count/plan_name/build/run) with the same
 // in-context timing and algorithm cache as the legacy algorithms
@@ -32,6 +33,7 @@ struct GraphConvolutionProblem {
   Tensor x, w, y;        // forward: inputs x, w and output y; backward data: dy (y), w → dx (x); filter: x, dy (y) → dw (w)
   Tensor bias;           // forward with epilogue: y = relu(conv + bias) (a (1, C, 1, 1) tensor)
   bool bias_relu = false;
+  Tensor residual;       // with bias_relu: y = relu(conv + bias + residual) (y's shape), where valid
   int padding = 0, stride = 1;
   std::int64_t workspace_limit_bytes = 0;
 };
@@ -56,9 +58,9 @@ class GraphConvolution {
   // Builds a plan (compiles its kernels); false where cuDNN refuses it.
   [[nodiscard]] bool build(int plan);
   [[nodiscard]] std::int64_t workspace_bytes(int plan) const;
-  // Enqueues the plan on the handle's stream; x, w, y, bias as in the problem. false where the
-  // execution is refused and `refusal_allowed` (the measurement), else throws Error.
-  bool run(cudnnHandle_t handle, int plan, void* x, void* w, void* y, void* bias, void* workspace,
+  // Enqueues the plan on the handle's stream; x, w, y, bias, residual as in the problem (null where it
+  // has none). false where the execution is refused and `refusal_allowed` (the measurement), else throws Error.
+  bool run(cudnnHandle_t handle, int plan, void* x, void* w, void* y, void* bias, void* residual, void* workspace,
            bool refusal_allowed) const;
 
  private:

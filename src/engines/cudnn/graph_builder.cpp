@@ -9,6 +9,7 @@
 
 #include "crossbench/error.hpp"
 #include "engines/cudnn/graph.hpp"
+#include "engines/cudnn/graph_api_convolution.hpp"
 #include "engines/cudnn/kernels_batch_norm.hpp"
 #include "engines/cudnn/kernels_elementwise.hpp"
 #include "engines/kit/fusion.hpp"
@@ -273,6 +274,17 @@ std::optional<std::string> can_lower(const Builder& b, const kit::FusedGroup& g)
       // cuBLASLt's RELU_BIAS epilogue writes relu(x W^T + b) as the relu's output (layer_fully_connected.cpp).
       if (!relu_in_place) return "the relu cannot write over its input";
       return std::nullopt;
+    case kit::FusedKind::conv_bn_add_relu:
+      // One Graph API graph conv → +bias → +residual → relu, chosen by measurement (layer_convolution.cpp);
+      // where no plan runs, the convolution's op runs the unfused ops (conv + bias, then our add+relu kernel).
+      if (b.cell.precision == Precision::fp32 || !b.nhwc)
+        return "strict fp32 or NCHW: the fused graph is for tensor-core NHWC cells (tf32, 16-bit)";
+      if (b.config.algorithm != AlgorithmPolicy::exhaustive)
+        return "--algo heuristic: the fused graph is chosen by the measured search only";
+      if (!b.config.graph_api) return "the Graph API is off (--engine.graph_api false)";
+      if (!graph_api_available()) return std::string("no Graph API: ") + graph_api_unavailable_reason();
+      if (!relu_in_place) return "the relu cannot write over its input";
+      return std::nullopt;
   }
   return "unknown group";
 }
@@ -301,6 +313,15 @@ void pre_pass(Builder& b) {
         b.state(g.anchor()).folded_batch_norm = g.batch_norm;
         b.state(g.batch_norm).folded_into = g.anchor();
         if (g.relu >= 0) b.state(g.anchor()).fusable_relu = b.state(g.batch_norm).fusable_relu = g.relu;
+        break;
+      case kit::FusedKind::conv_bn_add_relu:
+        // Inference: the batch-norm folds into the convolution, which adds the residual and applies the relu;
+        // the add has no op (its output is the convolution's) and the relu's op does nothing.
+        b.state(g.anchor()).folded_batch_norm = g.batch_norm;
+        b.state(g.batch_norm).folded_into = g.anchor();
+        b.state(g.anchor()).fused_residual = g.residual;
+        b.state(g.add).residual_into = g.anchor();
+        b.state(g.add).fusable_relu = g.relu;
         break;
       case kit::FusedKind::bn_relu:
       case kit::FusedKind::bn_add_relu: break;  // lowered at the relu, found through b.fusions (batch_norm_group)

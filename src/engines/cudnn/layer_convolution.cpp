@@ -44,6 +44,19 @@
 // and the bias becomes the folded shift, once after initialisation (graph.hpp's
 // after_initialise), so conv + batch-norm + relu is one call or one kernel
 // epilogue. The decisions say "+bn(folded)".
+//
+// Inference conv_bn_add_relu (tensor-core NHWC cells, exhaustive search): the
+// convolution also adds the block's residual and applies the relu after the
+// add, y = relu(conv(x, w') + b' + residual), timed as one Graph API graph
+// (conv → +bias → +residual → relu) against the unfused ops' estimate (the
+// fastest plain forward, plus the bias pass and the add+relu pass it saves:
+// four passes over y, the graph's own read of the residual counted) and cached
+// like the other graphs ("graph_api.forward+bias+add+relu ..."). Where cuDNN
+// lists no plan for the graph, none runs, or it is not clearly faster, the
+// convolution's op runs the unfused ops itself: the convolution, its bias
+// (our kernel) and kernels::add_relu(y, residual) — the same passes as a
+// conv_bn_relu group without relu and an add_relu group — and the decisions
+// say why ("+add+relu(kernel, unfused: ...)"). The add has no op either way.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -79,6 +92,11 @@ class Convolution final : public LayerImpl {
   bool folds_batch_norm = false;  // inference: the batch-norm after it is folded in (bias = its shift)
   bool fusion_candidate = false;
   bool training = false;
+  // Inference conv_bn_add_relu: y = relu(conv + bias + residual); the relu after the add is always ours.
+  Tensor residual;
+  bool adds_residual = false;
+  bool residual_graph = false;  // graph_forward is the fused graph (conv + bias + residual + relu)
+  std::string residual_note;    // why the residual add runs unfused (our add+relu kernel after the bias)
   // Backward (training).
   Tensor dy, dw, db;
   // kernels::channel_sum instead of cudnnConvolutionBackwardBias for bf16 (which
@@ -119,6 +137,7 @@ class Convolution final : public LayerImpl {
   void plan_search(SetupContext& ctx) override {
     if (ctx.config.algorithm != AlgorithmPolicy::exhaustive) return;
     std::int64_t x_bytes = x.span_bytes(), y_bytes = y.span_bytes();
+    if (adds_residual) x_bytes = std::max(x_bytes, y_bytes);  // the fused graph's residual is read from arena x
     if (training) {
       y_bytes = std::max(y_bytes, dy.span_bytes());
       if (data_gradient) x_bytes = std::max(x_bytes, dx.span_bytes());
@@ -211,6 +230,7 @@ class Convolution final : public LayerImpl {
                         std::string(graph_epilogue ? "forward+bias+relu " : "forward ") + forward_signature,
                         forward.time_ms + unfused_epilogue_ms, graph_forward);
       if (graph_forward.graph) fused = false;
+      if (adds_residual) choose_residual_graph(ctx, forward_signature);
     }
     if (!training) return;
     dyd = describe_tensor(dy);
@@ -262,11 +282,28 @@ class Convolution final : public LayerImpl {
     }
   }
 
+  // conv_bn_add_relu: the fused graph against the unfused ops (the faster plain forward, legacy or graph,
+  // plus the bias pass and the add+relu pass: read and write y, then read y and the residual and write y,
+  // less the graph's own read of the residual). It replaces the plain choice where clearly faster.
+  void choose_residual_graph(SetupContext& ctx, const std::string& forward_signature) {
+    const double plain_ms = graph_forward.graph ? graph_forward.time_ms : forward.time_ms;
+    const double saved_ms = 4.0 * static_cast<double>(y.bytes()) / kMemoryBandwidth * 1e3;
+    GraphPlan fused_graph;
+    choose_graph_plan(ctx, GraphDirection::forward, true, "forward+bias+add+relu " + forward_signature,
+                      plain_ms + saved_ms, fused_graph, true);
+    if (!fused_graph.graph) {
+      residual_note = fused_graph.note.empty() ? "no fused graph measured" : "graph " + fused_graph.note;
+      return;
+    }
+    graph_forward = std::move(fused_graph);
+    residual_graph = true;
+  }
+
   // Times the first kGraphCandidates plans of a Graph API graph of one direction on the search arena
   // (cached under `signature` like every measured choice) and keeps the fastest where it is clearly
   // faster than `incumbent_ms`, the legacy choice's time; else `note` says why not.
   void choose_graph_plan(SetupContext& ctx, GraphDirection direction, bool bias_relu, const std::string& signature,
-                         double incumbent_ms, GraphPlan& out) {
+                         double incumbent_ms, GraphPlan& out, bool with_residual = false) {
     if (ctx.config.algorithm != AlgorithmPolicy::exhaustive || !ctx.config.graph_api) return;
     if (!graph_api_available()) {
       out.note = graph_api_unavailable_reason();
@@ -280,6 +317,7 @@ class Convolution final : public LayerImpl {
     problem.y = direction == GraphDirection::forward ? y : dy;
     problem.bias = bias;
     problem.bias_relu = bias_relu;
+    if (with_residual) problem.residual = residual;
     problem.padding = static_cast<int>(padding);
     problem.stride = static_cast<int>(stride);
     problem.workspace_limit_bytes = ctx.config.workspace_limit_bytes;
@@ -306,7 +344,9 @@ class Convolution final : public LayerImpl {
         if (!graph->build(plan) || graph->workspace_bytes(plan) > static_cast<std::int64_t>(a.workspace_bytes)) continue;
         // Arena roles as the legacy search's: x the input (or dx), w the filter (or dw), y the output (or dy).
         measured[i] = static_cast<float>(median_in_context_ms(ctx, [&] {
-          return graph->run(ctx.dnn, plan, a.x, a.w, a.y, bias_relu ? a.w : nullptr, a.workspace, true);
+          // The residual (y's shape) from arena x, which plan_search sized for it.
+          return graph->run(ctx.dnn, plan, a.x, a.w, a.y, bias_relu ? a.w : nullptr, with_residual ? a.x : nullptr,
+                            a.workspace, true);
         }));
       }
       return measured;
@@ -398,9 +438,10 @@ class Convolution final : public LayerImpl {
     bias_gradient_kernel = clearly_faster(bias_kernel_ms, bias_cudnn_ms);  // near-ties keep cuDNN's
   }
 
-  // The relu after it is applied here: by cuDNN's fused call or by our epilogue kernel.
+  // The relu after it is applied here: by cuDNN's fused call or by our epilogue kernel; in a
+  // conv_bn_add_relu group always (the fused graph, or our add+relu kernel after the bias).
   bool relu_fused() const override {
-    return fusion_candidate && has_bias && (fused || kernel_epilogue || graph_forward.graph != nullptr);
+    return adds_residual || (fusion_candidate && has_bias && (fused || kernel_epilogue || graph_forward.graph != nullptr));
   }
 
   const char* math(const AlgorithmChoice& c) const {
@@ -419,8 +460,11 @@ class Convolution final : public LayerImpl {
     else
       text << forward_algorithm_name(forward.algorithm) << "/" << math(forward);
     if (folds_batch_norm) text << "+bn(folded)";
-    if (fused || (graph_forward.graph && relu_fused())) text << "+bias+relu";
-    else if (kernel_epilogue) text << (relu_fused() ? "+bias+relu(kernel)" : "+bias(kernel)");
+    const bool bias_relu_epilogue = fusion_candidate && has_bias;
+    if (residual_graph) text << "+bias+add+relu";
+    else if (fused || (graph_forward.graph && bias_relu_epilogue)) text << "+bias+relu";
+    else if (kernel_epilogue) text << (bias_relu_epilogue ? "+bias+relu(kernel)" : "+bias(kernel)");
+    if (adds_residual && !residual_graph) text << "+add+relu(kernel, unfused: " << residual_note << ")";
     if (!fallback.empty()) text << "(unfused: " << fallback << ")";
     if (!forward_im2col && !std::isnan(forward_im2col_ms)) text << "[im2col_gemm " << forward_im2col_ms << "ms>=" << forward.time_ms << "ms]";
     if (!forward_times.empty()) text << "{" << forward_times << "}";
@@ -456,14 +500,16 @@ class Convolution final : public LayerImpl {
 
   void run_forward(const Exec& e) {
     if (graph_forward.graph) {
-      const bool epilogue = fusion_candidate && has_bias;
+      const bool epilogue = (fusion_candidate && has_bias) || residual_graph;
       if (graph_forward.graph->run(e.dnn, graph_forward.plan, e.ptr(x), e.ptr(w), e.ptr(y), epilogue ? e.ptr(bias) : nullptr,
-                                   e.workspace, e.probing)) {
+                                   residual_graph ? e.ptr(residual) : nullptr, e.workspace, e.probing)) {
         if (!epilogue) run_epilogue(e);
         return;
       }
       fallback = "graph plan " + graph_forward.name + " refused at run time";  // prepare()'s validation pass only
+      if (residual_graph) residual_note = fallback;
       graph_forward.graph.reset();
+      residual_graph = false;
     }
     if (forward_im2col) {
       im2col_gemm_forward(e.blas, im2col_shape(y), e.ptr_as<const float>(x), e.ptr_as<const float>(w),
@@ -489,19 +535,22 @@ class Convolution final : public LayerImpl {
     run_epilogue(e);
   }
 
-  // The bias (and the relu, with the kernel) after an unfused forward.
+  // The bias (and the relu, with the kernel) after an unfused forward; in a conv_bn_add_relu group then
+  // the residual add and the relu, one pass of our add+relu kernel.
   void run_epilogue(const Exec& e) {
     if (!has_bias) return;
     if (kernel_epilogue)
       kernels::bias_activation(e.ptr(y), y.type, y.dims, y.strides, e.ptr(bias), fusion_candidate, e.stream);
     else
       CB_CHECK_CUDNN(cudnnAddTensor(e.dnn, &kOne, bd, e.ptr(bias), &kOne, yd, e.ptr(y)));
+    if (adds_residual) kernels::add_relu(e.ptr(y), e.ptr(residual), e.ptr(y), y.type, y.elements(), e.stream);
   }
 
   void run_backward_filter(const Exec& e) {
     const bool by_graph =
         graph_filter.graph &&
-        graph_filter.graph->run(e.dnn, graph_filter.plan, e.ptr(x), e.ptr(dw), e.ptr(dy), nullptr, e.workspace, e.probing);
+        graph_filter.graph->run(e.dnn, graph_filter.plan, e.ptr(x), e.ptr(dw), e.ptr(dy), nullptr, nullptr, e.workspace,
+                                e.probing);
     if (graph_filter.graph && !by_graph) graph_filter.graph.reset();  // refused in prepare()'s validation pass
     if (by_graph) {
       // dw written by the Graph API plan
@@ -524,7 +573,8 @@ class Convolution final : public LayerImpl {
 
   void run_backward_data(const Exec& e) {
     if (graph_data.graph) {
-      if (graph_data.graph->run(e.dnn, graph_data.plan, e.ptr(dx), e.ptr(w), e.ptr(dy), nullptr, e.workspace, e.probing))
+      if (graph_data.graph->run(e.dnn, graph_data.plan, e.ptr(dx), e.ptr(w), e.ptr(dy), nullptr, nullptr, e.workspace,
+                                e.probing))
         return;
       graph_data.graph.reset();  // refused in prepare()'s validation pass: the legacy choice
     }
@@ -576,8 +626,18 @@ void forward_convolution(Builder& b, int index) {
   }
   c->y = b.new_output(index, b.type);
   s.out = c->y;
+  if (s.fused_residual >= 0) {
+    // conv_bn_add_relu (graph_builder.cpp's pre-pass): the skip connection exists already (the kit's planner
+    // anchors the group at the convolution that runs after it), and nothing writes over it before this op
+    // (it has the add for a reader, so no relu or add runs in place over it).
+    c->adds_residual = true;
+    c->residual = b.state(s.fused_residual).out;
+    if (!c->residual.is_packed() || c->residual.strides != c->y.strides || c->residual.type != c->y.type || !c->y.is_packed())
+      throw Error("cuDNN engine: " + layer.name + " adds a residual " + shape_text(c->residual) +
+                  " that is not packed like its output " + shape_text(c->y));
+  }
   if (b.training) b.state(from).value_needed = true;  // backward filter reads x
-  b.push(index, Stage::forward, b.label(index, "forward"), {c->x, c->w, c->bias, c->y},
+  b.push(index, Stage::forward, b.label(index, "forward"), {c->x, c->w, c->bias, c->y, c->residual},
          [c](const Exec& e) { c->run_forward(e); });
 }
 

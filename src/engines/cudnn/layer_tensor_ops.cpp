@@ -14,7 +14,9 @@
 // An add followed by an in-place relu applies it in the same pass
 // (kernels::add_relu), as a ResNet block ends, where its three tensors share
 // one packed layout; the relu's own op is then empty. In a training
-// bn_add_relu group it has no op at all (layer_batch_norm.cpp).
+// bn_add_relu group it has no op at all (layer_batch_norm.cpp), nor in an
+// inference conv_bn_add_relu group (the convolution adds the residual:
+// layer_convolution.cpp).
 //
 // Concat: in NCHW the producers of the branches wrote straight into their
 // channel slice of the output (the builder's placement), and the backward
@@ -102,6 +104,15 @@ void forward_add(Builder& b, int index) {
     s.out = bn.out;
     s.exclusive = bn.exclusive;
     s.value_needed = true;  // the group's backward reads the relu's output here (its mask)
+    return;
+  }
+  if (const int conv = b.state(index).residual_into; conv >= 0) {
+    // conv_bn_add_relu (inference): the convolution's op adds the residual (and applies the relu after it).
+    LayerState& s = b.state(index);
+    const LayerState& c = b.state(conv);
+    s.out = c.out;
+    s.exclusive = c.exclusive;
+    s.impl = c.impl;  // the relu's op asks it whether it applied the relu (always)
     return;
   }
   const int first = b.input_of(index, 0), second = b.input_of(index, 1);

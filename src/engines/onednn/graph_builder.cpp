@@ -242,6 +242,11 @@ std::optional<std::string> can_lower(const kit::FusedGroup& g, const GraphOption
       return "oneDNN " + std::to_string(DNNL_VERSION_MAJOR) + "." + std::to_string(DNNL_VERSION_MINOR) + "." +
              std::to_string(DNNL_VERSION_PATCH) +
              " has no batch-norm with a fused residual add (normalization_flags::fuse_norm_add_relu is oneDNN 3's)";
+    case kit::FusedKind::conv_bn_add_relu:
+      // A sum post-op accumulates into the destination: the convolution would have to write over the
+      // residual's buffer (or a copy of it), which the buffer plan does not arrange.
+      return "the residual add as a sum post-op needs the convolution to write over the residual; the add "
+             "and relu run as one primitive after it";
   }
   return "unknown group";
 }
