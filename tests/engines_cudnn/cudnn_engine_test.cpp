@@ -523,6 +523,119 @@ INSTANTIATE_TEST_SUITE_P(Cudnn, BatchNormFusion, ::testing::Range<std::size_t>(0
                            return fusion_settings()[info.param].name;
                          });
 
+// ---- Inference conv_bn_add_relu: the residual add and relu in the convolution ----
+
+// ResNet inference (batch 8, --algo exhaustive, one algorithm cache shared by
+// the two sessions so that their plain convolutions replay the same choices)
+// with fusion on and off. tf32 and bf16: every block's end is a
+// conv_bn_add_relu group, lowered either as the Graph API graph conv → +bias →
+// +residual → relu where it measured clearly faster, or as the unfused ops in
+// the convolution's op (its bias, then our add+relu kernel), the decisions
+// naming which and why; the logits element by element within the whole-network
+// bounds (tf32 1e-2, bf16 5e-2 of the largest), and against an fp32 reference
+// (NCHW, unfused) the fused error no worse than 1.5x the unfused one + 1e-3.
+// fp32 (strict, NCHW): the group is refused with its reason and add_relu ends
+// each block as before (1e-3: only the batch-norm folding differs).
+class ResidualConvolutionFusion : public ::testing::TestWithParam<std::tuple<std::string, Precision>> {};
+
+std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+TEST_P(ResidualConvolutionFusion, MatchesTheUnfusedOps) {
+  SKIP_WITHOUT_GPU();
+  const auto& [network_name, precision] = GetParam();
+  const Network network = make_network(network_name);
+  const std::string what = network_name + " " + std::string(to_string(precision));
+  const std::size_t blocks = network_name == "resnet50" ? 16 : 33;
+  const std::int64_t batch = 8;
+  const CellSpec cell{"cudnn", network_name, precision, batch, Phase::inference, 0};
+  const std::filesystem::path file = std::filesystem::temp_directory_path() /
+                                     ("cb_convadd_" + std::to_string(::getpid()) + "_" + network_name + "_" +
+                                      std::string(to_string(precision)) + ".json");
+  std::filesystem::remove(file);
+  const auto prepare = [&](bool fuse) {
+    EngineConfig config;
+    config.seed = 42;
+    cudnn::CudnnSettings settings;
+    settings.algorithm = AlgorithmPolicy::exhaustive;
+    settings.algorithm_cache_path = file.string();
+    settings.fuse = fuse;
+    return make_cudnn_engine(probe_gpu(0, ""), config, settings)->prepare(network, cell);
+  };
+  const auto fused_session = prepare(true);
+  const auto unfused_session = prepare(false);
+  auto* fused = dynamic_cast<cudnn::CudnnSession*>(fused_session.get());
+  auto* unfused = dynamic_cast<cudnn::CudnnSession*>(unfused_session.get());
+  ASSERT_NE(fused, nullptr);
+  ASSERT_NE(unfused, nullptr);
+  const std::string decisions = fused->record().decisions;
+  const std::string blocks_text = std::to_string(blocks);
+  if (precision == Precision::fp32) {
+    EXPECT_NE(decisions.find("add_relu:" + blocks_text), std::string::npos) << what << ": " << decisions;
+    EXPECT_NE(decisions.find("conv_bn_add_relu[layer1.0.downsample.conv+layer1.0.downsample.bn+layer1.0.add+"
+                             "layer1.0.relu3](strict fp32 or NCHW: "),
+              std::string::npos)
+        << what << ": " << decisions;
+    EXPECT_EQ(occurrences(decisions, "+add+relu"), 0u) << what << ": " << decisions;
+  } else {
+    EXPECT_NE(decisions.find("conv_bn_add_relu:" + blocks_text), std::string::npos) << what << ": " << decisions;
+    const std::size_t graphs = occurrences(decisions, "+bias+add+relu");
+    const std::size_t unfused_adds = occurrences(decisions, "+add+relu(kernel, unfused: ");
+    EXPECT_EQ(graphs + unfused_adds, blocks) << what << ": each group's convolution names how it adds: " << decisions;
+    const std::size_t first_unfused = decisions.find("+add+relu(kernel, unfused: ");
+    std::cerr << what << ": " << graphs << " of " << blocks << " residual adds in the fused graph, " << unfused_adds
+              << " unfused"
+              << (first_unfused == std::string::npos ? std::string()
+                                                     : " (first: " + decisions.substr(first_unfused, 240) + ")")
+              << "\n";
+    EXPECT_LT(fused->op_count(), unfused->op_count()) << what;
+  }
+  EXPECT_NE(unfused->record().decisions.find("fusions=none;refused="), std::string::npos) << unfused->record().decisions;
+  fused->step();
+  unfused->step();
+  const std::vector<float> fused_logits = fused->logits_storage(), unfused_logits = unfused->logits_storage();
+  ASSERT_EQ(fused_logits.size(), unfused_logits.size()) << what;
+  const double bound = precision == Precision::fp32 ? 1e-3 : precision == Precision::tf32 ? 1e-2 : 5e-2;
+  std::size_t mismatches = 0, first = 0;
+  const double worst = worst_error(unfused_logits, fused_logits, bound, mismatches, first);
+  EXPECT_EQ(mismatches, 0u) << what << ": " << mismatches << " of " << fused_logits.size()
+                            << " logits differ beyond " << bound << " of the largest; first at " << first << " ("
+                            << unfused_logits[first] << " unfused, " << fused_logits[first] << " fused); worst " << worst;
+  double fused_error = 0, unfused_error = 0;
+  if (precision != Precision::fp32) {
+    const CellSpec reference_cell{"cudnn", network_name, Precision::fp32, batch, Phase::inference, 0};
+    const auto reference_session =
+        engine_for(Precision::fp32, Layout::automatic, AlgorithmPolicy::heuristic, false, false)->prepare(network, reference_cell);
+    auto* reference = dynamic_cast<cudnn::CudnnSession*>(reference_session.get());
+    ASSERT_NE(reference, nullptr);
+    reference->step();
+    const std::vector<float> want = reference->logits_storage();
+    std::size_t ignored = 0;
+    fused_error = worst_error(want, fused_logits, 1.0, ignored, first);
+    unfused_error = worst_error(want, unfused_logits, 1.0, ignored, first);
+    EXPECT_LE(fused_error, 1.5 * unfused_error + 1e-3)
+        << what << " logits against fp32: fused " << fused_error << ", unfused " << unfused_error;
+  }
+  const OutputCheck fused_check = fused->check(), unfused_check = unfused->check();
+  EXPECT_TRUE(fused_check.finite) << what;
+  EXPECT_LE(relative(fused_check.loss, unfused_check.loss), bound) << what;
+  std::cerr << what << ": logits worst element error over the largest |logit| " << worst << " (bound " << bound
+            << "); against fp32: fused " << fused_error << ", unfused " << unfused_error << "; ops "
+            << fused->op_count() << " fused, " << unfused->op_count() << " unfused\n";
+  std::filesystem::remove(file);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cudnn, ResidualConvolutionFusion,
+    ::testing::Combine(::testing::Values("resnet50", "resnet101"),
+                       ::testing::Values(Precision::tf32, Precision::bf16, Precision::fp32)),
+    [](const ::testing::TestParamInfo<ResidualConvolutionFusion::ParamType>& info) {
+      return std::get<0>(info.param) + "_" + std::string(to_string(std::get<1>(info.param)));
+    });
+
 // ---- Session behaviour -----------------------------------------------------------
 
 TEST(CudnnSession, CudaGraphReplayGivesTheSameResults) {

@@ -6,8 +6,10 @@
 // weight gradient of 1x1 NHWC convolutions (gemm_weight_gradient.hpp), and
 // the im2col + GEMM forward and weight gradient (im2col_gemm.hpp), and the
 // fused training batch-norm + (add +) relu, forward and backward
-// (kernels_batch_norm.hpp). The LRN and pitched-row kernels are in
-// cudnn_kernels_lrn_rows_test.cpp, the shared helpers in kernels_test_support.hpp.
+// (kernels_batch_norm.hpp), and the Graph API forward with a residual in its
+// epilogue (graph_api_convolution.hpp: conv_bn_add_relu's fused graph). The LRN and
+// pitched-row kernels are in cudnn_kernels_lrn_rows_test.cpp, the shared helpers in
+// kernels_test_support.hpp.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -15,11 +17,16 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "crossbench/device.hpp"
+#include "crossbench/error.hpp"
 #include "engines/cudnn/gemm_weight_gradient.hpp"
+#include "engines/cudnn/graph_api_convolution.hpp"
 #include "engines/cudnn/handles.hpp"
 #include "engines/cudnn/im2col_gemm.hpp"
 #include "engines/cudnn/kernels_batch_norm.hpp"
@@ -88,6 +95,99 @@ TEST(CudnnKernels, BiasActivationMatchesTheHostInEveryLayout) {
                                                       << " (elements outside a slice must stay as they were)";
         }
       }
+}
+
+// conv_bn_add_relu's graph, y = relu(conv(x, w) + bias + residual), every
+// plan of the heuristics' first six that builds, against a double-precision
+// host convolution of the stored inputs (3x3, padding 1, NHWC, 2x16x6x6 →
+// 32 channels): tf32 within 5e-3 of the largest |y| (inputs rounded to 10
+// mantissa bits), bf16 within 1.6e-2 (the output's rounding, 2^-8, and the
+// fp32 sum's). Where cuDNN lists or builds no plan for the graph (the engine
+// then runs the unfused ops and says so), the case says why and is skipped.
+TEST(CudnnKernels, GraphConvolutionAddsTheResidualInItsEpilogue) {
+  SKIP_WITHOUT_GPU();
+  if (!graph_api_available()) GTEST_SKIP() << "no Graph API in this build: " << graph_api_unavailable_reason();
+  const std::int64_t n = 2, in = 16, out = 32, h = 6, w = 6, k = 3;
+  const CudnnHandle handle = make_cudnn_handle();
+  std::string skipped;
+  int checked = 0;
+  for (const auto& [precision, type, bound] : {std::tuple{Precision::tf32, DType::f32, 5e-3},
+                                               std::tuple{Precision::bf16, DType::bf16, 1.6e-2},
+                                               std::tuple{Precision::fp32, DType::f32, 1e-5}}) {
+    const std::string what(to_string(precision));
+    GraphConvolutionProblem problem;
+    problem.precision = precision;
+    problem.x = Tensor::packed({n, in, h, w}, type, true);
+    problem.w = Tensor::packed({out, in, k, k}, type, true);
+    problem.y = Tensor::packed({n, out, h, w}, type, true);
+    problem.bias = Tensor::packed({1, out, 1, 1}, type, true);
+    problem.residual = problem.y;
+    problem.residual.buffer = 0;  // valid: the graph takes it
+    problem.bias_relu = true;
+    problem.padding = 1;
+    problem.stride = 1;
+    problem.workspace_limit_bytes = std::int64_t{256} << 20;
+    std::unique_ptr<GraphConvolution> graph;
+    try {
+      graph = GraphConvolution::create(handle.get(), problem);
+    } catch (const Error& e) {
+      skipped += what + ": refused (" + e.what() + "); ";
+      continue;
+    }
+    const std::vector<float> x = random_values(static_cast<std::size_t>(n * h * w * in), 11);
+    const std::vector<float> weights = random_values(static_cast<std::size_t>(out * k * k * in), 12);
+    const std::vector<float> bias = random_values(static_cast<std::size_t>(out), 13);
+    const std::vector<float> residual = random_values(static_cast<std::size_t>(n * h * w * out), 14);
+    DeviceArray device_x(x, type), device_w(weights, type), device_bias(bias, type), device_residual(residual, type),
+        device_y(std::vector<float>(residual.size(), 0.0f), type);
+    // The host reference over the stored (rounded) values; tf32's own input rounding is within the bound.
+    std::vector<double> want(residual.size());
+    double largest = 0;
+    for (std::int64_t b = 0; b < n; ++b)
+      for (std::int64_t i = 0; i < h; ++i)
+        for (std::int64_t j = 0; j < w; ++j)
+          for (std::int64_t o = 0; o < out; ++o) {
+            double sum = stored(bias[static_cast<std::size_t>(o)], type);
+            for (std::int64_t di = 0; di < k; ++di)
+              for (std::int64_t dj = 0; dj < k; ++dj) {
+                const std::int64_t si = i + di - 1, sj = j + dj - 1;
+                if (si < 0 || si >= h || sj < 0 || sj >= w) continue;
+                for (std::int64_t c = 0; c < in; ++c)
+                  sum += static_cast<double>(stored(x[static_cast<std::size_t>(((b * h + si) * w + sj) * in + c)], type)) *
+                         stored(weights[static_cast<std::size_t>(((o * k + di) * k + dj) * in + c)], type);
+              }
+            const std::size_t at = static_cast<std::size_t>(((b * h + i) * w + j) * out + o);
+            want[at] = std::max(0.0, sum + stored(residual[at], type));
+            largest = std::max(largest, want[at]);
+          }
+    std::int64_t workspace_bytes = 0;
+    for (int plan = 0; plan < graph->plan_count() && plan < 6; ++plan)
+      if (graph->build(plan)) workspace_bytes = std::max(workspace_bytes, graph->workspace_bytes(plan));
+    void* workspace = nullptr;
+    if (workspace_bytes > 0) ASSERT_EQ(cudaMalloc(&workspace, static_cast<std::size_t>(workspace_bytes)), cudaSuccess);
+    int ran = 0;
+    for (int plan = 0; plan < graph->plan_count() && plan < 6; ++plan) {
+      if (!graph->build(plan)) continue;
+      ASSERT_EQ(cudaMemset(device_y.get(), 0, residual.size() * (type == DType::bf16 ? 2 : 4)), cudaSuccess);
+      if (!graph->run(handle.get(), plan, device_x.get(), device_w.get(), device_y.get(), device_bias.get(),
+                      device_residual.get(), workspace, true)) {
+        std::cerr << what << " plan " << graph->plan_name(plan) << ": refused at run time\n";
+        continue;
+      }
+      ++ran;
+      const std::vector<float> got = device_y.values();
+      double worst = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
+      EXPECT_LE(worst, bound * largest) << what << " plan " << graph->plan_name(plan);
+      std::cerr << what << " plan " << graph->plan_name(plan) << ": worst |error| " << worst / largest
+                << " of the largest |y|\n";
+    }
+    if (workspace != nullptr) (void)cudaFree(workspace);
+    if (ran == 0) skipped += what + ": " + std::to_string(graph->plan_count()) + " plans listed, none built and ran; ";
+    checked += ran > 0;
+  }
+  if (!skipped.empty()) std::cerr << "not checked: " << skipped << "\n";
+  if (checked == 0) GTEST_SKIP() << "cuDNN runs no plan of the graph in any precision here: " << skipped;
 }
 
 TEST(CudnnKernels, BiasActivationRefusesOtherLayouts) {
