@@ -227,7 +227,8 @@ void make_gradient_buckets(Graph& graph, const EngineConfig& config) {
 // batch-norm with fuse_norm_relu (bn_relu, whose backward is fused too: the
 // workspace holds the ReLU's mask). oneDNN 2.x has no backward post-ops, so the
 // other groups' dReLU stays an eltwise backward that reads the fused output
-// (use_dst_for_bwd).
+// (use_dst_for_bwd), and conv_bias_relu_pool is refused (the kit then
+// proposes conv_bias_relu).
 std::optional<std::string> can_lower(const kit::FusedGroup& g, const GraphOptions& options, bool training) {
   if (!options.fuse) return "fusion turned off (--fuse false)";
   switch (g.kind) {
@@ -242,6 +243,8 @@ std::optional<std::string> can_lower(const kit::FusedGroup& g, const GraphOption
       return "oneDNN " + std::to_string(DNNL_VERSION_MAJOR) + "." + std::to_string(DNNL_VERSION_MINOR) + "." +
              std::to_string(DNNL_VERSION_PATCH) +
              " has no batch-norm with a fused residual add (normalization_flags::fuse_norm_add_relu is oneDNN 3's)";
+    case kit::FusedKind::conv_bias_relu_pool:  // the kit proposes it in training only
+      return "oneDNN's pooling backward takes no post-op (no dReLU folded into it): conv_bias_relu, then its pooling";
   }
   return "unknown group";
 }
