@@ -47,16 +47,34 @@ struct PoolShape {
   int images, channels, in_h, in_w, out_h, out_w;
 };
 
+// A thread's place in the 2-D grid over a tensor of `height` rows and `width`
+// pixels a row: the row (blockIdx.x) as image n and row y, and the thread's
+// pixel x in it and first channel c; `inside` is false past the row's end.
+struct PoolPlace {
+  int row, n, y, x, c;
+  bool inside;
+};
+template <int V>
+__device__ __forceinline__ PoolPlace pool_place(int height, int width, int channels) {
+  const int vectors = channels / V;
+  const int item = static_cast<int>(blockIdx.y) * kPoolThreads + static_cast<int>(threadIdx.x);
+  PoolPlace p;
+  p.inside = item < width * vectors;
+  p.row = static_cast<int>(blockIdx.x);
+  p.n = p.row / height;
+  p.y = p.row - p.n * height;
+  p.x = item / vectors;
+  p.c = (item - p.x * vectors) * V;
+  return p;
+}
+
 template <typename T, int V, typename I>
 __global__ void __launch_bounds__(kPoolThreads)
     max_pool_nhwc_forward_kernel(const T* __restrict__ x, T* __restrict__ y, std::uint8_t* __restrict__ argmax,
                                  PoolShape s, PoolGeometry g, bool relu_mask) {
-  const int vectors = s.channels / V;
-  const int item = static_cast<int>(blockIdx.y) * kPoolThreads + static_cast<int>(threadIdx.x);
-  if (item >= s.out_w * vectors) return;
-  const int row = static_cast<int>(blockIdx.x);  // n * out_h + oh
-  const int n = row / s.out_h, oh = row - n * s.out_h;
-  const int ow = item / vectors, c = (item - ow * vectors) * V;
+  const PoolPlace at = pool_place<V>(s.out_h, s.out_w, s.channels);
+  if (!at.inside) return;
+  const int row = at.row, n = at.n, oh = at.y, ow = at.x, c = at.c;  // row: n * out_h + oh
   const int h0 = oh * g.stride - g.padding, w0 = ow * g.stride - g.padding;
   const int kh0 = h0 < 0 ? -h0 : 0, kw0 = w0 < 0 ? -w0 : 0;
   const int kh1 = min(g.kernel, s.in_h - h0), kw1 = min(g.kernel, s.in_w - w0);
@@ -116,12 +134,9 @@ template <typename T, int V, typename I>
 __global__ void __launch_bounds__(kPoolThreads)
     max_pool_nhwc_backward_scatter_kernel(const T* __restrict__ dy, const std::uint8_t* __restrict__ argmax,
                                           T* __restrict__ dx, PoolShape s, int kernel, float beta) {
-  const int vectors = s.channels / V;
-  const int item = static_cast<int>(blockIdx.y) * kPoolThreads + static_cast<int>(threadIdx.x);
-  if (item >= s.out_w * vectors) return;
-  const int row = static_cast<int>(blockIdx.x);  // n * out_h + oh
-  const int n = row / s.out_h, oh = row - n * s.out_h;
-  const int ow = item / vectors, c = (item - ow * vectors) * V;
+  const PoolPlace at = pool_place<V>(s.out_h, s.out_w, s.channels);
+  if (!at.inside) return;
+  const int row = at.row, n = at.n, oh = at.y, ow = at.x, c = at.c;  // row: n * out_h + oh
   const I o = (static_cast<I>(row) * s.out_w + ow) * s.channels + c;
   const LaneBytes<V> where = *reinterpret_cast<const LaneBytes<V>*>(argmax + o);
   const Lanes<T, V> gradient = *reinterpret_cast<const Lanes<T, V>*>(dy + o);
@@ -148,12 +163,9 @@ template <typename T, int V, typename I>
 __global__ void __launch_bounds__(kPoolThreads)
     max_pool_nhwc_backward_gather_kernel(const T* __restrict__ dy, const std::uint8_t* __restrict__ argmax,
                                          T* __restrict__ dx, PoolShape s, PoolGeometry g, float beta) {
-  const int vectors = s.channels / V;
-  const int item = static_cast<int>(blockIdx.y) * kPoolThreads + static_cast<int>(threadIdx.x);
-  if (item >= s.in_w * vectors) return;
-  const int row = static_cast<int>(blockIdx.x);  // n * in_h + h
-  const int n = row / s.in_h, h = row - n * s.in_h;
-  const int w = item / vectors, c = (item - w * vectors) * V;
+  const PoolPlace at = pool_place<V>(s.in_h, s.in_w, s.channels);
+  if (!at.inside) return;
+  const int row = at.row, n = at.n, h = at.y, w = at.x, c = at.c;  // row: n * in_h + h
   // Windows whose span [o * stride - padding, + kernel) holds h (and w).
   const int hp = h + g.padding, wp = w + g.padding;
   const int oh_lo = hp < g.kernel ? 0 : (hp - g.kernel) / g.stride + 1;
