@@ -23,11 +23,12 @@ struct Plan {
 };
 
 std::unique_ptr<Plan> plan(const Network& network, Precision precision, Phase phase, std::int64_t batch,
-                           Layout layout = Layout::automatic, bool fuse = true) {
+                           Layout layout = Layout::automatic, bool fuse = true, bool fold_relu_into_pool = true) {
   auto p = std::make_unique<Plan>();
   static CudnnConfig config;
   config.layout = layout;
   config.fuse = fuse;
+  config.fold_relu_into_pool = fold_relu_into_pool;
   static CellSpec cell;
   cell = {"cudnn", network.name(), precision, batch, phase, 0};
   p->builder = std::make_unique<Builder>(network, cell, config, p->pool, p->ops, p->parameters, p->impls);
@@ -299,8 +300,10 @@ TEST(CudnnPlan, FullyConnectedReluGroupsAreLoweredUnlessFusionIsOff) {
           EXPECT_TRUE(fused->builder->states[i].impl->relu_fused()) << what << " " << network.layers()[i].name;
         }
         EXPECT_EQ(anchors, 2) << what << ": fc6 and fc7; the logits layer has no relu";
-        // The same ops either way: a fused relu's op does nothing at run time (as after a convolution).
-        EXPECT_EQ(fused->ops.size(), unfused->ops.size()) << what;
+        // The same ops either way: a fused relu's op does nothing at run time (as after a convolution),
+        // but for the relus folded into a max pool's backward (conv_bias_relu_pool: no backward op).
+        const auto folded = static_cast<std::size_t>(fused->builder->fusions.count(kit::FusedKind::conv_bias_relu_pool));
+        EXPECT_EQ(fused->ops.size() + folded, unfused->ops.size()) << what;
       }
   }
 }
@@ -337,8 +340,13 @@ TEST(CudnnPlan, VggTrainingFoldsTheReluIntoTheMaxPoolBackwardInNhwc) {
       }
       EXPECT_EQ(pool_backward, 1) << what << " " << pool;
     }
+    // CudnnSettings::fold_relu_into_pool false (the GPU test's counterpart): conv_bias_relu for the same relus.
+    auto no_fold = plan(network, precision, Phase::training, 8, layout, true, false);
+    EXPECT_EQ(no_fold->builder->fusions.count(kit::FusedKind::conv_bias_relu), 8) << what;
+    EXPECT_EQ(no_fold->ops.size(), p->ops.size() + 5) << what << ": the five relus' backward ops";
     auto unfused = plan(network, precision, Phase::training, 8, layout, false);
     std::cerr << "vgg11 " << what << " training b8 plan: " << p->bytes / double(1 << 20) << " MiB fused, "
+              << no_fold->bytes / double(1 << 20) << " MiB with conv_bias_relu instead, "
               << unfused->bytes / double(1 << 20) << " MiB unfused\n";
   }
   auto nchw = plan(network, Precision::fp32, Phase::training, 8);

@@ -279,6 +279,7 @@ std::optional<std::string> can_lower(const Builder& b, const kit::FusedGroup& g)
       if (!relu_in_place) return "the relu cannot write over its input";
       return std::nullopt;
     case kit::FusedKind::conv_bias_relu_pool: {
+      if (!b.config.fold_relu_into_pool) return "turned off (CudnnSettings::fold_relu_into_pool)";
       if (!b.training) return "inference: no backward to fold the relu's into";
       if (!b.nhwc)
         return "NCHW (strict fp32's layout): cuDNN's max pooling, whose backward takes no relu mask; conv_bias_relu, "

@@ -129,13 +129,11 @@ __device__ __forceinline__ void store_pool_gradient(T* dx, I i, const float (&su
   *reinterpret_cast<Lanes<T, V>*>(dx + i) = out;
 }
 
-// Non-overlapping windows (kernel == stride, no padding).
+// Non-overlapping windows (kernel == stride, no padding): a thread per output vector.
 template <typename T, int V, typename I>
-__global__ void __launch_bounds__(kPoolThreads)
-    max_pool_nhwc_backward_scatter_kernel(const T* __restrict__ dy, const std::uint8_t* __restrict__ argmax,
-                                          T* __restrict__ dx, PoolShape s, int kernel, float beta) {
-  const PoolPlace at = pool_place<V>(s.out_h, s.out_w, s.channels);
-  if (!at.inside) return;
+__device__ __forceinline__ void scatter_window(const T* __restrict__ dy, const std::uint8_t* __restrict__ argmax,
+                                               T* __restrict__ dx, const PoolShape& s, int kernel, float beta,
+                                               const PoolPlace& at) {
   const int row = at.row, n = at.n, oh = at.y, ow = at.x, c = at.c;  // row: n * out_h + oh
   const I o = (static_cast<I>(row) * s.out_w + ow) * s.channels + c;
   const LaneBytes<V> where = *reinterpret_cast<const LaneBytes<V>*>(argmax + o);
@@ -158,13 +156,11 @@ __global__ void __launch_bounds__(kPoolThreads)
   }
 }
 
-// Any windows (overlapping, padded, ceil mode).
+// Any windows (overlapping, padded, ceil mode): a thread per input vector.
 template <typename T, int V, typename I>
-__global__ void __launch_bounds__(kPoolThreads)
-    max_pool_nhwc_backward_gather_kernel(const T* __restrict__ dy, const std::uint8_t* __restrict__ argmax,
-                                         T* __restrict__ dx, PoolShape s, PoolGeometry g, float beta) {
-  const PoolPlace at = pool_place<V>(s.in_h, s.in_w, s.channels);
-  if (!at.inside) return;
+__device__ __forceinline__ void gather_windows(const T* __restrict__ dy, const std::uint8_t* __restrict__ argmax,
+                                               T* __restrict__ dx, const PoolShape& s, const PoolGeometry& g,
+                                               float beta, const PoolPlace& at) {
   const int row = at.row, n = at.n, h = at.y, w = at.x, c = at.c;  // row: n * in_h + h
   // Windows whose span [o * stride - padding, + kernel) holds h (and w).
   const int hp = h + g.padding, wp = w + g.padding;
@@ -190,6 +186,20 @@ __global__ void __launch_bounds__(kPoolThreads)
   store_pool_gradient<T, V, I>(dx, (static_cast<I>(row) * s.in_w + w) * s.channels + c, sum, beta);
 }
 
+// The backward: the scatter over output rows where windows are disjoint, else the gather over input rows.
+template <typename T, int V, typename I, bool kDisjoint>
+__global__ void __launch_bounds__(kPoolThreads)
+    max_pool_nhwc_backward_kernel(const T* __restrict__ dy, const std::uint8_t* __restrict__ argmax,
+                                  T* __restrict__ dx, PoolShape s, PoolGeometry g, float beta) {
+  if constexpr (kDisjoint) {
+    const PoolPlace at = pool_place<V>(s.out_h, s.out_w, s.channels);
+    if (at.inside) scatter_window<T, V, I>(dy, argmax, dx, s, g.kernel, beta, at);
+  } else {
+    const PoolPlace at = pool_place<V>(s.in_h, s.in_w, s.channels);
+    if (at.inside) gather_windows<T, V, I>(dy, argmax, dx, s, g, beta, at);
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -199,7 +209,7 @@ dim3 pool_grid(std::int64_t rows, std::int64_t items_per_row) {
   if (rows > 0x7fffffffLL) throw Error("max pooling: more than 2^31 - 1 rows of images");
   const std::int64_t tiles = (items_per_row + kPoolThreads - 1) / kPoolThreads;
   if (tiles > 65535) throw Error("max pooling: a row of more than 65535 * 128 channel vectors");
-  return dim3(static_cast<unsigned>(rows < 1 ? 1 : rows), static_cast<unsigned>(tiles < 1 ? 1 : tiles));
+  return dim3(static_cast<unsigned>(rows), static_cast<unsigned>(tiles));
 }
 
 PoolShape pool_shape(std::array<std::int64_t, 4> in, std::array<std::int64_t, 4> out) {
@@ -241,11 +251,11 @@ struct PoolBackward {
     T* target = static_cast<T*>(dx);
     const int vectors = s.channels / V;
     if (pool_windows_disjoint(g)) {
-      max_pool_nhwc_backward_scatter_kernel<T, V, I>
+      max_pool_nhwc_backward_kernel<T, V, I, true>
           <<<pool_grid(static_cast<std::int64_t>(s.images) * s.out_h, static_cast<std::int64_t>(s.out_w) * vectors),
-             kPoolThreads, 0, stream>>>(gradient, argmax, target, s, g.kernel, beta);
+             kPoolThreads, 0, stream>>>(gradient, argmax, target, s, g, beta);
     } else {
-      max_pool_nhwc_backward_gather_kernel<T, V, I>
+      max_pool_nhwc_backward_kernel<T, V, I, false>
           <<<pool_grid(static_cast<std::int64_t>(s.images) * s.in_h, static_cast<std::int64_t>(s.in_w) * vectors),
              kPoolThreads, 0, stream>>>(gradient, argmax, target, s, g, beta);
     }
@@ -292,6 +302,7 @@ void max_pool_nhwc_forward(const void* x, void* y, std::uint8_t* argmax, DType t
                            std::array<std::int64_t, 4> out, PoolGeometry g, cudaStream_t stream, bool relu_mask,
                            PoolIndex index) {
   if (!pool_kernel_supported(g.kernel)) throw Error("max pooling kernel: a window of 255 or more positions");
+  if (in[0] * in[1] * in[2] * in[3] == 0 || out[2] * out[3] == 0) return;  // nothing to pool
   dispatch_pool<PoolForward>(type, in[1], aligned16({x, y}), argmax, x, y, argmax, pool_shape(in, out), g, relu_mask,
                              index, stream);
   check_launch("max_pool_nhwc_forward");
@@ -300,6 +311,7 @@ void max_pool_nhwc_forward(const void* x, void* y, std::uint8_t* argmax, DType t
 void max_pool_nhwc_backward(const void* dy, const std::uint8_t* argmax, void* dx, DType type,
                             std::array<std::int64_t, 4> in, std::array<std::int64_t, 4> out, PoolGeometry g, float beta,
                             cudaStream_t stream, PoolIndex index) {
+  if (in[0] * in[1] * in[2] * in[3] == 0 || out[2] * out[3] == 0) return;  // nothing to pool
   dispatch_pool<PoolBackward>(type, in[1], aligned16({dy, dx}), argmax, dy, argmax, dx, pool_shape(in, out), g, beta,
                               index, stream);
   check_launch("max_pool_nhwc_backward");
