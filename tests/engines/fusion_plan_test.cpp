@@ -48,7 +48,8 @@ TEST(FusionPlan, GroupsAreLegalChainsAndDisjoint) {
           }
         }
         if (g.relu >= 0) {
-          EXPECT_EQ(g.layers.back(), g.relu);
+          // The relu ends the chain, or is followed by the max pool of conv_bias_relu_pool.
+          EXPECT_EQ(g.layers.back(), g.kind == FusedKind::conv_bias_relu_pool ? g.pool : g.relu);
           EXPECT_EQ(kind_of(network, g.relu), LayerKind::relu);
         }
         switch (g.kind) {
@@ -83,6 +84,13 @@ TEST(FusionPlan, GroupsAreLegalChainsAndDisjoint) {
             EXPECT_LT(g.residual, g.anchor());
             break;
           }
+          case FusedKind::conv_bias_relu_pool:
+            EXPECT_TRUE(training);
+            ASSERT_EQ(g.layers.size(), 3u);
+            EXPECT_EQ(kind_of(network, g.anchor()), LayerKind::convolution);
+            EXPECT_EQ(g.layers[1], g.relu);
+            EXPECT_EQ(kind_of(network, g.pool), LayerKind::max_pool);
+            break;
         }
       }
       EXPECT_TRUE(plan.refused().empty());
@@ -138,12 +146,44 @@ TEST(FusionPlan, CountsFollowTheNetworksStructure) {
     EXPECT_EQ(trained.count(FusedKind::bn_add_relu), blocks) << name;
   }
 
+  // Training: the relu before each of VGG-11's five max pools fuses with its convolution and the pool.
   const Network vgg11 = make_network("vgg11");
   const FusionPlan vgg = plan_fusions(vgg11, true, accept_all);
-  EXPECT_EQ(vgg.count(FusedKind::conv_bias_relu), 8);
+  EXPECT_EQ(vgg.count(FusedKind::conv_bias_relu_pool), 5);
+  EXPECT_EQ(vgg.count(FusedKind::conv_bias_relu), 3);
   EXPECT_EQ(vgg.count(FusedKind::fc_bias_relu), 2);
-  const FusionPlan googlenet = plan_fusions(make_network("googlenet"), false, accept_all);
-  EXPECT_EQ(googlenet.count(FusedKind::conv_bias_relu), 57);
+  const FusionPlan vgg_inference = plan_fusions(vgg11, false, accept_all);
+  EXPECT_EQ(vgg_inference.count(FusedKind::conv_bias_relu), 8);
+  EXPECT_EQ(vgg_inference.count(FusedKind::conv_bias_relu_pool), 0);
+  const Network alexnet = make_network("alexnet");
+  const FusionPlan alex = plan_fusions(alexnet, true, accept_all);
+  EXPECT_EQ(alex.count(FusedKind::conv_bias_relu_pool), 3);  // pool1, pool2, pool5 (3x3 s2: overlapping windows)
+  EXPECT_EQ(alex.count(FusedKind::conv_bias_relu), 2);
+  const Network googlenet = make_network("googlenet");
+  EXPECT_EQ(plan_fusions(googlenet, false, accept_all).count(FusedKind::conv_bias_relu), 57);
+  // Training: conv1's relu before pool1; conv2's relu is read by an LRN, the inception pools by concats.
+  const FusionPlan googlenet_training = plan_fusions(googlenet, true, accept_all);
+  EXPECT_EQ(googlenet_training.count(FusedKind::conv_bias_relu_pool), 1);
+  EXPECT_EQ(googlenet_training.count(FusedKind::conv_bias_relu), 56);
+}
+
+// An engine that refuses conv_bias_relu_pool gets conv_bias_relu for the same
+// relus, and the pool stays its own layer.
+TEST(FusionPlan, ReluPoolRefusedFallsBackToConvBiasRelu) {
+  const Network vgg11 = make_network("vgg11");
+  const FusionPlan plan = plan_fusions(vgg11, true, [](const FusedGroup& g) -> std::optional<std::string> {
+    if (g.kind == FusedKind::conv_bias_relu_pool) return "no relu mask";
+    return std::nullopt;
+  });
+  EXPECT_EQ(plan.count(FusedKind::conv_bias_relu_pool), 0);
+  EXPECT_EQ(plan.count(FusedKind::conv_bias_relu), 8);
+  ASSERT_EQ(plan.refused().size(), 5u);
+  for (const FusionRefusal& r : plan.refused()) {
+    EXPECT_EQ(plan.group_of(r.group.pool), nullptr);
+    EXPECT_TRUE(plan.in(r.group.relu, FusedKind::conv_bias_relu));
+  }
+  EXPECT_EQ(plan.decisions(vgg11),
+            "fusions=conv_bias_relu:8,fc_bias_relu:2;refused=conv_bias_relu_pool[conv1_1+relu1_1+pool1](no relu mask) x5");
 }
 
 TEST(FusionPlan, RefusalsAreRecordedWithTheReasonAndFallBack) {
@@ -220,6 +260,8 @@ TEST(FusionPlan, DecisionsNameEveryTakenKindWithItsCount) {
   const Network vgg11 = make_network("vgg11");
   const FusionPlan plan = plan_fusions(vgg11, false, accept_all);
   EXPECT_EQ(plan.decisions(vgg11), "fusions=conv_bias_relu:8,fc_bias_relu:2");
+  EXPECT_EQ(plan_fusions(vgg11, true, accept_all).decisions(vgg11),
+            "fusions=conv_bias_relu:3,conv_bias_relu_pool:5,fc_bias_relu:2");
   const FusionPlan none = plan_fusions(vgg11, false, [](const FusedGroup&) -> std::optional<std::string> {
     return "off";
   });

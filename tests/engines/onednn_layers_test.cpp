@@ -560,6 +560,23 @@ TEST(OnednnSession, DecisionsNameTheRecipeAndTheFusions) {
       << unfused.record().decisions;
 }
 
+// Training: the kit proposes conv_bias_relu_pool for a relu read by a max pool
+// alone; oneDNN refuses it (its pooling backward takes no dReLU) and takes
+// conv_bias_relu for the same relu.
+TEST(OnednnSession, ReluPoolGroupIsRefusedForConvBiasRelu) {
+  const Network network = make_network("alexnet");
+  onednn::OnednnSession training(network, cell_of(network, 1, Phase::training), test_config());
+  const kit::FusionPlan& plan = training.fusions();
+  EXPECT_EQ(plan.count(kit::FusedKind::conv_bias_relu_pool), 0);
+  EXPECT_EQ(plan.count(kit::FusedKind::conv_bias_relu), 5);
+  const std::string& decisions = training.record().decisions;
+  EXPECT_NE(decisions.find("fusions=conv_bias_relu:5,fc_bias_relu:2;refused=conv_bias_relu_pool[conv1+relu1+pool1]("
+                           "oneDNN's pooling backward takes no post-op"),
+            std::string::npos)
+      << decisions;
+  EXPECT_NE(decisions.find(") x3"), std::string::npos) << decisions;
+}
+
 // What the oneDNN engine lowers and refuses of ResNet-50's groups, with the reasons.
 TEST(OnednnSession, ResnetFusionsAndRefusals) {
   const Network network = make_network("resnet50");

@@ -403,6 +403,67 @@ double worst_error(const std::vector<float>& want, const std::vector<float>& got
   return largest > 0 ? worst / largest : worst;
 }
 
+// Unfused (want) against fused (got), element by element within `bound` of the
+// tensor's largest |value|; the worst error kept in `worst_overall`.
+void expect_close(const std::vector<float>& want, const std::vector<float>& got, const std::string& what,
+                  double bound, double& worst_overall) {
+  ASSERT_EQ(want.size(), got.size()) << what;
+  std::size_t mismatches = 0, first = 0;
+  const double worst = worst_error(want, got, bound, mismatches, first);
+  worst_overall = std::max(worst_overall, worst);
+  EXPECT_EQ(mismatches, 0u) << what << ": " << mismatches << " of " << want.size() << " elements differ beyond "
+                            << bound << " of the largest; first at " << first << " (" << want[first] << " unfused, "
+                            << got[first] << " fused); worst " << worst;
+}
+
+// After one step each: the logits, and every parameter's gradient.
+void expect_logits_and_gradients_match(const FusedAndUnfused& both, const FusionSetting& setting,
+                                       const std::string& what, double& worst_overall) {
+  expect_close(both.unfused->logits_storage(), both.fused->logits_storage(), what + " logits", setting.bound,
+               worst_overall);
+  ASSERT_EQ(both.fused->parameter_count(), both.unfused->parameter_count()) << what;
+  for (std::size_t p = 0; p < both.fused->parameter_count(); ++p)
+    expect_close(both.unfused->gradient_storage(p), both.fused->gradient_storage(p),
+                 what + " gradient of trainable tensor " + std::to_string(p), setting.gradient_bound, worst_overall);
+}
+
+// 16-bit and tf32 cells, against an fp32 reference (the same network and
+// synthetic weights, NHWC, unfused): the fused step is at least as close to it
+// as the unfused one, tensor by tensor, so the bounds measure rounding, not a fault.
+void expect_no_further_from_fp32(const Network& network, std::int64_t batch, const FusedAndUnfused& both,
+                                 const FusionSetting& setting, const std::string& what) {
+  if (setting.precision == Precision::fp32) return;
+  const CellSpec reference_cell{"cudnn", network.name(), Precision::fp32, batch, Phase::training, 0};
+  const auto reference_session =
+      engine_for(Precision::fp32, Layout::nhwc, AlgorithmPolicy::heuristic, false, false)->prepare(network, reference_cell);
+  auto* reference = dynamic_cast<cudnn::CudnnSession*>(reference_session.get());
+  ASSERT_NE(reference, nullptr);
+  reference->step();
+  ASSERT_EQ(reference->parameter_count(), both.fused->parameter_count()) << what;
+  for (std::size_t p = 0; p < both.fused->parameter_count(); ++p) {
+    std::size_t ignored = 0, first = 0;
+    const std::vector<float> want = reference->gradient_storage(p);
+    const double fused_error = worst_error(want, both.fused->gradient_storage(p), 1.0, ignored, first);
+    const double unfused_error = worst_error(want, both.unfused->gradient_storage(p), 1.0, ignored, first);
+    // 1.5x and 1e-3: the two orders of rounding differ tensor by tensor; neither is the better one always.
+    EXPECT_LE(fused_error, 1.5 * unfused_error + 1e-3)
+        << what << " gradient of trainable tensor " << p << " against fp32: fused " << fused_error << ", unfused "
+        << unfused_error;
+  }
+}
+
+// One training step each, then the logits and every gradient element by
+// element (and 16-bit and tf32 cells against fp32); returns the worst error.
+double step_both_and_compare(const Network& network, std::int64_t batch, const FusedAndUnfused& both,
+                             const FusionSetting& setting, const std::string& what) {
+  both.fused->step();
+  both.unfused->step();
+  double worst_overall = 0;
+  expect_logits_and_gradients_match(both, setting, what, worst_overall);
+  expect_no_further_from_fp32(network, batch, both, setting, what);
+  return worst_overall;
+}
+
 // One training step (running statistics updated) with fusion on and off:
 // logits, every parameter's gradient (a convolution before a group: the
 // group's input gradient; a residual branch's convolution: the residual's
@@ -425,50 +486,12 @@ TEST_P(BatchNormFusion, MatchesTheUnfusedOpsElementByElement) {
   EXPECT_NE(unfused_decisions.find("fusions=none;refused="), std::string::npos) << unfused_decisions;
   EXPECT_NE(unfused_decisions.find("(fusion turned off (--fuse false))"), std::string::npos) << unfused_decisions;
   EXPECT_LT(both.fused->op_count(), both.unfused->op_count()) << what << ": a group is one op each way";
-  both.fused->step();
-  both.unfused->step();
-  double worst_overall = 0;
-  const auto compare = [&](const std::vector<float>& want, const std::vector<float>& got, const std::string& tensor,
-                           double bound) {
-    ASSERT_EQ(want.size(), got.size()) << what << " " << tensor;
-    std::size_t mismatches = 0, first = 0;
-    const double worst = worst_error(want, got, bound, mismatches, first);
-    worst_overall = std::max(worst_overall, worst);
-    EXPECT_EQ(mismatches, 0u) << what << " " << tensor << ": " << mismatches << " of " << want.size()
-                              << " elements differ beyond " << bound << " of the largest; first at " << first << " ("
-                              << want[first] << " unfused, " << got[first] << " fused); worst " << worst;
-  };
-  compare(both.unfused->logits_storage(), both.fused->logits_storage(), "logits", setting.bound);
-  ASSERT_EQ(both.fused->parameter_count(), both.unfused->parameter_count()) << what;
-  for (std::size_t p = 0; p < both.fused->parameter_count(); ++p)
-    compare(both.unfused->gradient_storage(p), both.fused->gradient_storage(p),
-            "gradient of trainable tensor " + std::to_string(p), setting.gradient_bound);
-  if (setting.precision != Precision::fp32) {
-    // Against an fp32 reference (the same network and synthetic weights, NHWC,
-    // unfused): the fused step is at least as close to it as the unfused one,
-    // tensor by tensor, so the bound above measures rounding, not a fault.
-    const CellSpec reference_cell{"cudnn", network.name(), Precision::fp32, 16, Phase::training, 0};
-    const auto reference_session =
-        engine_for(Precision::fp32, Layout::nhwc, AlgorithmPolicy::heuristic, false, false)->prepare(network, reference_cell);
-    auto* reference = dynamic_cast<cudnn::CudnnSession*>(reference_session.get());
-    ASSERT_NE(reference, nullptr);
-    reference->step();
-    ASSERT_EQ(reference->parameter_count(), both.fused->parameter_count()) << what;
-    for (std::size_t p = 0; p < both.fused->parameter_count(); ++p) {
-      std::size_t ignored = 0, first = 0;
-      const std::vector<float> want = reference->gradient_storage(p);
-      const double fused_error = worst_error(want, both.fused->gradient_storage(p), 1.0, ignored, first);
-      const double unfused_error = worst_error(want, both.unfused->gradient_storage(p), 1.0, ignored, first);
-      // 1.5x and 1e-3: the two orders of rounding differ tensor by tensor; neither is the better one always.
-      EXPECT_LE(fused_error, 1.5 * unfused_error + 1e-3)
-          << what << " gradient of trainable tensor " << p << " against fp32: fused " << fused_error << ", unfused "
-          << unfused_error;
-    }
-  }
+  double worst_overall = step_both_and_compare(network, 16, both, setting, what);
   ASSERT_EQ(both.fused->step_state_count(), both.unfused->step_state_count()) << what;
   for (std::size_t t = 0; t < both.fused->step_state_count(); ++t)
-    compare(both.unfused->step_state_storage(t), both.fused->step_state_storage(t),
-            (t % 2 == 0 ? "running mean " : "running variance ") + std::to_string(t / 2), setting.bound);
+    expect_close(both.unfused->step_state_storage(t), both.fused->step_state_storage(t),
+                 what + (t % 2 == 0 ? " running mean " : " running variance ") + std::to_string(t / 2), setting.bound,
+                 worst_overall);
   // check() leaves the running statistics as they are, fused or not, and agrees on the loss.
   const std::vector<float> running_before = both.fused->step_state_storage(0);
   const OutputCheck fused_check = both.fused->check(), unfused_check = both.unfused->check();
@@ -635,6 +658,80 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<ResidualConvolutionFusion::ParamType>& info) {
       return std::get<0>(info.param) + "_" + std::string(to_string(std::get<1>(info.param)));
     });
+// The kit's conv_bias_relu_pool (training, NHWC): each relu before a max pool
+// runs no backward op; the pool's backward writes the convolution's output
+// gradient through the relu mask in its argmax bytes. VGG-11 (2x2 s2: the
+// scatter backward) and AlexNet (3x3 s2: the gathering backward), one training
+// step with the group and one with conv_bias_relu in its place (CudnnSettings::
+// fold_relu_into_pool false; every other fusion alike, so the forward is the
+// same ops): the logits and every parameter's gradient element by element,
+// within BatchNormFusion's bounds; the relu's derivative is exact either way
+// (y > 0 at the window's maximum), so what differs is only the order of
+// reductions in the weight gradients. (Against engine.fuse false the
+// convolutions' fused bias + relu may run another algorithm, whose last-bit
+// differences move a pool's argmax between near-equal inputs: a whole
+// gradient moved to a neighbouring pixel, beyond any element bound for VGG's
+// first convolution. The fuse=false session is held to its decisions only.)
+class ReluPoolFusion : public ::testing::TestWithParam<std::tuple<std::string, std::size_t>> {};
+
+TEST_P(ReluPoolFusion, MatchesConvBiasReluElementByElement) {
+  SKIP_WITHOUT_GPU();
+  const auto& [name, setting_index] = GetParam();
+  const FusionSetting setting = fusion_settings()[setting_index];
+  const Network network = make_network(name);
+  const std::int64_t batch = name == "vgg11" ? 4 : 8;
+  const std::string what = name + " " + setting.name;
+  const CellSpec cell{"cudnn", network.name(), setting.precision, batch, Phase::training, 0};
+  FusedAndUnfused both;
+  both.fused_session = engine_for(setting.precision, setting.layout, AlgorithmPolicy::heuristic)->prepare(network, cell);
+  EngineConfig config;
+  config.seed = 42;
+  cudnn::CudnnSettings no_fold;
+  no_fold.layout = setting.layout;
+  no_fold.fold_relu_into_pool = false;
+  both.unfused_session = make_cudnn_engine(probe_gpu(0, ""), config, no_fold)->prepare(network, cell);
+  both.fused = dynamic_cast<cudnn::CudnnSession*>(both.fused_session.get());
+  both.unfused = dynamic_cast<cudnn::CudnnSession*>(both.unfused_session.get());
+  ASSERT_NE(both.fused, nullptr);
+  ASSERT_NE(both.unfused, nullptr);
+  const int pools = name == "vgg11" ? 5 : 3;
+  const std::string fused_decisions = both.fused->record().decisions;
+  const std::string groups = name == "vgg11" ? "conv_bias_relu:3,conv_bias_relu_pool:5,fc_bias_relu:2"
+                                             : "conv_bias_relu:2,conv_bias_relu_pool:3,fc_bias_relu:2";
+  EXPECT_NE(fused_decisions.find("fusions=" + groups), std::string::npos) << what << ": " << fused_decisions;
+  EXPECT_NE(fused_decisions.find("pool1:max_pool=kernel+drelu"), std::string::npos) << what << ": " << fused_decisions;
+  const std::string no_fold_decisions = both.unfused->record().decisions;
+  EXPECT_NE(no_fold_decisions.find("fusions=conv_bias_relu:" + std::to_string(pools + (name == "vgg11" ? 3 : 2)) +
+                                   ",fc_bias_relu:2;refused=conv_bias_relu_pool["),
+            std::string::npos)
+      << what << ": " << no_fold_decisions;
+  EXPECT_EQ(no_fold_decisions.find("+drelu"), std::string::npos) << no_fold_decisions;
+  EXPECT_EQ(both.fused->op_count() + static_cast<std::size_t>(pools), both.unfused->op_count())
+      << what << ": one relu backward op fewer per group";
+  const double worst_overall = step_both_and_compare(network, batch, both, setting, what);
+  const OutputCheck fused_check = both.fused->check(), unfused_check = both.unfused->check();
+  ASSERT_TRUE(fused_check.finite) << what;
+  EXPECT_LE(relative(fused_check.loss, unfused_check.loss), setting.bound) << what;
+  // engine.fuse false: the group refused with the reason, the pools' plain kernels.
+  const auto off_session =
+      engine_for(setting.precision, setting.layout, AlgorithmPolicy::heuristic, false, false)->prepare(network, cell);
+  const std::string off = off_session->record().decisions;
+  EXPECT_NE(off.find("conv_bias_relu_pool[" + std::string(name == "vgg11" ? "conv1_1+relu1_1" : "conv1+relu1") +
+                     "+pool1](fusion turned off (--fuse false)) x" + std::to_string(pools)),
+            std::string::npos)
+      << off;
+  EXPECT_NE(off.find("pool1:max_pool=kernel;"), std::string::npos) << off;
+  std::cerr << what << ": worst element error over its tensor's largest |value| " << worst_overall << " (bounds "
+            << setting.bound << ", gradients " << setting.gradient_bound << "); ops " << both.fused->op_count()
+            << " with the group, " << both.unfused->op_count() << " without\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Cudnn, ReluPoolFusion,
+                         ::testing::Combine(::testing::Values(std::string("vgg11"), std::string("alexnet")),
+                                            ::testing::Range<std::size_t>(0, 3)),
+                         [](const ::testing::TestParamInfo<std::tuple<std::string, std::size_t>>& info) {
+                           return std::get<0>(info.param) + "_" + fusion_settings()[std::get<1>(info.param)].name;
+                         });
 
 // ---- Session behaviour -----------------------------------------------------------
 

@@ -2,7 +2,8 @@
 // references (label `gpu`; skips with a reason when no GPU is visible): the
 // convolution epilogue (bias + relu) in every layout it takes, the residual
 // add + relu, the inference batch-norm folding, and NHWC max pooling (vector
-// and scalar paths, overlapping and ceil-mode windows), and the cuBLAS GEMM
+// and scalar paths, disjoint, overlapping and ceil-mode windows, the relu
+// mask of conv_bias_relu_pool, 32- and 64-bit offsets), and the cuBLAS GEMM
 // weight gradient of 1x1 NHWC convolutions (gemm_weight_gradient.hpp), and
 // the im2col + GEMM forward and weight gradient (im2col_gemm.hpp), and the
 // fused training batch-norm + (add +) relu, forward and backward
@@ -486,23 +487,43 @@ struct PoolCase {
 
 std::vector<PoolCase> pool_cases() {
   return {
+      // Disjoint windows (kernel == stride, no padding): the backward's scatter path.
       {"2x2s2 vector", 2, 16, 6, 6, {2, 2, 0}, 3, 3},
+      {"2x2s2 floor mode", 2, 16, 7, 7, {2, 2, 0}, 3, 3},  // row and column 6 in no window: dx 0 there
+      {"2x2s2 ceil mode", 2, 16, 7, 7, {2, 2, 0}, 4, 4},   // the last windows hold one row or column
+      {"2x2s2 several tiles per row", 2, 64, 4, 44, {2, 2, 0}, 2, 22},  // 22 * 64 / V vectors: > 128 threads
+      {"3x3s3 scalar channels", 1, 6, 9, 9, {3, 3, 0}, 3, 3},
+      // Overlapping windows: the gathering backward.
       {"3x3s2p1 overlapping", 2, 16, 7, 7, {3, 2, 1}, 4, 4},
       {"3x3s2 ceil mode", 2, 8, 6, 6, {3, 2, 0}, 3, 3},  // the last window covers rows 4..6 of 0..5
+      {"3x3s2 alexnet", 2, 16, 13, 13, {3, 2, 0}, 6, 6},
       {"3x3s1p1 scalar channels", 2, 6, 5, 5, {3, 1, 1}, 5, 5},
+      {"3x3s1p1 several tiles per row", 1, 64, 3, 20, {3, 1, 1}, 3, 20},
   };
 }
 
-// Forward: the window maximum and where it is (first maximum); backward: each
-// input gets the gradients of the windows whose maximum it was, plus beta * dx.
+// Forward: the window maximum and where it is (first maximum; with the relu
+// mask, kPoolNoPosition where the maximum is not > 0); backward: each input
+// gets the gradients of the windows whose maximum it was, plus beta * dx. With
+// the relu mask the input is a relu's output (half of it zeros, so some
+// windows are all zeros) and dx is the relu's input gradient: a window whose
+// maximum is 0 passes no gradient. Both offset widths (32-bit is what these
+// sizes choose; 64-bit forced).
 TEST(CudnnKernels, MaxPoolNhwcMatchesTheHost) {
   SKIP_WITHOUT_GPU();
   for (DType type : {DType::f32, DType::bf16})
     for (float beta : {0.0f, 1.0f})  // beta 0 must not read dx (it holds NaNs then)
+    for (bool relu_mask : {false, true})
+    for (kernels::PoolIndex index : {kernels::PoolIndex::automatic, kernels::PoolIndex::wide})
     for (const PoolCase& c : pool_cases()) {
+      SCOPED_TRACE(std::string(c.name) + " " + name_of(type) + " beta " + std::to_string(beta) +
+                   (relu_mask ? " relu mask" : "") + (index == kernels::PoolIndex::wide ? " 64-bit" : " 32-bit"));
       const auto in_count = static_cast<std::size_t>(c.n * c.h * c.w * c.c);
       const auto out_count = static_cast<std::size_t>(c.n * c.out_h * c.out_w * c.c);
-      const std::vector<float> x = random_values(in_count, 8), dy = random_values(out_count, 9),
+      std::vector<float> x = random_values(in_count, 8);
+      if (relu_mask)
+        for (float& v : x) v = std::max(v, 0.0f);
+      const std::vector<float> dy = random_values(out_count, 9),
                                dx_before = beta == 0.0f
                                                ? std::vector<float>(in_count, std::numeric_limits<float>::quiet_NaN())
                                                : random_values(in_count, 10);
@@ -511,20 +532,26 @@ TEST(CudnnKernels, MaxPoolNhwcMatchesTheHost) {
       std::uint8_t* argmax = nullptr;
       ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&argmax), out_count), cudaSuccess);
       const std::array<std::int64_t, 4> in{c.n, c.c, c.h, c.w}, out{c.n, c.c, c.out_h, c.out_w};
-      kernels::max_pool_nhwc_forward(device_x.get(), device_y.get(), argmax, type, in, out, c.g, nullptr);
-      kernels::max_pool_nhwc_backward(device_dy.get(), argmax, device_dx.get(), type, in, out, c.g, beta, nullptr);
+      kernels::max_pool_nhwc_forward(device_x.get(), device_y.get(), argmax, type, in, out, c.g, nullptr, relu_mask,
+                                     index);
+      kernels::max_pool_nhwc_backward(device_dy.get(), argmax, device_dx.get(), type, in, out, c.g, beta, nullptr,
+                                      index);
       const std::vector<float> y = device_y.values(), dx = device_dx.values();
+      std::vector<std::uint8_t> where_bytes(out_count);
+      ASSERT_EQ(cudaMemcpy(where_bytes.data(), argmax, out_count, cudaMemcpyDeviceToHost), cudaSuccess);
       (void)cudaFree(argmax);
       std::vector<float> expected_dx(in_count);
       for (std::size_t i = 0; i < in_count; ++i) expected_dx[i] = beta == 0.0f ? 0.0f : stored(dx_before[i], type);
       const auto at = [&](std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t ch, std::int64_t height,
                           std::int64_t width) { return static_cast<std::size_t>(((n * height + h) * width + w) * c.c + ch); };
+      int masked = 0;
       for (std::int64_t n = 0; n < c.n; ++n)
         for (std::int64_t oh = 0; oh < c.out_h; ++oh)
           for (std::int64_t ow = 0; ow < c.out_w; ++ow)
             for (std::int64_t ch = 0; ch < c.c; ++ch) {
               float best = -INFINITY;
               std::size_t where = 0;
+              std::int64_t position = 0;
               for (std::int64_t kh = 0; kh < c.g.kernel; ++kh)
                 for (std::int64_t kw = 0; kw < c.g.kernel; ++kw) {
                   const std::int64_t h = oh * c.g.stride - c.g.padding + kh, w = ow * c.g.stride - c.g.padding + kw;
@@ -533,16 +560,31 @@ TEST(CudnnKernels, MaxPoolNhwcMatchesTheHost) {
                   if (v > best) {
                     best = v;
                     where = at(n, h, w, ch, c.h, c.w);
+                    position = kh * c.g.kernel + kw;
                   }
                 }
               const std::size_t o = at(n, oh, ow, ch, c.out_h, c.out_w);
-              ASSERT_EQ(y[o], best) << c.name << " output " << o;
-              expected_dx[where] += stored(dy[o], type);
+              ASSERT_EQ(y[o], best) << "output " << o;
+              const bool passes = !relu_mask || best > 0.0f;
+              ASSERT_EQ(static_cast<int>(where_bytes[o]), passes ? position : kernels::kPoolNoPosition)
+                  << "argmax byte of output " << o;
+              if (passes) expected_dx[where] += stored(dy[o], type);
+              else ++masked;
             }
+      if (relu_mask && c.g.kernel == 2) EXPECT_GT(masked, 0) << "no all-zero window: the mask went untested";
       const float tolerance = type == DType::bf16 ? 3e-2f : 1e-5f;
-      for (std::size_t i = 0; i < in_count; ++i)
-        ASSERT_NEAR(dx[i], expected_dx[i], tolerance) << c.name << " beta " << beta << " input gradient " << i;
+      for (std::size_t i = 0; i < in_count; ++i) ASSERT_NEAR(dx[i], expected_dx[i], tolerance) << "input gradient " << i;
     }
+}
+
+// The windows one argmax byte can name next to kPoolNoPosition, and when the
+// backward scatters per window: host arithmetic, no GPU needed.
+TEST(CudnnKernels, MaxPoolNhwcWindowLimits) {
+  EXPECT_TRUE(kernels::pool_kernel_supported(15));  // 225 positions
+  EXPECT_FALSE(kernels::pool_kernel_supported(16));  // 256: one byte cannot name them and kPoolNoPosition
+  EXPECT_TRUE(kernels::pool_windows_disjoint({2, 2, 0}));
+  EXPECT_FALSE(kernels::pool_windows_disjoint({3, 2, 0}));
+  EXPECT_FALSE(kernels::pool_windows_disjoint({2, 2, 1}));
 }
 
 // The bias gradient of a convolution: per-channel sums of dy in each layout

@@ -25,13 +25,15 @@ struct Plan {
 
 std::unique_ptr<Plan> plan(const Network& network, Precision precision, Phase phase, std::int64_t batch,
                            Layout layout = Layout::automatic, bool fuse = true,
-                           AlgorithmPolicy algorithm = AlgorithmPolicy::heuristic, bool graph_api = true) {
+                           AlgorithmPolicy algorithm = AlgorithmPolicy::heuristic, bool graph_api = true,
+                           bool fold_relu_into_pool = true) {
   auto p = std::make_unique<Plan>();
   static CudnnConfig config;
   config.layout = layout;
   config.fuse = fuse;
   config.algorithm = algorithm;
   config.graph_api = graph_api;
+  config.fold_relu_into_pool = fold_relu_into_pool;
   static CellSpec cell;
   cell = {"cudnn", network.name(), precision, batch, phase, 0};
   p->builder = std::make_unique<Builder>(network, cell, config, p->pool, p->ops, p->parameters, p->impls);
@@ -216,15 +218,18 @@ TEST(CudnnPlan, ResNetAddsApplyTheReluAfterThem) {
   }
 }
 
+// The cells whose activations are packed NHWC: tf32 and 16-bit, and fp32 with --layout nhwc.
+std::vector<std::pair<Precision, Layout>> nhwc_cells() {
+  return {{Precision::bf16, Layout::automatic}, {Precision::tf32, Layout::automatic}, {Precision::fp32, Layout::nhwc}};
+}
+
 // Training batch-norm with its relu (and the residual add between) is one
 // fused op each way in NHWC (tf32 and 16-bit cells, --layout nhwc), and the
 // batch-norm, add and relu layers have no ops of their own; strict fp32's
 // NCHW and --fuse false keep cuDNN's batch-norm, named in the decisions.
 TEST(CudnnPlan, ResNetTrainingFusesBatchNormAddReluInNhwc) {
   const Network network = make_network("resnet50");
-  for (const auto& [precision, layout] : {std::pair{Precision::bf16, Layout::automatic},
-                                          std::pair{Precision::tf32, Layout::automatic},
-                                          std::pair{Precision::fp32, Layout::nhwc}}) {
+  for (const auto& [precision, layout] : nhwc_cells()) {
     const std::string what = std::string(to_string(precision));
     auto fused = plan(network, precision, Phase::training, 64, layout);
     auto unfused = plan(network, precision, Phase::training, 64, layout, false);
@@ -395,9 +400,76 @@ TEST(CudnnPlan, FullyConnectedReluGroupsAreLoweredUnlessFusionIsOff) {
           EXPECT_TRUE(fused->builder->states[i].impl->relu_fused()) << what << " " << network.layers()[i].name;
         }
         EXPECT_EQ(anchors, 2) << what << ": fc6 and fc7; the logits layer has no relu";
-        // The same ops either way: a fused relu's op does nothing at run time (as after a convolution).
-        EXPECT_EQ(fused->ops.size(), unfused->ops.size()) << what;
+        // The same ops either way: a fused relu's op does nothing at run time (as after a convolution),
+        // but for the relus folded into a max pool's backward (conv_bias_relu_pool: no backward op).
+        const auto folded = static_cast<std::size_t>(fused->builder->fusions.count(kit::FusedKind::conv_bias_relu_pool));
+        EXPECT_EQ(fused->ops.size() + folded, unfused->ops.size()) << what;
       }
+  }
+}
+
+// Training in NHWC (tf32 and 16-bit cells, --layout nhwc): the relu before
+// each of VGG-11's five max pools folds into the pool's backward
+// (conv_bias_relu_pool): the relu has no backward op and receives no
+// gradient, the pool's backward writes the convolution's output gradient, and
+// the pool records the relu's mask (its decision says +drelu). Strict fp32's
+// NCHW runs cuDNN's pooling: refused with the reason, conv_bias_relu instead.
+TEST(CudnnPlan, VggTrainingFoldsTheReluIntoTheMaxPoolBackwardInNhwc) {
+  const Network network = make_network("vgg11");
+  for (const auto& [precision, layout] : nhwc_cells()) {
+    const std::string what = std::string(to_string(precision));
+    auto p = plan(network, precision, Phase::training, 8, layout);
+    const kit::FusionPlan& fusions = p->builder->fusions;
+    EXPECT_EQ(fusions.count(kit::FusedKind::conv_bias_relu_pool), 5) << what;
+    EXPECT_EQ(fusions.count(kit::FusedKind::conv_bias_relu), 3) << what;
+    EXPECT_EQ(fusions.decisions(network).rfind("fusions=conv_bias_relu:3,conv_bias_relu_pool:5,fc_bias_relu:2", 0), 0u)
+        << fusions.decisions(network);
+    for (const kit::FusedGroup& g : fusions.groups()) {
+      if (g.kind != kit::FusedKind::conv_bias_relu_pool) continue;
+      const std::string& pool = network.layers()[static_cast<std::size_t>(g.pool)].name;
+      const auto& states = p->builder->states;
+      EXPECT_EQ(states[static_cast<std::size_t>(g.anchor())].fusable_relu, g.relu) << pool;
+      EXPECT_FALSE(states[static_cast<std::size_t>(g.relu)].grad.has_value()) << pool << ": the relu gets no gradient";
+      EXPECT_TRUE(states[static_cast<std::size_t>(g.anchor())].grad.has_value()) << pool;
+      EXPECT_EQ(states[static_cast<std::size_t>(g.pool)].impl->decisions(), pool + ":max_pool=kernel+drelu");
+      int pool_backward = 0;
+      for (const Op& op : p->ops) {
+        if (op.stage != Stage::backward) continue;
+        EXPECT_NE(op.layer, g.relu) << what << " " << op.label << ": the relu's backward is the pool's";
+        pool_backward += op.layer == g.pool;
+      }
+      EXPECT_EQ(pool_backward, 1) << what << " " << pool;
+    }
+    // CudnnSettings::fold_relu_into_pool false (the GPU test's counterpart): conv_bias_relu for the same relus.
+    auto no_fold = plan(network, precision, Phase::training, 8, layout, true, AlgorithmPolicy::heuristic, true, false);
+    EXPECT_EQ(no_fold->builder->fusions.count(kit::FusedKind::conv_bias_relu), 8) << what;
+    EXPECT_EQ(no_fold->ops.size(), p->ops.size() + 5) << what << ": the five relus' backward ops";
+    auto unfused = plan(network, precision, Phase::training, 8, layout, false);
+    std::cerr << "vgg11 " << what << " training b8 plan: " << p->bytes / double(1 << 20) << " MiB fused, "
+              << no_fold->bytes / double(1 << 20) << " MiB with conv_bias_relu instead, "
+              << unfused->bytes / double(1 << 20) << " MiB unfused\n";
+  }
+  auto nchw = plan(network, Precision::fp32, Phase::training, 8);
+  const std::string decisions = nchw->builder->fusions.decisions(network);
+  EXPECT_EQ(nchw->builder->fusions.count(kit::FusedKind::conv_bias_relu_pool), 0);
+  EXPECT_EQ(nchw->builder->fusions.count(kit::FusedKind::conv_bias_relu), 8) << decisions;
+  EXPECT_NE(decisions.find("conv_bias_relu_pool[conv1_1+relu1_1+pool1](NCHW (strict fp32's layout): cuDNN's max "
+                           "pooling"),
+            std::string::npos)
+      << decisions;
+  auto inference = plan(network, Precision::bf16, Phase::inference, 8);
+  EXPECT_EQ(inference->builder->fusions.count(kit::FusedKind::conv_bias_relu_pool), 0);
+  EXPECT_EQ(inference->builder->fusions.count(kit::FusedKind::conv_bias_relu), 8);
+}
+
+// AlexNet's and GoogLeNet's overlapping 3x3 s2 pools (the gathering backward) take the group too, and
+// OverFeat's 2x2 ones.
+TEST(CudnnPlan, OverlappingMaxPoolsTakeTheReluToo) {
+  for (const auto& [name, groups] : {std::pair{"alexnet", 3}, std::pair{"googlenet", 1}, std::pair{"overfeat", 3}}) {
+    const Network network = make_network(name);
+    auto p = plan(network, Precision::bf16, Phase::training, 8);
+    EXPECT_EQ(p->builder->fusions.count(kit::FusedKind::conv_bias_relu_pool), groups)
+        << name << ": " << p->builder->fusions.decisions(network);
   }
 }
 

@@ -22,6 +22,9 @@ struct CudnnSettings {
   bool cuda_graphs = false;           // engine.cuda_graphs: capture the step as a CUDA graph and replay it
   bool graph_api = true;              // engine.graph_api: exhaustive: Graph API engine configurations are candidates too
   bool fuse = true;                   // engine.fuse: lower the kit's fused groups (off: every layer its own ops)
+  // Not a schema key: tests turn the one group off to hold conv_bias_relu_pool
+  // to conv_bias_relu with everything else alike (ReluPoolFusion).
+  bool fold_relu_into_pool = true;
 };
 
 // Reads the engine's keys of `config.settings` (schema defaults for absent

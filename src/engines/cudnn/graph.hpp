@@ -266,6 +266,12 @@ inline const kit::FusedGroup* batch_norm_group(const Builder& b, int layer) {
   return ours ? g : nullptr;
 }
 
+// The conv_bias_relu_pool group `layer` belongs to in this plan, or nullptr.
+inline const kit::FusedGroup* relu_pool_group(const Builder& b, int layer) {
+  const kit::FusedGroup* g = b.fusions.group_of(layer);
+  return g != nullptr && g->kind == kit::FusedKind::conv_bias_relu_pool ? g : nullptr;
+}
+
 // Descriptors of a tensor as cuDNN sees it. Created only after the memory
 // plan (setup(), or on first use): a batch too large for the device is
 // answered `oom` before cuDNN ever sees its dimensions.

@@ -12,6 +12,7 @@
 #include "engines/cudnn/graph_api_convolution.hpp"
 #include "engines/cudnn/kernels_batch_norm.hpp"
 #include "engines/cudnn/kernels_elementwise.hpp"
+#include "engines/cudnn/kernels_pooling_lrn.hpp"
 #include "engines/kit/fusion.hpp"
 #include "engines/kit/walk.hpp"
 
@@ -249,6 +250,10 @@ bool is_view(LayerKind kind, bool training) {
 // relu's own op then does nothing. Training
 // batch-norm groups run our fused kernels (layer_batch_norm.cpp) over packed
 // NHWC tensors: the layout of tf32 and 16-bit cells (and of --layout nhwc).
+// conv_bias_relu_pool (training, NHWC: a max pool run by our argmax kernels)
+// is conv_bias_relu forward plus a pool forward that records the relu's mask
+// in its argmax bytes; backward, the pool writes the convolution's output
+// gradient and the relu has no op (layer_pooling.cpp).
 std::optional<std::string> can_lower(const Builder& b, const kit::FusedGroup& g) {
   if (!b.config.fuse) return "fusion turned off (--fuse false)";
   const bool relu_in_place = g.relu < 0 || b.states[static_cast<std::size_t>(g.relu)].in_place;
@@ -285,6 +290,19 @@ std::optional<std::string> can_lower(const Builder& b, const kit::FusedGroup& g)
       if (!graph_api_available()) return std::string("no Graph API: ") + graph_api_unavailable_reason();
       if (!relu_in_place) return "the relu cannot write over its input";
       return std::nullopt;
+    case kit::FusedKind::conv_bias_relu_pool: {
+      if (!b.config.fold_relu_into_pool) return "turned off (CudnnSettings::fold_relu_into_pool)";
+      if (!b.training) return "inference: no backward to fold the relu's into";
+      if (!b.nhwc)
+        return "NCHW (strict fp32's layout): cuDNN's max pooling, whose backward takes no relu mask; conv_bias_relu, "
+               "then our relu kernels";
+      if (!relu_in_place) return "the relu cannot write over its input";
+      const Layer& pool = b.layer(g.pool);
+      if (pool.kind != LayerKind::max_pool || !kernels::pool_kernel_supported(static_cast<int>(pool.params.kernel)))
+        return "a max pool of " + std::to_string(pool.params.kernel) + "x" + std::to_string(pool.params.kernel) +
+               " windows: more positions than the argmax byte names; cuDNN's pooling";
+      return std::nullopt;
+    }
   }
   return "unknown group";
 }
@@ -307,6 +325,7 @@ void pre_pass(Builder& b) {
     switch (g.kind) {
       case kit::FusedKind::conv_bias_relu:
       case kit::FusedKind::fc_bias_relu:
+      case kit::FusedKind::conv_bias_relu_pool:  // the pool's part: layer_pooling.cpp (relu_pool_group)
       case kit::FusedKind::add_relu: b.state(g.anchor()).fusable_relu = g.relu; break;
       case kit::FusedKind::conv_bn_relu:
         // Inference: the batch-norm folds into the convolution (its only reader), and the relu after it fuses there.

@@ -8,11 +8,32 @@ namespace {
 
 // ---- NHWC max pooling -----------------------------------------------------------
 
-// Max pooling, NHWC: one thread per (pixel, vector of V channels), V = 16
-// bytes of channels where C allows (else 1): a flat grid of full blocks with
-// 16-byte loads. (One block per pixel with a thread per channel, the first
-// version, ran VGG-11's pool1 backward at batch 64 in bf16 in 2.7 ms on an
-// H200: 3.2 million blocks of 64 threads.)
+// Max pooling, NHWC, vectors of V channels (16 bytes where C and the pointers
+// allow, else V = 1). The grid is 2-D: blockIdx.x is one row (image n, row h)
+// of the tensor the threads walk, blockIdx.y a tile of kPoolThreads threads
+// along that row's (w, channel vector) pairs. The row's image and height come
+// from one division per block; a thread divides once (by the vectors per
+// pixel), in 32 bits; offsets are 32-bit where every tensor has fewer than
+// 2^31 elements (I = int), else 64-bit (I = std::int64_t). (The first flat
+// version did six 64-bit divisions per thread, emulated on the GPU: VGG-11's
+// pool1 at batch 64 in tf32 ran 0.37 ms forward and 0.85 ms backward on an
+// H200, against a memory floor near 0.2 ms each.)
+//
+// Forward: one thread per (output pixel, vector): the window's maximum (first
+// maximum; NaN wins) and its position in the window, one byte. With the relu
+// mask the input is a relu's output (>= 0), and where the window's maximum is
+// not > 0 (the relu's derivative is 0 there, PyTorch's threshold_backward)
+// the byte is kPoolNoPosition, which no backward position equals: backward
+// then writes the relu's input gradient directly.
+//
+// Backward, non-overlapping windows (kernel == stride, no padding: VGG's 2x2
+// s2): one thread per (output pixel, vector) writes its window's dx straight
+// (dy at the argmax, 0 elsewhere); the last window of a row or column also
+// writes the zeros of the inputs no window covers (floor mode). Overlapping
+// windows: one thread per (input pixel, vector) gathers the gradients of the
+// windows whose maximum it was.
+constexpr int kPoolThreads = 128;
+
 template <typename T, int V>
 struct alignas(sizeof(T) * V) Lanes {
   T v[V];
@@ -23,116 +44,226 @@ struct alignas(V) LaneBytes {
 };
 
 struct PoolShape {
-  int channels, in_h, in_w, out_h, out_w;
-  std::int64_t images;
+  int images, channels, in_h, in_w, out_h, out_w;
 };
 
-template <typename T, int V>
-__global__ void max_pool_nhwc_forward_kernel(const T* x, T* y, std::uint8_t* argmax, PoolShape s, PoolGeometry g) {
-  const int vectors = s.channels / V;
-  const std::int64_t total = s.images * s.out_h * s.out_w * vectors;
-  for (std::int64_t idx = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; idx < total;
-       idx += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const int c = static_cast<int>(idx % vectors) * V;
-    const std::int64_t pixel = idx / vectors;
-    const int ow = static_cast<int>(pixel % s.out_w), oh = static_cast<int>(pixel / s.out_w % s.out_h);
-    const std::int64_t n = pixel / (static_cast<std::int64_t>(s.out_w) * s.out_h);
-    const int h0 = oh * g.stride - g.padding, w0 = ow * g.stride - g.padding;
-    const int kh0 = h0 < 0 ? -h0 : 0, kw0 = w0 < 0 ? -w0 : 0;
-    const int kh1 = min(g.kernel, s.in_h - h0), kw1 = min(g.kernel, s.in_w - w0);
-    const std::int64_t image = n * s.in_h * s.in_w;
-    float best[V];
-    LaneBytes<V> where;
+// A thread's place in the 2-D grid over a tensor of `height` rows and `width`
+// pixels a row: the row (blockIdx.x) as image n and row y, and the thread's
+// pixel x in it and first channel c; `inside` is false past the row's end.
+struct PoolPlace {
+  int row, n, y, x, c;
+  bool inside;
+};
+template <int V>
+__device__ __forceinline__ PoolPlace pool_place(int height, int width, int channels) {
+  const int vectors = channels / V;
+  const int item = static_cast<int>(blockIdx.y) * kPoolThreads + static_cast<int>(threadIdx.x);
+  PoolPlace p;
+  p.inside = item < width * vectors;
+  p.row = static_cast<int>(blockIdx.x);
+  p.n = p.row / height;
+  p.y = p.row - p.n * height;
+  p.x = item / vectors;
+  p.c = (item - p.x * vectors) * V;
+  return p;
+}
+
+template <typename T, int V, typename I>
+__global__ void __launch_bounds__(kPoolThreads)
+    max_pool_nhwc_forward_kernel(const T* __restrict__ x, T* __restrict__ y, std::uint8_t* __restrict__ argmax,
+                                 PoolShape s, PoolGeometry g, bool relu_mask) {
+  const PoolPlace at = pool_place<V>(s.out_h, s.out_w, s.channels);
+  if (!at.inside) return;
+  const int row = at.row, n = at.n, oh = at.y, ow = at.x, c = at.c;  // row: n * out_h + oh
+  const int h0 = oh * g.stride - g.padding, w0 = ow * g.stride - g.padding;
+  const int kh0 = h0 < 0 ? -h0 : 0, kw0 = w0 < 0 ? -w0 : 0;
+  const int kh1 = min(g.kernel, s.in_h - h0), kw1 = min(g.kernel, s.in_w - w0);
+  const I image_row = static_cast<I>(n) * s.in_h + h0;
+  float best[V];
+  LaneBytes<V> where;
 #pragma unroll
-    for (int j = 0; j < V; ++j) {
-      best[j] = -INFINITY;
-      where.b[j] = 0;
-    }
-    for (int kh = kh0; kh < kh1; ++kh)
-      for (int kw = kw0; kw < kw1; ++kw) {
-        const std::int64_t at = (image + static_cast<std::int64_t>(h0 + kh) * s.in_w + (w0 + kw)) * s.channels + c;
-        const Lanes<T, V> in = *reinterpret_cast<const Lanes<T, V>*>(x + at);
+  for (int j = 0; j < V; ++j) {
+    best[j] = -INFINITY;
+    where.b[j] = 0;
+  }
+  for (int kh = kh0; kh < kh1; ++kh) {
+    const I line = (image_row + kh) * s.in_w + w0;
+    for (int kw = kw0; kw < kw1; ++kw) {
+      const Lanes<T, V> in = *reinterpret_cast<const Lanes<T, V>*>(x + (line + kw) * s.channels + c);
 #pragma unroll
-        for (int j = 0; j < V; ++j) {
-          const float v = to_float(in.v[j]);
-          if (v > best[j] || (isnan(v) && !isnan(best[j]))) {
-            best[j] = v;
-            where.b[j] = static_cast<std::uint8_t>(kh * g.kernel + kw);
-          }
+      for (int j = 0; j < V; ++j) {
+        const float v = to_float(in.v[j]);
+        if (v > best[j] || (isnan(v) && !isnan(best[j]))) {
+          best[j] = v;
+          where.b[j] = static_cast<std::uint8_t>(kh * g.kernel + kw);
         }
       }
-    const std::int64_t o = pixel * s.channels + c;
-    Lanes<T, V> out;
+    }
+  }
+  const I o = (static_cast<I>(row) * s.out_w + ow) * s.channels + c;
+  Lanes<T, V> out;
 #pragma unroll
-    for (int j = 0; j < V; ++j) out.v[j] = from_float<T>(best[j]);
-    *reinterpret_cast<Lanes<T, V>*>(y + o) = out;
-    if (argmax != nullptr) *reinterpret_cast<LaneBytes<V>*>(argmax + o) = where;  // training only
+  for (int j = 0; j < V; ++j) out.v[j] = from_float<T>(best[j]);
+  *reinterpret_cast<Lanes<T, V>*>(y + o) = out;
+  if (argmax == nullptr) return;  // inference
+  if (relu_mask) {
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+      if (!(best[j] > 0.0f)) where.b[j] = kPoolNoPosition;
+  }
+  *reinterpret_cast<LaneBytes<V>*>(argmax + o) = where;
+}
+
+// dx of one vector: the sum where the argmax byte names `position`, plus beta * dx.
+template <typename T, int V, typename I>
+__device__ __forceinline__ void store_pool_gradient(T* dx, I i, const float (&sum)[V], float beta) {
+  Lanes<T, V> out;
+  if (beta != 0.0f) {
+    out = *reinterpret_cast<const Lanes<T, V>*>(dx + i);
+#pragma unroll
+    for (int j = 0; j < V; ++j) out.v[j] = from_float<T>(sum[j] + beta * to_float(out.v[j]));
+  } else {
+#pragma unroll
+    for (int j = 0; j < V; ++j) out.v[j] = from_float<T>(sum[j]);
+  }
+  *reinterpret_cast<Lanes<T, V>*>(dx + i) = out;
+}
+
+// Non-overlapping windows (kernel == stride, no padding): a thread per output vector.
+template <typename T, int V, typename I>
+__device__ __forceinline__ void scatter_window(const T* __restrict__ dy, const std::uint8_t* __restrict__ argmax,
+                                               T* __restrict__ dx, const PoolShape& s, int kernel, float beta,
+                                               const PoolPlace& at) {
+  const int row = at.row, n = at.n, oh = at.y, ow = at.x, c = at.c;  // row: n * out_h + oh
+  const I o = (static_cast<I>(row) * s.out_w + ow) * s.channels + c;
+  const LaneBytes<V> where = *reinterpret_cast<const LaneBytes<V>*>(argmax + o);
+  const Lanes<T, V> gradient = *reinterpret_cast<const Lanes<T, V>*>(dy + o);
+  // This window's inputs; the last row's and column's also take the inputs no window covers.
+  const int h0 = oh * kernel, w0 = ow * kernel;
+  const int h1 = oh == s.out_h - 1 ? s.in_h : min(h0 + kernel, s.in_h);
+  const int w1 = ow == s.out_w - 1 ? s.in_w : min(w0 + kernel, s.in_w);
+  const I image_row = static_cast<I>(n) * s.in_h;
+  for (int h = h0; h < h1; ++h) {
+    const I line = (image_row + h) * s.in_w;
+    for (int w = w0; w < w1; ++w) {
+      // -1 outside the window: no argmax byte (0..255) equals it.
+      const int position = h - h0 < kernel && w - w0 < kernel ? (h - h0) * kernel + (w - w0) : -1;
+      float sum[V];
+#pragma unroll
+      for (int j = 0; j < V; ++j) sum[j] = where.b[j] == position ? to_float(gradient.v[j]) : 0.0f;
+      store_pool_gradient<T, V, I>(dx, (line + w) * s.channels + c, sum, beta);
+    }
   }
 }
 
-template <typename T, int V>
-__global__ void max_pool_nhwc_backward_kernel(const T* dy, const std::uint8_t* argmax, T* dx, PoolShape s,
-                                              PoolGeometry g, float beta) {
-  const int vectors = s.channels / V;
-  const std::int64_t total = s.images * s.in_h * s.in_w * vectors;
-  for (std::int64_t idx = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; idx < total;
-       idx += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const int c = static_cast<int>(idx % vectors) * V;
-    const std::int64_t pixel = idx / vectors;
-    const int w = static_cast<int>(pixel % s.in_w), h = static_cast<int>(pixel / s.in_w % s.in_h);
-    const std::int64_t n = pixel / (static_cast<std::int64_t>(s.in_w) * s.in_h);
-    // Windows whose span [o * stride - padding, + kernel) holds h (and w).
-    const int hp = h + g.padding, wp = w + g.padding;
-    const int oh_lo = hp < g.kernel ? 0 : (hp - g.kernel) / g.stride + 1;
-    const int ow_lo = wp < g.kernel ? 0 : (wp - g.kernel) / g.stride + 1;
-    const int oh_hi = min(hp / g.stride, s.out_h - 1), ow_hi = min(wp / g.stride, s.out_w - 1);
-    const std::int64_t image = n * s.out_h * s.out_w;
-    float sum[V];
+// Any windows (overlapping, padded, ceil mode): a thread per input vector.
+template <typename T, int V, typename I>
+__device__ __forceinline__ void gather_windows(const T* __restrict__ dy, const std::uint8_t* __restrict__ argmax,
+                                               T* __restrict__ dx, const PoolShape& s, const PoolGeometry& g,
+                                               float beta, const PoolPlace& at) {
+  const int row = at.row, n = at.n, h = at.y, w = at.x, c = at.c;  // row: n * in_h + h
+  // Windows whose span [o * stride - padding, + kernel) holds h (and w).
+  const int hp = h + g.padding, wp = w + g.padding;
+  const int oh_lo = hp < g.kernel ? 0 : (hp - g.kernel) / g.stride + 1;
+  const int ow_lo = wp < g.kernel ? 0 : (wp - g.kernel) / g.stride + 1;
+  const int oh_hi = min(hp / g.stride, s.out_h - 1), ow_hi = min(wp / g.stride, s.out_w - 1);
+  const I image_row = static_cast<I>(n) * s.out_h;
+  float sum[V];
 #pragma unroll
-    for (int j = 0; j < V; ++j) sum[j] = 0;
-    for (int oh = oh_lo; oh <= oh_hi; ++oh)
-      for (int ow = ow_lo; ow <= ow_hi; ++ow) {
-        const std::int64_t o = (image + static_cast<std::int64_t>(oh) * s.out_w + ow) * s.channels + c;
-        const int position = (hp - oh * g.stride) * g.kernel + (wp - ow * g.stride);
-        const LaneBytes<V> where = *reinterpret_cast<const LaneBytes<V>*>(argmax + o);
-        const Lanes<T, V> gradient = *reinterpret_cast<const Lanes<T, V>*>(dy + o);
+  for (int j = 0; j < V; ++j) sum[j] = 0;
+  for (int oh = oh_lo; oh <= oh_hi; ++oh) {
+    const I line = (image_row + oh) * s.out_w;
+    for (int ow = ow_lo; ow <= ow_hi; ++ow) {
+      const I o = (line + ow) * s.channels + c;
+      const int position = (hp - oh * g.stride) * g.kernel + (wp - ow * g.stride);
+      const LaneBytes<V> where = *reinterpret_cast<const LaneBytes<V>*>(argmax + o);
+      const Lanes<T, V> gradient = *reinterpret_cast<const Lanes<T, V>*>(dy + o);
 #pragma unroll
-        for (int j = 0; j < V; ++j)
-          if (where.b[j] == position) sum[j] += to_float(gradient.v[j]);
-      }
-    const std::int64_t i = pixel * s.channels + c;
-    Lanes<T, V> out;
-    if (beta != 0.0f) out = *reinterpret_cast<const Lanes<T, V>*>(dx + i);
-#pragma unroll
-    for (int j = 0; j < V; ++j) out.v[j] = from_float<T>(beta != 0.0f ? sum[j] + beta * to_float(out.v[j]) : sum[j]);
-    *reinterpret_cast<Lanes<T, V>*>(dx + i) = out;
+      for (int j = 0; j < V; ++j)
+        if (where.b[j] == position) sum[j] += to_float(gradient.v[j]);
+    }
+  }
+  store_pool_gradient<T, V, I>(dx, (static_cast<I>(row) * s.in_w + w) * s.channels + c, sum, beta);
+}
+
+// The backward: the scatter over output rows where windows are disjoint, else the gather over input rows.
+template <typename T, int V, typename I, bool kDisjoint>
+__global__ void __launch_bounds__(kPoolThreads)
+    max_pool_nhwc_backward_kernel(const T* __restrict__ dy, const std::uint8_t* __restrict__ argmax,
+                                  T* __restrict__ dx, PoolShape s, PoolGeometry g, float beta) {
+  if constexpr (kDisjoint) {
+    const PoolPlace at = pool_place<V>(s.out_h, s.out_w, s.channels);
+    if (at.inside) scatter_window<T, V, I>(dy, argmax, dx, s, g.kernel, beta, at);
+  } else {
+    const PoolPlace at = pool_place<V>(s.in_h, s.in_w, s.channels);
+    if (at.inside) gather_windows<T, V, I>(dy, argmax, dx, s, g, beta, at);
   }
 }
 
 }  // namespace
 
 namespace {
+// A 2-D grid: one block row per tensor row (rows of the output, or of the
+// input for the gathering backward), kPoolThreads-thread tiles along it.
+dim3 pool_grid(std::int64_t rows, std::int64_t items_per_row) {
+  if (rows > 0x7fffffffLL) throw Error("max pooling: more than 2^31 - 1 rows of images");
+  const std::int64_t tiles = (items_per_row + kPoolThreads - 1) / kPoolThreads;
+  if (tiles > 65535) throw Error("max pooling: a row of more than 65535 * 128 channel vectors");
+  return dim3(static_cast<unsigned>(rows), static_cast<unsigned>(tiles));
+}
+
 PoolShape pool_shape(std::array<std::int64_t, 4> in, std::array<std::int64_t, 4> out) {
-  return {static_cast<int>(in[1]), static_cast<int>(in[2]), static_cast<int>(in[3]), static_cast<int>(out[2]),
-          static_cast<int>(out[3]), in[0]};
+  for (std::int64_t d : {in[0], in[1], in[2], in[3], out[2], out[3]})
+    if (d > 0x7fffffffLL) throw Error("max pooling: a dimension of 2^31 or more");
+  return {static_cast<int>(in[0]), static_cast<int>(in[1]), static_cast<int>(in[2]), static_cast<int>(in[3]),
+          static_cast<int>(out[2]), static_cast<int>(out[3])};
+}
+
+// 32-bit offsets where every tensor has fewer than 2^31 elements.
+bool narrow_indices(const PoolShape& s, PoolIndex index) {
+  if (index == PoolIndex::wide) return false;
+  const std::int64_t pixels = static_cast<std::int64_t>(s.images) * s.channels;
+  return pixels * s.in_h * s.in_w <= 0x7fffffffLL && pixels * s.out_h * s.out_w <= 0x7fffffffLL;
 }
 
 template <typename T, int V>
 struct PoolForward {
-  static void run(const void* x, void* y, std::uint8_t* argmax, PoolShape s, PoolGeometry g, cudaStream_t stream) {
-    const std::int64_t total = s.images * s.out_h * s.out_w * (s.channels / V);
-    max_pool_nhwc_forward_kernel<T, V><<<blocks_for(total), kThreads, 0, stream>>>(static_cast<const T*>(x),
-                                                                                  static_cast<T*>(y), argmax, s, g);
+  template <typename I>
+  static void launch(const void* x, void* y, std::uint8_t* argmax, PoolShape s, PoolGeometry g, bool relu_mask,
+                     cudaStream_t stream) {
+    max_pool_nhwc_forward_kernel<T, V, I>
+        <<<pool_grid(static_cast<std::int64_t>(s.images) * s.out_h, static_cast<std::int64_t>(s.out_w) * (s.channels / V)),
+           kPoolThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), argmax, s, g, relu_mask);
+  }
+  static void run(const void* x, void* y, std::uint8_t* argmax, PoolShape s, PoolGeometry g, bool relu_mask,
+                  PoolIndex index, cudaStream_t stream) {
+    if (narrow_indices(s, index)) launch<int>(x, y, argmax, s, g, relu_mask, stream);
+    else launch<std::int64_t>(x, y, argmax, s, g, relu_mask, stream);
   }
 };
 
 template <typename T, int V>
 struct PoolBackward {
+  template <typename I>
+  static void launch(const void* dy, const std::uint8_t* argmax, void* dx, PoolShape s, PoolGeometry g, float beta,
+                     cudaStream_t stream) {
+    const auto* gradient = static_cast<const T*>(dy);
+    T* target = static_cast<T*>(dx);
+    const int vectors = s.channels / V;
+    if (pool_windows_disjoint(g)) {
+      max_pool_nhwc_backward_kernel<T, V, I, true>
+          <<<pool_grid(static_cast<std::int64_t>(s.images) * s.out_h, static_cast<std::int64_t>(s.out_w) * vectors),
+             kPoolThreads, 0, stream>>>(gradient, argmax, target, s, g, beta);
+    } else {
+      max_pool_nhwc_backward_kernel<T, V, I, false>
+          <<<pool_grid(static_cast<std::int64_t>(s.images) * s.in_h, static_cast<std::int64_t>(s.in_w) * vectors),
+             kPoolThreads, 0, stream>>>(gradient, argmax, target, s, g, beta);
+    }
+  }
   static void run(const void* dy, const std::uint8_t* argmax, void* dx, PoolShape s, PoolGeometry g, float beta,
-                  cudaStream_t stream) {
-    const std::int64_t total = s.images * s.in_h * s.in_w * (s.channels / V);
-    max_pool_nhwc_backward_kernel<T, V><<<blocks_for(total), kThreads, 0, stream>>>(
-        static_cast<const T*>(dy), argmax, static_cast<T*>(dx), s, g, beta);
+                  PoolIndex index, cudaStream_t stream) {
+    if (narrow_indices(s, index)) launch<int>(dy, argmax, dx, s, g, beta, stream);
+    else launch<std::int64_t>(dy, argmax, dx, s, g, beta, stream);
   }
 };
 
@@ -168,16 +299,21 @@ bool aligned16(std::initializer_list<const void*> pointers) {
 }  // namespace
 
 void max_pool_nhwc_forward(const void* x, void* y, std::uint8_t* argmax, DType type, std::array<std::int64_t, 4> in,
-                           std::array<std::int64_t, 4> out, PoolGeometry g, cudaStream_t stream) {
-  dispatch_pool<PoolForward>(type, in[1], aligned16({x, y}), argmax, x, y, argmax, pool_shape(in, out), g, stream);
+                           std::array<std::int64_t, 4> out, PoolGeometry g, cudaStream_t stream, bool relu_mask,
+                           PoolIndex index) {
+  if (!pool_kernel_supported(g.kernel)) throw Error("max pooling kernel: a window of 255 or more positions");
+  if (in[0] * in[1] * in[2] * in[3] == 0 || out[2] * out[3] == 0) return;  // nothing to pool
+  dispatch_pool<PoolForward>(type, in[1], aligned16({x, y}), argmax, x, y, argmax, pool_shape(in, out), g, relu_mask,
+                             index, stream);
   check_launch("max_pool_nhwc_forward");
 }
 
 void max_pool_nhwc_backward(const void* dy, const std::uint8_t* argmax, void* dx, DType type,
                             std::array<std::int64_t, 4> in, std::array<std::int64_t, 4> out, PoolGeometry g, float beta,
-                            cudaStream_t stream) {
+                            cudaStream_t stream, PoolIndex index) {
+  if (in[0] * in[1] * in[2] * in[3] == 0 || out[2] * out[3] == 0) return;  // nothing to pool
   dispatch_pool<PoolBackward>(type, in[1], aligned16({dy, dx}), argmax, dy, argmax, dx, pool_shape(in, out), g, beta,
-                              stream);
+                              index, stream);
   check_launch("max_pool_nhwc_backward");
 }
 

@@ -5,10 +5,12 @@
 // builder's pre-pass), like torchvision's ReLU(inplace=True); after a
 // convolution it may be fused into the convolution's call, and its op then
 // does nothing; after a training batch-norm (and a residual add) it may be
-// fused with them (layer_batch_norm.cpp), and it has no op of its own. Its
-// backward needs only the output: y > 0 exactly where
-// x > 0, so y is passed as cuDNN's x too, and the input gradient is written
-// over the output gradient when it is the first contribution.
+// fused with them (layer_batch_norm.cpp), and it has no op of its own; before
+// a max pool (conv_bias_relu_pool, training) its backward is the pool's
+// (layer_pooling.cpp) and has no op either. Its backward needs only the
+// output: y > 0 exactly where x > 0, so y is passed as cuDNN's x too, and the
+// input gradient is written over the output gradient when it is the first
+// contribution.
 //
 // Dropout uses crossbench's deterministic mask (synthetic.hpp's
 // dropout_keep, ported to a CUDA kernel with the same hash) rather than
@@ -112,7 +114,8 @@ void forward_relu(Builder& b, int index) {
     r->y = b.new_output(index, b.type);
   }
   s.out = r->y;
-  s.value_needed = b.training;  // the backward reads y
+  // The backward reads y, unless the max pool's backward does the relu's (conv_bias_relu_pool).
+  s.value_needed = b.training && relu_pool_group(b, index) == nullptr;
   b.push(index, Stage::forward, b.label(index, "forward"), {r->x, r->y}, [r](const Exec& e) { r->run_forward(e); });
 }
 
@@ -121,6 +124,7 @@ void backward_relu(Builder& b, int index) {
     backward_batch_norm_relu(b, *g);  // the relu's output gradient is final here
     return;
   }
+  if (relu_pool_group(b, index) != nullptr) return;  // the max pool's backward wrote the relu's input gradient
   const int from = b.input_of(index);
   if (!b.state(from).needs_grad) return;
   auto* r = b.impl_of<Relu>(index);

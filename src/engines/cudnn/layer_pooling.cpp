@@ -21,6 +21,13 @@
 // thread per 16-byte vector of channels in packed NHWC, a warp per pixel
 // otherwise), because cuDNN's NHWC LRN is slow (1 ms forward, 3.5 ms
 // backward for GoogLeNet's norm2) and its LRN refuses bf16 (CUDNN_STATUS_NOT_SUPPORTED).
+//
+// The kit's conv_bias_relu_pool group (training, our max pooling kernels):
+// the pool's input is the relu's output, so the relu's derivative at each
+// window's maximum is (maximum > 0). The forward stores the argmax byte
+// kPoolNoPosition where it is not, and the backward then writes the
+// convolution's output gradient (the relu's input gradient) directly; the
+// relu's backward has no op, and its output is not kept for the backward.
 #include "crossbench/error.hpp"
 #include "engines/cudnn/graph.hpp"
 #include "engines/cudnn/kernels_lrn.hpp"
@@ -38,10 +45,13 @@ class Pooling final : public LayerImpl {
   float dx_beta = 0;
   bool training = false;
   bool own_kernel = false;  // NHWC max pooling: kernels_pooling_lrn.hpp
+  bool relu_mask = false;   // conv_bias_relu_pool: the relu before it folded into the backward
   TensorDesc xd, yd, dyd, dxd;
   PoolDesc pd;
 
-  std::string decisions() const override { return own_kernel ? name + ":max_pool=kernel" : std::string(); }
+  std::string decisions() const override {
+    return own_kernel ? name + ":max_pool=kernel" + (relu_mask ? "+drelu" : "") : std::string();
+  }
 
   void setup(SetupContext&) override {
     if (own_kernel) return;
@@ -56,8 +66,7 @@ class Pooling final : public LayerImpl {
   void run_forward(const Exec& e) {
     if (own_kernel) {
       kernels::max_pool_nhwc_forward(e.ptr(x), e.ptr(y), argmax.valid() ? e.ptr_as<std::uint8_t>(argmax) : nullptr,
-                                     x.type, x.dims, y.dims,
-                                     {kernel, stride, padding}, e.stream);
+                                     x.type, x.dims, y.dims, {kernel, stride, padding}, e.stream, relu_mask);
       return;
     }
     CB_CHECK_CUDNN(cudnnPoolingForward(e.dnn, pd, &kOne, xd, e.ptr(x), &kZero, yd, e.ptr(y)));
@@ -143,10 +152,15 @@ void forward_pooling(Builder& b, int index) {
   const Layer& layer = b.layer(index);
   const Tensor& in = b.state(b.input_of(index)).out;
   const bool own_kernel = layer.kind == LayerKind::max_pool && in.channels_last && in.is_packed() &&
-                          layer.params.kernel * layer.params.kernel <= 255;
+                          kernels::pool_kernel_supported(static_cast<int>(layer.params.kernel));
   auto* p = forward_common<Pooling>(b, index, !own_kernel);
   p->own_kernel = own_kernel;
   if (own_kernel && b.training) p->argmax = b.new_tensor(p->y.dims, DType::u8, b.label(index, "argmax"));
+  if (relu_pool_group(b, index) != nullptr) {
+    // can_lower accepted it for our kernels: NHWC, training, the relu in place.
+    if (!own_kernel || !b.training) throw Error("conv_bias_relu_pool: the max pool does not run the argmax kernels");
+    p->relu_mask = true;
+  }
   p->kernel = static_cast<int>(layer.params.kernel);
   p->stride = static_cast<int>(layer.params.stride);
   p->padding = static_cast<int>(layer.params.padding);
@@ -160,7 +174,9 @@ void forward_pooling(Builder& b, int index) {
 
 void backward_pooling(Builder& b, int index) {
   auto* p = b.impl_of<Pooling>(index);
-  const int from = b.input_of(index);
+  // conv_bias_relu_pool: past the relu, to the convolution's output gradient (the relu's input gradient).
+  const kit::FusedGroup* group = relu_pool_group(b, index);
+  const int from = group != nullptr ? group->anchor() : b.input_of(index);
   if (!b.state(from).needs_grad) return;
   p->dy = b.gradient(index);
   const Builder::Sink sink = b.gradient_sink(from);

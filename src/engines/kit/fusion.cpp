@@ -15,6 +15,7 @@ std::string_view to_string(FusedKind kind) {
     case FusedKind::add_relu: return "add_relu";
     case FusedKind::fc_bias_relu: return "fc_bias_relu";
     case FusedKind::conv_bn_add_relu: return "conv_bn_add_relu";
+    case FusedKind::conv_bias_relu_pool: return "conv_bias_relu_pool";
   }
   return "?";
 }
@@ -85,9 +86,12 @@ class Planner {
  public:
   Planner(const Network& network, bool training, const CanLower& can_lower)
       : network_(network), training_(training), can_lower_(can_lower), taken_(network.layers().size(), false),
-        readers_(network.layers().size(), 0) {
-    for (const Layer& layer : network.layers())
-      for (int from : layer.inputs) ++readers_[static_cast<std::size_t>(from)];
+        readers_(network.layers().size(), 0), reader_(network.layers().size(), -1) {
+    for (int index = 0; index < static_cast<int>(network.layers().size()); ++index)
+      for (int from : layer(index).inputs) {
+        ++readers_[static_cast<std::size_t>(from)];
+        reader_[static_cast<std::size_t>(from)] = index;
+      }
   }
 
   FusionPlan run() {
@@ -110,6 +114,14 @@ class Planner {
   const Layer& layer(int index) const { return network_.layers()[static_cast<std::size_t>(index)]; }
   bool taken(int index) const { return taken_[static_cast<std::size_t>(index)]; }
   int readers(int index) const { return readers_[static_cast<std::size_t>(index)]; }
+
+  // The layer that alone reads `index`'s output when it is of `reader_kind`, not yet in a group; else -1.
+  int sole_reader(int index, LayerKind reader_kind) const {
+    if (readers(index) != 1) return -1;
+    const int to = reader_[static_cast<std::size_t>(index)];
+    if (kind(to) != reader_kind || taken(to) || layer(to).inputs.size() != 1) return -1;
+    return to;
+  }
 
   // The input of `index` when it is of `producer_kind`, not yet in a group, not
   // the network input, and read by `index` alone; else -1.
@@ -146,9 +158,17 @@ class Planner {
     const int from = layer(relu).inputs.front();
     if (from <= 0 || readers(from) != 1 || taken(from)) return;
     switch (kind(from)) {
-      case LayerKind::convolution:
+      case LayerKind::convolution: {
+        // Training: a max pool that alone reads the relu takes the dReLU into its backward.
+        const int pool = training_ ? sole_reader(relu, LayerKind::max_pool) : -1;
+        if (pool >= 0) {
+          FusedGroup g = group(FusedKind::conv_bias_relu_pool, {from, relu, pool}, relu);
+          g.pool = pool;
+          if (offer(std::move(g))) return;
+        }
         offer(group(FusedKind::conv_bias_relu, {from, relu}, relu));
         return;
+      }
       case LayerKind::fully_connected:
         offer(group(FusedKind::fc_bias_relu, {from, relu}, relu));
         return;
@@ -203,6 +223,7 @@ class Planner {
   const CanLower& can_lower_;
   std::vector<bool> taken_;
   std::vector<int> readers_;
+  std::vector<int> reader_;  // per layer: a layer that reads its output (the only one where readers_ is 1), or -1
   std::vector<FusedGroup> groups_;
   std::vector<FusionRefusal> refused_;
 };

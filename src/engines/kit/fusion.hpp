@@ -8,6 +8,7 @@
 // each, so nothing outside the group sees a value the fusion never writes:
 //
 //   conv_bias_relu    convolution (+ its bias) + relu
+//   conv_bias_relu_pool  training: convolution (+ its bias) + relu + max pool
 //   conv_bn_relu      inference: convolution + batch-norm folded into it (+ relu)
 //   conv_bn_add_relu  inference: convolution + batch-norm folded into it + residual add + relu
 //   bn_relu           training: batch-norm (batch statistics) + relu
@@ -16,14 +17,17 @@
 //   fc_bias_relu      fully-connected (+ its bias) + relu
 //
 // Each group stands for its forward and its backward counterpart (dReLU
-// folded into the producer's data gradient, dBN + dAdd + dReLU in one pass).
-// Proposals are made from the output end: a relu is claimed by the longest
-// chain that ends in it (bn_add_relu or conv_bn_add_relu before add_relu,
-// conv_bn_relu before conv_bias_relu), and the next-longest is proposed when
-// the engine refuses. conv_bn_add_relu's convolution is the add's input side
-// that runs after the other input (the skip connection) exists, so the
-// anchor can read it: conv3 in an identity block, the projection's
-// convolution in a block whose conv3 comes first.
+// folded into the producer's data gradient, dBN + dAdd + dReLU in one pass;
+// conv_bias_relu_pool: the max pool's backward writes the relu's input
+// gradient, the dReLU read from the pool's argmax, as the relu's output is
+// the pool's input). Proposals are made from the output end: a relu is
+// claimed by the longest chain that holds it (bn_add_relu or conv_bn_add_relu
+// before add_relu, conv_bn_relu before conv_bias_relu, conv_bias_relu_pool
+// before conv_bias_relu), and the next-longest is proposed when the engine
+// refuses. conv_bn_add_relu's convolution is the add's input side that runs
+// after the other input (the skip connection) exists, so the anchor can read
+// it: conv3 in an identity block, the projection's convolution in a block
+// whose conv3 comes first.
 #pragma once
 
 #include <functional>
@@ -36,16 +40,26 @@
 
 namespace crossbench::kit {
 
-enum class FusedKind { conv_bias_relu, conv_bn_relu, bn_relu, bn_add_relu, add_relu, fc_bias_relu, conv_bn_add_relu };
+enum class FusedKind {
+  conv_bias_relu,
+  conv_bn_relu,
+  bn_relu,
+  bn_add_relu,
+  add_relu,
+  fc_bias_relu,
+  conv_bn_add_relu,
+  conv_bias_relu_pool
+};
 [[nodiscard]] std::string_view to_string(FusedKind kind);
 
 struct FusedGroup {
   FusedKind kind = FusedKind::conv_bias_relu;
   std::vector<int> layers;  // in network order; the first is the anchor that lowers the group
-  int relu = -1;            // the relu at its end, or -1 (conv_bn_relu without one)
+  int relu = -1;            // the relu at its end (before the pool in conv_bias_relu_pool), or -1 (conv_bn_relu without one)
   int batch_norm = -1;      // conv_bn_relu, bn_relu, bn_add_relu, conv_bn_add_relu
   int add = -1;             // bn_add_relu, add_relu, conv_bn_add_relu
   int residual = -1;        // bn_add_relu, conv_bn_add_relu: the add's other input (the skip connection)
+  int pool = -1;            // conv_bias_relu_pool: the max pool, the relu's only reader
   [[nodiscard]] int anchor() const { return layers.front(); }
   [[nodiscard]] bool contains(int layer) const;
 };

@@ -227,7 +227,8 @@ void make_gradient_buckets(Graph& graph, const EngineConfig& config) {
 // batch-norm with fuse_norm_relu (bn_relu, whose backward is fused too: the
 // workspace holds the ReLU's mask). oneDNN 2.x has no backward post-ops, so the
 // other groups' dReLU stays an eltwise backward that reads the fused output
-// (use_dst_for_bwd).
+// (use_dst_for_bwd), and conv_bias_relu_pool is refused (the kit then
+// proposes conv_bias_relu).
 std::optional<std::string> can_lower(const kit::FusedGroup& g, const GraphOptions& options, bool training) {
   if (!options.fuse) return "fusion turned off (--fuse false)";
   switch (g.kind) {
@@ -247,6 +248,8 @@ std::optional<std::string> can_lower(const kit::FusedGroup& g, const GraphOption
       // residual's buffer (or a copy of it), which the buffer plan does not arrange.
       return "the residual add as a sum post-op needs the convolution to write over the residual; the add "
              "and relu run as one primitive after it";
+    case kit::FusedKind::conv_bias_relu_pool:  // the kit proposes it in training only
+      return "oneDNN's pooling backward takes no post-op (no dReLU folded into it): conv_bias_relu, then its pooling";
   }
   return "unknown group";
 }
