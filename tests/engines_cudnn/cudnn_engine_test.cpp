@@ -1001,18 +1001,25 @@ TEST(CudnnSession, SgdUpdateChangesTheWeights) {
 
 // Bounds, element by element against the tensor's largest |value|, fused
 // (cuBLASLt: bias and relu in the forward GEMM's epilogue, the bias gradient
-// in the weight gradient's; the convolutions' fused bias+relu) against
-// unfused (cublasGemmEx and our kernels). fp32 1e-4: the same arithmetic in
-// another order (the sum over k split or tiled otherwise; the bias added to
-// the fp32 accumulator instead of the stored output). tf32 5e-3: every GEMM
-// rounds its inputs to 10 mantissa bits, so an input that differs by one fp32
-// rounding may round one tf32 ulp (2^-11) apart, and VGG carries that through
-// eight convolutions. bf16 3e-2: the fused epilogue rounds acc + bias once to
-// bf16, the unfused path the GEMM's output and then the sum (one bf16 ulp is
-// 2^-8 = 3.9e-3 of a value). The tf32 and bf16 cells are also held to an fp32
-// reference: fused no further from it than 1.5x the unfused + 1e-3 (as
-// BatchNormFusion). Not yet measured on a GPU: the bounds are the first
-// estimate, the reference comparison is the test's real guard.
+// in the weight gradient's) against the same session with only the
+// fully-connected layers unfused (CudnnSettings::fc_epilogues false:
+// cublasGemmEx and our kernels; every other fusion alike, and under the
+// measured search one algorithm cache for both, so the convolutions run the
+// same algorithms: with engine.fuse false their own fusions and choices
+// differ, and the last-bit differences move max pools' argmax and relu masks,
+// which moved whole gradients in the first GPU run, bench/results/2026-12-02/
+// call6). fp32 1e-4: the same arithmetic in another order. tf32 5e-3: every
+// GEMM rounds its inputs to 10 mantissa bits. bf16 3e-2: the fused epilogue
+// rounds acc + bias once to bf16, the unfused path the GEMM's output and then
+// the sum (one bf16 ulp is 2^-8 = 3.9e-3 of a value). In tf32 and bf16 a
+// relu6/relu7 unit that lands near 0 may fall on the other side of it in one
+// path, and its row of the next layer's weight gradient then differs whole:
+// up to kFcReluFlipShare of a tensor's elements may exceed the bound there
+// (measured in call6, with the convolutions differing too: at most 0.27%).
+// The tf32 and bf16 cells are also held to an fp32 reference: fused no
+// further from it than 1.5x the unfused + 1e-3 (as BatchNormFusion).
+constexpr double kFcReluFlipShare = 5e-3;
+
 struct FcFusionSetting {
   std::string name;
   Precision precision;
@@ -1025,15 +1032,18 @@ std::vector<FcFusionSetting> fc_fusion_settings() {
 
 // Two SGD steps (learning rate 1e-2), so the second step's forward adds
 // non-zero biases (they are initialised to zeros) through the epilogue.
-std::unique_ptr<Session> fc_session(const Network& network, Precision precision, bool fuse,
-                                    AlgorithmPolicy algorithm = AlgorithmPolicy::heuristic) {
+std::unique_ptr<Session> fc_session(const Network& network, Precision precision, bool fc_epilogues,
+                                    AlgorithmPolicy algorithm = AlgorithmPolicy::heuristic,
+                                    const std::string& algorithm_cache = "", bool fuse = true) {
   EngineConfig config;
   config.seed = 42;
   config.update = Update::sgd;
   config.learning_rate = 1e-2;
   cudnn::CudnnSettings settings;
   settings.algorithm = algorithm;
+  settings.algorithm_cache_path = algorithm_cache;
   settings.fuse = fuse;
+  settings.fc_epilogues = fc_epilogues;
   const CellSpec cell{"cudnn", network.name(), precision, 16, Phase::training, 0};
   return make_cudnn_engine(probe_gpu(0, ""), config, settings)->prepare(network, cell);
 }
@@ -1065,8 +1075,16 @@ TEST_P(FullyConnectedFusion, MatchesTheUnfusedOpsElementByElement) {
   const Network network = make_network(c.network);
   const std::string what = c.network + " " + setting.name +
                            (c.algorithm == AlgorithmPolicy::exhaustive ? " exhaustive" : " heuristic");
-  const auto fused_session = fc_session(network, setting.precision, true, c.algorithm);
-  const auto unfused_session = fc_session(network, setting.precision, false, c.algorithm);
+  // Under the measured search both sessions replay one algorithm cache: the convolutions alike.
+  std::string cache;
+  if (c.algorithm == AlgorithmPolicy::exhaustive) {
+    cache = (std::filesystem::temp_directory_path() /
+             ("cb_fc_" + std::to_string(::getpid()) + "_" + c.network + "_" + setting.name + ".json"))
+                .string();
+    std::filesystem::remove(cache);
+  }
+  const auto fused_session = fc_session(network, setting.precision, true, c.algorithm, cache);
+  const auto unfused_session = fc_session(network, setting.precision, false, c.algorithm, cache);
   auto* fused = dynamic_cast<cudnn::CudnnSession*>(fused_session.get());
   auto* unfused = dynamic_cast<cudnn::CudnnSession*>(unfused_session.get());
   ASSERT_NE(fused, nullptr);
@@ -1076,8 +1094,12 @@ TEST_P(FullyConnectedFusion, MatchesTheUnfusedOpsElementByElement) {
   std::cerr << what << " fused decisions: " << fused_decisions << "\n";
   EXPECT_NE(fused_decisions.find("fc_bias_relu:2"), std::string::npos) << what << ": " << fused_decisions;
   EXPECT_EQ(fused_decisions.find("fc_bias_relu["), std::string::npos) << what << ": " << fused_decisions;
-  EXPECT_NE(unfused_decisions.find("fusions=none;refused="), std::string::npos) << unfused_decisions;
-  EXPECT_EQ(unfused_decisions.find("cublasLt("), std::string::npos) << "--fuse false: the legacy path alone";
+  EXPECT_NE(unfused_decisions.find("(turned off (CudnnSettings::fc_epilogues)) x2"), std::string::npos)
+      << unfused_decisions;
+  EXPECT_EQ(unfused_decisions.find("cublasLt("), std::string::npos) << "fc_epilogues false: the legacy path alone";
+  // engine.fuse false: the legacy path alone too.
+  const auto off_session = fc_session(network, setting.precision, true, AlgorithmPolicy::heuristic, "", false);
+  EXPECT_EQ(off_session->record().decisions.find("cublasLt("), std::string::npos) << "--fuse false: the legacy path alone";
   if (c.algorithm == AlgorithmPolicy::heuristic) {
     // cuBLASLt's first heuristic plan for fc6 and fc7: the bias and relu in the forward GEMM, the bias
     // gradient in the weight gradient's (where cuBLASLt lists a plan: the decisions say why not).
@@ -1095,7 +1117,13 @@ TEST_P(FullyConnectedFusion, MatchesTheUnfusedOpsElementByElement) {
     std::size_t mismatches = 0, first = 0;
     const double worst = worst_error(want, got, setting.bound, mismatches, first);
     worst_overall = std::max(worst_overall, worst);
-    EXPECT_EQ(mismatches, 0u) << what << " " << tensor << ": " << mismatches << " of " << want.size()
+    const std::size_t allowed = setting.precision == Precision::fp32
+                                    ? 0
+                                    : static_cast<std::size_t>(kFcReluFlipShare * static_cast<double>(want.size()));
+    if (mismatches > 0)
+      std::cerr << what << " " << tensor << ": " << mismatches << " of " << want.size() << " beyond the bound (allowed "
+                << allowed << ")\n";
+    EXPECT_LE(mismatches, allowed) << what << " " << tensor << ": " << mismatches << " of " << want.size()
                               << " elements differ beyond " << setting.bound << " of the largest; first at " << first
                               << " (" << want[first] << " unfused, " << got[first] << " fused); worst " << worst;
   };
@@ -1113,7 +1141,7 @@ TEST_P(FullyConnectedFusion, MatchesTheUnfusedOpsElementByElement) {
   }
   EXPECT_EQ(fc_tensors, 6) << what << ": three layers' weights and biases";
   if (setting.precision != Precision::fp32) {
-    const auto reference_session = fc_session(network, Precision::fp32, false);
+    const auto reference_session = fc_session(network, Precision::fp32, false);  // strict fp32, FC unfused
     auto* reference = dynamic_cast<cudnn::CudnnSession*>(reference_session.get());
     ASSERT_NE(reference, nullptr);
     reference->step();

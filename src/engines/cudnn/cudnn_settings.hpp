@@ -22,9 +22,12 @@ struct CudnnSettings {
   bool cuda_graphs = false;           // engine.cuda_graphs: capture the step as a CUDA graph and replay it
   bool graph_api = true;              // engine.graph_api: exhaustive: Graph API engine configurations are candidates too
   bool fuse = true;                   // engine.fuse: lower the kit's fused groups (off: every layer its own ops)
-  // Not a schema key: tests turn the one group off to hold conv_bias_relu_pool
-  // to conv_bias_relu with everything else alike (ReluPoolFusion).
+  // Not schema keys: tests turn one fusion off to hold it to the unfused ops
+  // with everything else alike (ReluPoolFusion, FullyConnectedFusion): with
+  // engine.fuse false the convolutions' own fusions change too, and their
+  // last-bit differences move max pools' argmax and relu masks.
   bool fold_relu_into_pool = true;
+  bool fc_epilogues = true;  // false: fully-connected layers on cublasGemmEx and our kernels, fc_bias_relu refused
 };
 
 // Reads the engine's keys of `config.settings` (schema defaults for absent

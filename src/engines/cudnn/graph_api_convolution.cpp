@@ -121,7 +121,10 @@ std::unique_ptr<GraphConvolution> GraphConvolution::create(cudnnHandle_t handle,
   g.deselect_numeric_notes(barred);
   g.deselect_workspace_greater_than(p.workspace_limit_bytes);
   // Precompiled kernels only: a runtime-compiled engine's build takes seconds, in every cold process.
-  g.deselect_behavior_notes({fe::BehaviorNote_t::RUNTIME_COMPILATION});
+  // Except the residual graph (conv + bias + residual + relu): the H200 lists no precompiled engine for
+  // it ("No execution plans support the graph", bench/results/2026-12-02/call6), only cuDNN's runtime
+  // fusion engines (NVRTC); the search builds at most kResidualGraphCandidates of them.
+  if (!p.residual.valid()) g.deselect_behavior_notes({fe::BehaviorNote_t::RUNTIME_COMPILATION});
   CB_CHECK_CUDNN_FRONTEND(g.check_support(handle));
   impl->built.assign(static_cast<std::size_t>(g.get_execution_plan_count()), 0);
   return std::unique_ptr<GraphConvolution>(new GraphConvolution(std::move(impl)));

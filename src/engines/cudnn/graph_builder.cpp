@@ -277,6 +277,7 @@ std::optional<std::string> can_lower(const Builder& b, const kit::FusedGroup& g)
     }
     case kit::FusedKind::fc_bias_relu:
       // cuBLASLt's RELU_BIAS epilogue writes relu(x W^T + b) as the relu's output (layer_fully_connected.cpp).
+      if (!b.config.fc_epilogues) return "turned off (CudnnSettings::fc_epilogues)";
       if (!relu_in_place) return "the relu cannot write over its input";
       return std::nullopt;
     case kit::FusedKind::conv_bn_add_relu:

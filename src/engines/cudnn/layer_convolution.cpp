@@ -79,6 +79,8 @@ namespace {
 constexpr double kMemoryBandwidth = 3.0e12;  // [bytes/s] a conservative HBM figure for the fusion estimate
 // Graph API engine configurations timed per direction: the heuristics' first ones (each needs a plan build).
 constexpr int kGraphCandidates = 6;
+// The residual graph's engines compile at runtime (seconds each, in every cold process): its first two.
+constexpr int kResidualGraphCandidates = 2;
 
 class Convolution final : public LayerImpl {
  public:
@@ -331,7 +333,8 @@ class Convolution final : public LayerImpl {
       return;
     }
     std::vector<std::string> names;
-    for (int i = 0; i < graph->plan_count() && i < kGraphCandidates; ++i) names.push_back(graph->plan_name(i));
+    const int candidates = with_residual ? kResidualGraphCandidates : kGraphCandidates;
+    for (int i = 0; i < graph->plan_count() && i < candidates; ++i) names.push_back(graph->plan_name(i));
     if (names.empty()) {
       out.note = "no engine configuration fits";
       return;

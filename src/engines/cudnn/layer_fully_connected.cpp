@@ -340,7 +340,7 @@ void forward_fully_connected(Builder& b, int index) {
   fc->name = layer.name;
   fc->precision = b.cell.precision;
   fc->training = b.training;
-  fc->lt_allowed = b.config.fuse;
+  fc->lt_allowed = b.config.fuse && b.config.fc_epilogues;
   fc->relu = b.state(index).fusable_relu >= 0;  // graph_builder.cpp's pre-pass: a lowered fc_bias_relu group
   fc->x = b.state(from).out;
   if (!fc->x.is_packed()) throw Error("fully-connected input is not packed: " + shape_text(fc->x));
