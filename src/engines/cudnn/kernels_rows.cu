@@ -83,6 +83,15 @@ void copy_rows(const void* x, void* y, DType type, Rows r, float beta, cudaStrea
   if (r.rows <= 0 || r.width <= 0) return;
   if (beta != 0.0f) return add_rows(x, y, type, r, beta, stream);
   const auto bytes = static_cast<std::size_t>(size_of(type));
+  if (r.x_pitch == r.width && r.y_pitch == r.width) {  // one contiguous block
+    CB_CHECK_CUDA(cudaMemcpyAsync(y, x, static_cast<std::size_t>(r.rows * r.width) * bytes, cudaMemcpyDeviceToDevice,
+                                  stream));
+    return;
+  }
+  // Pitched rows: our kernel where it takes the type. cudaMemcpy2DAsync ran GoogLeNet's NHWC concat
+  // slices (rows of 128-768 bytes) at 1.8x the old cudnnTransformTensor's time on the H200 (inception
+  // output concats 0.137 ms against 0.047-0.071 ms: bench/results/2026-12-02/call6).
+  if (type == DType::f32 || type == DType::f16 || type == DType::bf16) return add_rows(x, y, type, r, 0.0f, stream);
   CB_CHECK_CUDA(cudaMemcpy2DAsync(y, static_cast<std::size_t>(r.y_pitch) * bytes, x,
                                   static_cast<std::size_t>(r.x_pitch) * bytes, static_cast<std::size_t>(r.width) * bytes,
                                   static_cast<std::size_t>(r.rows), cudaMemcpyDeviceToDevice, stream));

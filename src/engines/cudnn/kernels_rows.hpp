@@ -19,8 +19,9 @@ struct Rows {
   std::int64_t rows, width, x_pitch, y_pitch;
 };
 
-// y = x + beta * y over the rows. beta 0: cudaMemcpy2DAsync (any type);
-// else add_rows.
+// y = x + beta * y over the rows. beta 0: one cudaMemcpyAsync where the rows
+// are contiguous, else add_rows (cudaMemcpy2DAsync for types it does not
+// take: it is slow on narrow rows); beta != 0: add_rows.
 void copy_rows(const void* x, void* y, DType type, Rows r, float beta, cudaStream_t stream);
 // The kernel: one thread per 16 bytes of a row where the width, the pitches
 // and both pointers allow it (else per element), fp32 arithmetic, 32-bit
