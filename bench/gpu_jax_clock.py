@@ -17,8 +17,10 @@ process, same session:
                   sees from the host). Fallback without ProfileData: cupy CUDA events on the
                   legacy default stream after each queued step, valid only where JAX's streams
                   are blocking streams (tested, said in the output).
-  c  device-paced the worker's engine.jax_timing = device-paced: step k+1 dispatched before step
-                  k's result is waited for; the interval between consecutive completions
+  c  device-paced the worker's engine.jax_timing = device-paced: steps k+1..k+STEPS_QUEUED (3)
+                  dispatched before step k's result is waited for; the interval between
+                  consecutive completions (c depth 3, paced_deeper: the same outside the worker;
+                  it measured the worker's choice of 3 when the worker queued 1)
   d  device loop  the untraced reference (--reference loop, the default): the worker's own jitted
                   step called K times inside one jax.lax.fori_loop, one XLA program, so the host
                   neither dispatches nor waits between steps and no profiler runs; wall / K, K large

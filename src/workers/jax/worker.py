@@ -34,12 +34,15 @@ Conventions are those of src/workers/pytorch/model.py (and the oneDNN engine):
   trace is counted, and a trace during the timed steps (a retrace) is recorded
   in ``decisions``.
 - timing (``engine.jax_timing``, recorded in ``decisions``): ``device-paced`` (the default)
-  dispatches step k+1 before it waits for step k's result and takes each step's time as the
-  interval between consecutive completions seen by the host (time.perf_counter after
-  block_until_ready); the device always has the next step queued, so the interval is the
-  device's time per step, and the host's dispatch and the wait's wake-up, both paid once per
-  step, cancel between consecutive completions. The first timed step's interval runs from a
-  sync point (nothing in flight) before its dispatch, so it alone includes one dispatch.
+  dispatches steps k+1 .. k+STEPS_QUEUED before it waits for step k's result and takes each
+  step's time as the interval between consecutive completions seen by the host
+  (time.perf_counter after block_until_ready); the device always has the next steps queued, so
+  the interval is the device's time per step, and the host's dispatch and the wait's wake-up,
+  both paid once per step, cancel between consecutive completions. The first timed step's
+  interval runs from a sync point (nothing in flight) before its dispatch, so it alone includes
+  one dispatch. Three queued, not one: with one, the host's wake-up after each wait left the
+  H200 idle between AlexNet's 0.55 ms inference steps (3.2% above an untraced device loop of the
+  same step; 3 queued: 0.8% below it, bench/results/2026-12-02/call6).
   ``host``: time.perf_counter around the jitted call and block_until_ready, each step alone
   (adds the host's dispatch and the wake-up to every step). bench/gpu_jax_clock.py holds both
   against the GPU's own kernel timestamps (jax.profiler) on the same steps.
@@ -64,9 +67,10 @@ from common.protocol import WorkerError, serve, settings  # noqa: E402
 WORKER = "jax"
 TIMING_SETTING = "engine.jax_timing"
 DEVICE_PACED, HOST = "device-paced", "host"
+STEPS_QUEUED = 3  # device-paced: steps dispatched ahead of the one waited for (their outputs stay alive)
 TIMINGS = {
-    DEVICE_PACED: "device-paced(step k+1 dispatched before step k's result is waited for; each sample is the "
-                  "interval between consecutive completions [ms], the first from a sync before it)",
+    DEVICE_PACED: f"device-paced(steps k+1..k+{STEPS_QUEUED} dispatched before step k's result is waited for; each "
+                  "sample is the interval between consecutive completions [ms], the first from a sync before it)",
     HOST: "host(perf_counter around the jitted call and block_until_ready, each step alone)",
 }
 np = synthetic = None  # numpy and common.synthetic, imported by hello() (so a python without them says so)
@@ -584,15 +588,15 @@ class JaxSession:
         return times
 
     def run_device_paced(self, count, time_limit_s):
-        """Up to `count` steps with the next one always queued: step k+1 is dispatched (its
-        dropout states put on the device, then the jitted call) before the host waits for step
-        k, and step k's time [ms] is the interval from step k-1's completion to its own, as the
-        host sees them after block_until_ready. While the host keeps ahead, the device never
-        idles between steps, so the interval is the device's time per step; the wake-up after
-        each wait is in both ends of an interval and cancels. The first interval starts at a
-        sync point (every earlier step waited for: run_steps always ends so), so it alone also
-        holds one dispatch. No new step is dispatched once `time_limit_s` [s] has passed; the
-        one in flight still counts."""
+        """Up to `count` steps with the next STEPS_QUEUED always queued: steps k+1 .. k+STEPS_QUEUED
+        are dispatched (each one's dropout states put on the device, then the jitted call) before
+        the host waits for step k, and step k's time [ms] is the interval from step k-1's
+        completion to its own, as the host sees them after block_until_ready. While the host keeps
+        ahead, the device never idles between steps, so the interval is the device's time per
+        step; the wake-up after each wait is in both ends of an interval and cancels. The first
+        interval starts at a sync point (every earlier step waited for: run_steps always ends so),
+        so it alone also holds one dispatch. No new step is dispatched once `time_limit_s` [s] has
+        passed; those in flight still count."""
         jax = self.jax
         times = []
         if count <= 0:
@@ -603,18 +607,17 @@ class JaxSession:
                 jax.block_until_ready(states)  # the first step's 8 bytes per dropout layer, before the clock
             begin = time.monotonic()
             previous = time.perf_counter()  # the sync point: nothing of this session is in flight
-            pending = self._dispatch(states)
+            pending = [self._dispatch(states)]
             dispatched = 1
-            while pending is not None:
-                following = None
-                if dispatched < count and time.monotonic() - begin < time_limit_s:
-                    following = self._dispatch(self._step_args())  # queued behind `pending`
+            while pending:
+                while (dispatched < count and len(pending) <= STEPS_QUEUED
+                       and time.monotonic() - begin < time_limit_s):
+                    pending.append(self._dispatch(self._step_args()))  # queued behind the ones in flight
                     dispatched += 1
-                jax.block_until_ready(pending)
+                jax.block_until_ready(pending.pop(0))
                 now = time.perf_counter()
                 times.append((now - previous) * 1e3)
                 previous = now
-                pending = following
         return times
 
     def _memory_stats(self):
