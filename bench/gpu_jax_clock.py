@@ -42,7 +42,6 @@ Every measurement is wrapped: one that fails is reported (status, message) and t
 the table and --out are rewritten after every cell.
 """
 import argparse
-import importlib.util
 import json
 import math
 import os
@@ -56,7 +55,9 @@ import time
 import traceback
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-WORKERS = REPO / "src" / "workers"
+sys.path.insert(0, str(REPO / "bench"))
+import worker_in_process  # noqa: E402
+
 TARGET = 0.01  # issue 26: within 1% of the device's own clock
 STARTED = time.monotonic()
 
@@ -75,21 +76,13 @@ def median(values):
 
 def load_worker():
     """The JAX worker module itself (src/workers/jax/worker.py)."""
-    sys.path.insert(0, str(WORKERS))
-    spec = importlib.util.spec_from_file_location("crossbench_jax_worker", WORKERS / "jax" / "worker.py")
-    worker = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(worker)
-    return worker
+    return worker_in_process.load_worker("jax")
 
 
 def prepare_request(graph, network, precision, phase, batch, compile_cache):
-    """A `prepare` request as crossbench sends it (protocol 3): the cell, the graph, and every key the
-    options schema sends to workers, at the schema's defaults (tests/python/test_jax_worker.py)."""
-    return dict(type="prepare", cell=dict(network=network, precision=precision, batch=batch, phase=phase, replica=0),
-                graph=graph, threads=1,
-                settings={"measure.seed": 42, "measure.update": "none", "measure.learning_rate": 0.01,
-                          "engine.layout": "auto", "engine.compile_mode": "reduce-overhead",
-                          "engine.compile_cache": compile_cache, "engine.jax_timing": "host"})
+    """A `prepare` request as crossbench sends it, host-timed (this script paces steps itself)."""
+    return worker_in_process.prepare_request(graph, network, precision, phase, batch,
+                                             engine__compile_cache=compile_cache, engine__jax_timing="host")
 
 
 # ---- The device's own clock: jax.profiler's xplane -------------------------------------------

@@ -15,7 +15,6 @@ classes (convolution, GEMM, batch-norm, fused Triton, elementwise, pooling, redu
       --cells vgg11:tf32:training,googlenet:bf16:inference --modes reduce-overhead --out k.json
 """
 import argparse
-import importlib.util
 import json
 import pathlib
 import re
@@ -25,7 +24,8 @@ import time
 import traceback
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-WORKERS = REPO / "src" / "workers"
+sys.path.insert(0, str(REPO / "bench"))
+import worker_in_process  # noqa: E402
 
 CLASSES = (  # first match wins; on the kernel's name
     ("convolution", re.compile(r"conv|cudnn|implicit_gemm|xmma_fprop|xmma_dgrad|xmma_wgrad|fprop|dgrad|wgrad|"
@@ -48,19 +48,12 @@ def classify(name):
 
 
 def load_worker():
-    sys.path.insert(0, str(WORKERS))
-    spec = importlib.util.spec_from_file_location("crossbench_pytorch_worker", WORKERS / "pytorch" / "worker.py")
-    worker = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(worker)
-    return worker
+    return worker_in_process.load_worker("pytorch")
 
 
 def request_for(graph, network, precision, phase, batch, mode):
-    return dict(type="prepare", cell=dict(network=network, precision=precision, batch=batch, phase=phase, replica=0),
-                graph=graph, threads=1,
-                settings={"measure.seed": 42, "measure.update": "none", "measure.learning_rate": 0.01,
-                          "engine.layout": "auto", "engine.compile_mode": mode if mode != "eager" else "reduce-overhead",
-                          "engine.compile_cache": "none", "engine.jax_timing": "device-paced"})
+    return worker_in_process.prepare_request(graph, network, precision, phase, batch,
+                                             engine__compile_mode=mode if mode != "eager" else "reduce-overhead")
 
 
 def profile_cell(torch, worker, graph, network, precision, phase, args, mode):
