@@ -6,6 +6,13 @@
 namespace crossbench::cudnn::kernels {
 namespace {
 
+// scale^-beta (scale = k + alpha / size * sum >= k > 0): one log2 and one exp2 on the
+// special-function units instead of powf's correctly rounded ~50 instructions, which made
+// the NHWC kernels compute-bound (bf16: 8 powers per 16-byte vector; call 8 measured
+// GoogLeNet's conv2/norm2 at ~3x its bandwidth floor). Relative error ~1e-6, inside the
+// fp32 bound of the tests; both kernel families use it, so they still agree bit for bit.
+__device__ __forceinline__ float inverse_power(float scale, float beta) { return exp2f(-beta * __log2f(scale)); }
+
 // ---- Packed NHWC: one thread per (pixel, vector of V channels) ------------------------
 
 template <typename T, int V>
@@ -54,7 +61,7 @@ __global__ void lrn_forward_nhwc_kernel(const T* __restrict__ x, T* __restrict__
     float sum = 0;
 #pragma unroll
     for (int j = V + i - kBefore; j <= V + i + kAfter; ++j) sum += xs[j] * xs[j];
-    out.v[i] = from_float<T>(xs[V + i] * powf(p.k + scale_alpha * sum, -p.beta));
+    out.v[i] = from_float<T>(xs[V + i] * inverse_power(p.k + scale_alpha * sum, p.beta));
   }
   *reinterpret_cast<Vector<T, V>*>(y + at) = out;
 }
@@ -104,7 +111,7 @@ __global__ void lrn_backward_nhwc_kernel(const T* __restrict__ x, const T* __res
     float sum = 0;
 #pragma unroll
     for (int w = i; w <= i + SIZE - 1; ++w) sum += term[w];
-    float v = dys[V + i] * powf(scale[i + kAfter], -p.beta) - factor * xs[V + i] * sum;
+    float v = dys[V + i] * inverse_power(scale[i + kAfter], p.beta) - factor * xs[V + i] * sum;
     if (beta_dx != 0.0f) v += beta_dx * to_float(old.v[i]);
     out.v[i] = from_float<T>(v);
   }
@@ -153,7 +160,7 @@ __global__ void lrn_forward_kernel(const void* x, void* y, DType type, Dims d, S
       float sum = 0;
       const std::int64_t lo = c - before, hi = lo + p.size - 1;
       for (std::int64_t j = lo < 0 ? 0 : lo; j <= hi && j < channels; ++j) sum += sx[j] * sx[j];
-      store(y, type, px.base + c * px.step, sx[c] * powf(p.k + scale_alpha * sum, -p.beta));
+      store(y, type, px.base + c * px.step, sx[c] * inverse_power(p.k + scale_alpha * sum, p.beta));
     }
   });
 }
@@ -184,7 +191,7 @@ __global__ void lrn_backward_kernel(const void* x, const void* y, const void* dy
       const std::int64_t lo = c - after, hi = c + before;
       for (std::int64_t j = lo < 0 ? 0 : lo; j <= hi && j < channels; ++j) sum += st[j];
       const std::int64_t at = px.base + c * px.step;
-      float v = load(dy, type, at) * powf(ss[c], -p.beta) - factor * sx[c] * sum;
+      float v = load(dy, type, at) * inverse_power(ss[c], p.beta) - factor * sx[c] * sum;
       if (beta_dx != 0.0f) v += beta_dx * load(dx, type, at);
       store(dx, type, at, v);
     }
