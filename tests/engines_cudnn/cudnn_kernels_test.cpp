@@ -499,6 +499,9 @@ std::vector<PoolCase> pool_cases() {
       {"3x3s2 alexnet", 2, 16, 13, 13, {3, 2, 0}, 6, 6},
       {"3x3s1p1 scalar channels", 2, 6, 5, 5, {3, 1, 1}, 5, 5},
       {"3x3s1p1 several tiles per row", 1, 64, 3, 20, {3, 1, 1}, 3, 20},
+      // A window size the forward knows only at run time (2 and 3 are compiled in).
+      {"5x5s2p2 run-time window", 2, 16, 9, 9, {5, 2, 2}, 5, 5},
+      {"4x4s4 run-time window, disjoint", 1, 8, 8, 8, {4, 4, 0}, 2, 2},
   };
 }
 

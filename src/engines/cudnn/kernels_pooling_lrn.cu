@@ -68,16 +68,37 @@ __device__ __forceinline__ PoolPlace pool_place(int height, int width, int chann
   return p;
 }
 
-template <typename T, int V, typename I>
+// Takes input vector `in` at window position `position` into the running maximum:
+// the first maximum wins ties, NaN wins over numbers (as cuDNN and PyTorch).
+template <typename T, int V>
+__device__ __forceinline__ void take_maximum(const Lanes<T, V>& in, int position, float (&best)[V], LaneBytes<V>& where) {
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    const float v = to_float(in.v[j]);
+    if (v > best[j] || (isnan(v) && !isnan(best[j]))) {
+      best[j] = v;
+      where.b[j] = static_cast<std::uint8_t>(position);
+    }
+  }
+}
+
+// K > 0: the window is K x K at compile time (GoogLeNet's and ResNet's 3x3, VGG's 2x2):
+// every load of the window is issued before the first comparison, so a thread waits for
+// its K*K loads once. With the window size known only at run time (K = 0) the loop's
+// loads wait one after another: GoogLeNet's 3x3 stride-1 pools ran at ~4x their
+// bandwidth floor (bench/results/2026-12-02/call8). Both visit positions in the same
+// order (row-major), so they agree bit for bit, argmax included.
+template <typename T, int V, typename I, int K>
 __global__ void __launch_bounds__(kPoolThreads)
     max_pool_nhwc_forward_kernel(const T* __restrict__ x, T* __restrict__ y, std::uint8_t* __restrict__ argmax,
                                  PoolShape s, PoolGeometry g, bool relu_mask) {
   const PoolPlace at = pool_place<V>(s.out_h, s.out_w, s.channels);
   if (!at.inside) return;
   const int row = at.row, n = at.n, oh = at.y, ow = at.x, c = at.c;  // row: n * out_h + oh
+  const int kernel = K > 0 ? K : g.kernel;
   const int h0 = oh * g.stride - g.padding, w0 = ow * g.stride - g.padding;
   const int kh0 = h0 < 0 ? -h0 : 0, kw0 = w0 < 0 ? -w0 : 0;
-  const int kh1 = min(g.kernel, s.in_h - h0), kw1 = min(g.kernel, s.in_w - w0);
+  const int kh1 = min(kernel, s.in_h - h0), kw1 = min(kernel, s.in_w - w0);
   const I image_row = static_cast<I>(n) * s.in_h + h0;
   float best[V];
   LaneBytes<V> where;
@@ -86,18 +107,25 @@ __global__ void __launch_bounds__(kPoolThreads)
     best[j] = -INFINITY;
     where.b[j] = 0;
   }
-  for (int kh = kh0; kh < kh1; ++kh) {
-    const I line = (image_row + kh) * s.in_w + w0;
-    for (int kw = kw0; kw < kw1; ++kw) {
-      const Lanes<T, V> in = *reinterpret_cast<const Lanes<T, V>*>(x + (line + kw) * s.channels + c);
+  if constexpr (K > 0) {
+    Lanes<T, V> window[K * K];
 #pragma unroll
-      for (int j = 0; j < V; ++j) {
-        const float v = to_float(in.v[j]);
-        if (v > best[j] || (isnan(v) && !isnan(best[j]))) {
-          best[j] = v;
-          where.b[j] = static_cast<std::uint8_t>(kh * g.kernel + kw);
-        }
-      }
+    for (int kh = 0; kh < K; ++kh)
+#pragma unroll
+      for (int kw = 0; kw < K; ++kw)
+        if (kh >= kh0 && kh < kh1 && kw >= kw0 && kw < kw1)
+          window[kh * K + kw] = *reinterpret_cast<const Lanes<T, V>*>(x + ((image_row + kh) * s.in_w + w0 + kw) * s.channels + c);
+#pragma unroll
+    for (int kh = 0; kh < K; ++kh)
+#pragma unroll
+      for (int kw = 0; kw < K; ++kw)
+        if (kh >= kh0 && kh < kh1 && kw >= kw0 && kw < kw1) take_maximum<T, V>(window[kh * K + kw], kh * K + kw, best, where);
+  } else {
+    for (int kh = kh0; kh < kh1; ++kh) {
+      const I line = (image_row + kh) * s.in_w + w0;
+      for (int kw = kw0; kw < kw1; ++kw)
+        take_maximum<T, V>(*reinterpret_cast<const Lanes<T, V>*>(x + (line + kw) * s.channels + c), kh * kernel + kw, best,
+                           where);
     }
   }
   const I o = (static_cast<I>(row) * s.out_w + ow) * s.channels + c;
@@ -231,9 +259,15 @@ struct PoolForward {
   template <typename I>
   static void launch(const void* x, void* y, std::uint8_t* argmax, PoolShape s, PoolGeometry g, bool relu_mask,
                      cudaStream_t stream) {
-    max_pool_nhwc_forward_kernel<T, V, I>
-        <<<pool_grid(static_cast<std::int64_t>(s.images) * s.out_h, static_cast<std::int64_t>(s.out_w) * (s.channels / V)),
-           kPoolThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), argmax, s, g, relu_mask);
+    const dim3 grid =
+        pool_grid(static_cast<std::int64_t>(s.images) * s.out_h, static_cast<std::int64_t>(s.out_w) * (s.channels / V));
+    const auto* in = static_cast<const T*>(x);
+    T* out = static_cast<T*>(y);
+    switch (g.kernel) {  // the windows of the seed networks at compile time; any other at run time
+      case 2: max_pool_nhwc_forward_kernel<T, V, I, 2><<<grid, kPoolThreads, 0, stream>>>(in, out, argmax, s, g, relu_mask); break;
+      case 3: max_pool_nhwc_forward_kernel<T, V, I, 3><<<grid, kPoolThreads, 0, stream>>>(in, out, argmax, s, g, relu_mask); break;
+      default: max_pool_nhwc_forward_kernel<T, V, I, 0><<<grid, kPoolThreads, 0, stream>>>(in, out, argmax, s, g, relu_mask);
+    }
   }
   static void run(const void* x, void* y, std::uint8_t* argmax, PoolShape s, PoolGeometry g, bool relu_mask,
                   PoolIndex index, cudaStream_t stream) {
