@@ -8,8 +8,8 @@ namespace {
 
 constexpr int kBlock = 256;          // threads per block of the passes over the tensor
 // Channel vectors per block (16-byte vectors: 64 contiguous bytes of a row, two whole 32-byte sectors). Narrow
-// tiles make a block cover many rows of few channels, so its partials are few (1/(64 rows per thread) of the
-// tensor's elements) and each tile's last block merges only its own few channels (last_of_tile).
+// tiles make a block cover many rows (64 per step) of few channels, so the partials are few (one pair per
+// 64 x rows-per-thread elements) and each tile's last block merges only its own 16 or 32 channels.
 constexpr int kMaxTileVectors = 4;
 // Blocks per SM, and the grid one full wave of them: the passes are held to 80 registers per thread
 // (__launch_bounds__) so that 3 blocks of 256 threads are resident on every SM (768 threads: with kUnroll
@@ -19,6 +19,7 @@ constexpr int kBlocksPerSm = 3;
 constexpr int kMinRowsPerThread = 8;  // fewer rows per thread make the partials a large share of the traffic
 constexpr int kUnroll = 4;            // 16-byte loads per tensor a thread has in flight (statistics, apply)
 constexpr int kBackwardUnroll = 2;    // ... in the backward's passes (3 to 4 tensors each, within 80 registers)
+constexpr int kMergeAhead = 8;        // partials a thread of a tile's last block loads before merging them
 
 template <typename T>
 constexpr int kVector = 16 / static_cast<int>(sizeof(T));  // elements per 16-byte load
@@ -219,7 +220,17 @@ __device__ __forceinline__ Accumulator merge_chunks(const Geometry& g, int tile_
   const int lane = t / tile_channels;
   Accumulator total{};
   if (channel < g.channels)
-    for (int k = lane; k < g.chunks; k += lanes) total.merge(load(k));
+    // kMergeAhead loads in flight before the merges, in the same order: one L2 latency per kMergeAhead chunks,
+    // not per chunk (only the last block's merge is left on the critical path once the rest of the grid is done).
+    for (int k = lane; k < g.chunks; k += kMergeAhead * lanes) {
+      Accumulator loaded[kMergeAhead];
+#pragma unroll
+      for (int u = 0; u < kMergeAhead; ++u)
+        if (k + u * lanes < g.chunks) loaded[u] = load(k + u * lanes);
+#pragma unroll
+      for (int u = 0; u < kMergeAhead; ++u)
+        if (k + u * lanes < g.chunks) total.merge(loaded[u]);
+    }
   shared[t] = total;
   for (int half = lanes / 2; half > 0; half /= 2) {
     __syncthreads();
