@@ -214,11 +214,14 @@ void forward_batch_norm(Builder& b, int index) {
     bn->fused = true;
     bn->saved_mean = b.new_tensor(per_channel, DType::f32, b.label(index, "batch mean"));
     bn->saved_inverse_std = b.new_tensor(per_channel, DType::f32, b.label(index, "batch inverse std"));
-    // Counters of 32 bits in an fp32 tensor: the fill of 0.0f is all zero bits. Separate forward and backward
-    // sets; the session's shared workspace cannot hold them (other ops overwrite it between ours).
+    // 32-bit counters in an fp32 tensor, forward and backward sets; the session's shared workspace cannot hold
+    // them (other ops overwrite it between ours). Zeroed once after the initialisation, not a b.initialise
+    // constant: they are no step state (every launch leaves them 0), and check() need not save them.
     bn->tickets_per_pass = kernels::batch_norm_tickets(channels, bn->x.type);
     bn->tickets = b.new_tensor({1, 2 * bn->tickets_per_pass, 1, 1}, DType::f32, b.label(index, "tickets"), true);
-    b.initialise(bn->tickets, 0.0f);
+    b.after_initialise.push_back([bn](const Exec& e) {
+      CB_CHECK_CUDA(cudaMemsetAsync(e.ptr(bn->tickets), 0, static_cast<std::size_t>(bn->tickets.bytes()), e.stream));
+    });
     b.state(from).value_needed = true;  // the backward reads x
     LayerState& s = b.state(index);
     s.out = bn->y = b.new_output(index, b.type);
