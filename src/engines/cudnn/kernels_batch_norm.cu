@@ -16,7 +16,10 @@ constexpr int kMaxTileVectors = 4;
 // loads per tensor in flight, 48 to 96 KB per SM). At 8 the grid asked for a wave that the passes' 80 to 128
 // registers could not hold: it ran as 2.6 to 4 waves of 2 to 5 blocks per SM. At 4 (64 registers) they spill.
 constexpr int kBlocksPerSm = 3;
-constexpr int kMinRowsPerThread = 8;  // fewer rows per thread make the partials a large share of the traffic
+// Rows per thread at least: one unrolled round of loads (kUnroll). A small tensor (ResNet's layers 3 and 4) then
+// spreads over up to a wave of blocks, each thread with a single round of loads in flight (latency-bound); the
+// partials stay 1/(64 x 4) of the elements (a 64-row block step): under 2% of the bytes of a 16-bit tensor.
+constexpr int kMinRowsPerThread = 4;
 constexpr int kUnroll = 4;            // 16-byte loads per tensor a thread has in flight (statistics, apply)
 constexpr int kBackwardUnroll = 2;    // ... in the backward's passes (3 to 4 tensors each, within 80 registers)
 constexpr int kMergeAhead = 8;        // partials a thread of a tile's last block loads before merging them
