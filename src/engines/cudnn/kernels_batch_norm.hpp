@@ -36,6 +36,7 @@
 // launch leaves them 0 again (the last block resets its tile's), so CUDA-graph
 // replays need no memset. A forward and a backward that may run concurrently
 // need separate tickets.
+//
 // Statistics, scale, shift and the gradients of gamma and beta are fp32 for
 // every data type (fp32, bf16, fp16), as cuDNN's batch-norm keeps them.
 // All run on the caller's stream and are asynchronous; launches are checked.
