@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <random>
@@ -268,12 +269,23 @@ TEST(CudnnKernels, ReluForwardAndBackwardMatchTheHost) {
 // statistics and parameter gradients are fp32 sums in every data type, held
 // to 1e-5 of their scale (mean: the spread of x; sums: the sum of the terms'
 // magnitudes); y and dx to 1e-5 of the tensor's largest value in fp32, and
-// in bf16 to one rounding of the element (2^-8 relative) plus that.
+// in bf16 to one rounding of the element (2^-8 relative) plus that. Each
+// pass runs twice on the same workspace and tickets, as graph replays do: the
+// results must be identical and every ticket counter back at 0 after each.
 struct BatchNormCase {
   std::int64_t rows, channels;
   bool residual;
   float dresidual_beta, dx_beta;
+  int multiprocessors = 0;  // the grid's SM count (few: few chunks, a single one); 0: the device's
 };
+
+// The ticket counters (32-bit, in an fp32 array), read back: every launch must leave them 0.
+std::vector<unsigned> ticket_values(const DeviceArray& tickets) {
+  const std::vector<float> raw = tickets.values();
+  std::vector<unsigned> values(raw.size());
+  std::memcpy(values.data(), raw.data(), raw.size() * sizeof(unsigned));
+  return values;
+}
 
 void expect_batch_norm_relu_matches_the_host(const BatchNormCase& c, DType type) {
   const std::int64_t rows = c.rows, channels = c.channels;
@@ -304,8 +316,14 @@ void expect_batch_norm_relu_matches_the_host(const BatchNormCase& c, DType type)
       d_dbeta(zeros, DType::f32);
   int multiprocessors = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  if (c.multiprocessors > 0) multiprocessors = c.multiprocessors;
   const kernels::BatchNormGrid grid = kernels::batch_norm_grid(rows, channels, type, multiprocessors);
-  DeviceArray workspace(std::vector<float>(grid.workspace_bytes() / sizeof(float), 0.0f), DType::f32);
+  // Garbage in the workspace, as the session's other ops leave it: the kernels must not read it before writing.
+  DeviceArray workspace(std::vector<float>(grid.workspace_bytes() / sizeof(float), 1e30f), DType::f32);
+  const std::int64_t tickets_per_pass = kernels::batch_norm_tickets(channels, type);
+  ASSERT_EQ(tickets_per_pass, grid.tiles) << what;
+  DeviceArray tickets(std::vector<float>(static_cast<std::size_t>(2 * tickets_per_pass), 0.0f), DType::f32);
+  const std::vector<unsigned> zero_tickets(static_cast<std::size_t>(2 * tickets_per_pass), 0u);
 
   kernels::BatchNormReluForward forward;
   forward.x = d_x.get();
@@ -320,12 +338,15 @@ void expect_batch_norm_relu_matches_the_host(const BatchNormCase& c, DType type)
   forward.saved_inverse_std = static_cast<float*>(d_inverse_std.get());
   forward.factor = 0.0f;  // check(): the running statistics stay as they are
   forward.epsilon = epsilon;
+  forward.tickets = static_cast<unsigned*>(tickets.get());
   kernels::batch_norm_relu_forward(forward, grid, workspace.get(), nullptr);
+  EXPECT_EQ(ticket_values(tickets), zero_tickets) << what << ": forward";
   EXPECT_EQ(d_running_mean.values(), running_mean_before) << what;
   EXPECT_EQ(d_running_variance.values(), running_variance_before) << what;
   const std::vector<float> first_y = d_y.values(), first_mean = d_mean.values();
   forward.factor = factor;
   kernels::batch_norm_relu_forward(forward, grid, workspace.get(), nullptr);
+  EXPECT_EQ(ticket_values(tickets), zero_tickets) << what << ": forward";
   const std::vector<float> y = d_y.values(), mean = d_mean.values(), inverse_std = d_inverse_std.values(),
                            running_mean = d_running_mean.values(), running_variance = d_running_variance.values();
   EXPECT_EQ(y, first_y) << what << ": deterministic";
@@ -346,10 +367,18 @@ void expect_batch_norm_relu_matches_the_host(const BatchNormCase& c, DType type)
   backward.dresidual_beta = c.dresidual_beta;
   backward.dx = d_dx.get();
   backward.dx_beta = c.dx_beta;
+  backward.tickets = static_cast<unsigned*>(tickets.get()) + tickets_per_pass;
   kernels::batch_norm_relu_backward(backward, grid, workspace.get(), nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+  EXPECT_EQ(ticket_values(tickets), zero_tickets) << what << ": backward";
   const std::vector<float> dgamma = d_dgamma.values(), dbeta = d_dbeta.values(), dres = d_dres.values(),
                            dx = d_dx.values();
+  // Again, as a replay: the parameter gradients do not depend on dx's and the residual gradient's previous values.
+  kernels::batch_norm_relu_backward(backward, grid, workspace.get(), nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+  EXPECT_EQ(ticket_values(tickets), zero_tickets) << what << ": backward, again";
+  EXPECT_EQ(d_dgamma.values(), dgamma) << what << ": deterministic";
+  EXPECT_EQ(d_dbeta.values(), dbeta) << what << ": deterministic";
 
   const double ulp = type == DType::bf16 ? std::ldexp(1.0, -8) : 0.0;
   double largest_y = 0, largest_dx = 0;
@@ -407,10 +436,13 @@ TEST(CudnnKernels, FusedBatchNormReluMatchesTheHost) {
   SKIP_WITHOUT_GPU();
   // ResNet shapes (layer4 at batch 1: 49 rows x 2048; conv1's 64 channels over many rows), a
   // channel count that leaves part of the last tile idle (24: 6 fp32 vectors, 3 bf16), and rows
-  // that end inside a chunk and inside a block's row step.
+  // that end inside a chunk and inside a block's row step; one chunk (a grid for 1 SM: the last
+  // block is the only one) and many (~100 per channel tile, merged by each tile's last block).
   const std::vector<BatchNormCase> cases = {
-      {49, 2048, false, 0, 0}, {49, 2048, true, 0, 0},   {12544, 64, false, 0, 1}, {12544, 64, true, 0, 0},
-      {12544, 64, true, 1, 1}, {1001, 24, true, 1, 0},   {7, 8, false, 0, 0},      {3137, 256, true, 0, 1},
+      {49, 2048, false, 0, 0},    {49, 2048, true, 0, 0},     {12544, 64, false, 0, 1},
+      {12544, 64, true, 0, 0},    {12544, 64, true, 1, 1},    {1001, 24, true, 1, 0},
+      {7, 8, false, 0, 0},        {3137, 256, true, 0, 1},    {3137, 256, true, 0, 1, 1},
+      {50177, 32, true, 1, 1, 132}, {50177, 32, false, 0, 0, 1},
   };
   for (DType type : {DType::f32, DType::bf16})
     for (const BatchNormCase& c : cases) {
@@ -428,6 +460,7 @@ TEST(CudnnKernels, FusedBatchNormGridFillsTheDevice) {
       const kernels::BatchNormGrid grid = kernels::batch_norm_grid(rows, channels, type, 132);
       const std::int64_t blocks = static_cast<std::int64_t>(grid.tiles) * grid.chunks;
       EXPECT_GE(blocks, 264) << rows << "x" << channels << ": at least two blocks per SM";
+      EXPECT_EQ(kernels::batch_norm_tickets(channels, type), grid.tiles) << rows << "x" << channels;
       EXPECT_GE(static_cast<std::int64_t>(grid.chunks) * grid.rows_per_chunk, rows);
       EXPECT_LT(static_cast<std::int64_t>(grid.chunks - 1) * grid.rows_per_chunk, rows);
       // The partials stay a small share of the tensor's bytes.

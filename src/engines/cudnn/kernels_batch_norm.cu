@@ -6,13 +6,23 @@
 namespace crossbench::cudnn::kernels {
 namespace {
 
-constexpr int kBlock = 256;           // threads per block of the passes over the tensor
-constexpr int kMaxTileVectors = 32;   // channel vectors per block: a warp reads up to 512 contiguous bytes of a row
-constexpr int kBlocksPerSm = 8;       // blocks aimed at per SM (2048 resident threads on Hopper)
-constexpr int kMinRowsPerThread = 8;  // fewer rows per thread make the partials a large share of the traffic
-constexpr int kUnroll = 4;            // 16-byte loads per tensor a thread has in flight
-constexpr int kFinalChannels = 32;    // the merge of the chunks: channels per block (one 128-byte row of partials)
-constexpr int kFinalLanes = 16;       // ... and threads over the chunks per channel
+constexpr int kBlock = 256;          // threads per block of the passes over the tensor
+// Channel vectors per block (16-byte vectors: 64 contiguous bytes of a row, two whole 32-byte sectors). Narrow
+// tiles make a block cover many rows (64 per step) of few channels, so the partials are few (one pair per
+// 64 x rows-per-thread elements) and each tile's last block merges only its own 16 or 32 channels.
+constexpr int kMaxTileVectors = 4;
+// Blocks per SM, and the grid one full wave of them: the passes are held to 80 registers per thread
+// (__launch_bounds__) so that 3 blocks of 256 threads are resident on every SM (768 threads: with kUnroll
+// loads per tensor in flight, 48 to 96 KB per SM). At 8 the grid asked for a wave that the passes' 80 to 128
+// registers could not hold: it ran as 2.6 to 4 waves of 2 to 5 blocks per SM. At 4 (64 registers) they spill.
+constexpr int kBlocksPerSm = 3;
+// Rows per thread at least: one unrolled round of loads (kUnroll). A small tensor (ResNet's layers 3 and 4) then
+// spreads over up to a wave of blocks, each thread with a single round of loads in flight (latency-bound); the
+// partials stay 1/(64 x 4) of the elements (a 64-row block step): under 2% of the bytes of a 16-bit tensor.
+constexpr int kMinRowsPerThread = 4;
+constexpr int kUnroll = 4;            // 16-byte loads per tensor a thread has in flight (statistics, apply)
+constexpr int kBackwardUnroll = 2;    // ... in the backward's passes (3 to 4 tensors each, within 80 registers)
+constexpr int kMergeAhead = 8;        // partials a thread of a tile's last block loads before merging them
 
 template <typename T>
 constexpr int kVector = 16 / static_cast<int>(sizeof(T));  // elements per 16-byte load
@@ -172,82 +182,122 @@ __device__ __forceinline__ void merge_row_lanes(Sums (&s)[kV], const Lane& l, in
   }
 }
 
-// ---- Forward ------------------------------------------------------------------------
+// ---- The last block of a channel tile merges the chunks ---------------------------------
 
-// Pass 1: each block's (chunk, channel) moments into partial_mean and
-// partial_m2 ([chunk][channel]); the chunk's count is known from the geometry.
-template <typename T>
-__global__ void __launch_bounds__(kBlock) statistics_kernel(const T* x, Geometry g, float* partial_mean,
-                                                            float* partial_m2) {
-  constexpr int kV = kVector<T>;
-  __shared__ RowLaneMerge<kV> shared;
-  const Lane l = lane_of(g);
-  Moments m[kV] = {};
-  if (l.active) {
-    float count = 0;
-    for (std::int64_t r = l.row_begin; r < l.row_end; r += kUnroll * l.row_step) {
-      uint4 xs[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-        if (r + u * l.row_step < l.row_end) xs[u] = load_vector(x, g, r + u * l.row_step, l.vector);
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        if (r + u * l.row_step >= l.row_end) break;
-        count += 1.0f;
-        const float inverse = 1.0f / count;  // one division per row, shared by the vector's channels
-#pragma unroll
-        for (int j = 0; j < kV; ++j) {
-          const float v = element<T>(xs[u], j);
-          const float delta = v - m[j].mean;
-          m[j].mean = fmaf(delta, inverse, m[j].mean);
-          m[j].m2 = fmaf(delta, v - m[j].mean, m[j].m2);
-        }
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < kV; ++j) m[j].count = count;
+// Whether this block is the last of its channel tile (blockIdx.x) to finish.
+// Every block writes its partials, fences them and draws a ticket; the one
+// that draws the last ticket sees every partial of its tile. It sets the
+// counter back to 0 (every block of the tile has drawn by then), so the next
+// launch or CUDA-graph replay starts from 0 without a memset. All threads of
+// the block call it.
+__device__ __forceinline__ bool last_of_tile(unsigned* tickets, int chunks) {
+  __shared__ bool last;
+  __threadfence();  // this thread's partials, device-wide, before the block's ticket
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned ticket = atomicAdd(&tickets[blockIdx.x], 1u);
+    last = ticket == static_cast<unsigned>(chunks - 1);
+    if (last) tickets[blockIdx.x] = 0;
   }
-  merge_row_lanes(m, l, g.tile_vectors, shared);
-  if (l.row_lane != 0 || !l.active) return;
-  const std::int64_t first = static_cast<std::int64_t>(blockIdx.y) * g.channels + l.vector * kV;
-#pragma unroll
-  for (int j = 0; j < kV; ++j) {
-    partial_mean[first + j] = m[j].mean;
-    partial_m2[first + j] = m[j].m2;
-  }
+  __syncthreads();
+  if (last) __threadfence();  // the other blocks' partials, after their tickets
+  return last;
 }
 
-// Merges the chunks' partials of kFinalChannels channels per block:
-// threads (channel, lane) take chunks lane, lane + kFinalLanes, ... in order
-// (each load a 128-byte row of partials), then a fixed tree over the lanes.
-// Returns, in lane 0, the channel's total.
+// A partial written by another block of this launch: read from L2 (ld.cg), never a stale L1 line.
+__device__ __forceinline__ float partial_at(const float* partials, const Geometry& g, int chunk, std::int64_t c) {
+  return __ldcg(partials + chunk * g.channels + c);
+}
+
+// The last block's merge of its tile's partials: thread t takes channel
+// t % tile_channels of the tile and chunks t / tile_channels, + lanes, ... in
+// order, then a fixed tree over the lanes, so the result does not depend on
+// which block was last (deterministic). Lane 0 (t < tile_channels) returns
+// the channel's total.
 template <typename Accumulator, typename Load>
-__device__ __forceinline__ Accumulator merge_chunks(const Geometry& g, std::int64_t channel, Load load) {
-  __shared__ Accumulator shared[kFinalLanes][kFinalChannels];
+__device__ __forceinline__ Accumulator merge_chunks(const Geometry& g, int tile_channels, std::int64_t channel,
+                                                    Load load) {
+  __shared__ Accumulator shared[kBlock];
+  const int t = static_cast<int>(threadIdx.x);
+  const int lanes = kBlock / tile_channels;
+  const int lane = t / tile_channels;
   Accumulator total{};
   if (channel < g.channels)
-    for (int k = static_cast<int>(threadIdx.y); k < g.chunks; k += kFinalLanes) total.merge(load(k));
-  shared[threadIdx.y][threadIdx.x] = total;
-  for (int half = kFinalLanes / 2; half > 0; half /= 2) {
+    // kMergeAhead loads in flight before the merges, in the same order: one L2 latency per kMergeAhead chunks,
+    // not per chunk (only the last block's merge is left on the critical path once the rest of the grid is done).
+    for (int k = lane; k < g.chunks; k += kMergeAhead * lanes) {
+      Accumulator loaded[kMergeAhead];
+#pragma unroll
+      for (int u = 0; u < kMergeAhead; ++u)
+        if (k + u * lanes < g.chunks) loaded[u] = load(k + u * lanes);
+#pragma unroll
+      for (int u = 0; u < kMergeAhead; ++u)
+        if (k + u * lanes < g.chunks) total.merge(loaded[u]);
+    }
+  shared[t] = total;
+  for (int half = lanes / 2; half > 0; half /= 2) {
     __syncthreads();
-    if (static_cast<int>(threadIdx.y) < half) {
-      total.merge(shared[threadIdx.y + half][threadIdx.x]);
-      shared[threadIdx.y][threadIdx.x] = total;
+    if (lane < half) {
+      total.merge(shared[t + half * tile_channels]);
+      shared[t] = total;
     }
   }
   return total;
 }
 
-// Pass 2: the batch statistics; saved mean and inverse std (biased variance,
-// as the normalisation uses); the running statistics (unbiased variance).
-__global__ void __launch_bounds__(kFinalChannels* kFinalLanes)
-    statistics_final_kernel(const float* partial_mean, const float* partial_m2, Geometry g, BatchNormReluForward a) {
-  const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * kFinalChannels + threadIdx.x;
-  const Moments m = merge_chunks<Moments>(g, c, [&](int k) {
-    const std::int64_t rows = min(g.rows_per_chunk, g.rows - k * g.rows_per_chunk);
-    return Moments{partial_mean[k * g.channels + c], partial_m2[k * g.channels + c], static_cast<float>(rows)};
-  });
-  if (threadIdx.y != 0 || c >= g.channels) return;
+// The channel the last block's thread merges (merge_chunks), of its tile of tile_channels.
+__device__ __forceinline__ std::int64_t merged_channel(int tile_channels) {
+  return static_cast<std::int64_t>(blockIdx.x) * tile_channels + threadIdx.x % tile_channels;
+}
+
+// ---- Forward ------------------------------------------------------------------------
+
+// A thread's moments of its rows. Sums of d = x - K and d^2 about its first
+// row's values K, no division per row (Welford's costs one per row); K lies
+// within the data's spread, so s2 - s1^2/n cancels little (an fp32 rounding of
+// x's offset, as Welford's). Converted to (mean, m2, count) once, for Chan's
+// merges across threads and chunks.
+template <typename T, int kV>
+__device__ __forceinline__ void thread_moments(const T* x, const Geometry& g, const Lane& l, Moments (&m)[kV]) {
+  if (!l.active || l.row_begin >= l.row_end) return;  // no rows: count 0
+  const uint4 first = load_vector(x, g, l.row_begin, l.vector);
+  float shift[kV], s1[kV], s2[kV];
+#pragma unroll
+  for (int j = 0; j < kV; ++j) {
+    shift[j] = element<T>(first, j);
+    s1[j] = 0.0f;
+    s2[j] = 0.0f;
+  }
+  for (std::int64_t r = l.row_begin; r < l.row_end; r += kUnroll * l.row_step) {
+    uint4 xs[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (r + u * l.row_step < l.row_end) xs[u] = load_vector(x, g, r + u * l.row_step, l.vector);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (r + u * l.row_step >= l.row_end) break;
+#pragma unroll
+      for (int j = 0; j < kV; ++j) {
+        const float d = element<T>(xs[u], j) - shift[j];
+        s1[j] += d;
+        s2[j] = fmaf(d, d, s2[j]);
+      }
+    }
+  }
+  const float count = static_cast<float>((l.row_end - l.row_begin + l.row_step - 1) / l.row_step);
+  const float inverse = 1.0f / count;
+#pragma unroll
+  for (int j = 0; j < kV; ++j) {
+    const float mean_shift = s1[j] * inverse;
+    m[j] = {shift[j] + mean_shift, fmaxf(0.0f, fmaf(-mean_shift, s1[j], s2[j])), count};
+  }
+}
+
+// The batch statistics of channel c from its merged moments: saved mean and
+// inverse std (biased variance, as the normalisation uses); the running
+// statistics (unbiased variance).
+__device__ __forceinline__ void finish_statistics(const BatchNormReluForward& a, const Geometry& g, std::int64_t c,
+                                                  const Moments& m) {
   const float rows = static_cast<float>(g.rows);
   const float variance = m.m2 / rows;
   a.saved_mean[c] = m.mean;
@@ -258,9 +308,40 @@ __global__ void __launch_bounds__(kFinalChannels* kFinalLanes)
   a.running_variance[c] = (1.0f - a.factor) * a.running_variance[c] + a.factor * unbiased;
 }
 
-// Pass 3: y = relu(gamma (x - mean) invstd + beta [+ residual]).
+// Pass 1: each block's (chunk, channel) moments into partial_mean and
+// partial_m2 ([chunk][channel]; the chunk's count is known from the
+// geometry); the last block of each channel tile merges the tile's chunks
+// into the batch statistics (finish_statistics).
+template <typename T>
+__global__ void __launch_bounds__(kBlock, kBlocksPerSm)
+    statistics_kernel(BatchNormReluForward a, Geometry g, float* partial_mean, float* partial_m2, unsigned* tickets) {
+  constexpr int kV = kVector<T>;
+  __shared__ RowLaneMerge<kV> shared;
+  const Lane l = lane_of(g);
+  Moments m[kV] = {};
+  thread_moments(static_cast<const T*>(a.x), g, l, m);
+  merge_row_lanes(m, l, g.tile_vectors, shared);
+  if (l.row_lane == 0 && l.active) {
+    const std::int64_t first = static_cast<std::int64_t>(blockIdx.y) * g.channels + l.vector * kV;
+#pragma unroll
+    for (int j = 0; j < kV; ++j) {
+      partial_mean[first + j] = m[j].mean;
+      partial_m2[first + j] = m[j].m2;
+    }
+  }
+  if (!last_of_tile(tickets, g.chunks)) return;
+  const int tile_channels = g.tile_vectors * kV;
+  const std::int64_t c = merged_channel(tile_channels);
+  const Moments total = merge_chunks<Moments>(g, tile_channels, c, [&](int k) {
+    const std::int64_t rows = min(g.rows_per_chunk, g.rows - k * g.rows_per_chunk);
+    return Moments{partial_at(partial_mean, g, k, c), partial_at(partial_m2, g, k, c), static_cast<float>(rows)};
+  });
+  if (static_cast<int>(threadIdx.x) < tile_channels && c < g.channels) finish_statistics(a, g, c, total);
+}
+
+// Pass 2: y = relu(gamma (x - mean) invstd + beta [+ residual]).
 template <typename T, bool kResidual>
-__global__ void __launch_bounds__(kBlock) apply_kernel(const T* x, const T* residual, T* y, Geometry g,
+__global__ void __launch_bounds__(kBlock, kBlocksPerSm) apply_kernel(const T* x, const T* residual, T* y, Geometry g,
                                                        BatchNormReluForward a) {
   constexpr int kV = kVector<T>;
   const Lane l = lane_of(g);
@@ -329,11 +410,25 @@ __device__ __forceinline__ float masked(const ChannelConstants<kV>& k, int j, fl
   return keep ? dy : 0.0f;
 }
 
+// The channel's sums merged: dbeta = sum(g), dgamma = sum(g xhat), and the
+// data gradient's per-channel coefficients: mean_g = sum(g) / M,
+// slope = sum(g xhat) / M * invstd.
+__device__ __forceinline__ void finish_sums(const BatchNormReluBackward& a, const Geometry& g, std::int64_t c,
+                                            const Sums& s, float* mean_g, float* slope) {
+  a.dbeta[c] = s.g;
+  a.dgamma[c] = s.gx;
+  const float rows = static_cast<float>(g.rows);
+  mean_g[c] = s.g / rows;
+  slope[c] = s.gx / rows * a.saved_inverse_std[c];
+}
+
 // Pass 1: partial sums of g and g xhat per (chunk, channel); g written as the
-// residual's gradient (bn_add_relu), + beta times what is there.
+// residual's gradient (bn_add_relu), + beta times what is there; the last
+// block of each channel tile merges the tile's chunks (finish_sums).
 template <typename T, Mask kMask, bool kResidualGradient>
-__global__ void __launch_bounds__(kBlock) backward_reduce_kernel(BatchNormReluBackward a, Geometry g,
-                                                                 float* partial_g, float* partial_gx) {
+__global__ void __launch_bounds__(kBlock, kBlocksPerSm)
+    backward_reduce_kernel(BatchNormReluBackward a, Geometry g, float* partial_g, float* partial_gx, float* mean_g,
+                           float* slope, unsigned* tickets) {
   constexpr int kV = kVector<T>;
   __shared__ RowLaneMerge<kV> shared;
   const Lane l = lane_of(g);
@@ -345,10 +440,10 @@ __global__ void __launch_bounds__(kBlock) backward_reduce_kernel(BatchNormReluBa
   if (l.active) {
     ChannelConstants<kV> k;
     k.load(a, l.vector);
-    for (std::int64_t r = l.row_begin; r < l.row_end; r += kUnroll * l.row_step) {
-      uint4 xs[kUnroll], ys[kUnroll], dys[kUnroll], previous[kUnroll];
+    for (std::int64_t r = l.row_begin; r < l.row_end; r += kBackwardUnroll * l.row_step) {
+      uint4 xs[kBackwardUnroll], ys[kBackwardUnroll], dys[kBackwardUnroll], previous[kBackwardUnroll];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
+      for (int u = 0; u < kBackwardUnroll; ++u) {
         const std::int64_t row = r + u * l.row_step;
         if (row >= l.row_end) continue;
         xs[u] = load_vector(x, g, row, l.vector);
@@ -358,7 +453,7 @@ __global__ void __launch_bounds__(kBlock) backward_reduce_kernel(BatchNormReluBa
           if (a.dresidual_beta != 0.0f) previous[u] = load_vector(dresidual, g, row, l.vector);
       }
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
+      for (int u = 0; u < kBackwardUnroll; ++u) {
         const std::int64_t row = r + u * l.row_step;
         if (row >= l.row_end) break;
         uint4 out;
@@ -377,39 +472,30 @@ __global__ void __launch_bounds__(kBlock) backward_reduce_kernel(BatchNormReluBa
     }
   }
   merge_row_lanes(s, l, g.tile_vectors, shared);
-  if (l.row_lane != 0 || !l.active) return;
-  const std::int64_t first = static_cast<std::int64_t>(blockIdx.y) * g.channels + l.vector * kV;
+  if (l.row_lane == 0 && l.active) {
+    const std::int64_t first = static_cast<std::int64_t>(blockIdx.y) * g.channels + l.vector * kV;
 #pragma unroll
-  for (int j = 0; j < kV; ++j) {
-    partial_g[first + j] = s[j].g;
-    partial_gx[first + j] = s[j].gx;
+    for (int j = 0; j < kV; ++j) {
+      partial_g[first + j] = s[j].g;
+      partial_gx[first + j] = s[j].gx;
+    }
   }
-}
-
-// Pass 2: dbeta = sum(g), dgamma = sum(g xhat), and the data gradient's
-// per-channel coefficients: mean_g = sum(g) / M, slope = sum(g xhat) / M * invstd.
-__global__ void __launch_bounds__(kFinalChannels* kFinalLanes)
-    backward_final_kernel(const float* partial_g, const float* partial_gx, Geometry g, BatchNormReluBackward a,
-                          float* mean_g, float* slope) {
-  const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * kFinalChannels + threadIdx.x;
-  const Sums s = merge_chunks<Sums>(g, c, [&](int k) {
-    return Sums{partial_g[k * g.channels + c], partial_gx[k * g.channels + c]};
+  if (!last_of_tile(tickets, g.chunks)) return;
+  const int tile_channels = g.tile_vectors * kV;
+  const std::int64_t c = merged_channel(tile_channels);
+  const Sums total = merge_chunks<Sums>(g, tile_channels, c, [&](int k) {
+    return Sums{partial_at(partial_g, g, k, c), partial_at(partial_gx, g, k, c)};
   });
-  if (threadIdx.y != 0 || c >= g.channels) return;
-  a.dbeta[c] = s.g;
-  a.dgamma[c] = s.gx;
-  const float rows = static_cast<float>(g.rows);
-  mean_g[c] = s.g / rows;
-  slope[c] = s.gx / rows * a.saved_inverse_std[c];
+  if (static_cast<int>(threadIdx.x) < tile_channels && c < g.channels) finish_sums(a, g, c, total, mean_g, slope);
 }
 
-// Where pass 3 reads g: dy masked as pass 1 did, or pass 1's own output
+// Where pass 2 reads g: dy masked as pass 1 did, or pass 1's own output
 // (the residual's gradient, when pass 1 wrote it rather than accumulated).
 enum class Gradient { mask_from_x, mask_from_y, written };
 
-// Pass 3: dx = gamma invstd (g - mean_g - (x - mean) slope), + beta times what is there.
+// Pass 2: dx = gamma invstd (g - mean_g - (x - mean) slope), + beta times what is there.
 template <typename T, Gradient kGradient>
-__global__ void __launch_bounds__(kBlock) backward_data_kernel(BatchNormReluBackward a, Geometry g,
+__global__ void __launch_bounds__(kBlock, kBlocksPerSm) backward_data_kernel(BatchNormReluBackward a, Geometry g,
                                                                const float* mean_g, const float* slope) {
   constexpr int kV = kVector<T>;
   constexpr Mask kMask = kGradient == Gradient::mask_from_x ? Mask::from_x : Mask::from_y;
@@ -427,10 +513,10 @@ __global__ void __launch_bounds__(kBlock) backward_data_kernel(BatchNormReluBack
     mg[j] = mean_g[l.vector * kV + j];
     sl[j] = slope[l.vector * kV + j];
   }
-  for (std::int64_t r = l.row_begin; r < l.row_end; r += kUnroll * l.row_step) {
-    uint4 xs[kUnroll], ys[kUnroll], gs[kUnroll], previous[kUnroll];
+  for (std::int64_t r = l.row_begin; r < l.row_end; r += kBackwardUnroll * l.row_step) {
+    uint4 xs[kBackwardUnroll], ys[kBackwardUnroll], gs[kBackwardUnroll], previous[kBackwardUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < kBackwardUnroll; ++u) {
       const std::int64_t row = r + u * l.row_step;
       if (row >= l.row_end) continue;
       xs[u] = load_vector(x, g, row, l.vector);
@@ -439,7 +525,7 @@ __global__ void __launch_bounds__(kBlock) backward_data_kernel(BatchNormReluBack
       if (a.dx_beta != 0.0f) previous[u] = load_vector(dx, g, row, l.vector);
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < kBackwardUnroll; ++u) {
       const std::int64_t row = r + u * l.row_step;
       if (row >= l.row_end) break;
       uint4 out;
@@ -467,21 +553,20 @@ int vector_of(DType type) { return 16 / static_cast<int>(size_of(type)); }
 dim3 pass_blocks(const BatchNormGrid& grid) {
   return dim3(static_cast<unsigned>(grid.tiles), static_cast<unsigned>(grid.chunks));
 }
-dim3 final_blocks(const BatchNormGrid& grid) {
-  return dim3(static_cast<unsigned>((grid.channels + kFinalChannels - 1) / kFinalChannels));
+
+unsigned* tickets_of(unsigned* tickets, const char* what) {
+  if (tickets == nullptr) throw Error(std::string(what) + ": no tickets (batch_norm_tickets counters, zeroed once)");
+  return tickets;
 }
-dim3 final_threads() { return dim3(kFinalChannels, kFinalLanes); }
 
 template <typename T>
 void forward_typed(const BatchNormReluForward& a, const BatchNormGrid& grid, float* workspace, cudaStream_t stream) {
   const Geometry g = geometry_of(grid, kVector<T>);
   float* partial_mean = workspace;
   float* partial_m2 = workspace + grid.chunks * grid.channels;
-  statistics_kernel<T><<<pass_blocks(grid), kBlock, 0, stream>>>(static_cast<const T*>(a.x), g, partial_mean,
-                                                                  partial_m2);
+  unsigned* tickets = tickets_of(a.tickets, "fused batch-norm forward");
+  statistics_kernel<T><<<pass_blocks(grid), kBlock, 0, stream>>>(a, g, partial_mean, partial_m2, tickets);
   check_launch("batch-norm statistics");
-  statistics_final_kernel<<<final_blocks(grid), final_threads(), 0, stream>>>(partial_mean, partial_m2, g, a);
-  check_launch("batch-norm statistics (chunks merged)");
   const T* x = static_cast<const T*>(a.x);
   T* y = static_cast<T*>(a.y);
   if (a.residual != nullptr)
@@ -498,27 +583,36 @@ void backward_typed(const BatchNormReluBackward& a, const BatchNormGrid& grid, f
   float* partial_gx = workspace + grid.chunks * grid.channels;
   float* mean_g = workspace + 2 * grid.chunks * grid.channels;
   float* slope = mean_g + grid.channels;
+  unsigned* tickets = tickets_of(a.tickets, "fused batch-norm backward");
   const bool from_y = a.y != nullptr;
   if (a.dresidual != nullptr && !from_y)
     throw Error("batch-norm + add + relu backward: the mask must come from y when there is a residual");
+  const dim3 blocks = pass_blocks(grid);
   if (a.dresidual != nullptr)
-    backward_reduce_kernel<T, Mask::from_y, true><<<pass_blocks(grid), kBlock, 0, stream>>>(a, g, partial_g, partial_gx);
+    backward_reduce_kernel<T, Mask::from_y, true>
+        <<<blocks, kBlock, 0, stream>>>(a, g, partial_g, partial_gx, mean_g, slope, tickets);
   else if (from_y)
-    backward_reduce_kernel<T, Mask::from_y, false><<<pass_blocks(grid), kBlock, 0, stream>>>(a, g, partial_g, partial_gx);
+    backward_reduce_kernel<T, Mask::from_y, false>
+        <<<blocks, kBlock, 0, stream>>>(a, g, partial_g, partial_gx, mean_g, slope, tickets);
   else
-    backward_reduce_kernel<T, Mask::from_x, false><<<pass_blocks(grid), kBlock, 0, stream>>>(a, g, partial_g, partial_gx);
+    backward_reduce_kernel<T, Mask::from_x, false>
+        <<<blocks, kBlock, 0, stream>>>(a, g, partial_g, partial_gx, mean_g, slope, tickets);
   check_launch("batch-norm + relu backward (reduction)");
-  backward_final_kernel<<<final_blocks(grid), final_threads(), 0, stream>>>(partial_g, partial_gx, g, a, mean_g, slope);
-  check_launch("batch-norm + relu backward (chunks merged)");
   if (a.dx == nullptr) return;
   // Pass 1 wrote g itself as the residual's gradient: reading it back is one tensor less than dy and y.
   if (a.dresidual != nullptr && a.dresidual_beta == 0.0f)
-    backward_data_kernel<T, Gradient::written><<<pass_blocks(grid), kBlock, 0, stream>>>(a, g, mean_g, slope);
+    backward_data_kernel<T, Gradient::written><<<blocks, kBlock, 0, stream>>>(a, g, mean_g, slope);
   else if (from_y)
-    backward_data_kernel<T, Gradient::mask_from_y><<<pass_blocks(grid), kBlock, 0, stream>>>(a, g, mean_g, slope);
+    backward_data_kernel<T, Gradient::mask_from_y><<<blocks, kBlock, 0, stream>>>(a, g, mean_g, slope);
   else
-    backward_data_kernel<T, Gradient::mask_from_x><<<pass_blocks(grid), kBlock, 0, stream>>>(a, g, mean_g, slope);
+    backward_data_kernel<T, Gradient::mask_from_x><<<blocks, kBlock, 0, stream>>>(a, g, mean_g, slope);
   check_launch("batch-norm + relu backward (data gradient)");
+}
+
+int tile_vectors_of(std::int64_t vectors) {
+  int tile_vectors = 1;
+  while (tile_vectors * 2 <= kMaxTileVectors && tile_vectors * 2 <= vectors) tile_vectors *= 2;
+  return tile_vectors;
 }
 
 }  // namespace
@@ -536,6 +630,13 @@ std::size_t BatchNormGrid::workspace_bytes() const {
   return static_cast<std::size_t>(2 * chunks * channels + 2 * channels) * sizeof(float);
 }
 
+std::int64_t batch_norm_tickets(std::int64_t channels, DType type) {
+  if (!batch_norm_relu_supported(channels, type)) return 0;
+  const std::int64_t vectors = channels / vector_of(type);
+  const int tile_vectors = tile_vectors_of(vectors);
+  return (vectors + tile_vectors - 1) / tile_vectors;
+}
+
 BatchNormGrid batch_norm_grid(std::int64_t rows, std::int64_t channels, DType type, int multiprocessors) {
   if (rows < 1 || !batch_norm_relu_supported(channels, type))
     throw Error("fused batch-norm: " + std::to_string(rows) + " rows of " + std::to_string(channels) + " " +
@@ -544,7 +645,7 @@ BatchNormGrid batch_norm_grid(std::int64_t rows, std::int64_t channels, DType ty
   grid.rows = rows;
   grid.channels = channels;
   const std::int64_t vectors = channels / vector_of(type);
-  while (grid.tile_vectors * 2 <= kMaxTileVectors && grid.tile_vectors * 2 <= vectors) grid.tile_vectors *= 2;
+  grid.tile_vectors = tile_vectors_of(vectors);
   grid.tiles = static_cast<int>((vectors + grid.tile_vectors - 1) / grid.tile_vectors);
   const std::int64_t row_step = kBlock / grid.tile_vectors;
   const std::int64_t wanted = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::max(multiprocessors, 1)) *

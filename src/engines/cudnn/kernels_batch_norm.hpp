@@ -10,20 +10,32 @@
 // kernel gives each thread one 16-byte vector of channels (8 16-bit or 4
 // fp32 values) for a chunk of rows, so the per-channel parameters stay in
 // registers and loads are coalesced along the channels; blocks tile the
-// channels (up to 32 vectors) and the rows (chunks). Reductions are
-// deterministic, in fp32, without atomics: each block merges its rows in
-// shared memory and writes one partial per (chunk, channel); a second small
-// kernel, one warp per channel, merges the chunks in a fixed order.
+// channels (4 vectors: 64 contiguous bytes of a row) and the rows (chunks),
+// one wave of 3 blocks of 256 threads per SM. Reductions are deterministic,
+// in fp32, without atomics on the values: each block merges its rows in
+// shared memory and writes one partial per (chunk, channel); then it draws a
+// ticket from its channel tile's counter, and the tile's last block merges
+// the tile's chunks in a fixed order (whichever block it is) and finishes
+// the statistics or gradients, in the same kernel. Two launches forward,
+// two backward (a separate merge kernel made it three each).
 //
-//   forward   statistics (Welford per thread, Chan's merge across threads and
-//             chunks) → saved mean and inverse std (biased variance), the
-//             running statistics updated as PyTorch does; then one pass
-//             y = relu(gamma (x - mean) invstd + beta [+ residual]).
+//   forward   statistics (per thread, sums about its first row's values,
+//             converted once to Welford's mean and m2; Chan's merge across
+//             threads and chunks) → saved mean and inverse std (biased
+//             variance), the running statistics updated as PyTorch does;
+//             then one pass y = relu(gamma (x - mean) invstd + beta [+ residual]).
 //   backward  g = dy where y > 0 (the mask read from y, or for bn_relu
 //             recomputed from x bit for bit as the forward computed it);
 //             pass 1 reduces sum(g) (dbeta) and sum(g xhat) (dgamma) and
 //             writes g as the residual's gradient; pass 2 writes
 //             dx = gamma invstd (g - sum(g)/M - xhat sum(g xhat)/M).
+//
+// The tickets: batch_norm_tickets(C, type) unsigned counters per direction,
+// zeroed once when allocated and never written by anything else (not the
+// session's shared workspace, which cuDNN overwrites between our ops); each
+// launch leaves them 0 again (the last block resets its tile's), so CUDA-graph
+// replays need no memset. A forward and a backward that may run concurrently
+// need separate tickets.
 //
 // Statistics, scale, shift and the gradients of gamma and beta are fp32 for
 // every data type (fp32, bf16, fp16), as cuDNN's batch-norm keeps them.
@@ -51,13 +63,17 @@ struct BatchNormGrid {
   int tiles = 1;              // blocks along the channels
   int chunks = 1;             // blocks along the rows
   std::int64_t rows_per_chunk = 0;
-  // [bytes] of scratch the kernels need (the partials of every chunk and two coefficients per channel).
+  // [bytes] of scratch the kernels need (the partials of every chunk and two coefficients per channel);
+  // it may be shared with other ops between launches (the tickets may not).
   [[nodiscard]] std::size_t workspace_bytes() const;
 };
-// Enough blocks to fill `multiprocessors` SMs (a few per SM), but at least 8
-// rows per thread, so the partials stay a few percent of the tensor.
+// Enough blocks to fill `multiprocessors` SMs (one wave of 3 per SM), but at
+// least 4 rows per thread, so the partials stay under 2% of the tensor.
 [[nodiscard]] BatchNormGrid batch_norm_grid(std::int64_t rows, std::int64_t channels, DType type,
                                             int multiprocessors);
+// The counters one forward or one backward launch of C channels of `type` draws tickets from (one per channel
+// tile: batch_norm_grid's tiles; 0 where the type or C is not supported). See the header comment.
+[[nodiscard]] std::int64_t batch_norm_tickets(std::int64_t channels, DType type);
 
 struct BatchNormReluForward {
   const void* x = nullptr;         // M x C, `type`
@@ -73,6 +89,7 @@ struct BatchNormReluForward {
   // running = (1 - factor) running + factor batch (unbiased variance); 0: unchanged (check()).
   float factor = 0;
   float epsilon = 1e-5f;
+  unsigned int* tickets = nullptr;  // batch_norm_tickets counters, 0 before the launch (and left 0)
 };
 void batch_norm_relu_forward(const BatchNormReluForward& args, const BatchNormGrid& grid, void* workspace,
                              cudaStream_t stream);
@@ -95,6 +112,7 @@ struct BatchNormReluBackward {
   // The input's gradient, + beta * previous likewise, or nullptr (no input gradient needed).
   void* dx = nullptr;
   float dx_beta = 0;
+  unsigned int* tickets = nullptr;  // batch_norm_tickets counters, 0 before the launch (and left 0)
 };
 void batch_norm_relu_backward(const BatchNormReluBackward& args, const BatchNormGrid& grid, void* workspace,
                               cudaStream_t stream);
