@@ -201,7 +201,37 @@ def test_jax_device_paced_timing_gives_one_sample_per_step_and_the_host_timings_
 def test_jax_worker_refuses_an_unknown_timing(alexnet_graph, jax_interpreter):
     replies, _ = speak(jax_interpreter, JAX_WORKER, [prepare_request(alexnet_graph, timing="wall")])
     assert replies[1]["type"] == "prepared" and replies[1]["status"] == "failed"
-    assert "engine.jax_timing = 'wall'" in replies[1]["message"] and "device-paced, host" in replies[1]["message"]
+    assert "engine.jax_timing = 'wall'" in replies[1]["message"]
+    assert "events, device-paced, host" in replies[1]["message"]
+
+
+def test_jax_events_fall_back_to_device_paced_on_the_cpu_and_say_why(alexnet_graph, jax_interpreter):
+    """engine.jax_timing = events (the schema's default) on the CPU: no CUDA stream to put events
+    on, so the worker times device-paced and its decisions name the fallback and the reason."""
+    replies = converse(jax_interpreter, JAX_WORKER, alexnet_graph, timing="events")
+    measured = replies["stepped"]
+    assert measured["status"] == "ok" and len(measured["samples_ms"]) == 2, measured
+    decisions = measured["decisions"]
+    assert " timing=device-paced(" in decisions and " timing=events(" not in decisions, decisions
+    assert "timing_fallback=events unavailable: not a CUDA device (cpu)" in decisions, decisions
+
+
+def test_jax_events_without_the_library_say_it_is_missing(alexnet_graph, jax_interpreter, tmp_path):
+    """Where the library cannot be found the reason names where it was looked for; checked in the
+    worker's process with the CUDA test bypassed (the CPU would stop it first)."""
+    script = r"""
+import sys, types
+sys.path.insert(0, sys.argv[1])
+import step_events
+step_events.is_cuda = lambda device: True
+print(step_events.StepEvents.open(None, types.SimpleNamespace(platform="gpu"))[1])
+"""
+    env = dict(os.environ, CROSSBENCH_JAX_EVENTS_LIBRARY=str(tmp_path / "libcrossbench_jax_events.so"))
+    done = subprocess.run([jax_interpreter, "-c", script, str(JAX_WORKER.parent)], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (f"libcrossbench_jax_events.so not found "
+                                   f"({tmp_path / 'libcrossbench_jax_events.so'}: absent)")
 
 
 # Every network: alexnet (dropout, fully-connected layers), googlenet (LRN, concat, ceil-mode pools,
