@@ -7,6 +7,13 @@
 set -euo pipefail
 build=${1:-build-cuda}
 /work/shared/tools/device-bundle .bundle "$build/crossbench" "$build/tests/cudnn_engine_test" "$build/tests/cudnn_kernels_test" "$build/gpu_cudnn_cells" "$build/tests/cudnn_data_parallel_test" "$build/tests/telemetry_test"
+# The JAX worker's step events (CUDA events on XLA's stream, engine.jax_timing = events): next to the
+# bundle's crossbench, which tells its workers its folder (CROSSBENCH_BINARY_DIR); cudart is linked in.
+if [ -f "$build/libcrossbench_jax_events.so" ]; then
+  cp -L "$build/libcrossbench_jax_events.so" .bundle/bin/
+else
+  echo "gpu_bundle: $build/libcrossbench_jax_events.so not built: the JAX worker will time device-paced" >&2
+fi
 strip .bundle/bin/* 2>/dev/null || true
 # NVRTC (105 MB, linked for cudnn-frontend's experimental engines, never called by crossbench) comes from
 # the GPU machine's CUDA toolkit, like cudart: the carried tree must stay under 64 MiB.

@@ -43,9 +43,12 @@
 #   jaxclock  bench/gpu_jax_clock.py (issue 26 item 4, one clock for all engines): the JAX worker's own step
 #             (alexnet, resnet50 x tf32, bf16 x training, inference, batch 64; $JAXCLOCK_NETWORKS,
 #             $JAXCLOCK_PRECISIONS, $JAXCLOCK_PHASES) timed (a) host, (b) by the GPU's own kernel timestamps
-#             (jax.profiler's xplane), (c) device-paced (engine.jax_timing's default), interleaved; the
-#             medians, a/b and c/b; logs $OUT/jaxclock.log, JSON $OUT/jaxclock.json; no new cell after
-#             $JAXCLOCK_BUDGET_S (150) s
+#             (jax.profiler's xplane, --reference trace), (c) device-paced, (e) CUDA events on XLA's stream
+#             (engine.jax_timing's default, .bundle/bin/libcrossbench_jax_events.so), (d) an untraced device
+#             loop, interleaved; the medians, a/d, c/d, e/d, c/e and the 1% verdicts; logs $OUT/jaxclock.log,
+#             JSON $OUT/jaxclock.json; no new cell after $JAXCLOCK_BUDGET_S (150) s
+#   jaxevents tests/python/test_jax_step_events.py (pytest) with the bundle's library and binary: the
+#             worker's events timing on alexnet tf32 training against device-paced; $OUT/jaxevents.log
 #   cube20    issue 20's cube: seed2017 with cudnn, pytorch, pytorch-compile, jax x fp32, tf32, bf16,
 #             amp-bf16, both phases ($CUBE20_NETWORKS, default all seven; $CUBE20_ENGINES); one cube in
 #             $CUBE20_DIR (default bench/results/2026-12-01/cube20, carried by the working tree), resumed
@@ -329,6 +332,16 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
         --precisions "${FW_PRECISIONS:-tf32,bf16}" --phases "${FW_PHASES:-inference,training}" \
         --steps "${FW_STEPS:-100}" --warmup "$WARMUP" --out "$OUT/frameworks.json" 2>&1 |
         grep -v Warning | tee "$OUT/frameworks.log" | tail -60 ;;
+    jaxevents)
+      # $CROSSBENCH_BUILD_DIR as the tests read it: the bundle's binary (through .bundle/run) and library.
+      wrapper_dir=$(mktemp -d)
+      printf '#!/bin/bash\nexec %q/.bundle/run %q/.bundle/bin/crossbench "$@"\n' "$PWD" "$PWD" >"$wrapper_dir/crossbench"
+      chmod +x "$wrapper_dir/crossbench"
+      ln -s "$PWD/.bundle/bin/libcrossbench_jax_events.so" "$wrapper_dir/"
+      CROSSBENCH_BUILD_DIR=$wrapper_dir PYTHONPATH=analysis timeout "$TLIMIT" \
+        python3 -m pytest -v -s -p no:cacheprovider tests/python/test_jax_step_events.py >"$OUT/jaxevents.log" 2>&1
+      echo "jaxevents exit $?"
+      grep -E "PASSED|FAILED|SKIPPED|ERROR|passed|failed|Error|events median" "$OUT/jaxevents.log" | cut -c1-400 | head -40 ;;
     jaxclock)
       timeout "$TLIMIT" python3 -u bench/gpu_jax_clock.py --crossbench "$CB" \
         --networks "${JAXCLOCK_NETWORKS:-alexnet,resnet50}" --precisions "${JAXCLOCK_PRECISIONS:-tf32,bf16}" \

@@ -10,7 +10,7 @@ WORKERS = pathlib.Path(__file__).resolve().parents[1] / "src" / "workers"
 # Every key the options schema sends to workers, at the schema's defaults (tests/python/test_jax_worker.py).
 DEFAULT_SETTINGS = {"measure.seed": 42, "measure.update": "none", "measure.learning_rate": 0.01,
                     "engine.layout": "auto", "engine.compile_mode": "reduce-overhead",
-                    "engine.compile_cache": "none", "engine.jax_timing": "device-paced"}
+                    "engine.compile_cache": "none", "engine.jax_timing": "events"}
 
 
 def load_worker(name):

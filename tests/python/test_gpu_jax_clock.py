@@ -47,3 +47,16 @@ def test_no_ops_no_steps():
 def test_host_to_device_copies_are_not_the_steps_work():
     assert clock.H2D.search("MemcpyH2D") and clock.H2D.search("memcpy HtoD")
     assert not clock.H2D.search("MemcpyD2D") and not clock.H2D.search("sm90_xmma_gemm_bf16")
+
+
+def test_the_events_column_is_judged_against_device_paced_and_the_loop():
+    ratios = clock.event_ratios(e_ms=2.0, c_ms=2.01, d_ms=1.9)
+    assert ratios["c_over_e"] == pytest.approx(1.005) and ratios["c_within_1pct_of_e"] is True
+    assert ratios["e_over_d"] == pytest.approx(2.0 / 1.9) and ratios["e_within_1pct_of_d"] is False
+    missing = clock.event_ratios(e_ms=float("nan"), c_ms=2.0, d_ms=1.9)  # no events (library not found)
+    assert missing["c_within_1pct_of_e"] is None and missing["e_within_1pct_of_d"] is None
+    rows = [dict(status="ok", **clock.event_ratios(2.0, 2.01, 1.99)), dict(status="ok", **ratios),
+            dict(status="skipped"), dict(status="ok", **missing)]
+    assert clock.verdict(rows) == ("c (device-paced) within 1% of e (events, the same steps): 2 of 2 cells; "
+                                   "e (events) within 1% of d (device loop): 1 of 2 cells")
+    assert clock.verdict([dict(status="ok", **missing)]).endswith("e (events) within 1% of d (device loop): not measured")

@@ -201,7 +201,37 @@ def test_jax_device_paced_timing_gives_one_sample_per_step_and_the_host_timings_
 def test_jax_worker_refuses_an_unknown_timing(alexnet_graph, jax_interpreter):
     replies, _ = speak(jax_interpreter, JAX_WORKER, [prepare_request(alexnet_graph, timing="wall")])
     assert replies[1]["type"] == "prepared" and replies[1]["status"] == "failed"
-    assert "engine.jax_timing = 'wall'" in replies[1]["message"] and "device-paced, host" in replies[1]["message"]
+    assert "engine.jax_timing = 'wall'" in replies[1]["message"]
+    assert "events, device-paced, host" in replies[1]["message"]
+
+
+def test_jax_events_fall_back_to_device_paced_on_the_cpu_and_say_why(alexnet_graph, jax_interpreter):
+    """engine.jax_timing = events (the schema's default) on the CPU: no CUDA stream to put events
+    on, so the worker times device-paced and its decisions name the fallback and the reason."""
+    replies = converse(jax_interpreter, JAX_WORKER, alexnet_graph, timing="events")
+    measured = replies["stepped"]
+    assert measured["status"] == "ok" and len(measured["samples_ms"]) == 2, measured
+    decisions = measured["decisions"]
+    assert " timing=device-paced(" in decisions and " timing=events(" not in decisions, decisions
+    assert "timing_fallback=events unavailable: not a CUDA device (cpu)" in decisions, decisions
+
+
+def test_jax_events_without_the_library_say_it_is_missing(alexnet_graph, jax_interpreter, tmp_path):
+    """Where the library cannot be found the reason names where it was looked for; checked in the
+    worker's process with the CUDA test bypassed (the CPU would stop it first)."""
+    script = r"""
+import sys, types
+sys.path.insert(0, sys.argv[1])
+import step_events
+step_events.is_cuda = lambda device: True
+print(step_events.StepEvents.open(None, types.SimpleNamespace(platform="gpu"))[1])
+"""
+    env = dict(os.environ, CROSSBENCH_JAX_EVENTS_LIBRARY=str(tmp_path / "libcrossbench_jax_events.so"))
+    done = subprocess.run([jax_interpreter, "-c", script, str(JAX_WORKER.parent)], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (f"libcrossbench_jax_events.so not found "
+                                   f"({tmp_path / 'libcrossbench_jax_events.so'}: absent)")
 
 
 # Every network: alexnet (dropout, fully-connected layers), googlenet (LRN, concat, ceil-mode pools,
@@ -271,3 +301,56 @@ def test_jax_dropout_masks_drawn_in_the_step_are_the_host_masks(alexnet_graph, j
     assert done.returncode == 0, done.stdout + done.stderr
     # seeds × steps × batch × (the two dropouts: before fc6 on 256·6·6, before fc7 on 4096)
     assert int(done.stdout.split()[-1]) == 2 * 5 * 2 * (256 * 6 * 6 + 4096)
+
+
+EVENTS_LOOP_CHECK = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import worker
+import jax, jax.numpy as jnp
+adapter = worker.JaxAdapter()
+assert adapter.hello()["status"] == "ok"
+graph = json.load(open(sys.argv[2]))
+request = dict(type="prepare", cell=dict(network=graph["name"], precision="fp32", batch=1, phase="inference",
+                                         replica=0), graph=graph, threads=1,
+               settings={"measure.seed": 42, "measure.update": "none", "measure.learning_rate": 0.01,
+                         "engine.layout": "auto", "engine.compile_mode": "reduce-overhead",
+                         "engine.compile_cache": "none", "engine.jax_timing": "events"})
+session = adapter.prepare(request)
+calls, read = [], []
+
+class Events:  # step_events.StepEvents' interface, recording what the worker asks of it
+    ring_size = 16
+    def reset(self): calls.append("reset")
+    def start(self): calls.append("start"); return jnp.zeros(())
+    def end(self): calls.append("end"); return jnp.zeros(())
+    def elapsed_ms(self, step):
+        read.append((step, calls.count("start")))
+        return 1.0 + step
+    def describe(self): return "fake"
+
+session.events, session.timing = Events(), worker.EVENTS
+dispatch = session._dispatch
+session._dispatch = lambda states: (calls.append("step"), dispatch(states))[1]
+times = session.run_steps(6, 300, False)
+print(json.dumps(dict(times=times, calls=calls, read=read, decisions=session.decisions())))
+"""
+
+
+def test_jax_events_loop_brackets_each_step_and_reads_its_own_slot(alexnet_graph, jax_interpreter, tmp_path):
+    """The events loop (run_events) with a stand-in for the library, on the CPU: each step is
+    dispatched between a start and an end, the ring is reset before the batch, step k's time is read
+    from slot k with at most STEPS_QUEUED (3) later steps started, and one sample per step."""
+    graph = tmp_path / "alexnet.json"
+    graph.write_text(json.dumps(alexnet_graph))
+    done = subprocess.run([jax_interpreter, "-c", EVENTS_LOOP_CHECK, str(JAX_WORKER.parent), str(graph)],
+                          capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, CUDA_VISIBLE_DEVICES="", JAX_PLATFORMS="cpu"))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["times"] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    assert result["calls"] == ["reset"] + ["start", "step", "end"] * 6
+    # step k read after steps 0..k+3 started (k+1+3 starts), never more, fewer at the end
+    assert [step for step, _ in result["read"]] == [0, 1, 2, 3, 4, 5]
+    assert [started for _, started in result["read"]] == [4, 5, 6, 6, 6, 6]
+    assert " timing=events(" in result["decisions"] and "step_events=fake" in result["decisions"]

@@ -54,7 +54,7 @@ def small_graph():
 # The schema's defaults of the keys it sends to workers (`crossbench list options`, "to workers").
 DEFAULT_SETTINGS = {"measure.seed": 42, "measure.update": "none", "measure.learning_rate": 0.01,
                     "engine.layout": "auto", "engine.compile_mode": "reduce-overhead",
-                    "engine.compile_cache": "none", "engine.jax_timing": "device-paced"}
+                    "engine.compile_cache": "none", "engine.jax_timing": "events"}
 
 
 def prepare_request(precision="fp32", phase="training", settings=None):

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <system_error>
 #include <nlohmann/json.hpp>
 
 #include "crossbench/error.hpp"
@@ -161,6 +163,11 @@ class WorkerEngine final : public Engine {
     std::map<std::string, std::string> environment{{"PYTHONUNBUFFERED", "1"},
                                                    {"OMP_NUM_THREADS", std::to_string(std::max(1, config_.threads))},
                                                    {"CROSSBENCH_WORKER_ENGINE", name_}};
+    // Where this binary is: the JAX worker looks there for libcrossbench_jax_events.so, which CMake
+    // builds next to it (a build folder, a bundle's bin/); an installed worker finds it next to itself.
+    std::error_code unreadable;
+    const auto binary = std::filesystem::read_symlink("/proc/self/exe", unreadable);
+    if (!unreadable) environment["CROSSBENCH_BINARY_DIR"] = binary.parent_path().string();
     // The rank's device binding: the worker sees exactly the rank's GPU, or no GPU at all.
     environment["CUDA_VISIBLE_DEVICES"] = device_.kind == DeviceKind::gpu ? device_.uuid : "";
     try {

@@ -33,9 +33,17 @@ Conventions are those of src/workers/pytorch/model.py (and the oneDNN engine):
 - jit once: the steps are compiled in prepare (untimed, time reported); every
   trace is counted, and a trace during the timed steps (a retrace) is recorded
   in ``decisions``.
-- timing (``engine.jax_timing``, recorded in ``decisions``): ``device-paced`` (the default)
-  dispatches steps k+1 .. k+STEPS_QUEUED before it waits for step k's result and takes each
-  step's time as the interval between consecutive completions seen by the host
+- timing (``engine.jax_timing``, recorded in ``decisions``): ``events`` (the default): CUDA events on
+  XLA's own stream around each step, as the cudnn engine and PyTorch time theirs (step_events.py:
+  two XLA FFI handlers of libcrossbench_jax_events.so record a start and an end event, each in a
+  tiny jitted program dispatched just before and just after the step; PjRt runs a device's programs
+  in order on one compute stream, so they bracket exactly the step's kernels). STEPS_QUEUED steps
+  stay in flight as with device-paced, so the device never waits for the host; each sample is
+  cudaEventElapsedTime of its own step [ms], read once its end has passed. Where events cannot be
+  had (the library not built or not found, not a CUDA device, its registration or a first
+  start/end pair failing) the worker falls back to device-paced and ``decisions`` says why.
+  ``device-paced`` dispatches steps k+1 .. k+STEPS_QUEUED before it waits for step k's result and
+  takes each step's time as the interval between consecutive completions seen by the host
   (time.perf_counter after block_until_ready); the device always has the next steps queued, so
   the interval is the device's time per step, and the host's dispatch and the wait's wake-up,
   both paid once per step, cancel between consecutive completions. The first timed step's
@@ -44,8 +52,8 @@ Conventions are those of src/workers/pytorch/model.py (and the oneDNN engine):
   H200 idle between AlexNet's 0.55 ms inference steps (3.2% above an untraced device loop of the
   same step; 3 queued: 0.8% below it, bench/results/2026-12-02/call6).
   ``host``: time.perf_counter around the jitted call and block_until_ready, each step alone
-  (adds the host's dispatch and the wake-up to every step). bench/gpu_jax_clock.py holds both
-  against the GPU's own kernel timestamps (jax.profiler) on the same steps.
+  (adds the host's dispatch and the wake-up to every step). bench/gpu_jax_clock.py holds the
+  three against each other and against an untraced device loop of the same step.
 - compile cache: JAX's persistent compilation cache in the request's
   ``engine.compile_cache`` directory (its jax/ subdirectory; every compile kept,
   however short or small: ``JaxCache``), so a later cell or run of the same step
@@ -59,16 +67,22 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if os.path.dirname(os.path.abspath(__file__)) not in sys.path:  # step_events.py, also when loaded by a bench script
+    sys.path.append(os.path.dirname(os.path.abspath(__file__)))
 
 from common import compile_cache, recipes  # noqa: E402
 from common.libraries import loaded_library_versions  # noqa: E402
 from common.protocol import WorkerError, serve, settings  # noqa: E402
+from step_events import StepEvents  # noqa: E402
 
 WORKER = "jax"
 TIMING_SETTING = "engine.jax_timing"
-DEVICE_PACED, HOST = "device-paced", "host"
-STEPS_QUEUED = 3  # device-paced: steps dispatched ahead of the one waited for (their outputs stay alive)
+EVENTS, DEVICE_PACED, HOST = "events", "device-paced", "host"
+STEPS_QUEUED = 3  # events, device-paced: steps dispatched ahead of the one waited for (their outputs stay alive)
 TIMINGS = {
+    EVENTS: f"events(CUDA events on XLA's stream around each step, recorded by XLA FFI handlers in programs "
+            f"dispatched just before and after it; steps k+1..k+{STEPS_QUEUED} dispatched before step k's time is "
+            "read; each sample is cudaEventElapsedTime of its own step [ms])",
     DEVICE_PACED: f"device-paced(steps k+1..k+{STEPS_QUEUED} dispatched before step k's result is waited for; each "
                   "sample is the interval between consecutive completions [ms], the first from a sync before it)",
     HOST: "host(perf_counter around the jitted call and block_until_ready, each step alone)",
@@ -481,6 +495,16 @@ class JaxSession:
         self.timing = given[TIMING_SETTING]
         if self.timing not in TIMINGS:
             raise WorkerError("failed", f"{TIMING_SETTING} = {self.timing!r}: this worker knows {', '.join(TIMINGS)}")
+        self.events = None  # StepEvents while timing = events
+        self.timing_fallback = None  # why events gave way to device-paced (decisions)
+        if self.timing == EVENTS:
+            self.events, why = StepEvents.open(jax, self.device)  # untimed: registers, compiles, runs one pair
+            if self.events is None:
+                self.timing, self.timing_fallback = DEVICE_PACED, why
+            elif self.events.ring_size < STEPS_QUEUED + 1:  # a step's slot is kept until ring_size later steps start
+                self.timing_fallback = (f"the event ring holds {self.events.ring_size} steps, fewer than the "
+                                        f"{STEPS_QUEUED + 1} in flight")
+                self.timing, self.events = DEVICE_PACED, None
         self.net = Network(request["graph"], int(given["measure.seed"]))
         self.traces = 0  # times the steps were traced (jit compiles); see decisions()
         self.traces_before_timed = self.traces_after_timed = None
@@ -581,6 +605,8 @@ class JaxSession:
             times = []
             while len(times) < count and time.monotonic() - begin < time_limit_s:
                 times.append(self.step())
+        elif self.timing == EVENTS:
+            times = self.run_events(count, time_limit_s)
         else:
             times = self.run_device_paced(count, time_limit_s)
         if not warmup:
@@ -618,6 +644,37 @@ class JaxSession:
                 now = time.perf_counter()
                 times.append((now - previous) * 1e3)
                 previous = now
+        return times
+
+    def run_events(self, count, time_limit_s):
+        """Up to `count` steps, each between a start and an end event that XLA FFI handlers record
+        on the device's compute stream (step_events.py), with STEPS_QUEUED steps queued behind the
+        one waited for, as run_device_paced keeps them; step k's time [ms] is cudaEventElapsedTime of
+        its own two events, read once its end program's result is ready (its end event has passed).
+        No new step is dispatched once `time_limit_s` [s] has passed; those in flight still count."""
+        jax, events = self.jax, self.events
+        times = []
+        if count <= 0:
+            return times
+
+        def bracketed(states):
+            events.start()
+            outputs = self._dispatch(states)
+            return events.end(), outputs  # the step's outputs stay alive until its time is read
+
+        with jax.default_matmul_precision(self.matmul_precision):
+            events.reset()  # this batch's first step is slot 0
+            begin = time.monotonic()
+            pending = [bracketed(self._step_args())]
+            dispatched = 1
+            while pending:
+                while (dispatched < count and len(pending) <= STEPS_QUEUED
+                       and time.monotonic() - begin < time_limit_s):
+                    pending.append(bracketed(self._step_args()))
+                    dispatched += 1
+                end, _ = pending.pop(0)
+                jax.block_until_ready(end)
+                times.append(events.elapsed_ms(len(times)))
         return times
 
     def _memory_stats(self):
@@ -659,6 +716,10 @@ class JaxSession:
         if self.training:
             text += " dropout_masks=device-in-step(timed)"
         text += f" timing={TIMINGS[self.timing]}"
+        if self.events is not None:
+            text += f" step_events={self.events.describe()}"
+        if self.timing_fallback:
+            text += f" timing_fallback=events unavailable: {self.timing_fallback}"
         text += f" compile={self.compile_s:.1f}s(untimed) {self.compile_cache.describe()} traces={self.traces}"
         if self.traces_before_timed is not None and self.traces_after_timed is not None:
             text += f" timed_steps: retraces={self.traces_after_timed - self.traces_before_timed}"
