@@ -270,8 +270,9 @@ TEST(CudnnKernels, ReluForwardAndBackwardMatchTheHost) {
 // to 1e-5 of their scale (mean: the spread of x; sums: the sum of the terms'
 // magnitudes); y and dx to 1e-5 of the tensor's largest value in fp32, and
 // in bf16 to one rounding of the element (2^-8 relative) plus that. Each
-// pass runs twice on the same workspace and tickets, as graph replays do: the
-// results must be identical and every ticket counter back at 0 after each.
+// pass runs twice on the same workspace (and the forward on the same tickets), as
+// graph replays do: the results must be identical and every ticket counter back
+// at 0 after each forward.
 struct BatchNormCase {
   std::int64_t rows, channels;
   bool residual;
@@ -322,8 +323,8 @@ void expect_batch_norm_relu_matches_the_host(const BatchNormCase& c, DType type)
   DeviceArray workspace(std::vector<float>(grid.workspace_bytes() / sizeof(float), 1e30f), DType::f32);
   const std::int64_t tickets_per_pass = kernels::batch_norm_tickets(channels, type);
   ASSERT_EQ(tickets_per_pass, grid.tiles) << what;
-  DeviceArray tickets(std::vector<float>(static_cast<std::size_t>(2 * tickets_per_pass), 0.0f), DType::f32);
-  const std::vector<unsigned> zero_tickets(static_cast<std::size_t>(2 * tickets_per_pass), 0u);
+  DeviceArray tickets(std::vector<float>(static_cast<std::size_t>(tickets_per_pass), 0.0f), DType::f32);
+  const std::vector<unsigned> zero_tickets(static_cast<std::size_t>(tickets_per_pass), 0u);
 
   kernels::BatchNormReluForward forward;
   forward.x = d_x.get();
@@ -367,16 +368,13 @@ void expect_batch_norm_relu_matches_the_host(const BatchNormCase& c, DType type)
   backward.dresidual_beta = c.dresidual_beta;
   backward.dx = d_dx.get();
   backward.dx_beta = c.dx_beta;
-  backward.tickets = static_cast<unsigned*>(tickets.get()) + tickets_per_pass;
   kernels::batch_norm_relu_backward(backward, grid, workspace.get(), nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
-  EXPECT_EQ(ticket_values(tickets), zero_tickets) << what << ": backward";
   const std::vector<float> dgamma = d_dgamma.values(), dbeta = d_dbeta.values(), dres = d_dres.values(),
                            dx = d_dx.values();
   // Again, as a replay: the parameter gradients do not depend on dx's and the residual gradient's previous values.
   kernels::batch_norm_relu_backward(backward, grid, workspace.get(), nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
-  EXPECT_EQ(ticket_values(tickets), zero_tickets) << what << ": backward, again";
   EXPECT_EQ(d_dgamma.values(), dgamma) << what << ": deterministic";
   EXPECT_EQ(d_dbeta.values(), dbeta) << what << ": deterministic";
 
@@ -463,6 +461,12 @@ TEST(CudnnKernels, FusedBatchNormGridFillsTheDevice) {
       EXPECT_EQ(kernels::batch_norm_tickets(channels, type), grid.tiles) << rows << "x" << channels;
       EXPECT_GE(static_cast<std::int64_t>(grid.chunks) * grid.rows_per_chunk, rows);
       EXPECT_LT(static_cast<std::int64_t>(grid.chunks - 1) * grid.rows_per_chunk, rows);
+      // The backward's own grid: wide tiles, more blocks.
+      const kernels::BatchNormPassGrid& backward = grid.backward;
+      EXPECT_GE(static_cast<std::int64_t>(backward.tiles) * backward.chunks, 264) << rows << "x" << channels;
+      EXPECT_GE(backward.tile_vectors, grid.tile_vectors) << rows << "x" << channels;
+      EXPECT_GE(static_cast<std::int64_t>(backward.chunks) * backward.rows_per_chunk, rows);
+      EXPECT_LT(static_cast<std::int64_t>(backward.chunks - 1) * backward.rows_per_chunk, rows);
       // The partials stay a small share of the tensor's bytes.
       EXPECT_LT(static_cast<double>(grid.workspace_bytes()),
                 0.1 * static_cast<double>(rows * channels * size_of(type)) + 65536.0)

@@ -20,9 +20,19 @@ constexpr int kBlocksPerSm = 3;
 // spreads over up to a wave of blocks, each thread with a single round of loads in flight (latency-bound); the
 // partials stay 1/(64 x 4) of the elements (a 64-row block step): under 2% of the bytes of a 16-bit tensor.
 constexpr int kMinRowsPerThread = 4;
-constexpr int kUnroll = 4;            // 16-byte loads per tensor a thread has in flight (statistics, apply)
-constexpr int kBackwardUnroll = 2;    // ... in the backward's passes (3 to 4 tensors each, within 80 registers)
+constexpr int kUnroll = 4;            // 16-byte loads per tensor a thread has in flight
 constexpr int kMergeAhead = 8;        // partials a thread of a tile's last block loads before merging them
+
+// The backward keeps the first design's grid and its separate merge kernel: wide tiles (up to 32 vectors, 512
+// contiguous bytes of a row per warp), 8 blocks per SM asked for, at least 8 rows per thread, no register cap.
+// The forward's grid (above) made it slower: on an H200 ResNet-50's backward batch-norms took 4.69 -> 5.77 ms
+// (tf32) and 2.98 -> 3.51 ms (bf16) with narrow tiles, 3 blocks per SM and 80 registers, while the forward's
+// took 3.71 -> 3.48 and 2.59 -> 2.15 (bench/results/2026-12-02/call10, same GPU, same call).
+constexpr int kBackwardMaxTileVectors = 32;
+constexpr int kBackwardBlocksPerSm = 8;
+constexpr int kBackwardMinRowsPerThread = 8;
+constexpr int kFinalChannels = 32;  // the backward's merge kernel: channels per block (one 128-byte row of partials)
+constexpr int kFinalLanes = 16;     // ... and threads over the chunks per channel
 
 template <typename T>
 constexpr int kVector = 16 / static_cast<int>(sizeof(T));  // elements per 16-byte load
@@ -37,8 +47,8 @@ struct Geometry {
   int chunks;
 };
 
-Geometry geometry_of(const BatchNormGrid& grid, int vector) {
-  return {grid.rows, grid.channels, grid.channels / vector, grid.rows_per_chunk, grid.tile_vectors, grid.chunks};
+Geometry geometry_of(const BatchNormGrid& grid, const BatchNormPassGrid& pass, int vector) {
+  return {grid.rows, grid.channels, grid.channels / vector, pass.rows_per_chunk, pass.tile_vectors, pass.chunks};
 }
 
 // A thread's place: one channel vector of its block's tile, rows
@@ -423,12 +433,10 @@ __device__ __forceinline__ void finish_sums(const BatchNormReluBackward& a, cons
 }
 
 // Pass 1: partial sums of g and g xhat per (chunk, channel); g written as the
-// residual's gradient (bn_add_relu), + beta times what is there; the last
-// block of each channel tile merges the tile's chunks (finish_sums).
+// residual's gradient (bn_add_relu), + beta times what is there.
 template <typename T, Mask kMask, bool kResidualGradient>
-__global__ void __launch_bounds__(kBlock, kBlocksPerSm)
-    backward_reduce_kernel(BatchNormReluBackward a, Geometry g, float* partial_g, float* partial_gx, float* mean_g,
-                           float* slope, unsigned* tickets) {
+__global__ void __launch_bounds__(kBlock)
+    backward_reduce_kernel(BatchNormReluBackward a, Geometry g, float* partial_g, float* partial_gx) {
   constexpr int kV = kVector<T>;
   __shared__ RowLaneMerge<kV> shared;
   const Lane l = lane_of(g);
@@ -440,10 +448,10 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
   if (l.active) {
     ChannelConstants<kV> k;
     k.load(a, l.vector);
-    for (std::int64_t r = l.row_begin; r < l.row_end; r += kBackwardUnroll * l.row_step) {
-      uint4 xs[kBackwardUnroll], ys[kBackwardUnroll], dys[kBackwardUnroll], previous[kBackwardUnroll];
+    for (std::int64_t r = l.row_begin; r < l.row_end; r += kUnroll * l.row_step) {
+      uint4 xs[kUnroll], ys[kUnroll], dys[kUnroll], previous[kUnroll];
 #pragma unroll
-      for (int u = 0; u < kBackwardUnroll; ++u) {
+      for (int u = 0; u < kUnroll; ++u) {
         const std::int64_t row = r + u * l.row_step;
         if (row >= l.row_end) continue;
         xs[u] = load_vector(x, g, row, l.vector);
@@ -453,7 +461,7 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
           if (a.dresidual_beta != 0.0f) previous[u] = load_vector(dresidual, g, row, l.vector);
       }
 #pragma unroll
-      for (int u = 0; u < kBackwardUnroll; ++u) {
+      for (int u = 0; u < kUnroll; ++u) {
         const std::int64_t row = r + u * l.row_step;
         if (row >= l.row_end) break;
         uint4 out;
@@ -480,22 +488,37 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
       partial_gx[first + j] = s[j].gx;
     }
   }
-  if (!last_of_tile(tickets, g.chunks)) return;
-  const int tile_channels = g.tile_vectors * kV;
-  const std::int64_t c = merged_channel(tile_channels);
-  const Sums total = merge_chunks<Sums>(g, tile_channels, c, [&](int k) {
-    return Sums{partial_at(partial_g, g, k, c), partial_at(partial_gx, g, k, c)};
-  });
-  if (static_cast<int>(threadIdx.x) < tile_channels && c < g.channels) finish_sums(a, g, c, total, mean_g, slope);
 }
 
-// Where pass 2 reads g: dy masked as pass 1 did, or pass 1's own output
+// Pass 2 (one warp row per kFinalChannels channels, kFinalLanes rows of threads over the chunks, in order, then
+// a fixed tree: deterministic): the chunks' sums merged, finish_sums.
+__global__ void __launch_bounds__(kFinalChannels* kFinalLanes)
+    backward_final_kernel(const float* partial_g, const float* partial_gx, Geometry g, BatchNormReluBackward a,
+                          float* mean_g, float* slope) {
+  __shared__ Sums shared[kFinalLanes][kFinalChannels];
+  const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * kFinalChannels + threadIdx.x;
+  Sums total{};
+  if (c < g.channels)
+    for (int k = static_cast<int>(threadIdx.y); k < g.chunks; k += kFinalLanes)
+      total.merge({partial_g[k * g.channels + c], partial_gx[k * g.channels + c]});
+  shared[threadIdx.y][threadIdx.x] = total;
+  for (int half = kFinalLanes / 2; half > 0; half /= 2) {
+    __syncthreads();
+    if (static_cast<int>(threadIdx.y) < half) {
+      total.merge(shared[threadIdx.y + half][threadIdx.x]);
+      shared[threadIdx.y][threadIdx.x] = total;
+    }
+  }
+  if (threadIdx.y == 0 && c < g.channels) finish_sums(a, g, c, total, mean_g, slope);
+}
+
+// Where pass 3 reads g: dy masked as pass 1 did, or pass 1's own output
 // (the residual's gradient, when pass 1 wrote it rather than accumulated).
 enum class Gradient { mask_from_x, mask_from_y, written };
 
-// Pass 2: dx = gamma invstd (g - mean_g - (x - mean) slope), + beta times what is there.
+// Pass 3: dx = gamma invstd (g - mean_g - (x - mean) slope), + beta times what is there.
 template <typename T, Gradient kGradient>
-__global__ void __launch_bounds__(kBlock, kBlocksPerSm) backward_data_kernel(BatchNormReluBackward a, Geometry g,
+__global__ void __launch_bounds__(kBlock) backward_data_kernel(BatchNormReluBackward a, Geometry g,
                                                                const float* mean_g, const float* slope) {
   constexpr int kV = kVector<T>;
   constexpr Mask kMask = kGradient == Gradient::mask_from_x ? Mask::from_x : Mask::from_y;
@@ -513,10 +536,10 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm) backward_data_kernel(Bat
     mg[j] = mean_g[l.vector * kV + j];
     sl[j] = slope[l.vector * kV + j];
   }
-  for (std::int64_t r = l.row_begin; r < l.row_end; r += kBackwardUnroll * l.row_step) {
-    uint4 xs[kBackwardUnroll], ys[kBackwardUnroll], gs[kBackwardUnroll], previous[kBackwardUnroll];
+  for (std::int64_t r = l.row_begin; r < l.row_end; r += kUnroll * l.row_step) {
+    uint4 xs[kUnroll], ys[kUnroll], gs[kUnroll], previous[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kBackwardUnroll; ++u) {
+    for (int u = 0; u < kUnroll; ++u) {
       const std::int64_t row = r + u * l.row_step;
       if (row >= l.row_end) continue;
       xs[u] = load_vector(x, g, row, l.vector);
@@ -525,7 +548,7 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm) backward_data_kernel(Bat
       if (a.dx_beta != 0.0f) previous[u] = load_vector(dx, g, row, l.vector);
     }
 #pragma unroll
-    for (int u = 0; u < kBackwardUnroll; ++u) {
+    for (int u = 0; u < kUnroll; ++u) {
       const std::int64_t row = r + u * l.row_step;
       if (row >= l.row_end) break;
       uint4 out;
@@ -550,8 +573,8 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm) backward_data_kernel(Bat
 
 int vector_of(DType type) { return 16 / static_cast<int>(size_of(type)); }
 
-dim3 pass_blocks(const BatchNormGrid& grid) {
-  return dim3(static_cast<unsigned>(grid.tiles), static_cast<unsigned>(grid.chunks));
+dim3 pass_blocks(const BatchNormPassGrid& pass) {
+  return dim3(static_cast<unsigned>(pass.tiles), static_cast<unsigned>(pass.chunks));
 }
 
 unsigned* tickets_of(unsigned* tickets, const char* what) {
@@ -561,7 +584,7 @@ unsigned* tickets_of(unsigned* tickets, const char* what) {
 
 template <typename T>
 void forward_typed(const BatchNormReluForward& a, const BatchNormGrid& grid, float* workspace, cudaStream_t stream) {
-  const Geometry g = geometry_of(grid, kVector<T>);
+  const Geometry g = geometry_of(grid, grid, kVector<T>);
   float* partial_mean = workspace;
   float* partial_m2 = workspace + grid.chunks * grid.channels;
   unsigned* tickets = tickets_of(a.tickets, "fused batch-norm forward");
@@ -578,26 +601,27 @@ void forward_typed(const BatchNormReluForward& a, const BatchNormGrid& grid, flo
 
 template <typename T>
 void backward_typed(const BatchNormReluBackward& a, const BatchNormGrid& grid, float* workspace, cudaStream_t stream) {
-  const Geometry g = geometry_of(grid, kVector<T>);
+  const BatchNormPassGrid& pass = grid.backward;
+  const Geometry g = geometry_of(grid, pass, kVector<T>);
   float* partial_g = workspace;
-  float* partial_gx = workspace + grid.chunks * grid.channels;
-  float* mean_g = workspace + 2 * grid.chunks * grid.channels;
+  float* partial_gx = workspace + pass.chunks * grid.channels;
+  float* mean_g = workspace + 2 * pass.chunks * grid.channels;
   float* slope = mean_g + grid.channels;
-  unsigned* tickets = tickets_of(a.tickets, "fused batch-norm backward");
   const bool from_y = a.y != nullptr;
   if (a.dresidual != nullptr && !from_y)
     throw Error("batch-norm + add + relu backward: the mask must come from y when there is a residual");
-  const dim3 blocks = pass_blocks(grid);
+  const dim3 blocks = pass_blocks(pass);
   if (a.dresidual != nullptr)
-    backward_reduce_kernel<T, Mask::from_y, true>
-        <<<blocks, kBlock, 0, stream>>>(a, g, partial_g, partial_gx, mean_g, slope, tickets);
+    backward_reduce_kernel<T, Mask::from_y, true><<<blocks, kBlock, 0, stream>>>(a, g, partial_g, partial_gx);
   else if (from_y)
-    backward_reduce_kernel<T, Mask::from_y, false>
-        <<<blocks, kBlock, 0, stream>>>(a, g, partial_g, partial_gx, mean_g, slope, tickets);
+    backward_reduce_kernel<T, Mask::from_y, false><<<blocks, kBlock, 0, stream>>>(a, g, partial_g, partial_gx);
   else
-    backward_reduce_kernel<T, Mask::from_x, false>
-        <<<blocks, kBlock, 0, stream>>>(a, g, partial_g, partial_gx, mean_g, slope, tickets);
+    backward_reduce_kernel<T, Mask::from_x, false><<<blocks, kBlock, 0, stream>>>(a, g, partial_g, partial_gx);
   check_launch("batch-norm + relu backward (reduction)");
+  const dim3 final_blocks(static_cast<unsigned>((grid.channels + kFinalChannels - 1) / kFinalChannels));
+  backward_final_kernel<<<final_blocks, dim3(kFinalChannels, kFinalLanes), 0, stream>>>(partial_g, partial_gx, g, a,
+                                                                                        mean_g, slope);
+  check_launch("batch-norm + relu backward (merge)");
   if (a.dx == nullptr) return;
   // Pass 1 wrote g itself as the residual's gradient: reading it back is one tensor less than dy and y.
   if (a.dresidual != nullptr && a.dresidual_beta == 0.0f)
@@ -609,10 +633,28 @@ void backward_typed(const BatchNormReluBackward& a, const BatchNormGrid& grid, f
   check_launch("batch-norm + relu backward (data gradient)");
 }
 
-int tile_vectors_of(std::int64_t vectors) {
+// Channel vectors per block: a power of two up to `most`, no wider than the row.
+int tile_vectors_of(std::int64_t vectors, int most) {
   int tile_vectors = 1;
-  while (tile_vectors * 2 <= kMaxTileVectors && tile_vectors * 2 <= vectors) tile_vectors *= 2;
+  while (tile_vectors * 2 <= most && tile_vectors * 2 <= vectors) tile_vectors *= 2;
   return tile_vectors;
+}
+
+// One pass's grid: `blocks_per_sm` blocks on every SM, but at least `min_rows_per_thread` rows per thread.
+BatchNormPassGrid pass_grid(std::int64_t rows, std::int64_t vectors, int multiprocessors, int most_tile_vectors,
+                            int blocks_per_sm, int min_rows_per_thread) {
+  BatchNormPassGrid pass;
+  pass.tile_vectors = tile_vectors_of(vectors, most_tile_vectors);
+  pass.tiles = static_cast<int>((vectors + pass.tile_vectors - 1) / pass.tile_vectors);
+  const std::int64_t row_step = kBlock / pass.tile_vectors;
+  const std::int64_t wanted = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::max(multiprocessors, 1)) *
+                                                             blocks_per_sm / pass.tiles);
+  const std::int64_t most = std::max<std::int64_t>(1, (rows + row_step * min_rows_per_thread - 1) /
+                                                          (row_step * min_rows_per_thread));
+  const std::int64_t chunks = std::min(wanted, most);
+  pass.rows_per_chunk = ((rows + chunks - 1) / chunks + row_step - 1) / row_step * row_step;
+  pass.chunks = static_cast<int>((rows + pass.rows_per_chunk - 1) / pass.rows_per_chunk);
+  return pass;
 }
 
 }  // namespace
@@ -627,13 +669,16 @@ bool batch_norm_relu_supported(std::int64_t channels, DType type) {
 }
 
 std::size_t BatchNormGrid::workspace_bytes() const {
-  return static_cast<std::size_t>(2 * chunks * channels + 2 * channels) * sizeof(float);
+  // The forward's partials, or the backward's and its two coefficients per channel.
+  const std::int64_t floats = std::max<std::int64_t>(2 * static_cast<std::int64_t>(chunks) * channels,
+                                                     2 * static_cast<std::int64_t>(backward.chunks) * channels + 2 * channels);
+  return static_cast<std::size_t>(floats) * sizeof(float);
 }
 
 std::int64_t batch_norm_tickets(std::int64_t channels, DType type) {
   if (!batch_norm_relu_supported(channels, type)) return 0;
   const std::int64_t vectors = channels / vector_of(type);
-  const int tile_vectors = tile_vectors_of(vectors);
+  const int tile_vectors = tile_vectors_of(vectors, kMaxTileVectors);
   return (vectors + tile_vectors - 1) / tile_vectors;
 }
 
@@ -645,16 +690,14 @@ BatchNormGrid batch_norm_grid(std::int64_t rows, std::int64_t channels, DType ty
   grid.rows = rows;
   grid.channels = channels;
   const std::int64_t vectors = channels / vector_of(type);
-  grid.tile_vectors = tile_vectors_of(vectors);
-  grid.tiles = static_cast<int>((vectors + grid.tile_vectors - 1) / grid.tile_vectors);
-  const std::int64_t row_step = kBlock / grid.tile_vectors;
-  const std::int64_t wanted = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::max(multiprocessors, 1)) *
-                                                             kBlocksPerSm / grid.tiles);
-  const std::int64_t most = std::max<std::int64_t>(1, (rows + row_step * kMinRowsPerThread - 1) /
-                                                          (row_step * kMinRowsPerThread));
-  const std::int64_t chunks = std::min(wanted, most);
-  grid.rows_per_chunk = ((rows + chunks - 1) / chunks + row_step - 1) / row_step * row_step;
-  grid.chunks = static_cast<int>((rows + grid.rows_per_chunk - 1) / grid.rows_per_chunk);
+  const BatchNormPassGrid forward =
+      pass_grid(rows, vectors, multiprocessors, kMaxTileVectors, kBlocksPerSm, kMinRowsPerThread);
+  grid.tile_vectors = forward.tile_vectors;
+  grid.tiles = forward.tiles;
+  grid.chunks = forward.chunks;
+  grid.rows_per_chunk = forward.rows_per_chunk;
+  grid.backward = pass_grid(rows, vectors, multiprocessors, kBackwardMaxTileVectors, kBackwardBlocksPerSm,
+                            kBackwardMinRowsPerThread);
   return grid;
 }
 

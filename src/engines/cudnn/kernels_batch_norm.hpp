@@ -10,14 +10,21 @@
 // kernel gives each thread one 16-byte vector of channels (8 16-bit or 4
 // fp32 values) for a chunk of rows, so the per-channel parameters stay in
 // registers and loads are coalesced along the channels; blocks tile the
-// channels (4 vectors: 64 contiguous bytes of a row) and the rows (chunks),
-// one wave of 3 blocks of 256 threads per SM. Reductions are deterministic,
-// in fp32, without atomics on the values: each block merges its rows in
-// shared memory and writes one partial per (chunk, channel); then it draws a
-// ticket from its channel tile's counter, and the tile's last block merges
-// the tile's chunks in a fixed order (whichever block it is) and finishes
-// the statistics or gradients, in the same kernel. Two launches forward,
-// two backward (a separate merge kernel made it three each).
+// channels and the rows (chunks). Reductions are deterministic, in fp32,
+// without atomics on the values: each block merges its rows in shared memory
+// and writes one partial per (chunk, channel); the chunks are merged in a
+// fixed order.
+// - Forward: narrow tiles (4 vectors: 64 contiguous bytes of a row), one wave
+//   of 3 blocks of 256 threads per SM; after writing its partials a block
+//   draws a ticket from its channel tile's counter, and the tile's last block
+//   merges the tile's chunks (whichever block it is) and finishes the
+//   statistics, in the same kernel: two launches.
+// - Backward: the first design's grid, wide tiles (up to 32 vectors: 512 bytes
+//   of a row per warp), 8 blocks per SM asked for, and a separate merge kernel
+//   (one thread per channel and chunk lane): three launches. The forward's grid
+//   made the backward slower on an H200 (ResNet-50's backward batch-norms 4.69
+//   -> 5.77 ms tf32, 2.98 -> 3.51 bf16) while the forward's got faster (3.71 ->
+//   3.48, 2.59 -> 2.15): bench/results/2026-12-02/call10.
 //
 //   forward   statistics (per thread, sums about its first row's values,
 //             converted once to Welford's mean and m2; Chan's merge across
@@ -26,16 +33,16 @@
 //             then one pass y = relu(gamma (x - mean) invstd + beta [+ residual]).
 //   backward  g = dy where y > 0 (the mask read from y, or for bn_relu
 //             recomputed from x bit for bit as the forward computed it);
-//             pass 1 reduces sum(g) (dbeta) and sum(g xhat) (dgamma) and
-//             writes g as the residual's gradient; pass 2 writes
-//             dx = gamma invstd (g - sum(g)/M - xhat sum(g xhat)/M).
+//             pass 1 reduces partial sums of g (dbeta) and g xhat (dgamma)
+//             and writes g as the residual's gradient; pass 2 merges them;
+//             pass 3 writes dx = gamma invstd (g - sum(g)/M - xhat sum(g xhat)/M).
 //
-// The tickets: batch_norm_tickets(C, type) unsigned counters per direction,
+// The tickets: batch_norm_tickets(C, type) unsigned counters for the forward,
 // zeroed once when allocated and never written by anything else (not the
 // session's shared workspace, which cuDNN overwrites between our ops); each
 // launch leaves them 0 again (the last block resets its tile's), so CUDA-graph
-// replays need no memset. A forward and a backward that may run concurrently
-// need separate tickets.
+// replays need no memset. Forwards that may run concurrently need separate
+// tickets.
 //
 // Statistics, scale, shift and the gradients of gamma and beta are fp32 for
 // every data type (fp32, bf16, fp16), as cuDNN's batch-norm keeps them.
@@ -55,23 +62,30 @@ namespace crossbench::cudnn::kernels {
 // 16-byte vectors per row (every ResNet batch-norm: 64 to 2048 channels).
 [[nodiscard]] bool batch_norm_relu_supported(std::int64_t channels, DType type);
 
-// The launch geometry of one tensor's kernels (see the header comment).
-struct BatchNormGrid {
+// One pass's launch geometry: blocks tile the channels (tile_vectors 16-byte vectors each) and the rows (chunks).
+struct BatchNormPassGrid {
+  int tile_vectors = 1;  // channel vectors per block (a power of two)
+  int tiles = 1;         // blocks along the channels
+  int chunks = 1;        // blocks along the rows
+  std::int64_t rows_per_chunk = 0;
+};
+
+// The launch geometry of one tensor's kernels (see the header comment): the forward's (the base: narrow
+// tiles, one wave of 3 blocks per SM) and the backward's (wide tiles, 8 blocks per SM asked for).
+struct BatchNormGrid : BatchNormPassGrid {
   std::int64_t rows = 0;      // M = N*H*W
   std::int64_t channels = 0;  // C
-  int tile_vectors = 1;       // channel vectors per block (a power of two, at most 32)
-  int tiles = 1;              // blocks along the channels
-  int chunks = 1;             // blocks along the rows
-  std::int64_t rows_per_chunk = 0;
-  // [bytes] of scratch the kernels need (the partials of every chunk and two coefficients per channel);
-  // it may be shared with other ops between launches (the tickets may not).
+  BatchNormPassGrid backward;
+  // [bytes] of scratch the kernels need (the larger of the forward's partials and the backward's partials with
+  // two coefficients per channel); it may be shared with other ops between launches (the tickets may not).
   [[nodiscard]] std::size_t workspace_bytes() const;
 };
-// Enough blocks to fill `multiprocessors` SMs (one wave of 3 per SM), but at
-// least 4 rows per thread, so the partials stay under 2% of the tensor.
+// Each pass: enough blocks to fill `multiprocessors` SMs (forward one wave of 3
+// per SM, backward 8 per SM asked for), but at least 4 (forward) or 8
+// (backward) rows per thread, so the partials stay a few percent of the tensor.
 [[nodiscard]] BatchNormGrid batch_norm_grid(std::int64_t rows, std::int64_t channels, DType type,
                                             int multiprocessors);
-// The counters one forward or one backward launch of C channels of `type` draws tickets from (one per channel
+// The counters one forward launch of C channels of `type` draws tickets from (one per channel
 // tile: batch_norm_grid's tiles; 0 where the type or C is not supported). See the header comment.
 [[nodiscard]] std::int64_t batch_norm_tickets(std::int64_t channels, DType type);
 
@@ -112,7 +126,6 @@ struct BatchNormReluBackward {
   // The input's gradient, + beta * previous likewise, or nullptr (no input gradient needed).
   void* dx = nullptr;
   float dx_beta = 0;
-  unsigned int* tickets = nullptr;  // batch_norm_tickets counters, 0 before the launch (and left 0)
 };
 void batch_norm_relu_backward(const BatchNormReluBackward& args, const BatchNormGrid& grid, void* workspace,
                               cudaStream_t stream);

@@ -40,8 +40,8 @@ class BatchNorm final : public LayerImpl {
   bool mask_from_y = false;  // the backward reads the relu's mask from y (bn_add_relu) or recomputes it from x
   kernels::BatchNormGrid grid;
   Tensor x, y, gamma, beta, running_mean, running_variance, saved_mean, saved_inverse_std, reserve;
-  // The fused kernels' ticket counters (kernels_batch_norm.hpp): the forward's, then the backward's; zeroed
-  // once at initialisation, persistent, and left 0 by every launch (so graph replays need no memset).
+  // The fused forward's ticket counters (kernels_batch_norm.hpp): zeroed once at initialisation,
+  // persistent, and left 0 by every launch (so graph replays need no memset).
   Tensor tickets;
   std::int64_t tickets_per_pass = 0;
   Tensor dy, dx, dgamma, dbeta;
@@ -138,7 +138,6 @@ class BatchNorm final : public LayerImpl {
     a.dresidual_beta = dresidual_beta;
     a.dx = dx.valid() ? e.ptr(dx) : nullptr;
     a.dx_beta = dx_beta;
-    a.tickets = static_cast<unsigned int*>(e.ptr(tickets)) + tickets_per_pass;
     kernels::batch_norm_relu_backward(a, grid, fused_workspace(e), e.stream);
   }
 
@@ -214,11 +213,11 @@ void forward_batch_norm(Builder& b, int index) {
     bn->fused = true;
     bn->saved_mean = b.new_tensor(per_channel, DType::f32, b.label(index, "batch mean"));
     bn->saved_inverse_std = b.new_tensor(per_channel, DType::f32, b.label(index, "batch inverse std"));
-    // 32-bit counters in an fp32 tensor, forward and backward sets; the session's shared workspace cannot hold
+    // 32-bit counters in an fp32 tensor, for the forward; the session's shared workspace cannot hold
     // them (other ops overwrite it between ours). Zeroed once after the initialisation, not a b.initialise
     // constant: they are no step state (every launch leaves them 0), and check() need not save them.
     bn->tickets_per_pass = kernels::batch_norm_tickets(channels, bn->x.type);
-    bn->tickets = b.new_tensor({1, 2 * bn->tickets_per_pass, 1, 1}, DType::f32, b.label(index, "tickets"), true);
+    bn->tickets = b.new_tensor({1, bn->tickets_per_pass, 1, 1}, DType::f32, b.label(index, "tickets"), true);
     b.after_initialise.push_back([bn](const Exec& e) {
       CB_CHECK_CUDA(cudaMemsetAsync(e.ptr(bn->tickets), 0, static_cast<std::size_t>(bn->tickets.bytes()), e.stream));
     });
@@ -289,8 +288,7 @@ void backward_batch_norm_relu(Builder& b, const kit::FusedGroup& g) {
   find_parameter_gradients(b, g.batch_norm, *bn);
   bn->mask_from_y = g.residual >= 0;  // bn_relu recomputes the mask from x: one tensor less to read, twice
   std::vector<Tensor> touched{bn->x,     bn->dy,         bn->gamma,      bn->beta,
-                              bn->dgamma, bn->dbeta,     bn->saved_mean, bn->saved_inverse_std,
-                              bn->tickets};
+                              bn->dgamma, bn->dbeta,     bn->saved_mean, bn->saved_inverse_std};
   if (bn->mask_from_y) touched.push_back(bn->y);
   // The sinks in the unfused order: the add's contribution to the residual, then the batch-norm's to its input.
   // A first contribution to the residual's gradient is written over dy (each element read, then written,
