@@ -206,7 +206,7 @@ def test_jax_worker_refuses_an_unknown_timing(alexnet_graph, jax_interpreter):
 
 
 def test_jax_events_fall_back_to_device_paced_on_the_cpu_and_say_why(alexnet_graph, jax_interpreter):
-    """engine.jax_timing = events (the schema's default) on the CPU: no CUDA stream to put events
+    """engine.jax_timing = events on the CPU: no CUDA stream to put events
     on, so the worker times device-paced and its decisions name the fallback and the reason."""
     replies = converse(jax_interpreter, JAX_WORKER, alexnet_graph, timing="events")
     measured = replies["stepped"]

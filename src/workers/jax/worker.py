@@ -33,7 +33,8 @@ Conventions are those of src/workers/pytorch/model.py (and the oneDNN engine):
 - jit once: the steps are compiled in prepare (untimed, time reported); every
   trace is counted, and a trace during the timed steps (a retrace) is recorded
   in ``decisions``.
-- timing (``engine.jax_timing``, recorded in ``decisions``): ``events`` (the default): CUDA events on
+- timing (``engine.jax_timing``, recorded in ``decisions``): ``device-paced`` is the default (below).
+  ``events``: CUDA events on
   XLA's own stream around each step, as the cudnn engine and PyTorch time theirs (step_events.py:
   two XLA FFI handlers of libcrossbench_jax_events.so record a start and an end event, each in a
   tiny jitted program dispatched just before and just after the step; PjRt runs a device's programs
@@ -42,6 +43,9 @@ Conventions are those of src/workers/pytorch/model.py (and the oneDNN engine):
   cudaEventElapsedTime of its own step [ms], read once its end has passed. Where events cannot be
   had (the library not built or not found, not a CUDA device, its registration or a first
   start/end pair failing) the worker falls back to device-paced and ``decisions`` says why.
+  Measured on an H200 (bench/results/2026-12-02/call11) the events bracket read 11-13% above an
+  untraced loop of the step, device-paced 1-4%: the two extra programs cost the host a dispatch
+  each per step, the host falls behind, and the bracket holds the device's wait; not the default.
   ``device-paced`` dispatches steps k+1 .. k+STEPS_QUEUED before it waits for step k's result and
   takes each step's time as the interval between consecutive completions seen by the host
   (time.perf_counter after block_until_ready); the device always has the next steps queued, so
