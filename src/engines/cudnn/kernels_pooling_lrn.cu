@@ -185,37 +185,67 @@ __device__ __forceinline__ void scatter_window(const T* __restrict__ dy, const s
 }
 
 // Any windows (overlapping, padded, ceil mode): a thread per input vector.
-template <typename T, int V, typename I>
+// K > 0: the window is K x K at compile time, so at most K windows per
+// dimension hold an input (stride 1; fewer for larger strides): their argmax
+// bytes and gradients are all loaded before the first is added, as the
+// forward does (the run-time loop, K = 0, waits on each window's loads in
+// turn). Both add in the same order (oh, then ow, ascending): bit for bit alike.
+template <typename T, int V, typename I, int K>
 __device__ __forceinline__ void gather_windows(const T* __restrict__ dy, const std::uint8_t* __restrict__ argmax,
                                                T* __restrict__ dx, const PoolShape& s, const PoolGeometry& g,
                                                float beta, const PoolPlace& at) {
   const int row = at.row, n = at.n, h = at.y, w = at.x, c = at.c;  // row: n * in_h + h
+  const int kernel = K > 0 ? K : g.kernel;
   // Windows whose span [o * stride - padding, + kernel) holds h (and w).
   const int hp = h + g.padding, wp = w + g.padding;
-  const int oh_lo = hp < g.kernel ? 0 : (hp - g.kernel) / g.stride + 1;
-  const int ow_lo = wp < g.kernel ? 0 : (wp - g.kernel) / g.stride + 1;
+  const int oh_lo = hp < kernel ? 0 : (hp - kernel) / g.stride + 1;
+  const int ow_lo = wp < kernel ? 0 : (wp - kernel) / g.stride + 1;
   const int oh_hi = min(hp / g.stride, s.out_h - 1), ow_hi = min(wp / g.stride, s.out_w - 1);
   const I image_row = static_cast<I>(n) * s.out_h;
   float sum[V];
 #pragma unroll
   for (int j = 0; j < V; ++j) sum[j] = 0;
-  for (int oh = oh_lo; oh <= oh_hi; ++oh) {
-    const I line = (image_row + oh) * s.out_w;
-    for (int ow = ow_lo; ow <= ow_hi; ++ow) {
-      const I o = (line + ow) * s.channels + c;
-      const int position = (hp - oh * g.stride) * g.kernel + (wp - ow * g.stride);
-      const LaneBytes<V> where = *reinterpret_cast<const LaneBytes<V>*>(argmax + o);
-      const Lanes<T, V> gradient = *reinterpret_cast<const Lanes<T, V>*>(dy + o);
+  if constexpr (K > 0) {
+    LaneBytes<V> where[K * K];
+    Lanes<T, V> gradient[K * K];
 #pragma unroll
-      for (int j = 0; j < V; ++j)
-        if (where.b[j] == position) sum[j] += to_float(gradient.v[j]);
+    for (int a = 0; a < K; ++a)
+#pragma unroll
+      for (int b = 0; b < K; ++b)
+        if (oh_lo + a <= oh_hi && ow_lo + b <= ow_hi) {
+          const I o = ((image_row + oh_lo + a) * s.out_w + ow_lo + b) * s.channels + c;
+          where[a * K + b] = *reinterpret_cast<const LaneBytes<V>*>(argmax + o);
+          gradient[a * K + b] = *reinterpret_cast<const Lanes<T, V>*>(dy + o);
+        }
+#pragma unroll
+    for (int a = 0; a < K; ++a)
+#pragma unroll
+      for (int b = 0; b < K; ++b)
+        if (oh_lo + a <= oh_hi && ow_lo + b <= ow_hi) {
+          const int position = (hp - (oh_lo + a) * g.stride) * K + (wp - (ow_lo + b) * g.stride);
+#pragma unroll
+          for (int j = 0; j < V; ++j)
+            if (where[a * K + b].b[j] == position) sum[j] += to_float(gradient[a * K + b].v[j]);
+        }
+  } else {
+    for (int oh = oh_lo; oh <= oh_hi; ++oh) {
+      const I line = (image_row + oh) * s.out_w;
+      for (int ow = ow_lo; ow <= ow_hi; ++ow) {
+        const I o = (line + ow) * s.channels + c;
+        const int position = (hp - oh * g.stride) * kernel + (wp - ow * g.stride);
+        const LaneBytes<V> where = *reinterpret_cast<const LaneBytes<V>*>(argmax + o);
+        const Lanes<T, V> gradient = *reinterpret_cast<const Lanes<T, V>*>(dy + o);
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+          if (where.b[j] == position) sum[j] += to_float(gradient.v[j]);
+      }
     }
   }
   store_pool_gradient<T, V, I>(dx, (static_cast<I>(row) * s.in_w + w) * s.channels + c, sum, beta);
 }
 
 // The backward: the scatter over output rows where windows are disjoint, else the gather over input rows.
-template <typename T, int V, typename I, bool kDisjoint>
+template <typename T, int V, typename I, bool kDisjoint, int K = 0>
 __global__ void __launch_bounds__(kPoolThreads)
     max_pool_nhwc_backward_kernel(const T* __restrict__ dy, const std::uint8_t* __restrict__ argmax,
                                   T* __restrict__ dx, PoolShape s, PoolGeometry g, float beta) {
@@ -224,7 +254,7 @@ __global__ void __launch_bounds__(kPoolThreads)
     if (at.inside) scatter_window<T, V, I>(dy, argmax, dx, s, g.kernel, beta, at);
   } else {
     const PoolPlace at = pool_place<V>(s.in_h, s.in_w, s.channels);
-    if (at.inside) gather_windows<T, V, I>(dy, argmax, dx, s, g, beta, at);
+    if (at.inside) gather_windows<T, V, I, K>(dy, argmax, dx, s, g, beta, at);
   }
 }
 
@@ -289,9 +319,11 @@ struct PoolBackward {
           <<<pool_grid(static_cast<std::int64_t>(s.images) * s.out_h, static_cast<std::int64_t>(s.out_w) * vectors),
              kPoolThreads, 0, stream>>>(gradient, argmax, target, s, g, beta);
     } else {
-      max_pool_nhwc_backward_kernel<T, V, I, false>
-          <<<pool_grid(static_cast<std::int64_t>(s.images) * s.in_h, static_cast<std::int64_t>(s.in_w) * vectors),
-             kPoolThreads, 0, stream>>>(gradient, argmax, target, s, g, beta);
+      const dim3 grid = pool_grid(static_cast<std::int64_t>(s.images) * s.in_h, static_cast<std::int64_t>(s.in_w) * vectors);
+      if (g.kernel == 3)  // the seed networks' overlapping windows (GoogLeNet's, ResNet's, AlexNet's 3x3) at compile time
+        max_pool_nhwc_backward_kernel<T, V, I, false, 3><<<grid, kPoolThreads, 0, stream>>>(gradient, argmax, target, s, g, beta);
+      else
+        max_pool_nhwc_backward_kernel<T, V, I, false><<<grid, kPoolThreads, 0, stream>>>(gradient, argmax, target, s, g, beta);
     }
   }
   static void run(const void* dy, const std::uint8_t* argmax, void* dx, PoolShape s, PoolGeometry g, float beta,
