@@ -439,7 +439,12 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
       default_pytorch='python3 -u {workers}/pytorch/worker.py' default_jax='python3 -u {workers}/jax/worker.py'
       pytorch_worker=${STUDY_PYTORCH_WORKER:-$default_pytorch} jax_worker=${STUDY_JAX_WORKER:-$default_jax}
       stage_start=$SECONDS
-      timeout --preserve-status -k $((grace + 30)) "$TLIMIT" $runner run "${matrix[@]}" \
+      # The study's share of the stage: STUDY_BESIDE_S (90) stay for the cudnn cells beside this call's
+      # framework cells (below), where the stage has a minute of study besides; else none are measured.
+      beside_s=0
+      [ "$stage" = study ] && [ "$TLIMIT" -gt $((${STUDY_BESIDE_S:-90} + 60)) ] && beside_s=${STUDY_BESIDE_S:-90}
+      study_limit=$((TLIMIT - beside_s))
+      timeout --preserve-status -k $((grace + 30)) "$study_limit" $runner run "${matrix[@]}" \
         --set "workers.pytorch=$pytorch_worker" --set "workers.pytorch-compile=$pytorch_worker --compile" \
         --set "workers.jax=$jax_worker" \
         --algo-cache "$dir/algorithms.json" --compile-cache "$cache" --stop-grace-s "$grace" \
@@ -453,8 +458,26 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
         137|143) echo "$name: killed after the grace (exit $rc): the journal holds every finished cell; copy $OUT/$name/ back to $dir and call again" ;;
         *) echo "$name: crossbench exit $rc (see $dir/$name.log)" ;;
       esac
+      # Issue 24: every framework cell against cudnn on the same GPU in the same call. The cudnn cells of the
+      # (network, precision, phase) whose framework cells this call's segment finished, again, with the warm
+      # algorithm cache: $dir/beside_s<segment>.h5 (bench/study_beside.py pairs them: `table`).
+      if [ "$beside_s" -gt 0 ] && [ -f "$cube.journal" ]; then
+        mapfile -t beside < <(python3 bench/study_beside.py filter "$cube.journal")
+        if [ "${#beside[@]}" -eq 2 ]; then
+          timeout "$beside_s" $CB run --job jobs/seed2017.ini --set matrix.engines=cudnn \
+            --set "matrix.networks=${STUDY_NETWORKS:-alexnet,overfeat,vgg11,googlenet,resnet50,resnet101,resnet152}" \
+            --set "matrix.precisions=${STUDY_PRECISIONS:-fp32,tf32,bf16,amp-bf16}" \
+            --set "matrix.batches=${STUDY_BATCHES:-64}" --set matrix.phases=inference,training \
+            --set measure.min_steps="${STUDY_STEPS:-100}" --set measure.target_ci=0.02 ${STUDY_ARGS:-} \
+            --algo-cache "$dir/algorithms.json" --filter "${beside[0]}" \
+            --output "$dir/beside_s${beside[1]}.h5" >"$dir/beside_s${beside[1]}.log" 2>&1
+          echo "$name: cudnn beside segment ${beside[1]}'s framework cells: exit $? ($dir/beside_s${beside[1]}.h5)"
+        else
+          echo "$name: no framework cell finished in this call: no cudnn cells beside it"
+        fi
+      fi
       mkdir -p "$OUT/$name"
-      cp -p "$cube" "$cube.journal" "$dir/$name.log" "$OUT/$name/" 2>/dev/null
+      cp -p "$cube" "$cube.journal" "$dir/$name.log" "$dir"/beside_s*.h5 "$dir"/beside_s*.log "$OUT/$name/" 2>/dev/null
       [ -f "$dir/algorithms.json" ] && cp -p "$dir/algorithms.json" "$OUT/$name/"
       if [ "$cache" = "$dir/compile-cache" ] && [ -d "$cache" ]; then
         cache_mb=$(du -sm "$cache" | cut -f1)

@@ -98,3 +98,23 @@ def test_the_default_folder_is_carried_by_the_working_tree():
                              cwd=REPO).returncode
     assert ignored == 1  # 1: not ignored
     assert "bench/results/2026-12-02/study" in (REPO / "bench" / "gpu_session.sh").read_text()
+
+
+def test_each_call_measures_cudnn_beside_the_framework_cells_it_finished(tmp_path, crossbench_binary):
+    """Issue 24: a framework cell is compared with cudnn measured on the same GPU in the same call, so
+    after its segment the stage runs the cudnn cells of the framework cells that segment finished
+    (beside_s<segment>.h5; on the CPU they are `unsupported`, on the GPU measured)."""
+    if subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode != 0:
+        import pytest
+        pytest.skip("Debian's python3-torch is not installed")
+    study = tmp_path / "tree" / "study"
+    cells = dict(STUDY_ENGINES="cudnn,pytorch", STUDY_NETWORKS="alexnet", STUDY_PRECISIONS="fp32",
+                 STUDY_BATCHES="2", STUDY_PYTORCH_WORKER="/usr/bin/python3 -u {workers}/pytorch/worker.py",
+                 STUDY_STEPS="5", STUDY_ARGS="--set measure.max_steps=5 --set measure.warmup=1")
+    done = stage(tmp_path, crossbench_binary, study, **cells)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"study: cudnn beside segment 0's framework cells: exit 0 ({study}/beside_s0.h5)" in done.stdout, done.stdout
+    assert (tmp_path / "out" / "study" / "beside_s0.h5").exists()
+    beside = load(study / "beside_s0.h5").cells
+    assert set(beside["engine"]) == {"cudnn"} and len(beside) == 2
+    assert set(beside["phase"]) == {"inference", "training"} and set(beside["batch"]) == {2}
