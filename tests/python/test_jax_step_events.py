@@ -139,10 +139,11 @@ def gpu_python():
 
 
 def test_events_time_the_workers_steps_on_the_gpu(tmp_path):
-    """On the GPU: alexnet tf32 training at batch 16 timed by events, then device-paced, in one
-    process. Every events sample is positive and finite, the decisions name events and the library,
-    and the medians agree within 25% (events time each step alone, device-paced the interval
-    between completions: near each other while the device never waits; the 1% comparison is
+    """On the GPU: alexnet tf32 training at batch 16 timed by events (recorded inside the step's own
+    program), then device-paced, in one process. Every events sample is positive and finite, the
+    decisions name events and the library (no fallback, no retrace), and the medians agree within
+    10% (events time each step alone, device-paced the interval between completions: equal while
+    the device never waits, as the one dispatch per step lets it; the 1% comparison is
     bench/gpu_jax_clock.py's, over many more steps)."""
     if not BUILT.exists():
         pytest.skip(f"{BUILT} not built")
@@ -164,9 +165,11 @@ def test_events_time_the_workers_steps_on_the_gpu(tmp_path):
     events, paced = result["events"], result["device-paced"]
     assert events["timing"] == "events", events["decisions"]
     assert " timing=events(" in events["decisions"] and "step_events=" in events["decisions"], events["decisions"]
+    assert "timing_fallback" not in events["decisions"], events["decisions"]
+    assert "timed_steps: retraces=0" in events["decisions"], events["decisions"]
     assert len(events["samples"]) == 60
     assert all(0 < t < 1e4 for t in events["samples"]), events["samples"]  # [ms], finite
     e = sorted(events["samples"])[30]
     c = sorted(paced["samples"])[30]
-    print(f"alexnet tf32 training b16: events median {e:.4f} ms, device-paced {c:.4f} ms, c/e {c / e:.4f}")
-    assert 0.75 < c / e < 1.25, (events["samples"], paced["samples"])
+    print(f"alexnet tf32 training b16: events median {e:.4f} ms, device-paced {c:.4f} ms, e/c {e / c:.4f}")
+    assert 0.9 < e / c < 1.1, (events["samples"], paced["samples"])

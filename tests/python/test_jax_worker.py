@@ -303,54 +303,129 @@ def test_jax_dropout_masks_drawn_in_the_step_are_the_host_masks(alexnet_graph, j
     assert int(done.stdout.split()[-1]) == 2 * 5 * 2 * (256 * 6 * 6 + 4096)
 
 
-EVENTS_LOOP_CHECK = r"""
+EVENTS_CHECK = r"""
 import json, sys
+import numpy as np
 sys.path.insert(0, sys.argv[1])
-import worker
+import worker, step_events
 import jax, jax.numpy as jnp
+from jax.experimental import io_callback
 adapter = worker.JaxAdapter()
 assert adapter.hello()["status"] == "ok"
 graph = json.load(open(sys.argv[2]))
-request = dict(type="prepare", cell=dict(network=graph["name"], precision="fp32", batch=1, phase="inference",
-                                         replica=0), graph=graph, threads=1,
-               settings={"measure.seed": 42, "measure.update": "none", "measure.learning_rate": 0.01,
-                         "engine.layout": "auto", "engine.compile_mode": "reduce-overhead",
-                         "engine.compile_cache": "none", "engine.jax_timing": "events"})
-session = adapter.prepare(request)
-calls, read = [], []
+calls, read, dispatched = [], [], []
 
-class Events:  # step_events.StepEvents' interface, recording what the worker asks of it
+class StandIn(step_events.Bracket):
+    # The library's part on the CPU: the two FFI calls become ordered host callbacks inside the
+    # step's program (the library is CUDA-only), the ring becomes counters and a log.
     ring_size = 16
+    def __init__(self):
+        super().__init__(jax)
+        self.token = jax.ShapeDtypeStruct((), jnp.float32)
+    def start_token(self):
+        return io_callback(lambda: (calls.append("start"), np.float32(0))[1], self.token, ordered=True)
+    def end_token(self, *operands):
+        def end(*values):
+            calls.append(("end", len(values)))
+            return np.float32(0)
+        return io_callback(end, self.token, *operands, ordered=True)
     def reset(self): calls.append("reset")
-    def start(self): calls.append("start"); return jnp.zeros(())
-    def end(self): calls.append("end"); return jnp.zeros(())
     def elapsed_ms(self, step):
-        read.append((step, calls.count("start")))
+        read.append((step, len(dispatched)))  # steps the host had dispatched when step k was read
         return 1.0 + step
-    def describe(self): return "fake"
+    def describe(self): return "stand-in"
 
-session.events, session.timing = Events(), worker.EVENTS
+stand_in = StandIn()
+worker.StepEvents = type("Opens", (), {"open": staticmethod(lambda jax, device: (stand_in, None))})
+
+def request(phase):
+    return dict(type="prepare", cell=dict(network=graph["name"], precision="fp32", batch=1, phase=phase, replica=0),
+                graph=graph, threads=1,
+                settings={"measure.seed": 42, "measure.update": "none", "measure.learning_rate": 0.01,
+                          "engine.layout": "auto", "engine.compile_mode": "reduce-overhead",
+                          "engine.compile_cache": "none", "engine.jax_timing": "events"})
+
+result = {}
+# Inference: the loop's slots and reads.
+session = adapter.prepare(request("inference"))
+result["prepare_calls"] = [c if isinstance(c, str) else list(c) for c in calls]
+del calls[:]
 dispatch = session._dispatch
-session._dispatch = lambda states: (calls.append("step"), dispatch(states))[1]
-times = session.run_steps(6, 300, False)
-print(json.dumps(dict(times=times, calls=calls, read=read, decisions=session.decisions())))
+session._dispatch = lambda states, events=False: (dispatched.append(events), dispatch(states, events))[1]
+result["times"] = session.run_steps(6, 300, False)
+result["dispatched"] = dispatched
+result["calls"] = [c if isinstance(c, str) else list(c) for c in calls]
+result["read"] = list(read)
+result["inference_decisions"] = session.decisions()
+session.release()
+
+# Training: the program's wiring, seen in its jaxpr.
+session = adapter.prepare(request("training"))
+states = session._step_args()
+inner = jax.make_jaxpr(session._train_events)(session.params, session.x, session.labels, states).jaxpr
+(call,) = inner.eqns
+program = call.params["jaxpr"].jaxpr
+first, barrier_in, last = program.eqns[0], program.eqns[1], program.eqns[-1]
+barrier_out = program.eqns[-2]
+names = lambda vs: [str(v) for v in vs]
+outputs = names(program.outvars)
+result["wiring"] = dict(
+    first=first.primitive.name, first_inputs=len(first.invars),
+    barrier_in=barrier_in.primitive.name,
+    barrier_in_takes_every_input_and_the_start=names(barrier_in.invars) == names(program.invars) + names(first.outvars),
+    barrier_out=barrier_out.primitive.name,
+    last=last.primitive.name,
+    end_takes_every_computed_output_and_the_start=(
+        names(last.invars) == names(barrier_out.outvars) + [names(barrier_in.outvars)[-1]]),
+    outputs_are_the_barriers_and_the_end=outputs == names(barrier_out.outvars) + names(last.outvars),
+    computed=len(barrier_out.outvars), parameters=len(session.params),
+    between=sorted({e.primitive.name for e in program.eqns[2:-2]} & {"io_callback", "optimization_barrier"}))
+session.run_steps(1, 300, True)
+session.run_steps(2, 300, False)
+checked = session.check()
+plain_states = jax.device_put(session.net.dropout_states(0), session.device)  # check()'s step
+loss, grads, _, logits = session._train(session.params, session.x, session.labels, plain_states)
+result["check_loss"], result["plain_loss"] = checked["loss"], float(loss)
+result["check_gradient_norm"] = checked["gradient_norm"]
+result["plain_gradient_norm"] = float(np.sqrt(sum(float(np.square(np.asarray(g, np.float64)).sum()) for g in grads)))
+result["training_decisions"] = session.decisions()
+print(json.dumps(result))
 """
 
 
-def test_jax_events_loop_brackets_each_step_and_reads_its_own_slot(alexnet_graph, jax_interpreter, tmp_path):
-    """The events loop (run_events) with a stand-in for the library, on the CPU: each step is
-    dispatched between a start and an end, the ring is reset before the batch, step k's time is read
-    from slot k with at most STEPS_QUEUED (3) later steps started, and one sample per step."""
+def test_jax_events_inside_the_step_bracket_it_and_read_each_slot(alexnet_graph, jax_interpreter, tmp_path):
+    """engine.jax_timing = events with a CPU stand-in for the library (ordered host callbacks in place
+    of its two FFI calls, StepEvents.bracket's own wiring): each step is one program holding its
+    start and end; the ring is reset before each batch; step k's time is read from slot k with at
+    most STEPS_QUEUED (3) later steps dispatched; one sample per step; no retrace. In the training
+    step's program the start call comes first, one barrier ties every input to it, every output the
+    step computes passes through one barrier into the end call (with the start's token), the
+    parameters returned unchanged are left out, and check() on the events program agrees with the
+    plain step."""
     graph = tmp_path / "alexnet.json"
     graph.write_text(json.dumps(alexnet_graph))
-    done = subprocess.run([jax_interpreter, "-c", EVENTS_LOOP_CHECK, str(JAX_WORKER.parent), str(graph)],
-                          capture_output=True, text=True, timeout=600,
+    done = subprocess.run([jax_interpreter, "-c", EVENTS_CHECK, str(JAX_WORKER.parent), str(graph)],
+                          capture_output=True, text=True, timeout=900,
                           env=dict(os.environ, CUDA_VISIBLE_DEVICES="", JAX_PLATFORMS="cpu"))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["prepare_calls"] == ["start", ["end", 2]]  # step 0, the compile: logits and the start's token
     assert result["times"] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
-    assert result["calls"] == ["reset"] + ["start", "step", "end"] * 6
-    # step k read after steps 0..k+3 started (k+1+3 starts), never more, fewer at the end
+    assert result["calls"] == ["reset"] + ["start", ["end", 2]] * 6
+    assert result["dispatched"] == [True] * 6  # one program per step: the events step
+    # step k read after steps 0..k+3 were dispatched (k+1+3), never more, fewer at the end
     assert [step for step, _ in result["read"]] == [0, 1, 2, 3, 4, 5]
-    assert [started for _, started in result["read"]] == [4, 5, 6, 6, 6, 6]
-    assert " timing=events(" in result["decisions"] and "step_events=fake" in result["decisions"]
+    assert [dispatched for _, dispatched in result["read"]] == [4, 5, 6, 6, 6, 6]
+    assert " timing=events(" in result["inference_decisions"] and "step_events=stand-in" in result["inference_decisions"]
+    assert "timed_steps: retraces=0" in result["inference_decisions"], result["inference_decisions"]
+    wiring = result["wiring"]
+    assert wiring["first"] == "io_callback" and wiring["first_inputs"] == 0, wiring
+    assert wiring["barrier_in"] == "optimization_barrier" and wiring["barrier_in_takes_every_input_and_the_start"], wiring
+    assert wiring["barrier_out"] == "optimization_barrier" and wiring["last"] == "io_callback", wiring
+    assert wiring["end_takes_every_computed_output_and_the_start"], wiring
+    assert wiring["outputs_are_the_barriers_and_the_end"], wiring
+    assert wiring["between"] == [], wiring  # no other event call or barrier inside the step
+    assert wiring["computed"] == wiring["parameters"] + 2, wiring  # loss, every gradient, logits; no parameter
+    assert result["check_loss"] == pytest.approx(result["plain_loss"], rel=1e-6)
+    assert result["check_gradient_norm"] == pytest.approx(result["plain_gradient_norm"], rel=1e-6)
+    assert "timed_steps: retraces=0" in result["training_decisions"], result["training_decisions"]

@@ -1,17 +1,33 @@
-"""CUDA events on XLA's own stream around the JAX worker's steps (``engine.jax_timing = events``).
+"""CUDA events on XLA's own stream inside the JAX worker's steps (``engine.jax_timing = events``).
 
 libcrossbench_jax_events.so (src/workers/jax/events/, built by CMake where jaxlib's FFI headers
 are found) holds two XLA FFI handlers: ``crossbench_step_start`` records a step's start event on
-the stream XLA runs it on, ``crossbench_step_end`` the step's end event. Each is registered as a
-custom-call target of the CUDA platform and jitted alone into a tiny program (one custom call, an
-unwritten f32 scalar as its result, ``has_side_effect`` so XLA keeps it). The worker dispatches
-start, the step, end: PjRt enqueues every program of a device, in dispatch order, on that device's
-one compute stream (xla/pjrt/pjrt_stream_executor_client.cc: each execution's stream is
-``device_state->compute_stream()``; streams an XLA program forks for its own concurrent work join
-it again before the program ends), so the two events bracket exactly the step's kernels, as CUDA
-events bracket a step on the cudnn engine's and PyTorch's streams. Step i's events sit in slot
-i % ring size of the library's ring; its time is read (cudaEventElapsedTime [ms]) once its end
-program's result is ready, i.e. once the end event has been recorded and passed.
+the stream XLA runs it on, ``crossbench_step_end`` the step's end event. Both are custom-call
+targets of the CUDA platform called INSIDE the step's own jitted program (``StepEvents.bracket``),
+so a step is still one dispatch:
+
+  start = the start call (``has_side_effect``: never removed; an unwritten f32 scalar as result)
+  inputs = optimization_barrier((every input of the step, start))   # no op of the step before it
+  outputs = step(inputs)
+  outputs = optimization_barrier(every output the step computes)    # all of them together
+  end = the end call(outputs..., start)                             # operands only waited for
+  return outputs, end
+
+``has_side_effect`` keeps a custom call from being removed or duplicated, not in program order
+(XLA orders only by data; openxla/stablehlo#1365): the order comes from the data dependencies
+above. XLA's GPU compiler schedules the program with the barriers in place and removes them after
+scheduling (OptimizationBarrierExpander in its post-scheduling pipeline, which keeps the schedule),
+and runs the scheduled thunks in order on the program's one stream; so the start event precedes
+every kernel that reads an input, and the end event follows every kernel whose output the step
+returns. Neither handler declares the command-buffer trait, so XLA's command-buffer (CUDA graph)
+scheduling keeps both out of its graphs: a graph ends before such a custom call and a new one may
+start after it (command_buffer_scheduling.cc), and the handlers run on every execution. Inputs the
+step returns unchanged (the parameters of a training step without update) are left out of the
+events program's outputs: XLA would add a copy of each (a parameter live out of the program) that
+no barrier orders, which may fall outside the bracket (the plain step still returns and copies
+them; DESIGN.md, Measurement "One clock"). Step i's events sit in slot i % ring size of the
+library's ring (each start takes the next slot, its end records that slot's end); its time is read
+(cudaEventElapsedTime [ms]) once the step's outputs are ready.
 
 Where the library is looked for, first found wins:
   $CROSSBENCH_JAX_EVENTS_LIBRARY (a path: only that one),
@@ -95,27 +111,70 @@ def _ffi_module(jax):
     return ffi
 
 
-class StepEvents:
-    """The library's ring seen from the worker: start() and end() dispatch the two tiny programs
-    (asynchronously, like the step), elapsed_ms(i) reads step i's time since the last reset()."""
+class Bracket:
+    """Start and end events inside a jitted step; subclasses give the two calls: start_token()
+    (no operand) and end_token(*operands), each traced into the program and returning an f32
+    scalar. StepEvents gives the library's FFI calls; the worker's tests give a CPU stand-in."""
+
+    def __init__(self, jax):
+        self.jax = jax
+
+    def start_token(self):
+        raise NotImplementedError
+
+    def end_token(self, *operands):
+        raise NotImplementedError
+
+    def bracket(self, step):
+        """`step` wrapped for jax.jit: f(*args) -> (step(*args), end token), with the start call
+        before every op of the step and the end call after every output it computes (the module's
+        docstring). Outputs that are inputs returned unchanged come back as None."""
+        jax = self.jax
+
+        def bracketed(*args):
+            start = self.start_token()
+            args, start = jax.lax.optimization_barrier((args, start))
+            tied = {id(leaf) for leaf in jax.tree_util.tree_leaves(args)}
+            leaves, tree = jax.tree_util.tree_flatten(step(*args), is_leaf=lambda leaf: leaf is None)
+            computed = [i for i, leaf in enumerate(leaves) if leaf is not None and id(leaf) not in tied]
+            outputs = jax.lax.optimization_barrier([leaves[i] for i in computed])
+            returned = [None] * len(leaves)
+            for i, output in zip(computed, outputs):
+                returned[i] = output
+            # The start's token too: every output of both barriers has a user, so none is pruned.
+            end = self.end_token(*outputs, start)
+            return jax.tree_util.tree_unflatten(tree, returned), end
+
+        return bracketed
+
+
+class StepEvents(Bracket):
+    """The library's ring seen from the worker: bracket(step) puts its two FFI calls into a step's
+    program, elapsed_ms(i) reads step i's time since the last reset()."""
 
     def __init__(self, jax, library, path):
         import jax.numpy as jnp
 
-        self.jax = jax
+        super().__init__(jax)
         self.library = library
         self.path = path
         self.ring_size = int(library.crossbench_step_events_ring_size())
         ffi = _ffi_module(jax)
         token = jax.ShapeDtypeStruct((), jnp.float32)  # the handlers' unwritten result
-        self._start = jax.jit(ffi.ffi_call(START_TARGET, token, has_side_effect=True))
-        self._end = jax.jit(ffi.ffi_call(END_TARGET, token, has_side_effect=True))
+        self._start = ffi.ffi_call(START_TARGET, token, has_side_effect=True)
+        self._end = ffi.ffi_call(END_TARGET, token, has_side_effect=True)
+
+    def start_token(self):
+        return self._start()
+
+    def end_token(self, *operands):
+        return self._end(*operands)
 
     @classmethod
     def open(cls, jax, device):
         """(StepEvents, None) ready to time steps on `device`, or (None, why not). Registers the
-        handlers once per process, then runs one start/end pair (compiling both programs, untimed)
-        and reads it back, so that a library XLA cannot call fails here, not in the timed steps."""
+        handlers once per process, then runs one tiny bracketed program (untimed) and reads its
+        time back, so that a library XLA cannot call fails here, not in the step's compile."""
         global _registered_from
         if not is_cuda(device):
             return None, f"not a CUDA device ({device.platform})"
@@ -135,23 +194,15 @@ class StepEvents:
         try:
             events = cls(jax, library, where)
             events.reset()
-            jax.block_until_ready(events.start())
-            jax.block_until_ready(events.end())
+            tiny = jax.jit(events.bracket(lambda x: x + 1))
+            jax.block_until_ready(tiny(jax.device_put(jax.numpy.zeros((), jax.numpy.float32), device)))
             first = events.elapsed_ms(0)
             events.reset()
         except Exception as error:  # noqa: BLE001
-            return None, f"a first start/end pair failed on {device}: {type(error).__name__}: {error}"
+            return None, f"a first bracketed program failed on {device}: {type(error).__name__}: {error}"
         if not math.isfinite(first) or first < 0:
-            return None, f"a first start/end pair read {first} ms"
+            return None, f"a first bracketed program read {first} ms"
         return events, None
-
-    def start(self):
-        """Dispatches the next step's start event (the program's unwritten output)."""
-        return self._start()
-
-    def end(self):
-        """Dispatches the open step's end event; its output is ready once the end event has passed."""
-        return self._end()
 
     def reset(self):
         self.library.crossbench_step_events_reset()

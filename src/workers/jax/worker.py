@@ -35,17 +35,18 @@ Conventions are those of src/workers/pytorch/model.py (and the oneDNN engine):
   in ``decisions``.
 - timing (``engine.jax_timing``, recorded in ``decisions``): ``device-paced`` is the default (below).
   ``events``: CUDA events on
-  XLA's own stream around each step, as the cudnn engine and PyTorch time theirs (step_events.py:
-  two XLA FFI handlers of libcrossbench_jax_events.so record a start and an end event, each in a
-  tiny jitted program dispatched just before and just after the step; PjRt runs a device's programs
-  in order on one compute stream, so they bracket exactly the step's kernels). STEPS_QUEUED steps
-  stay in flight as with device-paced, so the device never waits for the host; each sample is
-  cudaEventElapsedTime of its own step [ms], read once its end has passed. Where events cannot be
-  had (the library not built or not found, not a CUDA device, its registration or a first
-  start/end pair failing) the worker falls back to device-paced and ``decisions`` says why.
-  Measured on an H200 (bench/results/2026-12-02/call11) the events bracket read 11-13% above an
-  untraced loop of the step, device-paced 1-4%: the two extra programs cost the host a dispatch
-  each per step, the host falls behind, and the bracket holds the device's wait; not the default.
+  XLA's own stream around each step, as the cudnn engine and PyTorch time theirs, recorded INSIDE
+  the step's own jitted program (step_events.py: two XLA FFI handlers of
+  libcrossbench_jax_events.so; the start call first, every input of the step tied to it by an
+  optimization barrier, every output the step computes passed through one barrier into the end
+  call), so each step is still one dispatch. STEPS_QUEUED steps stay in flight as with
+  device-paced, so the device never waits for the host; each sample is cudaEventElapsedTime of its
+  own step [ms], read once its outputs are ready. Where events cannot be had (the library not built
+  or not found, not a CUDA device, its registration, a first bracketed program or the step's own
+  first run with events failing) the worker falls back to device-paced and ``decisions`` says why.
+  NOT YET MEASURED on a GPU; device-paced stays the default until it is. (The earlier events, two
+  tiny programs dispatched around the step, read 11-13% above an untraced loop of the step on an
+  H200, bench/results/2026-12-02/call11: the extra dispatches let the host fall behind.)
   ``device-paced`` dispatches steps k+1 .. k+STEPS_QUEUED before it waits for step k's result and
   takes each step's time as the interval between consecutive completions seen by the host
   (time.perf_counter after block_until_ready); the device always has the next steps queued, so
@@ -84,9 +85,9 @@ TIMING_SETTING = "engine.jax_timing"
 EVENTS, DEVICE_PACED, HOST = "events", "device-paced", "host"
 STEPS_QUEUED = 3  # events, device-paced: steps dispatched ahead of the one waited for (their outputs stay alive)
 TIMINGS = {
-    EVENTS: f"events(CUDA events on XLA's stream around each step, recorded by XLA FFI handlers in programs "
-            f"dispatched just before and after it; steps k+1..k+{STEPS_QUEUED} dispatched before step k's time is "
-            "read; each sample is cudaEventElapsedTime of its own step [ms])",
+    EVENTS: f"events(CUDA events on XLA's stream around each step, recorded by XLA FFI calls inside the step's "
+            f"own program; steps k+1..k+{STEPS_QUEUED} dispatched before step k's time is read; each sample is "
+            "cudaEventElapsedTime of its own step [ms])",
     DEVICE_PACED: f"device-paced(steps k+1..k+{STEPS_QUEUED} dispatched before step k's result is waited for; each "
                   "sample is the interval between consecutive completions [ms], the first from a sync before it)",
     HOST: "host(perf_counter around the jitted call and block_until_ready, each step alone)",
@@ -502,7 +503,8 @@ class JaxSession:
         self.events = None  # StepEvents while timing = events
         self.timing_fallback = None  # why events gave way to device-paced (decisions)
         if self.timing == EVENTS:
-            self.events, why = StepEvents.open(jax, self.device)  # untimed: registers, compiles, runs one pair
+            # untimed: registers the handlers, runs one tiny bracketed program
+            self.events, why = StepEvents.open(jax, self.device)
             if self.events is None:
                 self.timing, self.timing_fallback = DEVICE_PACED, why
             elif self.events.ring_size < STEPS_QUEUED + 1:  # a step's slot is kept until ring_size later steps start
@@ -555,16 +557,33 @@ class JaxSession:
             self.traces += 1
             return net.forward(*to_compute(params, x), [], False)
 
-        # check() reuses these two compiled steps (compiling the network again for it would double
-        # the worker's compile time per cell); only the loss of the inference logits is its own,
-        # small, function.
+        # check() reuses the compiled step of the session's timing (compiling the network again
+        # for it would double the worker's compile time per cell); only the loss of the inference
+        # logits is its own, small, function.
         self._train = jax.jit(train_step)
         self._infer = jax.jit(infer_step)
+        # timing = events: the same steps with the two event calls inside (StepEvents.bracket);
+        # each is jitted lazily, so a session compiles only the step it runs (bench/gpu_jax_clock.py
+        # runs both in one session: each compiles once, before its timed steps).
+        self._train_events = self._infer_events = None
+        if self.events is not None:
+            self._train_events = jax.jit(self.events.bracket(train_step))
+            self._infer_events = jax.jit(self.events.bracket(infer_step))
         self._loss = jax.jit(net.loss)
         self.compile_cache = JaxCache(jax, given[compile_cache.SETTING])  # before the compile: see JaxCache
         start = time.perf_counter()
         with jax.default_matmul_precision(self.matmul_precision):
-            self._one_step(self._step_args())  # compilation, untimed; counts as step 0
+            if self.timing == EVENTS:
+                try:
+                    self._one_step(self._step_args(), events=True)  # compilation, untimed; counts as step 0
+                except Exception as error:  # noqa: BLE001 (any failure: device-paced, with the reason)
+                    self.timing_fallback = (f"the step's first run with events failed: {type(error).__name__}: "
+                                            f"{str(error).splitlines()[0] if str(error) else ''}")
+                    self.timing, self.events = DEVICE_PACED, None
+                    self._train_events = self._infer_events = None
+                    self.step_index = 0
+            if self.timing != EVENTS:
+                self._one_step(self._step_args())  # compilation, untimed; counts as step 0
         self.compile_s = time.perf_counter() - start
         self.compile_cache.compiled()
 
@@ -574,20 +593,26 @@ class JaxSession:
             return None
         return self.jax.device_put(self.net.dropout_states(self.step_index), self.device)
 
-    def _dispatch(self, states):
-        """Enqueues one step on the device and returns its outputs (not waited for: jax
-        dispatches asynchronously). With update = sgd the next step takes these parameters,
-        still in flight: the device orders the two steps."""
-        if self.training:
-            loss, grads, params, logits = self._train(self.params, self.x, self.labels, states)
-            if self.sgd:
-                self.params = params
-            self.step_index += 1
-            return loss, grads, params, logits
-        return self._infer(self.params, self.x)
+    def _programs(self, events):
+        """(train, infer): the jitted steps, with the event calls inside when `events`."""
+        return (self._train_events, self._infer_events) if events else (self._train, self._infer)
 
-    def _one_step(self, states):
-        self.jax.block_until_ready(self._dispatch(states))
+    def _dispatch(self, states, events=False):
+        """Enqueues one step on the device and returns its outputs (not waited for: jax
+        dispatches asynchronously); with `events`, the step with its event calls inside, whose
+        outputs are (the step's outputs, the end call's token). With update = sgd the next step
+        takes these parameters, still in flight: the device orders the two steps."""
+        train, infer = self._programs(events)
+        if self.training:
+            result = train(self.params, self.x, self.labels, states)
+            if self.sgd:
+                self.params = (result[0] if events else result)[2]
+            self.step_index += 1
+            return result
+        return infer(self.params, self.x)
+
+    def _one_step(self, states, events=False):
+        self.jax.block_until_ready(self._dispatch(states, events))
 
     def step(self):
         """One step timed alone (``host`` timing) [ms]."""
@@ -651,33 +676,27 @@ class JaxSession:
         return times
 
     def run_events(self, count, time_limit_s):
-        """Up to `count` steps, each between a start and an end event that XLA FFI handlers record
-        on the device's compute stream (step_events.py), with STEPS_QUEUED steps queued behind the
-        one waited for, as run_device_paced keeps them; step k's time [ms] is cudaEventElapsedTime of
-        its own two events, read once its end program's result is ready (its end event has passed).
-        No new step is dispatched once `time_limit_s` [s] has passed; those in flight still count."""
+        """Up to `count` steps, each between a start and an end event that XLA FFI calls inside the
+        step's own program record on the device's compute stream (step_events.py), with
+        STEPS_QUEUED steps queued behind the one waited for, as run_device_paced keeps them; step
+        k's time [ms] is cudaEventElapsedTime of its own two events (slot k of the library's ring),
+        read once its outputs (the end call's token among them) are ready. No new step is
+        dispatched once `time_limit_s` [s] has passed; those in flight still count."""
         jax, events = self.jax, self.events
         times = []
         if count <= 0:
             return times
-
-        def bracketed(states):
-            events.start()
-            outputs = self._dispatch(states)
-            return events.end(), outputs  # the step's outputs stay alive until its time is read
-
         with jax.default_matmul_precision(self.matmul_precision):
             events.reset()  # this batch's first step is slot 0
             begin = time.monotonic()
-            pending = [bracketed(self._step_args())]
+            pending = [self._dispatch(self._step_args(), events=True)]  # outputs alive until read
             dispatched = 1
             while pending:
                 while (dispatched < count and len(pending) <= STEPS_QUEUED
                        and time.monotonic() - begin < time_limit_s):
-                    pending.append(bracketed(self._step_args()))
+                    pending.append(self._dispatch(self._step_args(), events=True))
                     dispatched += 1
-                end, _ = pending.pop(0)
-                jax.block_until_ready(end)
+                jax.block_until_ready(pending.pop(0))
                 times.append(events.elapsed_ms(len(times)))
         return times
 
@@ -691,13 +710,21 @@ class JaxSession:
         return cell_peak_bytes(self.stats_at_start, self._memory_stats())
 
     def check(self):
-        """Session::check(): one forward (+ backward when training) with dropout step 0."""
+        """Session::check(): one forward (+ backward when training) with dropout step 0, run by the
+        compiled step the timed steps ran. With timing = events that is the step with its event
+        calls inside: the same math (the barriers pass values through, the calls write only their
+        own token), no second compile; its start/end pair takes a slot of the ring, which the next
+        run_events resets."""
+        events = self.timing == EVENTS
+        train, infer = self._programs(events)
         with self.jax.default_matmul_precision(self.matmul_precision):
             if self.training:
                 states = self.jax.device_put(self.net.dropout_states(0), self.device)
-                loss, grads, _, logits = self._train(self.params, self.x, self.labels, states)  # no update
+                result = train(self.params, self.x, self.labels, states)  # no update
+                loss, grads, _, logits = result[0] if events else result
             else:
-                logits = self._infer(self.params, self.x)
+                logits = infer(self.params, self.x)
+                logits = logits[0] if events else logits
                 loss = self._loss(logits, self.labels)
                 grads = None
         logits64 = np.asarray(logits.astype(np.float32), dtype=np.float64)
@@ -736,7 +763,7 @@ class JaxSession:
 
     def release(self):
         self.params = self.x = self.labels = None
-        self._train = self._infer = self._loss = None
+        self._train = self._infer = self._loss = self._train_events = self._infer_events = None
         gc.collect()
 
 

@@ -4,10 +4,15 @@
 // targets of the CUDA platform:
 //   crossbench_step_start  records the next step's start event on the stream XLA runs it on;
 //   crossbench_step_end    records that step's end event on the stream XLA runs it on.
-// Each takes no operand and returns an f32 scalar that it never writes (a custom call needs a
-// result to be dispatched and waited for; the value means nothing). The worker runs them as tiny
-// jitted programs before and after each step's program: PjRt runs a device's programs in order on
-// its one compute stream, so the two events bracket exactly the step's work.
+// Both sit inside the step's own jitted program (step_events.py, StepEvents.bracket): the start
+// call takes no operand, and every input of the step is tied to its result by an optimization
+// barrier; the end call takes every output the step computes (and the start's token) as operands,
+// reads none of them and copies none (RemainingArgs: any count, any shape and dtype, left
+// undecoded), so XLA schedules it after the last kernel of the step. Each returns an f32 scalar
+// that it never writes (the token the data dependencies run through; its value means nothing).
+// Neither declares the command-buffer trait (XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE), so
+// XLA keeps both out of its CUDA graphs and calls them on every execution, on the program's
+// stream, between the graphs it launches (DESIGN.md, Measurement "One clock").
 //
 // Plain C functions for ctypes read the times back: crossbench_step_events_elapsed_ms (step k's
 // start-to-end time [ms], waiting for its end event), _reset, _ring_size, _last_error.
@@ -53,7 +58,8 @@ ffi::Error record_start(cudaStream_t stream, ffi::ResultBuffer<ffi::F32> /*unwri
   return as_ffi_error("crossbench_step_start", ring().record_start(stream));
 }
 
-ffi::Error record_end(cudaStream_t stream, ffi::ResultBuffer<ffi::F32> /*unwritten*/) {
+ffi::Error record_end(cudaStream_t stream, ffi::RemainingArgs /*the step's outputs: only waited for*/,
+                      ffi::ResultBuffer<ffi::F32> /*unwritten*/) {
   return as_ffi_error("crossbench_step_end", ring().record_end(stream));
 }
 
@@ -61,8 +67,9 @@ ffi::Error record_end(cudaStream_t stream, ffi::ResultBuffer<ffi::F32> /*unwritt
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(crossbench_step_start, record_start,
                               ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>().Ret<ffi::Buffer<ffi::F32>>());
-XLA_FFI_DEFINE_HANDLER_SYMBOL(crossbench_step_end, record_end,
-                              ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>().Ret<ffi::Buffer<ffi::F32>>());
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    crossbench_step_end, record_end,
+    ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>().RemainingArgs().Ret<ffi::Buffer<ffi::F32>>());
 
 extern "C" {
 
