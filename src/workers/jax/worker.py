@@ -21,8 +21,9 @@ Conventions are those of src/workers/pytorch/model.py (and the oneDNN engine):
   no uint64 without x64), bit for bit synthetic.dropout_keep_mask (a test holds them
   equal). check() uses step 0.
 - loss: mean softmax cross-entropy in fp32 against synthetic.labels.
-- training step: jax.value_and_grad of the loss w.r.t. the parameters (no update;
-  with update=sgd the parameters take a plain SGD step inside the jit).
+- training step: jax.value_and_grad of the loss w.r.t. the parameters (no update, and the
+  parameters are then no output: XLA would copy them every step; with update=sgd the
+  parameters take a plain SGD step inside the jit and are returned).
 - precision (``Recipe``, DESIGN.md's one meaning per precision): fp32 strict
   (jax.default_matmul_precision "float32", i.e. highest: no TF32), tf32
   ("tensorfloat32"); fp16/bf16 "pure": convolution and fully-connected weights,
@@ -549,8 +550,12 @@ class JaxSession:
             self.traces += 1  # runs only while jax traces (compiles) the step
             masks = net.device_masks(states, batch, mask_dtype)  # drawn inside the step, on the device
             (loss, logits), grads = jax.value_and_grad(loss_and_logits, has_aux=True)(params, x, labels, masks)
-            if sgd:
-                params = [p - jnp.asarray(lr, p.dtype) * g for p, g in zip(params, grads)]
+            if not sgd:
+                # No update: the parameters are not an output. Returned unchanged they are not the
+                # arguments' buffers (not donated), so XLA would copy every one of them each step,
+                # work no JAX user's step does (AlexNet: 16 copies, ~2-3% of a bf16 step).
+                return loss, grads, (), logits
+            params = [p - jnp.asarray(lr, p.dtype) * g for p, g in zip(params, grads)]
             return loss, grads, params, logits
 
         def infer_step(params, x):
