@@ -214,9 +214,10 @@ __device__ __forceinline__ bool last_of_tile(unsigned* tickets, int chunks) {
   return last;
 }
 
-// A partial written by another block of this launch: read from L2 (ld.cg), never a stale L1 line.
+// A partial written by another block of this launch: a volatile load, never served from a stale L1 line
+// (ld.volatile; __ldcg's float overload is not declared for every architecture the old toolkits build).
 __device__ __forceinline__ float partial_at(const float* partials, const Geometry& g, int chunk, std::int64_t c) {
-  return __ldcg(partials + chunk * g.channels + c);
+  return *static_cast<const volatile float*>(partials + chunk * g.channels + c);
 }
 
 // The last block's merge of its tile's partials: thread t takes channel
