@@ -1096,6 +1096,8 @@ TEST_P(FullyConnectedFusion, MatchesTheUnfusedOpsElementByElement) {
   const std::string fused_decisions = fused->record().decisions;
   const std::string unfused_decisions = unfused->record().decisions;
   std::cerr << what << " fused decisions: " << fused_decisions << "\n";
+  if (c.algorithm == AlgorithmPolicy::exhaustive)  // both replay one cache: any difference in the convolutions shows here
+    std::cerr << what << " unfused decisions: " << unfused_decisions << "\n";
   EXPECT_NE(fused_decisions.find("fc_bias_relu:2"), std::string::npos) << what << ": " << fused_decisions;
   EXPECT_EQ(fused_decisions.find("fc_bias_relu["), std::string::npos) << what << ": " << fused_decisions;
   EXPECT_NE(unfused_decisions.find("(turned off (CudnnSettings::fc_epilogues)) x2"), std::string::npos)
@@ -1138,7 +1140,17 @@ TEST_P(FullyConnectedFusion, MatchesTheUnfusedOpsElementByElement) {
   ASSERT_EQ(fused->parameter_count(), unfused->parameter_count()) << what;
   int fc_tensors = 0;
   for (std::size_t p = 0; p < fused->parameter_count(); ++p) {
-    if (!is_fc(p)) continue;
+    if (!is_fc(p)) {
+      // Not asserted (the convolutions are not what this test fuses), printed: where a fully-connected
+      // gradient differs, whether the difference already starts in the convolutions' (call 12 saw fc6
+      // differ by 9.6% of its largest value under the measured search, once in two GPU runs).
+      std::size_t differing = 0, first = 0;
+      const double worst = worst_error(unfused->gradient_storage(p), fused->gradient_storage(p), setting.bound,
+                                       differing, first);
+      std::cerr << what << " " << network.layers()[static_cast<std::size_t>(fused->parameter_layer(p))].name
+                << " gradient " << p << " (not asserted): worst " << worst << ", " << differing << " beyond the bound\n";
+      continue;
+    }
     ++fc_tensors;
     compare(unfused->gradient_storage(p), fused->gradient_storage(p),
             network.layers()[static_cast<std::size_t>(fused->parameter_layer(p))].name + " gradient " + std::to_string(p));
