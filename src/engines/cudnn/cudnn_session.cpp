@@ -4,9 +4,6 @@
 // results back.
 #include "engines/cudnn/cudnn_session.hpp"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -17,6 +14,7 @@
 #include "core/nvtx.hpp"
 #include "crossbench/error.hpp"
 #include "engines/cudnn/fault_injection.hpp"
+#include "engines/cudnn/host_copy.hpp"
 #include "engines/cudnn/kernels_elementwise.hpp"
 #include "core/cuda/cudnn_compat.hpp"
 
@@ -282,30 +280,8 @@ void CudnnSession::synchronize() {
 }
 
 std::vector<float> CudnnSession::fp32_storage(const Tensor& t, const char* what) {
-  const bool supported = t.type == DType::f32 || t.type == DType::bf16 || t.type == DType::f16;
-  if (!supported || !t.is_packed())
-    throw Error(std::string("cuDNN session: ") + what + " reads packed fp32, bf16 or fp16 tensors only");
-  std::vector<float> values(static_cast<std::size_t>(t.elements()));
   synchronize();
-  const char* from = pool_.address(t.buffer) + t.offset;
-  if (t.type == DType::f32) {
-    CB_CHECK_CUDA(cudaMemcpy(values.data(), from, values.size() * sizeof(float), cudaMemcpyDeviceToHost));
-    return values;
-  }
-  std::vector<std::uint16_t> bits(values.size());
-  CB_CHECK_CUDA(cudaMemcpy(bits.data(), from, bits.size() * sizeof(std::uint16_t), cudaMemcpyDeviceToHost));
-  for (std::size_t i = 0; i < bits.size(); ++i) {
-    if (t.type == DType::bf16) {
-      __nv_bfloat16_raw raw;
-      raw.x = bits[i];
-      values[i] = __bfloat162float(__nv_bfloat16(raw));
-    } else {
-      __half_raw raw;
-      raw.x = bits[i];
-      values[i] = __half2float(__half(raw));
-    }
-  }
-  return values;
+  return host_floats(pool_.address(t.buffer) + t.offset, t, stream_, what);
 }
 
 std::vector<float> CudnnSession::parameter_storage(std::size_t index) {

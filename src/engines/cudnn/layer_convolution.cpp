@@ -70,6 +70,7 @@
 #include "engines/cudnn/gemm_weight_gradient.hpp"
 #include "engines/cudnn/graph_api_convolution.hpp"
 #include "engines/cudnn/graph.hpp"
+#include "engines/cudnn/host_copy.hpp"
 #include "engines/cudnn/im2col_gemm.hpp"
 #include "engines/cudnn/kernels_epilogue.hpp"
 
@@ -367,11 +368,76 @@ class Convolution final : public LayerImpl {
       out.note = why.str() + ">=" + std::to_string(incumbent_ms) + "ms";
       return;
     }
+    const std::string disagreement = graph_plan_disagreement(ctx, *graph, best, direction, bias_relu, with_residual);
+    if (!disagreement.empty()) {
+      out.note = why.str() + " refused: " + disagreement;
+      return;
+    }
     out.plan = best;
     out.time_ms = times[static_cast<std::size_t>(best)];
     out.name = names[static_cast<std::size_t>(best)];
     out.graph = std::move(graph);
     ctx.need_workspace(static_cast<std::size_t>(out.graph->workspace_bytes(best)));
+  }
+
+  // Why a measured Graph API plan may not replace the legacy choice although faster: its output on the
+  // search arena, run twice over different poison (all-ones bytes, a NaN in every float type, then
+  // 0x7f bytes) in its output and workspace, differs from the legacy algorithm's (with the bias, the
+  // residual and the relu applied on the host) by more than plan_agreement_bound. Empty where it
+  // agrees. (On an H200 a strict-fp32 forward+bias+relu plan for AlexNet's conv1 gave results that
+  // differed between two sessions on the same inputs, bench/results/2026-12-02/call13: no timing
+  // can make a wrong answer the fastest.)
+  std::string graph_plan_disagreement(SetupContext& ctx, const GraphConvolution& graph, int plan,
+                                      GraphDirection direction, bool bias_relu, bool with_residual) {
+    const SetupContext::Arena& a = ctx.arena();
+    const bool forward_direction = direction == GraphDirection::forward;
+    const Tensor& output = forward_direction ? y : direction == GraphDirection::backward_data ? dx : dw;
+    void* output_at = forward_direction ? a.y : direction == GraphDirection::backward_data ? a.x : a.w;
+    // The reference: the legacy algorithm on the same arena roles as choose_graph_plan's runs.
+    if (forward_direction)
+      CB_CHECK_CUDNN(cudnnConvolutionForward(ctx.dnn, &kOne, xd, a.x, wd, a.w, forward_cd,
+                                             static_cast<cudnnConvolutionFwdAlgo_t>(forward.algorithm), a.workspace,
+                                             a.workspace_bytes, &kZero, yd, a.y));
+    else if (direction == GraphDirection::backward_data)
+      CB_CHECK_CUDNN(cudnnConvolutionBackwardData(ctx.dnn, &kOne, wd, a.w, dyd, a.y, data_cd,
+                                                  static_cast<cudnnConvolutionBwdDataAlgo_t>(data.algorithm),
+                                                  a.workspace, a.workspace_bytes, &kZero, dxd, a.x));
+    else
+      CB_CHECK_CUDNN(cudnnConvolutionBackwardFilter(ctx.dnn, &kOne, xd, a.x, dyd, a.y, filter_cd,
+                                                    static_cast<cudnnConvolutionBwdFilterAlgo_t>(filter.algorithm),
+                                                    a.workspace, a.workspace_bytes, &kZero, wd, a.w));
+    std::vector<float> reference = host_floats(output_at, output, ctx.stream, "the graph plan check");
+    if (forward_direction && bias_relu) {
+      // choose_graph_plan's roles: the bias from arena w, the residual (y's shape) from arena x.
+      const std::vector<float> bias_values = host_floats(a.w, bias, ctx.stream, "the graph plan check");
+      std::vector<float> residual_values;
+      if (with_residual) residual_values = host_floats(a.x, residual, ctx.stream, "the graph plan check");
+      const std::int64_t plane = y.dims[2] * y.dims[3];
+      for (std::size_t i = 0; i < reference.size(); ++i) {
+        const auto channel = static_cast<std::size_t>((static_cast<std::int64_t>(i) / plane) % y.dims[1]);
+        float value = reference[i] + bias_values[channel];
+        if (with_residual) value += residual_values[i];
+        reference[i] = std::max(value, 0.0f);
+      }
+    }
+    const auto workspace_bytes = static_cast<std::size_t>(graph.workspace_bytes(plan));
+    double worst = 0;
+    for (const int poison : {0xff, 0x7f}) {
+      CB_CHECK_CUDA(cudaMemsetAsync(output_at, poison, static_cast<std::size_t>(output.span_bytes()), ctx.stream));
+      if (workspace_bytes > 0) CB_CHECK_CUDA(cudaMemsetAsync(a.workspace, poison, workspace_bytes, ctx.stream));
+      if (!graph.run(ctx.dnn, plan, a.x, a.w, a.y, bias_relu ? a.w : nullptr, with_residual ? a.x : nullptr,
+                     a.workspace, true))
+        return "refused to run again";
+      worst = std::max(worst, relative_difference(reference, host_floats(output_at, output, ctx.stream,
+                                                                         "the graph plan check")));
+    }
+    if (worst <= plan_agreement_bound(precision)) return {};
+    std::ostringstream text;
+    text << "differs from " << (forward_direction ? forward_algorithm_name(forward.algorithm)
+                                : direction == GraphDirection::backward_data ? backward_data_algorithm_name(data.algorithm)
+                                : backward_filter_algorithm_name(filter.algorithm))
+         << " by " << worst << " of the largest value (bound " << plan_agreement_bound(precision) << ")";
+    return text.str();
   }
 
   // Rows of a channels-last tensor at a uniform stride (packed, or a channel slice).

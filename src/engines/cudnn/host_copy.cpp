@@ -1,0 +1,78 @@
+#include "engines/cudnn/host_copy.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "core/cuda/cuda_check.hpp"
+#include "crossbench/error.hpp"
+
+namespace crossbench::cudnn {
+
+namespace {
+
+float bits_to_float(const unsigned char* at, DType type) {
+  if (type == DType::f32) {
+    float value;
+    std::memcpy(&value, at, sizeof value);
+    return value;
+  }
+  std::uint16_t bits;
+  std::memcpy(&bits, at, sizeof bits);
+  if (type == DType::bf16) {
+    __nv_bfloat16_raw raw;
+    raw.x = bits;
+    return __bfloat162float(__nv_bfloat16(raw));
+  }
+  __half_raw raw;
+  raw.x = bits;
+  return __half2float(__half(raw));
+}
+
+}  // namespace
+
+std::vector<float> host_floats(const void* first, const Tensor& t, cudaStream_t stream, const char* what) {
+  if (t.type != DType::f32 && t.type != DType::bf16 && t.type != DType::f16)
+    throw Error(std::string("cuDNN engine: ") + what + " reads fp32, bf16 or fp16 tensors only");
+  const auto span = static_cast<std::size_t>(t.span_bytes());
+  std::vector<unsigned char> bytes(span);
+  CB_CHECK_CUDA(cudaStreamSynchronize(stream));
+  CB_CHECK_CUDA(cudaMemcpy(bytes.data(), first, span, cudaMemcpyDeviceToHost));
+  const auto element = static_cast<std::int64_t>(size_of(t.type));
+  std::vector<float> values;
+  values.reserve(static_cast<std::size_t>(t.elements()));
+  for (std::int64_t n = 0; n < t.dims[0]; ++n)
+    for (std::int64_t c = 0; c < t.dims[1]; ++c)
+      for (std::int64_t h = 0; h < t.dims[2]; ++h)
+        for (std::int64_t w = 0; w < t.dims[3]; ++w) {
+          const std::int64_t at = n * t.strides[0] + c * t.strides[1] + h * t.strides[2] + w * t.strides[3];
+          values.push_back(bits_to_float(bytes.data() + at * element, t.type));
+        }
+  return values;
+}
+
+double relative_difference(const std::vector<float>& want, const std::vector<float>& got) {
+  if (want.size() != got.size()) return std::numeric_limits<double>::infinity();
+  double largest = 0, worst = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    if (!std::isfinite(want[i]) || !std::isfinite(got[i])) return std::numeric_limits<double>::infinity();
+    largest = std::max(largest, std::fabs(static_cast<double>(want[i])));
+    worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - static_cast<double>(want[i])));
+  }
+  return largest > 0 ? worst / largest : worst;
+}
+
+double plan_agreement_bound(Precision precision) {
+  switch (precision) {
+    case Precision::fp32: return 1e-3;
+    case Precision::tf32: return 1e-2;
+    default: return 5e-2;
+  }
+}
+
+}  // namespace crossbench::cudnn
