@@ -2,8 +2,10 @@
 side of it (src/workers/jax/step_events.py).
 
 Here (no GPU): where the library is looked for and why it is not used, its ctypes functions that
-touch no device (the ring's size, reset, the refusal to read a step that never ran, with its
-reason), and which devices count as CUDA. On a machine with a CUDA GPU and a jax that sees it
+touch no device (the ring's size, reset, the refusal to read a period whose marks were never
+recorded, with its reason), and which devices count as CUDA. The marks' wiring inside the worker's
+step programs is tested on the CPU with a stand-in for the library (test_jax_worker.py,
+test_jax_events_mark_each_step_first_and_read_the_periods_between_marks). On a machine with a CUDA GPU and a jax that sees it
 (the GPU machine: `python3` with jax[cuda]), test_events_time_the_workers_steps_on_the_gpu runs
 the worker's events timing on a small network; elsewhere it skips and says why."""
 import ctypes
@@ -50,7 +52,7 @@ def test_an_absent_library_is_the_reason(library_env, tmp_path):
 def test_a_library_without_the_handlers_is_refused(library_env):
     library_env.setenv(step_events.LIBRARY_ENV, "libm.so.6")  # loads, but holds none of ours
     library, why = step_events.load_library()
-    assert library is None and "libm.so.6: lacks crossbench_step_start, crossbench_step_end" in why
+    assert library is None and "libm.so.6: lacks crossbench_step_mark, crossbench_step_events_period_ms" in why
 
 
 def test_only_a_cuda_gpu_gets_events():
@@ -74,16 +76,21 @@ def built_library(library_env):
     return library, where
 
 
-def test_the_built_library_exports_the_handlers_and_reads_nothing_that_never_ran(built_library):
+def test_the_built_library_exports_the_handler_and_reads_no_period_whose_marks_never_ran(built_library):
     library, where = built_library
     assert where in (str(BUILT), str(JAX_DIR / step_events.LIBRARY))
-    assert library.crossbench_step_events_ring_size() == 16
+    for stale in ("crossbench_step_start", "crossbench_step_end", "crossbench_step_events_elapsed_ms"):
+        assert not hasattr(library, stale), stale  # one name per concept: the mark
+    assert library.crossbench_step_events_ring_size() == 64
     assert library.crossbench_step_events_reset() == 0
     ms = ctypes.c_float(-1)
-    # No step has run: refused with the reason, before any CUDA call (this machine may have no GPU).
-    assert library.crossbench_step_events_elapsed_ms(0, ctypes.byref(ms)) == 1
+    # No mark recorded: refused with the reason at once, before any CUDA call (this machine may
+    # have no GPU), for the first step and for one far off.
+    assert library.crossbench_step_events_period_ms(0, ctypes.byref(ms)) == 1
     assert library.crossbench_step_events_last_error().decode() == \
-        "step 0 is not readable: 0 steps ended, 0 started, 16 slots"
+        "step 0 is not readable (it needs marks 0 and 1): 0 marks recorded, 64 slots"
+    assert library.crossbench_step_events_period_ms(-1, ctypes.byref(ms)) == 1
+    assert library.crossbench_step_events_last_error().decode().startswith("step -1 is not readable")
     assert ms.value == -1
     assert library.crossbench_step_events_reset() == 0 and library.crossbench_step_events_last_error() == b""
 
@@ -109,7 +116,7 @@ assert hello["status"] == "ok", hello
 graph = json.load(open(sys.argv[2]))
 result = {}
 for timing in ("events", "device-paced"):
-    request = dict(type="prepare", cell=dict(network=graph["name"], precision="tf32", batch=16, phase="training",
+    request = dict(type="prepare", cell=dict(network=graph["name"], precision="tf32", batch=64, phase="training",
                                              replica=0), graph=graph, threads=1,
                    settings={"measure.seed": 42, "measure.update": "none", "measure.learning_rate": 0.01,
                              "engine.layout": "auto", "engine.compile_mode": "reduce-overhead",
@@ -139,12 +146,13 @@ def gpu_python():
 
 
 def test_events_time_the_workers_steps_on_the_gpu(tmp_path):
-    """On the GPU: alexnet tf32 training at batch 16 timed by events (recorded inside the step's own
-    program), then device-paced, in one process. Every events sample is positive and finite, the
-    decisions name events and the library (no fallback, no retrace), and the medians agree within
-    10% (events time each step alone, device-paced the interval between completions: equal while
-    the device never waits, as the one dispatch per step lets it; the 1% comparison is
-    bench/gpu_jax_clock.py's, over many more steps)."""
+    """On the GPU: alexnet tf32 training at batch 64 (at 16 the step is host-bound) timed by events
+    (one mark per step, recorded inside the step's own program), then device-paced, in one process.
+    Every events sample is positive and finite, the decisions name events and the library (no
+    fallback, no retrace), and the medians agree within 10%: both measure the period from one
+    step to the next, events on the device's clock (mark to mark), device-paced on the host's
+    (completion to completion); the 1% comparison is bench/gpu_jax_clock.py's, over many more
+    steps."""
     if not BUILT.exists():
         pytest.skip(f"{BUILT} not built")
     python, why = gpu_python()
@@ -164,12 +172,13 @@ def test_events_time_the_workers_steps_on_the_gpu(tmp_path):
     result = json.loads(done.stdout.strip().splitlines()[-1])
     events, paced = result["events"], result["device-paced"]
     assert events["timing"] == "events", events["decisions"]
-    assert " timing=events(" in events["decisions"] and "step_events=" in events["decisions"], events["decisions"]
+    assert " timing=events(marks: " in events["decisions"], events["decisions"]
+    assert f"step_events={BUILT}, ring of 64 marks" in events["decisions"], events["decisions"]
     assert "timing_fallback" not in events["decisions"], events["decisions"]
     assert "timed_steps: retraces=0" in events["decisions"], events["decisions"]
     assert len(events["samples"]) == 60
     assert all(0 < t < 1e4 for t in events["samples"]), events["samples"]  # [ms], finite
     e = sorted(events["samples"])[30]
     c = sorted(paced["samples"])[30]
-    print(f"alexnet tf32 training b16: events median {e:.4f} ms, device-paced {c:.4f} ms, e/c {e / c:.4f}")
+    print(f"alexnet tf32 training b64: events median {e:.4f} ms, device-paced {c:.4f} ms, e/c {e / c:.4f}")
     assert 0.9 < e / c < 1.1, (events["samples"], paced["samples"])

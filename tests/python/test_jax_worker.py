@@ -315,23 +315,18 @@ assert adapter.hello()["status"] == "ok"
 graph = json.load(open(sys.argv[2]))
 calls, read, dispatched = [], [], []
 
-class StandIn(step_events.Bracket):
-    # The library's part on the CPU: the two FFI calls become ordered host callbacks inside the
-    # step's program (the library is CUDA-only), the ring becomes counters and a log.
-    ring_size = 16
+class StandIn(step_events.Marks):
+    # The library's part on the CPU: the mark's FFI call becomes an ordered host callback inside
+    # the program (the library is CUDA-only), the ring becomes a log.
+    ring_size = 64
     def __init__(self):
         super().__init__(jax)
         self.token = jax.ShapeDtypeStruct((), jnp.float32)
-    def start_token(self):
-        return io_callback(lambda: (calls.append("start"), np.float32(0))[1], self.token, ordered=True)
-    def end_token(self, *operands):
-        def end(*values):
-            calls.append(("end", len(values)))
-            return np.float32(0)
-        return io_callback(end, self.token, *operands, ordered=True)
+    def mark_token(self):
+        return io_callback(lambda: (calls.append("mark"), np.float32(0))[1], self.token, ordered=True)
     def reset(self): calls.append("reset")
-    def elapsed_ms(self, step):
-        read.append((step, len(dispatched)))  # steps the host had dispatched when step k was read
+    def period_ms(self, step):
+        read.append((step, list(dispatched)))  # what the host had dispatched when step k was read
         return 1.0 + step
     def describe(self): return "stand-in"
 
@@ -345,41 +340,57 @@ def request(phase):
                           "engine.layout": "auto", "engine.compile_mode": "reduce-overhead",
                           "engine.compile_cache": "none", "engine.jax_timing": "events"})
 
+def callbacks(jaxpr):
+    # The host callbacks (the marks' stand-ins) anywhere in a jaxpr, nested programs included.
+    found = 0
+    for eqn in jaxpr.eqns:
+        found += eqn.primitive.name == "io_callback"
+        for param in eqn.params.values():
+            inner = getattr(param, "jaxpr", param)
+            if hasattr(inner, "eqns"):
+                found += callbacks(inner)
+    return found
+
+def program(jitted, *args):
+    # The jitted function's own program: the jaxpr inside make_jaxpr's one pjit call.
+    (call,) = jax.make_jaxpr(jitted)(*args).jaxpr.eqns
+    return call.params["jaxpr"].jaxpr
+
 result = {}
-# Inference: the loop's slots and reads.
+# Inference: the loop's marks and reads.
 session = adapter.prepare(request("inference"))
-result["prepare_calls"] = [c if isinstance(c, str) else list(c) for c in calls]
+result["prepare_calls"] = list(calls)
 del calls[:]
-dispatch = session._dispatch
-session._dispatch = lambda states, events=False: (dispatched.append(events), dispatch(states, events))[1]
-result["times"] = session.run_steps(6, 300, False)
+dispatch, close = session._dispatch, session._close_marks
+session._dispatch = lambda states, events=False: (dispatched.append("step" if events else "plain"),
+                                                  dispatch(states, events))[1]
+session._close_marks = lambda: (dispatched.append("closing"), close())[1]
+result["times"] = session.run_steps(11, 300, False)
+jax.effects_barrier()  # every ordered callback has run
 result["dispatched"] = dispatched
-result["calls"] = [c if isinstance(c, str) else list(c) for c in calls]
-result["read"] = list(read)
+result["calls"] = list(calls)
+result["read"] = [(step, len(before), before[-1]) for step, before in read]
 result["inference_decisions"] = session.decisions()
+closing = program(session._closing_mark)
+result["closing"] = dict(callbacks=callbacks(closing), eqns=len(closing.eqns), inputs=len(closing.invars))
 session.release()
 
 # Training: the program's wiring, seen in its jaxpr.
 session = adapter.prepare(request("training"))
 states = session._step_args()
-inner = jax.make_jaxpr(session._train_events)(session.params, session.x, session.labels, states).jaxpr
-(call,) = inner.eqns
-program = call.params["jaxpr"].jaxpr
-first, barrier_in, last = program.eqns[0], program.eqns[1], program.eqns[-1]
-barrier_out = program.eqns[-2]
+args = (session.params, session.x, session.labels, states)
+marked = program(session._train_events, *args)
+first, barrier = marked.eqns[0], marked.eqns[1]
 names = lambda vs: [str(v) for v in vs]
-outputs = names(program.outvars)
+outputs = names(marked.outvars)
 result["wiring"] = dict(
     first=first.primitive.name, first_inputs=len(first.invars),
-    barrier_in=barrier_in.primitive.name,
-    barrier_in_takes_every_input_and_the_start=names(barrier_in.invars) == names(program.invars) + names(first.outvars),
-    barrier_out=barrier_out.primitive.name,
-    last=last.primitive.name,
-    end_takes_every_computed_output_and_the_start=(
-        names(last.invars) == names(barrier_out.outvars) + [names(barrier_in.outvars)[-1]]),
-    outputs_are_the_barriers_and_the_end=outputs == names(barrier_out.outvars) + names(last.outvars),
-    computed=len(barrier_out.outvars), parameters=len(session.params),
-    between=sorted({e.primitive.name for e in program.eqns[2:-2]} & {"io_callback", "optimization_barrier"}))
+    barrier=barrier.primitive.name,
+    barrier_takes_every_input_and_the_mark=names(barrier.invars) == names(marked.invars) + names(first.outvars),
+    token_is_the_barriers_last_output=outputs[-1] == names(barrier.outvars)[-1],
+    callbacks=callbacks(marked),
+    barriers=sum(e.primitive.name == "optimization_barrier" for e in marked.eqns),
+    outputs=len(outputs), plain_outputs=len(program(session._train, *args).outvars))
 session.run_steps(1, 300, True)
 session.run_steps(2, 300, False)
 checked = session.check()
@@ -393,15 +404,16 @@ print(json.dumps(result))
 """
 
 
-def test_jax_events_inside_the_step_bracket_it_and_read_each_slot(alexnet_graph, jax_interpreter, tmp_path):
-    """engine.jax_timing = events with a CPU stand-in for the library (ordered host callbacks in place
-    of its two FFI calls, StepEvents.bracket's own wiring): each step is one program holding its
-    start and end; the ring is reset before each batch; step k's time is read from slot k with at
-    most STEPS_QUEUED (3) later steps dispatched; one sample per step; no retrace. In the training
-    step's program the start call comes first, one barrier ties every input to it, every output the
-    step computes passes through one barrier into the end call (with the start's token), the
-    parameters returned unchanged are left out, and check() on the events program agrees with the
-    plain step."""
+def test_jax_events_mark_each_step_first_and_read_the_periods_between_marks(alexnet_graph, jax_interpreter,
+                                                                           tmp_path):
+    """engine.jax_timing = events with a CPU stand-in for the library (an ordered host callback in
+    place of its FFI call, StepEvents.marked's own wiring): each step is one program holding one
+    mark and nothing after the step; the ring is reset before each batch; steps go out back to back
+    with at most STEPS_IN_FLIGHT (8) dispatched and unread, the oldest read when full; a closing
+    mark (a program of the mark alone) follows the last step, before the remaining reads; step k's
+    sample is read from marks k and k+1; one sample per step; no retrace. In the training step's
+    program the mark comes first and one barrier ties every input to it; check() on the marked
+    program agrees with the plain step."""
     graph = tmp_path / "alexnet.json"
     graph.write_text(json.dumps(alexnet_graph))
     done = subprocess.run([jax_interpreter, "-c", EVENTS_CHECK, str(JAX_WORKER.parent), str(graph)],
@@ -409,23 +421,26 @@ def test_jax_events_inside_the_step_bracket_it_and_read_each_slot(alexnet_graph,
                           env=dict(os.environ, CUDA_VISIBLE_DEVICES="", JAX_PLATFORMS="cpu"))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert result["prepare_calls"] == ["start", ["end", 2]]  # step 0, the compile: logits and the start's token
-    assert result["times"] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
-    assert result["calls"] == ["reset"] + ["start", ["end", 2]] * 6
-    assert result["dispatched"] == [True] * 6  # one program per step: the events step
-    # step k read after steps 0..k+3 were dispatched (k+1+3), never more, fewer at the end
-    assert [step for step, _ in result["read"]] == [0, 1, 2, 3, 4, 5]
-    assert [dispatched for _, dispatched in result["read"]] == [4, 5, 6, 6, 6, 6]
-    assert " timing=events(" in result["inference_decisions"] and "step_events=stand-in" in result["inference_decisions"]
+    # prepare: step 0 (the compile) with its mark, then the closing mark's compile and run
+    assert result["prepare_calls"] == ["mark", "mark"]
+    assert result["times"] == [1.0 + k for k in range(11)]
+    assert result["calls"] == ["reset"] + ["mark"] * 11 + ["mark"]  # 11 steps, then the closing mark
+    assert result["dispatched"] == ["step"] * 11 + ["closing"]  # one program per step: the marked step
+    # step k is read once 8 steps are unread (k+8 dispatched), before the next dispatch; the rest
+    # after the closing mark
+    assert [step for step, _, _ in result["read"]] == list(range(11))
+    assert [(count, last) for _, count, last in result["read"]] == \
+        [(8, "step"), (9, "step"), (10, "step")] + [(12, "closing")] * 8
+    assert result["closing"] == dict(callbacks=1, eqns=1, inputs=0), result["closing"]  # the mark alone
+    assert " timing=events(marks: " in result["inference_decisions"], result["inference_decisions"]
+    assert "step_events=stand-in" in result["inference_decisions"]
     assert "timed_steps: retraces=0" in result["inference_decisions"], result["inference_decisions"]
     wiring = result["wiring"]
     assert wiring["first"] == "io_callback" and wiring["first_inputs"] == 0, wiring
-    assert wiring["barrier_in"] == "optimization_barrier" and wiring["barrier_in_takes_every_input_and_the_start"], wiring
-    assert wiring["barrier_out"] == "optimization_barrier" and wiring["last"] == "io_callback", wiring
-    assert wiring["end_takes_every_computed_output_and_the_start"], wiring
-    assert wiring["outputs_are_the_barriers_and_the_end"], wiring
-    assert wiring["between"] == [], wiring  # no other event call or barrier inside the step
-    assert wiring["computed"] == wiring["parameters"] + 2, wiring  # loss, every gradient, logits; no parameter
+    assert wiring["barrier"] == "optimization_barrier" and wiring["barrier_takes_every_input_and_the_mark"], wiring
+    assert wiring["token_is_the_barriers_last_output"], wiring
+    assert wiring["callbacks"] == 1 and wiring["barriers"] == 1, wiring  # one mark, no end call, no output barrier
+    assert wiring["outputs"] == wiring["plain_outputs"] + 1, wiring  # the step's outputs and the token
     assert result["check_loss"] == pytest.approx(result["plain_loss"], rel=1e-6)
     assert result["check_gradient_norm"] == pytest.approx(result["plain_gradient_norm"], rel=1e-6)
     assert "timed_steps: retraces=0" in result["training_decisions"], result["training_decisions"]

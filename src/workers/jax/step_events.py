@@ -1,33 +1,32 @@
-"""CUDA events on XLA's own stream inside the JAX worker's steps (``engine.jax_timing = events``).
+"""Marks: CUDA events on XLA's own stream inside the JAX worker's steps (``engine.jax_timing = events``).
 
 libcrossbench_jax_events.so (src/workers/jax/events/, built by CMake where jaxlib's FFI headers
-are found) holds two XLA FFI handlers: ``crossbench_step_start`` records a step's start event on
-the stream XLA runs it on, ``crossbench_step_end`` the step's end event. Both are custom-call
-targets of the CUDA platform called INSIDE the step's own jitted program (``StepEvents.bracket``),
-so a step is still one dispatch:
+are found) holds one XLA FFI handler, ``crossbench_step_mark``: it records the next mark (a CUDA
+event) on the stream XLA runs it on. It is a custom-call target of the CUDA platform called FIRST
+in the step's own jitted program (``Marks.marked``), so a step is still one dispatch and holds one
+FFI call:
 
-  start = the start call (``has_side_effect``: never removed; an unwritten f32 scalar as result)
-  inputs = optimization_barrier((every input of the step, start))   # no op of the step before it
-  outputs = step(inputs)
-  outputs = optimization_barrier(every output the step computes)    # all of them together
-  end = the end call(outputs..., start)                             # operands only waited for
-  return outputs, end
+  mark = the mark call (``has_side_effect``: never removed; an unwritten f32 scalar as result)
+  inputs, mark = optimization_barrier((every input of the step, mark))   # no op of the step before it
+  return step(inputs), mark
 
 ``has_side_effect`` keeps a custom call from being removed or duplicated, not in program order
-(XLA orders only by data; openxla/stablehlo#1365): the order comes from the data dependencies
-above. XLA's GPU compiler schedules the program with the barriers in place and removes them after
-scheduling (OptimizationBarrierExpander in its post-scheduling pipeline, which keeps the schedule),
-and runs the scheduled thunks in order on the program's one stream; so the start event precedes
-every kernel that reads an input, and the end event follows every kernel whose output the step
-returns. Neither handler declares the command-buffer trait, so XLA's command-buffer (CUDA graph)
-scheduling keeps both out of its graphs: a graph ends before such a custom call and a new one may
-start after it (command_buffer_scheduling.cc), and the handlers run on every execution. Inputs the
-step returns unchanged (the parameters of a training step without update) are left out of the
-events program's outputs: XLA would add a copy of each (a parameter live out of the program) that
-no barrier orders, which may fall outside the bracket (the plain step still returns and copies
-them; DESIGN.md, Measurement "One clock"). Step i's events sit in slot i % ring size of the
-library's ring (each start takes the next slot, its end records that slot's end); its time is read
-(cudaEventElapsedTime [ms]) once the step's outputs are ready.
+(XLA orders only by data; openxla/stablehlo#1365): the order comes from the barrier. XLA's GPU
+compiler schedules the program with the barrier in place and removes it after scheduling
+(OptimizationBarrierExpander in its post-scheduling pipeline, which keeps the schedule), and runs
+the scheduled thunks in order on the program's one stream; so the mark precedes every kernel that
+reads an input. The handler does not declare the command-buffer trait, so XLA's command-buffer
+(CUDA graph) scheduling keeps it out of its graphs (a graph may start after it:
+command_buffer_scheduling.cc), and it runs on every execution. Nothing follows the step: no end
+call, no output barrier (each cost time on the GPU).
+
+Step k's sample is the period from its mark to the next one: cudaEventElapsedTime(mark k, mark
+k + 1) [ms], i.e. step k and whatever gap follows it on the device before step k + 1 starts (the
+time the device waits for the host counts, as it does in a user's training loop). After a batch's
+last step the worker dispatches the closing mark (``Marks.closing``: a tiny program holding only
+the mark call, untimed itself) on the same device, hence the same stream, to close the last
+step's period. Mark i sits in slot i % ring size of the library's ring (reset before each batch);
+step k is read (the library waits for mark k + 1 on the device) while later steps are in flight.
 
 Where the library is looked for, first found wins:
   $CROSSBENCH_JAX_EVENTS_LIBRARY (a path: only that one),
@@ -45,10 +44,10 @@ import os
 LIBRARY = "libcrossbench_jax_events.so"
 LIBRARY_ENV = "CROSSBENCH_JAX_EVENTS_LIBRARY"
 BINARY_DIR_ENV = "CROSSBENCH_BINARY_DIR"
-START_TARGET, END_TARGET = "crossbench_step_start", "crossbench_step_end"
+MARK_TARGET = "crossbench_step_mark"
 
-# The targets registered in this process: XLA keeps a registration for the process's life and
-# takes a name once, so the record of it must live as long (a module global for that reason only).
+# Where the target registered in this process came from: XLA keeps a registration for the process's
+# life and takes a name once, so the record of it must live as long (a module global for that reason only).
 _registered_from = None
 
 
@@ -77,14 +76,14 @@ def load_library():
         except OSError as error:
             tried.append(f"{path}: {error}")
             continue
-        missing = [name for name in (START_TARGET, END_TARGET, "crossbench_step_events_elapsed_ms",
+        missing = [name for name in (MARK_TARGET, "crossbench_step_events_period_ms",
                                      "crossbench_step_events_reset", "crossbench_step_events_ring_size",
                                      "crossbench_step_events_last_error") if not hasattr(library, name)]
         if missing:
             tried.append(f"{path}: lacks {', '.join(missing)}")
             continue
-        library.crossbench_step_events_elapsed_ms.argtypes = [ctypes.c_int64, ctypes.POINTER(ctypes.c_float)]
-        library.crossbench_step_events_elapsed_ms.restype = ctypes.c_int
+        library.crossbench_step_events_period_ms.argtypes = [ctypes.c_int64, ctypes.POINTER(ctypes.c_float)]
+        library.crossbench_step_events_period_ms.restype = ctypes.c_int
         library.crossbench_step_events_reset.restype = ctypes.c_int
         library.crossbench_step_events_ring_size.restype = ctypes.c_int
         library.crossbench_step_events_last_error.restype = ctypes.c_char_p
@@ -111,46 +110,39 @@ def _ffi_module(jax):
     return ffi
 
 
-class Bracket:
-    """Start and end events inside a jitted step; subclasses give the two calls: start_token()
-    (no operand) and end_token(*operands), each traced into the program and returning an f32
-    scalar. StepEvents gives the library's FFI calls; the worker's tests give a CPU stand-in."""
+class Marks:
+    """The mark inside a jitted step; subclasses give the call: mark_token() (no operand, traced
+    into the program, returning an f32 scalar). StepEvents gives the library's FFI call; the
+    worker's tests give a CPU stand-in."""
 
     def __init__(self, jax):
         self.jax = jax
 
-    def start_token(self):
+    def mark_token(self):
         raise NotImplementedError
 
-    def end_token(self, *operands):
-        raise NotImplementedError
-
-    def bracket(self, step):
-        """`step` wrapped for jax.jit: f(*args) -> (step(*args), end token), with the start call
-        before every op of the step and the end call after every output it computes (the module's
-        docstring). Outputs that are inputs returned unchanged come back as None."""
+    def marked(self, step):
+        """`step` wrapped for jax.jit: f(*args) -> (step(*args), token), with the mark before every
+        op of the step (the module's docstring). The token is returned so that neither the mark
+        nor the barrier is pruned; its value means nothing."""
         jax = self.jax
 
-        def bracketed(*args):
-            start = self.start_token()
-            args, start = jax.lax.optimization_barrier((args, start))
-            tied = {id(leaf) for leaf in jax.tree_util.tree_leaves(args)}
-            leaves, tree = jax.tree_util.tree_flatten(step(*args), is_leaf=lambda leaf: leaf is None)
-            computed = [i for i, leaf in enumerate(leaves) if leaf is not None and id(leaf) not in tied]
-            outputs = jax.lax.optimization_barrier([leaves[i] for i in computed])
-            returned = [None] * len(leaves)
-            for i, output in zip(computed, outputs):
-                returned[i] = output
-            # The start's token too: every output of both barriers has a user, so none is pruned.
-            end = self.end_token(*outputs, start)
-            return jax.tree_util.tree_unflatten(tree, returned), end
+        def marked_step(*args):
+            token = self.mark_token()
+            args, token = jax.lax.optimization_barrier((args, token))
+            return step(*args), token
 
-        return bracketed
+        return marked_step
+
+    def closing(self):
+        """The closing mark's program, to jit and run on the steps' device after a batch's last
+        step: the mark call alone, closing that step's period."""
+        return lambda: self.mark_token()
 
 
-class StepEvents(Bracket):
-    """The library's ring seen from the worker: bracket(step) puts its two FFI calls into a step's
-    program, elapsed_ms(i) reads step i's time since the last reset()."""
+class StepEvents(Marks):
+    """The library's ring seen from the worker: marked(step) puts its FFI call into a step's
+    program, period_ms(k) reads step k's period (mark k to mark k + 1) since the last reset()."""
 
     def __init__(self, jax, library, path):
         import jax.numpy as jnp
@@ -159,22 +151,19 @@ class StepEvents(Bracket):
         self.library = library
         self.path = path
         self.ring_size = int(library.crossbench_step_events_ring_size())
-        ffi = _ffi_module(jax)
-        token = jax.ShapeDtypeStruct((), jnp.float32)  # the handlers' unwritten result
-        self._start = ffi.ffi_call(START_TARGET, token, has_side_effect=True)
-        self._end = ffi.ffi_call(END_TARGET, token, has_side_effect=True)
+        token = jax.ShapeDtypeStruct((), jnp.float32)  # the handler's unwritten result
+        self._mark = _ffi_module(jax).ffi_call(MARK_TARGET, token, has_side_effect=True)
 
-    def start_token(self):
-        return self._start()
-
-    def end_token(self, *operands):
-        return self._end(*operands)
+    def mark_token(self):
+        return self._mark()
 
     @classmethod
     def open(cls, jax, device):
         """(StepEvents, None) ready to time steps on `device`, or (None, why not). Registers the
-        handlers once per process, then runs one tiny bracketed program (untimed) and reads its
-        time back, so that a library XLA cannot call fails here, not in the step's compile."""
+        handler once per process, then runs a tiny marked program twice and a closing mark
+        (untimed) and reads both periods back, as the worker reads its steps (no wait for the
+        programs' outputs), so that a library XLA cannot call fails here, not in the step's
+        compile."""
         global _registered_from
         if not is_cuda(device):
             return None, f"not a CUDA device ({device.platform})"
@@ -184,37 +173,42 @@ class StepEvents(Bracket):
         if _registered_from is None:
             try:
                 ffi = _ffi_module(jax)
-                for target in (START_TARGET, END_TARGET):
-                    ffi.register_ffi_target(target, ffi.pycapsule(getattr(library, target)), platform="CUDA")
+                ffi.register_ffi_target(MARK_TARGET, ffi.pycapsule(getattr(library, MARK_TARGET)), platform="CUDA")
             except Exception as error:  # noqa: BLE001 (any failure: device-paced, with the reason)
-                return None, f"registering the FFI targets of {where} failed: {type(error).__name__}: {error}"
+                return None, f"registering the FFI target of {where} failed: {type(error).__name__}: {error}"
             _registered_from = where
         elif _registered_from != where:
-            return None, f"the FFI targets are registered from {_registered_from}, not {where}"
+            return None, f"the FFI target is registered from {_registered_from}, not {where}"
         try:
             events = cls(jax, library, where)
-            events.reset()
-            tiny = jax.jit(events.bracket(lambda x: x + 1))
-            jax.block_until_ready(tiny(jax.device_put(jax.numpy.zeros((), jax.numpy.float32), device)))
-            first = events.elapsed_ms(0)
+            tiny = jax.jit(events.marked(lambda x: x + 1))
+            closing = jax.jit(events.closing())
+            x = jax.device_put(jax.numpy.zeros((), jax.numpy.float32), device)
+            with jax.default_device(device):
+                jax.block_until_ready((tiny(x), closing()))  # compiles both, untimed
+                events.reset()
+                outputs = [tiny(x), tiny(x), closing()]
+                periods = [events.period_ms(0), events.period_ms(1)]
+                jax.block_until_ready(outputs)
             events.reset()
         except Exception as error:  # noqa: BLE001
-            return None, f"a first bracketed program failed on {device}: {type(error).__name__}: {error}"
-        if not math.isfinite(first) or first < 0:
-            return None, f"a first bracketed program read {first} ms"
+            return None, f"a first marked program failed on {device}: {type(error).__name__}: {error}"
+        if not all(math.isfinite(ms) and ms >= 0 for ms in periods):
+            return None, f"a first marked program read periods {periods} ms"
         return events, None
 
     def reset(self):
         self.library.crossbench_step_events_reset()
 
-    def elapsed_ms(self, step):
-        """Step `step`'s start-to-end time [ms] (counted from the last reset); waits for its end
-        event. Raises RuntimeError with the library's reason when it cannot be read."""
+    def period_ms(self, step):
+        """Step `step`'s period [ms] (counted from the last reset): cudaEventElapsedTime from its
+        mark to the next; waits for the next mark on the device. Raises RuntimeError with the
+        library's reason when it cannot be read."""
         ms = ctypes.c_float()
-        if self.library.crossbench_step_events_elapsed_ms(step, ctypes.byref(ms)) != 0:
+        if self.library.crossbench_step_events_period_ms(step, ctypes.byref(ms)) != 0:
             reason = self.library.crossbench_step_events_last_error().decode(errors="replace")
             raise RuntimeError(f"{LIBRARY}: {reason}")
         return float(ms.value)
 
     def describe(self):
-        return f"{self.path}, ring of {self.ring_size}"
+        return f"{self.path}, ring of {self.ring_size} marks"

@@ -35,19 +35,23 @@ Conventions are those of src/workers/pytorch/model.py (and the oneDNN engine):
   trace is counted, and a trace during the timed steps (a retrace) is recorded
   in ``decisions``.
 - timing (``engine.jax_timing``, recorded in ``decisions``): ``device-paced`` is the default (below).
-  ``events``: CUDA events on
-  XLA's own stream around each step, as the cudnn engine and PyTorch time theirs, recorded INSIDE
-  the step's own jitted program (step_events.py: two XLA FFI handlers of
-  libcrossbench_jax_events.so; the start call first, every input of the step tied to it by an
-  optimization barrier, every output the step computes passed through one barrier into the end
-  call), so each step is still one dispatch. STEPS_QUEUED steps stay in flight as with
-  device-paced, so the device never waits for the host; each sample is cudaEventElapsedTime of its
-  own step [ms], read once its outputs are ready. Where events cannot be had (the library not built
-  or not found, not a CUDA device, its registration, a first bracketed program or the step's own
-  first run with events failing) the worker falls back to device-paced and ``decisions`` says why.
-  NOT YET MEASURED on a GPU; device-paced stays the default until it is. (The earlier events, two
-  tiny programs dispatched around the step, read 11-13% above an untraced loop of the step on an
-  H200, bench/results/2026-12-02/call11: the extra dispatches let the host fall behind.)
+  ``events``: marks, CUDA events on XLA's own stream as the cudnn engine and PyTorch time their
+  steps with, recorded INSIDE the step's own jitted program by ONE XLA FFI call (step_events.py:
+  the handler of libcrossbench_jax_events.so), first in the step, every input of the step tied to
+  its token by an optimization barrier, so the mark precedes every kernel of the step and each step
+  is still one dispatch. Step k's sample is cudaEventElapsedTime(mark k, mark k+1) [ms]: the period
+  between the starts of consecutive steps on XLA's stream, i.e. step k and whatever gap follows it
+  before step k+1 starts (a real cost of a JAX training loop: where the host cannot keep up, it
+  shows, as it would for a user). After the last step a tiny closing-mark program (the mark alone,
+  untimed) closes its period. Steps are dispatched back to back with at most STEPS_IN_FLIGHT (8)
+  unread; when full, the oldest step's sample is read (waiting on the device for the next mark).
+  Where events cannot be had (the library not built or not found, not a CUDA device, its
+  registration, a first marked program or the step's own first run with its mark failing) the
+  worker falls back to device-paced and ``decisions`` says why. NOT YET MEASURED on a GPU;
+  device-paced stays the default until it is. (Earlier events: two tiny programs dispatched around
+  the step read 11-13% above an untraced loop of the step on an H200, bench/results/2026-12-02/
+  call11; a start and an end call inside the step read 1.041/1.073/1.002/1.038 of it (alexnet,
+  resnet50 bf16 training/inference, call12): the end call and its output barrier cost GPU time.)
   ``device-paced`` dispatches steps k+1 .. k+STEPS_QUEUED before it waits for step k's result and
   takes each step's time as the interval between consecutive completions seen by the host
   (time.perf_counter after block_until_ready); the device always has the next steps queued, so
@@ -84,11 +88,20 @@ from step_events import StepEvents  # noqa: E402
 WORKER = "jax"
 TIMING_SETTING = "engine.jax_timing"
 EVENTS, DEVICE_PACED, HOST = "events", "device-paced", "host"
-STEPS_QUEUED = 3  # events, device-paced: steps dispatched ahead of the one waited for (their outputs stay alive)
+STEPS_QUEUED = 3  # device-paced: steps dispatched ahead of the one waited for (their outputs stay alive)
+# events: steps dispatched whose samples are not read yet. Reading step k waits on the host for
+# mark k+1 (the start of step k+1 on the device) while the device runs the later steps in flight,
+# so the device never waits for the host's read, wake-up and next dispatch unless they take longer
+# than the 7 steps queued behind. Deeper than device-paced's 3: a sample holds any gap before the
+# next step starts, so a host hiccup (a collection, a slow wake-up) that drained the queue would
+# show in it; 8 absorbs those. The device holds the queued steps' outputs meanwhile (up to 8 steps'
+# worth of memory). The library's ring must hold STEPS_IN_FLIGHT + 1 marks (the closing one).
+STEPS_IN_FLIGHT = 8
 TIMINGS = {
-    EVENTS: f"events(CUDA events on XLA's stream around each step, recorded by XLA FFI calls inside the step's "
-            f"own program; steps k+1..k+{STEPS_QUEUED} dispatched before step k's time is read; each sample is "
-            "cudaEventElapsedTime of its own step [ms])",
+    EVENTS: "events(marks: a CUDA event recorded on XLA's stream by one XLA FFI call first in each step's own "
+            "program, before every kernel of the step; each sample is cudaEventElapsedTime(mark k, mark k+1) [ms], "
+            "step k and any gap before step k+1 starts on the device; the last step's closed by a closing-mark "
+            f"program; at most {STEPS_IN_FLIGHT} steps dispatched and unread)",
     DEVICE_PACED: f"device-paced(steps k+1..k+{STEPS_QUEUED} dispatched before step k's result is waited for; each "
                   "sample is the interval between consecutive completions [ms], the first from a sync before it)",
     HOST: "host(perf_counter around the jitted call and block_until_ready, each step alone)",
@@ -504,13 +517,14 @@ class JaxSession:
         self.events = None  # StepEvents while timing = events
         self.timing_fallback = None  # why events gave way to device-paced (decisions)
         if self.timing == EVENTS:
-            # untimed: registers the handlers, runs one tiny bracketed program
+            # untimed: registers the handler, runs a tiny marked program twice and a closing mark
             self.events, why = StepEvents.open(jax, self.device)
             if self.events is None:
                 self.timing, self.timing_fallback = DEVICE_PACED, why
-            elif self.events.ring_size < STEPS_QUEUED + 1:  # a step's slot is kept until ring_size later steps start
-                self.timing_fallback = (f"the event ring holds {self.events.ring_size} steps, fewer than the "
-                                        f"{STEPS_QUEUED + 1} in flight")
+            elif self.events.ring_size < STEPS_IN_FLIGHT + 1:  # a mark's slot is kept until ring_size later marks
+                self.timing_fallback = (f"the event ring holds {self.events.ring_size} marks, fewer than the "
+                                        f"{STEPS_IN_FLIGHT + 1} a read may need ({STEPS_IN_FLIGHT} steps in flight "
+                                        "and the closing mark)")
                 self.timing, self.events = DEVICE_PACED, None
         self.net = Network(request["graph"], int(given["measure.seed"]))
         self.traces = 0  # times the steps were traced (jit compiles); see decisions()
@@ -567,13 +581,14 @@ class JaxSession:
         # logits is its own, small, function.
         self._train = jax.jit(train_step)
         self._infer = jax.jit(infer_step)
-        # timing = events: the same steps with the two event calls inside (StepEvents.bracket);
-        # each is jitted lazily, so a session compiles only the step it runs (bench/gpu_jax_clock.py
-        # runs both in one session: each compiles once, before its timed steps).
-        self._train_events = self._infer_events = None
+        # timing = events: the same steps with the mark first (StepEvents.marked), and the closing
+        # mark; each is jitted lazily, so a session compiles only the step it runs
+        # (bench/gpu_jax_clock.py runs both in one session: each compiles once, before its timed steps).
+        self._train_events = self._infer_events = self._closing_mark = None
         if self.events is not None:
-            self._train_events = jax.jit(self.events.bracket(train_step))
-            self._infer_events = jax.jit(self.events.bracket(infer_step))
+            self._train_events = jax.jit(self.events.marked(train_step))
+            self._infer_events = jax.jit(self.events.marked(infer_step))
+            self._closing_mark = jax.jit(self.events.closing())
         self._loss = jax.jit(net.loss)
         self.compile_cache = JaxCache(jax, given[compile_cache.SETTING])  # before the compile: see JaxCache
         start = time.perf_counter()
@@ -581,11 +596,13 @@ class JaxSession:
             if self.timing == EVENTS:
                 try:
                     self._one_step(self._step_args(), events=True)  # compilation, untimed; counts as step 0
+                    # Compiled here, untimed: a compile after the last step would sit in its period.
+                    self.jax.block_until_ready(self._close_marks())
                 except Exception as error:  # noqa: BLE001 (any failure: device-paced, with the reason)
                     self.timing_fallback = (f"the step's first run with events failed: {type(error).__name__}: "
                                             f"{str(error).splitlines()[0] if str(error) else ''}")
                     self.timing, self.events = DEVICE_PACED, None
-                    self._train_events = self._infer_events = None
+                    self._train_events = self._infer_events = self._closing_mark = None
                     self.step_index = 0
             if self.timing != EVENTS:
                 self._one_step(self._step_args())  # compilation, untimed; counts as step 0
@@ -599,13 +616,13 @@ class JaxSession:
         return self.jax.device_put(self.net.dropout_states(self.step_index), self.device)
 
     def _programs(self, events):
-        """(train, infer): the jitted steps, with the event calls inside when `events`."""
+        """(train, infer): the jitted steps, with the mark inside when `events`."""
         return (self._train_events, self._infer_events) if events else (self._train, self._infer)
 
     def _dispatch(self, states, events=False):
         """Enqueues one step on the device and returns its outputs (not waited for: jax
-        dispatches asynchronously); with `events`, the step with its event calls inside, whose
-        outputs are (the step's outputs, the end call's token). With update = sgd the next step
+        dispatches asynchronously); with `events`, the step with its mark inside, whose outputs
+        are (the step's outputs, the mark's token). With update = sgd the next step
         takes these parameters, still in flight: the device orders the two steps."""
         train, infer = self._programs(events)
         if self.training:
@@ -615,6 +632,12 @@ class JaxSession:
             self.step_index += 1
             return result
         return infer(self.params, self.x)
+
+    def _close_marks(self):
+        """Dispatches the closing mark on the session's device (the steps' stream): it closes the
+        period of the last step dispatched. Returns its token (not waited for)."""
+        with self.jax.default_device(self.device):
+            return self._closing_mark()
 
     def _one_step(self, states, events=False):
         self.jax.block_until_ready(self._dispatch(states, events))
@@ -681,28 +704,30 @@ class JaxSession:
         return times
 
     def run_events(self, count, time_limit_s):
-        """Up to `count` steps, each between a start and an end event that XLA FFI calls inside the
-        step's own program record on the device's compute stream (step_events.py), with
-        STEPS_QUEUED steps queued behind the one waited for, as run_device_paced keeps them; step
-        k's time [ms] is cudaEventElapsedTime of its own two events (slot k of the library's ring),
-        read once its outputs (the end call's token among them) are ready. No new step is
-        dispatched once `time_limit_s` [s] has passed; those in flight still count."""
+        """Up to `count` steps, each marked at its start by the XLA FFI call inside its own program
+        (step_events.py), dispatched back to back with at most STEPS_IN_FLIGHT dispatched and
+        unread; when that many are, the oldest step's sample is read first. Step k's sample [ms]
+        is the period from its mark to step k+1's (slots k and k+1 of the library's ring), the
+        last step's closed by the closing mark dispatched after it. The steps' outputs are not
+        kept for the reads (the marks are read; with update = sgd the parameters thread through
+        _dispatch). No new step is dispatched once `time_limit_s` [s] has passed; those
+        dispatched still count."""
         jax, events = self.jax, self.events
         times = []
         if count <= 0:
             return times
         with jax.default_matmul_precision(self.matmul_precision):
-            events.reset()  # this batch's first step is slot 0
+            events.reset()  # this batch's first step is mark 0
             begin = time.monotonic()
-            pending = [self._dispatch(self._step_args(), events=True)]  # outputs alive until read
-            dispatched = 1
-            while pending:
-                while (dispatched < count and len(pending) <= STEPS_QUEUED
-                       and time.monotonic() - begin < time_limit_s):
-                    pending.append(self._dispatch(self._step_args(), events=True))
-                    dispatched += 1
-                jax.block_until_ready(pending.pop(0))
-                times.append(events.elapsed_ms(len(times)))
+            dispatched = 0
+            while dispatched < count and (dispatched == 0 or time.monotonic() - begin < time_limit_s):
+                if dispatched - len(times) == STEPS_IN_FLIGHT:
+                    times.append(events.period_ms(len(times)))  # its next mark is dispatched already
+                self._dispatch(self._step_args(), events=True)
+                dispatched += 1
+            self._close_marks()
+            while len(times) < dispatched:
+                times.append(events.period_ms(len(times)))
         return times
 
     def _memory_stats(self):
@@ -716,10 +741,10 @@ class JaxSession:
 
     def check(self):
         """Session::check(): one forward (+ backward when training) with dropout step 0, run by the
-        compiled step the timed steps ran. With timing = events that is the step with its event
-        calls inside: the same math (the barriers pass values through, the calls write only their
-        own token), no second compile; its start/end pair takes a slot of the ring, which the next
-        run_events resets."""
+        compiled step the timed steps ran. With timing = events that is the step with its mark
+        inside, whose outputs are (the step's outputs, the mark's token): the same math (the
+        barrier passes values through, the mark writes only its own token), no second compile; its
+        mark takes a slot of the ring, which the next run_events resets."""
         events = self.timing == EVENTS
         train, infer = self._programs(events)
         with self.jax.default_matmul_precision(self.matmul_precision):
@@ -769,6 +794,7 @@ class JaxSession:
     def release(self):
         self.params = self.x = self.labels = None
         self._train = self._infer = self._loss = self._train_events = self._infer_events = None
+        self._closing_mark = None
         gc.collect()
 
 

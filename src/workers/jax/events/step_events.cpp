@@ -1,24 +1,23 @@
-// CUDA events on XLA's own stream around the JAX worker's steps (DESIGN.md, Measurement "One clock").
+// Marks: CUDA events on XLA's own stream at the start of the JAX worker's steps (DESIGN.md,
+// Measurement "One clock").
 //
-// Two XLA FFI handlers, registered by the worker (src/workers/jax/step_events.py) as custom-call
-// targets of the CUDA platform:
-//   crossbench_step_start  records the next step's start event on the stream XLA runs it on;
-//   crossbench_step_end    records that step's end event on the stream XLA runs it on.
-// Both sit inside the step's own jitted program (step_events.py, StepEvents.bracket): the start
-// call takes no operand, and every input of the step is tied to its result by an optimization
-// barrier; the end call takes every output the step computes (and the start's token) as operands,
-// reads none of them and copies none (RemainingArgs: any count, any shape and dtype, left
-// undecoded), so XLA schedules it after the last kernel of the step. Each returns an f32 scalar
-// that it never writes (the token the data dependencies run through; its value means nothing).
-// Neither declares the command-buffer trait (XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE), so
-// XLA keeps both out of its CUDA graphs and calls them on every execution, on the program's
-// stream, between the graphs it launches (DESIGN.md, Measurement "One clock").
+// One XLA FFI handler, registered by the worker (src/workers/jax/step_events.py) as a custom-call
+// target of the CUDA platform:
+//   crossbench_step_mark  records the next mark on the stream XLA runs it on.
+// It sits first in the step's own jitted program (step_events.py, Marks.marked): the call takes no
+// operand, and every input of the step is tied to its result by an optimization barrier, so XLA
+// schedules it before every kernel of the step. A tiny program holding only the call, the closing
+// mark, follows the last step of a batch. It returns an f32 scalar that it never writes (the
+// token the data dependencies run through; its value means nothing). It does not declare the
+// command-buffer trait (XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE), so XLA keeps it out of
+// its CUDA graphs and calls it on every execution, on the program's stream, before the graphs it
+// launches (DESIGN.md, Measurement "One clock").
 //
-// Plain C functions for ctypes read the times back: crossbench_step_events_elapsed_ms (step k's
-// start-to-end time [ms], waiting for its end event), _reset, _ring_size, _last_error.
+// Plain C functions for ctypes read the periods back: crossbench_step_events_period_ms (step k's
+// period [ms], mark k to mark k + 1, waiting for mark k + 1), _reset, _ring_size, _last_error.
 //
 // The one process-wide EventRing: XLA calls a handler with its call frame alone (no user data), so
-// the handlers and the ctypes functions can meet only in state of the library itself. It is built
+// the handler and the ctypes functions can meet only in state of the library itself. It is built
 // on first use and destroyed when the library unloads (its events with it).
 #include "event_ring.hpp"
 
@@ -34,7 +33,10 @@ using crossbench::jax_events::EventRing;
 
 namespace {
 
-constexpr int kRingSize = 16;  // steps whose times stay readable: the worker keeps at most 4 in flight
+// Marks whose events stay readable. Reading step k needs marks k and k + 1 while the worker has at
+// most 8 steps in flight (worker.py, STEPS_IN_FLIGHT) and then the closing mark: at most 9 marks
+// from mark k on are recorded, so 9 slots would do; 64 leaves margin for a caller that reads later.
+constexpr int kRingSize = 64;
 
 EventRing& ring() {
   static EventRing the_ring(kRingSize);
@@ -49,35 +51,25 @@ int reported(const std::string& failure) {
   return failure.empty() ? 0 : 1;
 }
 
-ffi::Error as_ffi_error(const char* handler, const std::string& failure) {
-  if (failure.empty()) return ffi::Error::Success();
-  return ffi::Error::Internal(std::string(handler) + ": " + failure);
-}
-
-ffi::Error record_start(cudaStream_t stream, ffi::ResultBuffer<ffi::F32> /*unwritten*/) {
-  return as_ffi_error("crossbench_step_start", ring().record_start(stream));
-}
-
-ffi::Error record_end(cudaStream_t stream, ffi::RemainingArgs /*the step's outputs: only waited for*/,
-                      ffi::ResultBuffer<ffi::F32> /*unwritten*/) {
-  return as_ffi_error("crossbench_step_end", ring().record_end(stream));
+ffi::Error record_mark(cudaStream_t stream, ffi::ResultBuffer<ffi::F32> /*unwritten*/) {
+  if (auto failed = ring().record_mark(stream); !failed.empty()) {
+    return ffi::Error::Internal("crossbench_step_mark: " + failed);
+  }
+  return ffi::Error::Success();
 }
 
 }  // namespace
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(crossbench_step_start, record_start,
+XLA_FFI_DEFINE_HANDLER_SYMBOL(crossbench_step_mark, record_mark,
                               ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>().Ret<ffi::Buffer<ffi::F32>>());
-XLA_FFI_DEFINE_HANDLER_SYMBOL(
-    crossbench_step_end, record_end,
-    ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>().RemainingArgs().Ret<ffi::Buffer<ffi::F32>>());
 
 extern "C" {
 
-// Step `step`'s (counted from the last reset) start-to-end time [ms] into *ms; 0, or 1 with the
-// reason in crossbench_step_events_last_error().
-int crossbench_step_events_elapsed_ms(std::int64_t step, float* ms) { return reported(ring().elapsed_ms(step, ms)); }
+// Step `step`'s (counted from the last reset) period [ms], mark step to mark step + 1, into *ms;
+// 0, or 1 with the reason in crossbench_step_events_last_error().
+int crossbench_step_events_period_ms(std::int64_t step, float* ms) { return reported(ring().period_ms(step, ms)); }
 
-// The next start is step 0 again. Always 0.
+// The next mark is mark 0 again. Always 0.
 int crossbench_step_events_reset() {
   ring().reset();
   return reported({});
