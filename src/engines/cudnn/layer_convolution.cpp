@@ -125,6 +125,8 @@ class Convolution final : public LayerImpl {
   bool filter_im2col = false;    // the weight gradient as im2col + GEMM (fp32 NCHW)
   float filter_im2col_ms = NAN;  // [ms] on the search arena
   std::string forward_times, filter_times, data_times;  // exhaustive: the re-timed candidates [ms]
+  // exhaustive: the faster candidates refused for disagreeing with the reference algorithm (agreeing_candidates)
+  std::string forward_refused, filter_refused, data_refused;
   // The Graph API's measured plan of each direction, where it won (else null: the legacy choice).
   struct GraphPlan {
     std::unique_ptr<GraphConvolution> graph;
@@ -172,7 +174,8 @@ class Convolution final : public LayerImpl {
     kernel_epilogue = has_bias && kernels::bias_activation_supported(y.dims, y.strides);
     forward_cd = make_conv(precision);
     const std::string forward_signature = problem_signature(ctx, {xd, wd, forward_cd, yd});
-    const auto candidates = forward_candidates(ctx, {xd, wd, forward_cd, yd});
+    const auto candidates = agreeing_candidates(ctx, forward_candidates(ctx, {xd, wd, forward_cd, yd}),
+                                                GraphDirection::forward, forward_signature, forward_refused);
     forward = candidates.front();
     forward_times = candidate_times(candidates, forward_algorithm_name);
     if (fusion_candidate && has_bias) {
@@ -239,7 +242,9 @@ class Convolution final : public LayerImpl {
     dyd = describe_tensor(dy);
     filter_cd = make_conv(precision);
     const std::string filter_signature = problem_signature(ctx, {xd, wd, filter_cd, dyd});
-    const auto filter_candidates = backward_filter_candidates(ctx, {xd, wd, filter_cd, dyd});
+    const auto filter_candidates =
+        agreeing_candidates(ctx, backward_filter_candidates(ctx, {xd, wd, filter_cd, dyd}),
+                            GraphDirection::backward_filter, filter_signature, filter_refused);
     filter = filter_candidates.front();
     filter_times = candidate_times(filter_candidates, backward_filter_algorithm_name);
     adopt(filter_cd, filter);
@@ -273,7 +278,9 @@ class Convolution final : public LayerImpl {
     if (data_gradient) {
       dxd = describe_tensor(dx);
       data_cd = make_conv(precision);
-      const auto data_candidates = backward_data_candidates(ctx, {dxd, wd, data_cd, dyd});
+      const auto data_candidates =
+          agreeing_candidates(ctx, backward_data_candidates(ctx, {dxd, wd, data_cd, dyd}), GraphDirection::backward_data,
+                              problem_signature(ctx, {dxd, wd, data_cd, dyd}), data_refused);
       data = data_candidates.front();
       data_times = candidate_times(data_candidates, backward_data_algorithm_name);
       adopt(data_cd, data);
@@ -378,6 +385,99 @@ class Convolution final : public LayerImpl {
     out.name = names[static_cast<std::size_t>(best)];
     out.graph = std::move(graph);
     ctx.need_workspace(static_cast<std::size_t>(out.graph->workspace_bytes(best)));
+  }
+
+  // The measured candidates (fastest first) less the faster ones whose output on the search arena,
+  // run twice over different poison in its output and workspace (as graph_plan_disagreement), differs
+  // from the reference algorithm's (IMPLICIT_GEMM forward, ALGO_1 backward: no workspace-dependent
+  // tricks, no atomics) by more than plan_agreement_bound: checked in order until one agrees, so the
+  // choice is the fastest candidate that computes the convolution. The verdicts (1 agrees, 0 refused,
+  // NaN not checked) are measured choices like the times (cached under `signature`). `refused` names
+  // the refused ones for decisions. (On an H200 the strict-fp32 AlexNet cells of FullyConnectedFusion
+  // differed between two sessions running the same choices, bench/results/2026-12-02/call14.)
+  std::vector<AlgorithmChoice> agreeing_candidates(SetupContext& ctx, std::vector<AlgorithmChoice> candidates,
+                                                   GraphDirection direction, const std::string& signature,
+                                                   std::string& refused) {
+    if (ctx.config.algorithm != AlgorithmPolicy::exhaustive || candidates.size() < 2) return candidates;
+    const auto name_of = [&](const AlgorithmChoice& c) {
+      const char* algorithm = direction == GraphDirection::forward         ? forward_algorithm_name(c.algorithm)
+                              : direction == GraphDirection::backward_data ? backward_data_algorithm_name(c.algorithm)
+                                                                           : backward_filter_algorithm_name(c.algorithm);
+      return std::string(algorithm) + "/" + math(c);
+    };
+    std::vector<std::string> names;
+    for (const AlgorithmChoice& c : candidates) names.push_back(name_of(c));
+    std::vector<double> differences(candidates.size(), NAN);
+    const std::vector<float> verdicts = measured_times_ms(ctx, "agreement." + signature, names, [&] {
+      std::vector<float> measured(candidates.size(), NAN);
+      const SetupContext::Arena& a = ctx.arena();
+      const bool forward_direction = direction == GraphDirection::forward;
+      const Tensor& output = forward_direction ? y : direction == GraphDirection::backward_data ? dx : dw;
+      void* output_at = forward_direction ? a.y : direction == GraphDirection::backward_data ? a.x : a.w;
+      AlgorithmChoice reference;
+      reference.algorithm = forward_direction ? static_cast<int>(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM)
+                            : direction == GraphDirection::backward_data ? static_cast<int>(CUDNN_CONVOLUTION_BWD_DATA_ALGO_1)
+                                                                         : static_cast<int>(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1);
+      reference.math = initial_math_type(precision);
+      if (run_legacy_on_arena(ctx, direction, reference) != CUDNN_STATUS_SUCCESS) return measured;  // nothing to hold them to
+      const std::vector<float> want = host_floats(output_at, output, ctx.stream, "the algorithm agreement check");
+      for (std::size_t i = 0; i < candidates.size(); ++i) {
+        double worst = 0;
+        for (const int poison : {0xff, 0x7f}) {
+          CB_CHECK_CUDA(cudaMemsetAsync(output_at, poison, static_cast<std::size_t>(output.span_bytes()), ctx.stream));
+          if (candidates[i].workspace_bytes > 0 && candidates[i].workspace_bytes <= a.workspace_bytes)
+            CB_CHECK_CUDA(cudaMemsetAsync(a.workspace, poison, candidates[i].workspace_bytes, ctx.stream));
+          if (run_legacy_on_arena(ctx, direction, candidates[i]) != CUDNN_STATUS_SUCCESS) {
+            worst = NAN;
+            break;
+          }
+          worst = std::max(worst, relative_difference(want, host_floats(output_at, output, ctx.stream,
+                                                                         "the algorithm agreement check")));
+        }
+        if (std::isnan(worst)) continue;  // not run here: not held against it
+        differences[i] = worst;
+        const bool agrees = worst <= plan_agreement_bound(precision);
+        measured[i] = agrees ? 1.0f : 0.0f;
+        if (agrees) break;
+      }
+      return measured;
+    });
+    std::vector<AlgorithmChoice> kept;
+    std::ostringstream text;
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      if (verdicts[i] == 0.0f) {
+        text << (text.tellp() > 0 ? ", " : "") << names[i];
+        if (!std::isnan(differences[i])) text << " (differs by " << differences[i] << ")";
+        continue;
+      }
+      kept.push_back(candidates[i]);
+    }
+    refused = text.str();
+    if (kept.empty()) return candidates;  // none agrees (the reference's own limits): the measured order
+    return kept;
+  }
+
+  // One legacy call of `direction` with `c` on the search arena's roles (x, w, y as choose_graph_plan's):
+  // its status (a refusal is no error here).
+  cudnnStatus_t run_legacy_on_arena(SetupContext& ctx, GraphDirection direction, const AlgorithmChoice& c) {
+    const SetupContext::Arena& a = ctx.arena();
+    if (c.workspace_bytes > a.workspace_bytes) return CUDNN_STATUS_NOT_SUPPORTED;
+    if (direction == GraphDirection::forward) {
+      adopt(forward_cd, c);
+      return cudnnConvolutionForward(ctx.dnn, &kOne, xd, a.x, wd, a.w, forward_cd,
+                                     static_cast<cudnnConvolutionFwdAlgo_t>(c.algorithm), a.workspace,
+                                     a.workspace_bytes, &kZero, yd, a.y);
+    }
+    if (direction == GraphDirection::backward_data) {
+      adopt(data_cd, c);
+      return cudnnConvolutionBackwardData(ctx.dnn, &kOne, wd, a.w, dyd, a.y, data_cd,
+                                          static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algorithm), a.workspace,
+                                          a.workspace_bytes, &kZero, dxd, a.x);
+    }
+    adopt(filter_cd, c);
+    return cudnnConvolutionBackwardFilter(ctx.dnn, &kOne, xd, a.x, dyd, a.y, filter_cd,
+                                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algorithm), a.workspace,
+                                          a.workspace_bytes, &kZero, wd, a.w);
   }
 
   // Why a measured Graph API plan may not replace the legacy choice although faster: its output on the
@@ -537,6 +637,7 @@ class Convolution final : public LayerImpl {
     if (!fallback.empty()) text << "(unfused: " << fallback << ")";
     if (!forward_im2col && !std::isnan(forward_im2col_ms)) text << "[im2col_gemm " << forward_im2col_ms << "ms>=" << forward.time_ms << "ms]";
     if (!forward_times.empty()) text << "{" << forward_times << "}";
+    if (!forward_refused.empty()) text << "[refused " << forward_refused << "]";
     if (!graph_forward.graph && !graph_forward.note.empty()) text << "[graph " << graph_forward.note << "]";
     if (training) {
       text << ",bwd_data=";
@@ -544,6 +645,7 @@ class Convolution final : public LayerImpl {
       else text << (data_gradient ? backward_data_algorithm_name(data.algorithm) : "-");
       if (data_gradient) text << "/" << math(data);
       if (data_gradient && !data_times.empty()) text << "{" << data_times << "}";
+      if (data_gradient && !data_refused.empty()) text << "[refused " << data_refused << "]";
       if (!graph_data.graph && !graph_data.note.empty()) text << "[graph " << graph_data.note << "]";
       if (graph_filter.graph)
         text << ",bwd_filter=graph(" << graph_filter.name << " " << graph_filter.time_ms << "ms)";
@@ -557,6 +659,7 @@ class Convolution final : public LayerImpl {
         text << ",bwd_filter=" << backward_filter_algorithm_name(filter.algorithm) << "/" << math(filter);
       if (!filter_im2col && !std::isnan(filter_im2col_ms)) text << "[im2col_gemm " << filter_im2col_ms << "ms>=" << filter.time_ms << "ms]";
       if (!filter_times.empty()) text << "{" << filter_times << "}";
+      if (!filter_refused.empty()) text << "[refused " << filter_refused << "]";
       if (!graph_filter.graph && !graph_filter.note.empty()) text << "[graph " << graph_filter.note << "]";
       if (has_bias) {
         text << ",bias_grad=" << (bias_gradient_kernel ? "kernel" : "cudnn");
