@@ -56,6 +56,10 @@ std::vector<float> host_floats(const void* first, const Tensor& t, cudaStream_t 
   return values;
 }
 
+bool all_finite(const std::vector<float>& values) {
+  return std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); });
+}
+
 double relative_difference(const std::vector<float>& want, const std::vector<float>& got) {
   if (want.size() != got.size()) return std::numeric_limits<double>::infinity();
   double largest = 0, worst = 0;

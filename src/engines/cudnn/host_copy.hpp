@@ -18,6 +18,9 @@ namespace crossbench::cudnn {
 // Synchronous: waits for `stream` first.
 std::vector<float> host_floats(const void* first, const Tensor& t, cudaStream_t stream, const char* what);
 
+// Whether every value is finite (no NaN, no infinity).
+[[nodiscard]] bool all_finite(const std::vector<float>& values);
+
 // The largest |got - want| over the largest |want| (infinity where either
 // holds a NaN or an infinity): how far apart two computations of one tensor are.
 [[nodiscard]] double relative_difference(const std::vector<float>& want, const std::vector<float>& got);

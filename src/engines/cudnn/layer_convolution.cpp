@@ -375,9 +375,17 @@ class Convolution final : public LayerImpl {
       out.note = why.str() + ">=" + std::to_string(incumbent_ms) + "ms";
       return;
     }
-    const std::string disagreement = graph_plan_disagreement(ctx, *graph, best, direction, bias_relu, with_residual);
-    if (!disagreement.empty()) {
-      out.note = why.str() + " refused: " + disagreement;
+    // The verdict is a measured choice like the times (cached: a replay allocates no search arena).
+    std::string disagreement;
+    const float agrees = measured_times_ms(ctx, "agreement.graph_api." + names[static_cast<std::size_t>(best)] + " " + signature,
+                                           {names[static_cast<std::size_t>(best)]}, [&] {
+                                             disagreement = graph_plan_disagreement(ctx, *graph, best, direction,
+                                                                                    bias_relu, with_residual);
+                                             return std::vector<float>{disagreement.empty() ? 1.0f : 0.0f};
+                                           })[0];
+    if (agrees == 0.0f) {
+      out.note = why.str() + " refused: " +
+                 (disagreement.empty() ? std::string("disagrees with the legacy algorithm (the cached verdict)") : disagreement);
       return;
     }
     out.plan = best;
@@ -421,6 +429,7 @@ class Convolution final : public LayerImpl {
       reference.math = initial_math_type(precision);
       if (run_legacy_on_arena(ctx, direction, reference) != CUDNN_STATUS_SUCCESS) return measured;  // nothing to hold them to
       const std::vector<float> want = host_floats(output_at, output, ctx.stream, "the algorithm agreement check");
+      if (!all_finite(want)) return measured;  // the arena's values overflow this problem: nothing to hold them to
       for (std::size_t i = 0; i < candidates.size(); ++i) {
         double worst = 0;
         for (const int poison : {0xff, 0x7f}) {
@@ -452,8 +461,8 @@ class Convolution final : public LayerImpl {
       }
       kept.push_back(candidates[i]);
     }
+    if (kept.empty()) return candidates;  // none agrees (the reference's own limits): the measured order, none refused
     refused = text.str();
-    if (kept.empty()) return candidates;  // none agrees (the reference's own limits): the measured order
     return kept;
   }
 
@@ -507,6 +516,7 @@ class Convolution final : public LayerImpl {
                                                     static_cast<cudnnConvolutionBwdFilterAlgo_t>(filter.algorithm),
                                                     a.workspace, a.workspace_bytes, &kZero, wd, a.w));
     std::vector<float> reference = host_floats(output_at, output, ctx.stream, "the graph plan check");
+    if (!all_finite(reference)) return {};  // the arena's values overflow this problem: nothing to hold it to
     if (forward_direction && bias_relu) {
       // choose_graph_plan's roles: the bias from arena w, the residual (y's shape) from arena x.
       const std::vector<float> bias_values = host_floats(a.w, bias, ctx.stream, "the graph plan check");
