@@ -33,6 +33,7 @@
 #include "engines/cudnn/im2col_gemm.hpp"
 #include "engines/cudnn/kernels_batch_norm.hpp"
 #include "engines/cudnn/kernels_epilogue.hpp"
+#include "engines/cudnn/tensor_compare.hpp"
 #include "engines/cudnn/kernels_pooling_lrn.hpp"
 #include "engines_cudnn/kernels_test_support.hpp"
 
@@ -197,6 +198,48 @@ TEST(CudnnKernels, BiasActivationRefusesOtherLayouts) {
   EXPECT_FALSE(kernels::bias_activation_supported(dims, {60, 1, 20, 8}))
       << "an NHWC channel slice (pixel stride 8 > C) is not packed";
   EXPECT_TRUE(kernels::bias_activation_supported(dims, {60, 15, 5, 1}));
+}
+
+// The agreement check's measure (tensor_compare.hpp), on the device: over an NHWC channel slice
+// (a concat's part, elements strided) only the slice's elements count, the bytes between them not;
+// one changed element gives its difference over the largest |value|; a NaN gives infinity. And the
+// host copies both ways (host_floats, store_floats) keep the bytes between the elements.
+TEST(CudnnKernels, DeviceReferenceComparesTheTensorsElementsOnly) {
+  SKIP_WITHOUT_GPU();
+  for (DType type : {DType::f32, DType::bf16}) {
+    // 2 x 3 x 4 x 5 elements: channels [2, 5) of an NHWC tensor with 8 channels per pixel.
+    Tensor slice = Tensor::packed({2, 8, 4, 5}, type, true).channel_slice(2, 3);
+    std::vector<float> values = random_values(2 * 8 * 4 * 5, 11);
+    for (float& v : values) v = stored(v, type);
+    DeviceArray memory(values, type);
+    void* first = memory.at(2);
+    const std::vector<float> before = host_floats(first, slice, nullptr, "the test");
+    ASSERT_EQ(before.size(), std::size_t{2 * 3 * 4 * 5});
+    float largest = 0;
+    for (float v : before) largest = std::max(largest, std::fabs(v));
+    const DeviceReference reference(first, slice, nullptr);
+    EXPECT_EQ(reference.difference_from(first), 0.0);
+
+    // Every byte between the slice's elements changed: no difference.
+    std::vector<float> everything = memory.values();
+    for (float& v : everything) v = stored(v * 3.0f + 1.0f, type);
+    DeviceArray other(everything, type);
+    store_floats(other.at(2), slice, before, nullptr);
+    EXPECT_EQ(reference.difference_from(other.at(2)), 0.0) << "the bytes between the elements do not count";
+    const std::vector<float> gaps = other.values();
+    EXPECT_EQ(gaps[0], everything[0]) << "store_floats keeps the bytes between the elements";
+
+    // One element off by 0.25: 0.25 / the largest |value|.
+    std::vector<float> changed = before;
+    changed[7] = stored(changed[7] + 0.25f, type);
+    store_floats(other.at(2), slice, changed, nullptr);
+    EXPECT_NEAR(reference.difference_from(other.at(2)), std::fabs(changed[7] - before[7]) / largest, 1e-6);
+    EXPECT_EQ(host_floats(other.at(2), slice, nullptr, "the test"), changed);
+
+    changed[3] = std::numeric_limits<float>::quiet_NaN();
+    store_floats(other.at(2), slice, changed, nullptr);
+    EXPECT_TRUE(std::isinf(reference.difference_from(other.at(2))));
+  }
 }
 
 TEST(CudnnKernels, AddReluIsOnePassOfBoth) {

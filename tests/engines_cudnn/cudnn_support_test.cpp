@@ -2,12 +2,16 @@
 // no GPU needed), and its place in the registry.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
+#include <vector>
 #include <utility>
 
 #include "crossbench/engine.hpp"
 #include "core/cuda/cudnn_compat.hpp"
 #include "engines/cudnn/cudnn_engine.hpp"
+#include "engines/cudnn/tensor_compare.hpp"
 
 namespace crossbench {
 namespace {
@@ -92,6 +96,24 @@ TEST(CudnnSupport, IsRegisteredAndBuilt) {
   bool has_cudnn_version = false;
   for (const auto& [name, version] : engine_library_versions()) has_cudnn_version |= name == "cudnn_version";
   EXPECT_TRUE(has_cudnn_version);
+}
+
+// The agreement check's measure and bounds (tensor_compare.hpp): the largest difference over the
+// largest reference value; a NaN or infinity on either side, or another length, is infinitely far.
+TEST(CudnnAgreement, RelativeDifferenceIsTheWorstOverTheLargest) {
+  using cudnn::relative_difference;
+  EXPECT_DOUBLE_EQ(relative_difference({1.0f, -4.0f, 2.0f}, {1.0f, -4.0f, 2.0f}), 0.0);
+  EXPECT_DOUBLE_EQ(relative_difference({1.0f, -4.0f, 2.0f}, {1.5f, -4.0f, 1.0f}), 0.25);
+  EXPECT_DOUBLE_EQ(relative_difference({0.0f, 0.0f}, {0.0f, 0.5f}), 0.5) << "an all-zero reference: the absolute";
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(std::isinf(relative_difference({1.0f, 2.0f}, {1.0f, nan})));
+  EXPECT_TRUE(std::isinf(relative_difference({inf, 2.0f}, {inf, 2.0f})));
+  EXPECT_TRUE(std::isinf(relative_difference({1.0f}, {1.0f, 1.0f})));
+  EXPECT_TRUE(cudnn::all_finite({0.0f, -1.0f, 3e38f}));
+  EXPECT_FALSE(cudnn::all_finite({0.0f, nan}));
+  EXPECT_LT(cudnn::plan_agreement_bound(Precision::fp32), cudnn::plan_agreement_bound(Precision::tf32));
+  EXPECT_LT(cudnn::plan_agreement_bound(Precision::tf32), cudnn::plan_agreement_bound(Precision::bf16));
+  EXPECT_EQ(cudnn::plan_agreement_bound(Precision::fp16), cudnn::plan_agreement_bound(Precision::bf16));
 }
 
 }  // namespace

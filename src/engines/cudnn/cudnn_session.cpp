@@ -14,7 +14,7 @@
 #include "core/nvtx.hpp"
 #include "crossbench/error.hpp"
 #include "engines/cudnn/fault_injection.hpp"
-#include "engines/cudnn/host_copy.hpp"
+#include "engines/cudnn/tensor_compare.hpp"
 #include "engines/cudnn/kernels_elementwise.hpp"
 #include "core/cuda/cudnn_compat.hpp"
 

@@ -115,6 +115,9 @@ class SetupContext {
   };
   void reserve_arena(std::int64_t x_bytes, std::int64_t w_bytes, std::int64_t y_bytes);
   const Arena& arena();  // allocates on first use
+  // Writes the arena's synthetic values again over [at, at + bytes) (a part of the arena): after a
+  // check has poisoned it, so that later candidates run on the same kind of data.
+  void refill_arena(void* at, std::size_t bytes);
   void release_arena() { arena_memory_.reset(); }
   std::int64_t arena_peak_bytes() const { return arena_peak_; }
 

@@ -86,6 +86,28 @@ __global__ void strided_add_kernel(const void* x, Strides xs, void* y, Strides y
   }
 }
 
+__global__ void differences_kernel(const void* want, const void* got, Strides st, Dims d, DType type,
+                                   std::int64_t count, unsigned* out) {
+  float largest = 0.0f, worst = 0.0f;
+  unsigned non_finite = 0;
+  for (std::int64_t p = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; p < count;
+       p += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t i3 = p % d.d3, i2 = p / d.d3 % d.d2, i1 = p / (d.d3 * d.d2) % d.d1, i0 = p / (d.d3 * d.d2 * d.d1);
+    const std::int64_t at = i0 * st.s0 + i1 * st.s1 + i2 * st.s2 + i3 * st.s3;
+    const float a = load(want, type, at), b = load(got, type, at);
+    if (!isfinite(a) || !isfinite(b)) {
+      ++non_finite;
+      continue;
+    }
+    largest = fmaxf(largest, fabsf(a));
+    worst = fmaxf(worst, fabsf(b - a));
+  }
+  // Non-negative floats order as their bit patterns: atomicMax on the bits.
+  atomicMax(out, __float_as_uint(largest));
+  atomicMax(out + 1, __float_as_uint(worst));
+  if (non_finite > 0) atomicAdd(out + 2, non_finite);
+}
+
 __global__ void sgd_kernel(void* w, const void* g, DType type, std::int64_t count, float rate) {
   for (std::int64_t p = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; p < count;
        p += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
@@ -164,6 +186,15 @@ void nll(const float* logp, const std::int32_t* labels, float* row_loss, void* d
   nll_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(logp, labels, row_loss, dlogits, dlogits_type,
                                                                    classes, 1.0f / static_cast<float>(rows));
   check_launch("nll");
+}
+
+void differences(const void* want, const void* got, DType type, std::array<std::int64_t, 4> dims,
+                 std::array<std::int64_t, 4> strides, unsigned* out, cudaStream_t stream) {
+  const std::int64_t count = dims[0] * dims[1] * dims[2] * dims[3];
+  differences_kernel<<<blocks_for(count), kThreads, 0, stream>>>(
+      want, got, Strides{strides[0], strides[1], strides[2], strides[3]}, Dims{dims[0], dims[1], dims[2], dims[3]}, type,
+      count, out);
+  check_launch("differences");
 }
 
 void strided_add(const void* x, std::array<std::int64_t, 4> x_strides, void* y, std::array<std::int64_t, 4> y_strides,

@@ -50,6 +50,13 @@ void nll(const float* logp, const std::int32_t* labels, float* row_loss, void* d
 void strided_add(const void* x, std::array<std::int64_t, 4> x_strides, void* y, std::array<std::int64_t, 4> y_strides,
                  std::array<std::int64_t, 4> dims, DType type, float beta, cudaStream_t stream);
 
+// How far `got` is from `want` (two tensors of one type, dims and element strides): out[0] =
+// the bits of max |want|, out[1] = the bits of max |got - want| (both fp32, over the finite
+// pairs), out[2] += the pairs where either is not finite. `out` (3 unsigned) must be zeroed first.
+// The search's agreement check (layer_convolution.cpp), without copying tensors to the host.
+void differences(const void* want, const void* got, DType type, std::array<std::int64_t, 4> dims,
+                 std::array<std::int64_t, 4> strides, unsigned* out, cudaStream_t stream);
+
 // w -= rate * g, elementwise in fp32.
 void sgd(void* w, const void* g, DType type, std::int64_t count, float rate, cudaStream_t stream);
 

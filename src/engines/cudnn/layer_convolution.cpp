@@ -59,8 +59,10 @@
 // say why ("+add+relu(kernel, unfused: ...)"). The add has no op either way.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -70,8 +72,9 @@
 #include "engines/cudnn/gemm_weight_gradient.hpp"
 #include "engines/cudnn/graph_api_convolution.hpp"
 #include "engines/cudnn/graph.hpp"
-#include "engines/cudnn/host_copy.hpp"
+#include "engines/cudnn/tensor_compare.hpp"
 #include "engines/cudnn/im2col_gemm.hpp"
+#include "engines/cudnn/kernels_elementwise.hpp"
 #include "engines/cudnn/kernels_epilogue.hpp"
 
 namespace crossbench::cudnn {
@@ -428,8 +431,14 @@ class Convolution final : public LayerImpl {
                                                                          : static_cast<int>(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1);
       reference.math = initial_math_type(precision);
       if (run_legacy_on_arena(ctx, direction, reference) != CUDNN_STATUS_SUCCESS) return measured;  // nothing to hold them to
-      const std::vector<float> want = host_floats(output_at, output, ctx.stream, "the algorithm agreement check");
-      if (!all_finite(want)) return measured;  // the arena's values overflow this problem: nothing to hold them to
+      std::optional<DeviceReference> reference_output;
+      try {
+        reference_output.emplace(output_at, output, ctx.stream);
+      } catch (const OutOfMemory&) {
+        return measured;  // no room beside the arena: not checked
+      }
+      const auto difference = [&] { return reference_output->difference_from(output_at); };
+      if (std::isinf(difference())) return measured;  // the arena's values overflow this problem: nothing to hold them to
       for (std::size_t i = 0; i < candidates.size(); ++i) {
         double worst = 0;
         for (const int poison : {0xff, 0x7f}) {
@@ -440,8 +449,7 @@ class Convolution final : public LayerImpl {
             worst = NAN;
             break;
           }
-          worst = std::max(worst, relative_difference(want, host_floats(output_at, output, ctx.stream,
-                                                                         "the algorithm agreement check")));
+          worst = std::max(worst, difference());
         }
         if (std::isnan(worst)) continue;  // not run here: not held against it
         differences[i] = worst;
@@ -449,6 +457,7 @@ class Convolution final : public LayerImpl {
         measured[i] = agrees ? 1.0f : 0.0f;
         if (agrees) break;
       }
+      ctx.refill_arena(output_at, static_cast<std::size_t>(output.span_bytes()));  // no poison left for later layers
       return measured;
     });
     std::vector<AlgorithmChoice> kept;
@@ -515,32 +524,46 @@ class Convolution final : public LayerImpl {
       CB_CHECK_CUDNN(cudnnConvolutionBackwardFilter(ctx.dnn, &kOne, xd, a.x, dyd, a.y, filter_cd,
                                                     static_cast<cudnnConvolutionBwdFilterAlgo_t>(filter.algorithm),
                                                     a.workspace, a.workspace_bytes, &kZero, wd, a.w));
-    std::vector<float> reference = host_floats(output_at, output, ctx.stream, "the graph plan check");
-    if (!all_finite(reference)) return {};  // the arena's values overflow this problem: nothing to hold it to
-    if (forward_direction && bias_relu) {
-      // choose_graph_plan's roles: the bias from arena w, the residual (y's shape) from arena x.
+    // The legacy output with the graph's epilogue applied on the device where our kernels take its
+    // layout (bias_activation; add_relu over a packed y and residual of one layout), else on the host.
+    const bool residual_on_device = !with_residual || (y.is_packed() && residual.strides == y.strides);
+    if (forward_direction && bias_relu && kernels::bias_activation_supported(y.dims, y.strides) && residual_on_device) {
+      kernels::bias_activation(a.y, y.type, y.dims, y.strides, a.w, !with_residual, ctx.stream);
+      if (with_residual) kernels::add_relu(a.y, a.x, a.y, y.type, y.elements(), ctx.stream);
+    } else if (forward_direction && bias_relu) {
+      std::vector<float> host = host_floats(output_at, output, ctx.stream, "the graph plan check");
       const std::vector<float> bias_values = host_floats(a.w, bias, ctx.stream, "the graph plan check");
       std::vector<float> residual_values;
       if (with_residual) residual_values = host_floats(a.x, residual, ctx.stream, "the graph plan check");
       const std::int64_t plane = y.dims[2] * y.dims[3];
-      for (std::size_t i = 0; i < reference.size(); ++i) {
+      for (std::size_t i = 0; i < host.size(); ++i) {
         const auto channel = static_cast<std::size_t>((static_cast<std::int64_t>(i) / plane) % y.dims[1]);
-        float value = reference[i] + bias_values[channel];
+        float value = host[i] + bias_values[channel];
         if (with_residual) value += residual_values[i];
-        reference[i] = std::max(value, 0.0f);
+        host[i] = std::max(value, 0.0f);
       }
+      store_floats(output_at, output, host, ctx.stream);  // the reference, back in place
     }
+    std::optional<DeviceReference> reference;
+    try {
+      reference.emplace(output_at, output, ctx.stream);
+    } catch (const OutOfMemory&) {
+      return {};  // no room beside the arena: not checked
+    }
+    if (std::isinf(reference->difference_from(output_at))) return {};  // the arena's values overflow this problem
     const auto workspace_bytes = static_cast<std::size_t>(graph.workspace_bytes(plan));
     double worst = 0;
     for (const int poison : {0xff, 0x7f}) {
       CB_CHECK_CUDA(cudaMemsetAsync(output_at, poison, static_cast<std::size_t>(output.span_bytes()), ctx.stream));
       if (workspace_bytes > 0) CB_CHECK_CUDA(cudaMemsetAsync(a.workspace, poison, workspace_bytes, ctx.stream));
       if (!graph.run(ctx.dnn, plan, a.x, a.w, a.y, bias_relu ? a.w : nullptr, with_residual ? a.x : nullptr,
-                     a.workspace, true))
+                     a.workspace, true)) {
+        ctx.refill_arena(output_at, static_cast<std::size_t>(output.span_bytes()));
         return "refused to run again";
-      worst = std::max(worst, relative_difference(reference, host_floats(output_at, output, ctx.stream,
-                                                                         "the graph plan check")));
+      }
+      worst = std::max(worst, reference->difference_from(output_at));
     }
+    ctx.refill_arena(output_at, static_cast<std::size_t>(output.span_bytes()));  // no poison left for later layers
     if (worst <= plan_agreement_bound(precision)) return {};
     std::ostringstream text;
     text << "differs from " << (forward_direction ? forward_algorithm_name(forward.algorithm)

@@ -1,0 +1,144 @@
+#include "engines/cudnn/tensor_compare.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "core/cuda/cuda_check.hpp"
+#include "crossbench/error.hpp"
+#include "engines/cudnn/kernels_elementwise.hpp"
+
+namespace crossbench::cudnn {
+
+namespace {
+
+float bits_to_float(const unsigned char* at, DType type) {
+  if (type == DType::f32) {
+    float value;
+    std::memcpy(&value, at, sizeof value);
+    return value;
+  }
+  std::uint16_t bits;
+  std::memcpy(&bits, at, sizeof bits);
+  if (type == DType::bf16) {
+    __nv_bfloat16_raw raw;
+    raw.x = bits;
+    return __bfloat162float(__nv_bfloat16(raw));
+  }
+  __half_raw raw;
+  raw.x = bits;
+  return __half2float(__half(raw));
+}
+
+void float_to_bits(float value, unsigned char* at, DType type) {
+  if (type == DType::f32) {
+    std::memcpy(at, &value, sizeof value);
+    return;
+  }
+  std::uint16_t bits;
+  if (type == DType::bf16) {
+    const __nv_bfloat16_raw raw = __nv_bfloat16(__float2bfloat16_rn(value));
+    bits = raw.x;
+  } else {
+    const __half_raw raw = __half(__float2half_rn(value));
+    bits = raw.x;
+  }
+  std::memcpy(at, &bits, sizeof bits);
+}
+
+// Calls visit(element offset) for t's elements in N, C, H, W order.
+template <typename Visit>
+void for_each_element(const Tensor& t, Visit&& visit) {
+  for (std::int64_t n = 0; n < t.dims[0]; ++n)
+    for (std::int64_t c = 0; c < t.dims[1]; ++c)
+      for (std::int64_t h = 0; h < t.dims[2]; ++h)
+        for (std::int64_t w = 0; w < t.dims[3]; ++w)
+          visit(n * t.strides[0] + c * t.strides[1] + h * t.strides[2] + w * t.strides[3]);
+}
+
+void require_float_type(const Tensor& t, const char* what) {
+  if (t.type != DType::f32 && t.type != DType::bf16 && t.type != DType::f16)
+    throw Error(std::string("cuDNN engine: ") + what + " reads fp32, bf16 or fp16 tensors only");
+}
+
+}  // namespace
+
+void store_floats(void* first, const Tensor& t, const std::vector<float>& values, cudaStream_t stream) {
+  require_float_type(t, "store_floats");
+  if (values.size() != static_cast<std::size_t>(t.elements()))
+    throw Error("cuDNN engine: store_floats got " + std::to_string(values.size()) + " values for " +
+                std::to_string(t.elements()) + " elements");
+  const auto span = static_cast<std::size_t>(t.span_bytes());
+  std::vector<unsigned char> bytes(span);
+  CB_CHECK_CUDA(cudaStreamSynchronize(stream));
+  CB_CHECK_CUDA(cudaMemcpy(bytes.data(), first, span, cudaMemcpyDeviceToHost));
+  const auto element = static_cast<std::int64_t>(size_of(t.type));
+  std::size_t i = 0;
+  for_each_element(t, [&](std::int64_t at) { float_to_bits(values[i++], bytes.data() + at * element, t.type); });
+  CB_CHECK_CUDA(cudaMemcpy(first, bytes.data(), span, cudaMemcpyHostToDevice));
+}
+
+std::vector<float> host_floats(const void* first, const Tensor& t, cudaStream_t stream, const char* what) {
+  require_float_type(t, what);
+  const auto span = static_cast<std::size_t>(t.span_bytes());
+  std::vector<unsigned char> bytes(span);
+  CB_CHECK_CUDA(cudaStreamSynchronize(stream));
+  CB_CHECK_CUDA(cudaMemcpy(bytes.data(), first, span, cudaMemcpyDeviceToHost));
+  const auto element = static_cast<std::int64_t>(size_of(t.type));
+  std::vector<float> values;
+  values.reserve(static_cast<std::size_t>(t.elements()));
+  for_each_element(t, [&](std::int64_t at) { values.push_back(bits_to_float(bytes.data() + at * element, t.type)); });
+  return values;
+}
+
+bool all_finite(const std::vector<float>& values) {
+  return std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); });
+}
+
+double relative_difference(const std::vector<float>& want, const std::vector<float>& got) {
+  if (want.size() != got.size()) return std::numeric_limits<double>::infinity();
+  double largest = 0, worst = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    if (!std::isfinite(want[i]) || !std::isfinite(got[i])) return std::numeric_limits<double>::infinity();
+    largest = std::max(largest, std::fabs(static_cast<double>(want[i])));
+    worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - static_cast<double>(want[i])));
+  }
+  return largest > 0 ? worst / largest : worst;
+}
+
+double plan_agreement_bound(Precision precision) {
+  switch (precision) {
+    case Precision::fp32: return 1e-3;
+    case Precision::tf32: return 1e-2;
+    default: return 5e-2;
+  }
+}
+
+DeviceReference::DeviceReference(const void* at, const Tensor& t, cudaStream_t stream)
+    : values_(static_cast<std::size_t>(t.span_bytes()), "a reference tensor of the agreement check"),
+      counters_(3 * sizeof(unsigned), "the agreement check's counters"),
+      layout_(t),
+      stream_(stream) {
+  CB_CHECK_CUDA(cudaMemcpyAsync(values_.data(), at, values_.bytes(), cudaMemcpyDeviceToDevice, stream_));
+}
+
+double DeviceReference::difference_from(const void* got) const {
+  auto* counters = reinterpret_cast<unsigned*>(counters_.data());
+  CB_CHECK_CUDA(cudaMemsetAsync(counters, 0, 3 * sizeof(unsigned), stream_));
+  kernels::differences(values_.data(), got, layout_.type, layout_.dims, layout_.strides, counters, stream_);
+  unsigned bits[3];
+  CB_CHECK_CUDA(cudaMemcpyAsync(bits, counters, sizeof bits, cudaMemcpyDeviceToHost, stream_));
+  CB_CHECK_CUDA(cudaStreamSynchronize(stream_));
+  if (bits[2] > 0) return std::numeric_limits<double>::infinity();
+  float largest, worst;
+  std::memcpy(&largest, &bits[0], sizeof largest);
+  std::memcpy(&worst, &bits[1], sizeof worst);
+  return largest > 0 ? static_cast<double>(worst) / largest : static_cast<double>(worst);
+}
+
+}  // namespace crossbench::cudnn

@@ -1,0 +1,58 @@
+// Device tensors compared: read back to the host as float (the session's
+// accessors for the tests, cudnn_session.cpp), or held on the device and
+// compared there (the agreement check every measured choice passes before it
+// replaces another, layer_convolution.cpp).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
+
+#include "crossbench/cell.hpp"
+#include "engines/cudnn/handles.hpp"
+#include "engines/cudnn/tensor.hpp"
+
+namespace crossbench::cudnn {
+
+// The logical elements of `t` (fp32, bf16 or fp16, any strides) whose first
+// element is at `first` in device memory, as float in N, C, H, W index order.
+// Synchronous: waits for `stream` first.
+std::vector<float> host_floats(const void* first, const Tensor& t, cudaStream_t stream, const char* what);
+
+// The inverse of host_floats: `values` (N, C, H, W order) rounded to t's type and written to
+// t's elements at `first`; the bytes between a strided tensor's elements are kept. Synchronous.
+void store_floats(void* first, const Tensor& t, const std::vector<float>& values, cudaStream_t stream);
+
+// Whether every value is finite (no NaN, no infinity).
+[[nodiscard]] bool all_finite(const std::vector<float>& values);
+
+// The largest |got - want| over the largest |want| (infinity where either
+// holds a NaN or an infinity): how far apart two computations of one tensor are.
+[[nodiscard]] double relative_difference(const std::vector<float>& want, const std::vector<float>& got);
+
+// The largest relative_difference a measured plan may have from the legacy
+// algorithm on the same data: another summation order, or another algorithm of
+// the same math, stays far below it (fp32 1e-3, tf32 1e-2, 16-bit 5e-2), while
+// a plan that reads memory it did not write, or writes too little, does not.
+[[nodiscard]] double plan_agreement_bound(Precision precision);
+
+// A tensor's values at one place in device memory, copied aside on the device: how far what
+// that place holds later is from them (relative_difference's measure, compared on the device by
+// kernels::differences; infinity for any non-finite pair). No tensor crosses to the host: a
+// cold search checks every convolution's output (VGG's conv1: 822 MB in fp32).
+class DeviceReference {
+ public:
+  // Throws OutOfMemory where the copy does not fit beside what is allocated.
+  DeviceReference(const void* at, const Tensor& t, cudaStream_t stream);
+  // Synchronous (waits for `stream`).
+  [[nodiscard]] double difference_from(const void* got) const;
+
+ private:
+  DeviceBuffer values_;
+  DeviceBuffer counters_;  // kernels::differences' three counters
+  Tensor layout_;
+  cudaStream_t stream_;
+};
+
+}  // namespace crossbench::cudnn
