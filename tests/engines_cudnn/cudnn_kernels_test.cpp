@@ -217,7 +217,9 @@ TEST(CudnnKernels, DeviceReferenceComparesTheTensorsElementsOnly) {
     ASSERT_EQ(before.size(), std::size_t{2 * 3 * 4 * 5});
     float largest = 0;
     for (float v : before) largest = std::max(largest, std::fabs(v));
-    const DeviceReference reference(first, slice, nullptr);
+    DeviceArray storage(std::vector<float>(values.size(), 0.0f), type);
+    DeviceArray counters(std::vector<float>(3, 0.0f), DType::f32);  // three unsigned counters' bytes
+    const DeviceReference reference(first, slice, storage.get(), static_cast<unsigned*>(counters.get()), nullptr);
     EXPECT_EQ(reference.difference_from(first), 0.0);
 
     // Every byte between the slice's elements changed: no difference.

@@ -110,6 +110,10 @@ class SetupContext {
     void* x = nullptr;
     void* w = nullptr;
     void* y = nullptr;
+    // The agreement check's (layer_convolution.cpp): a copy of the reference output (as large as the
+    // largest of x, w, y) and kernels::differences' three counters.
+    void* reference = nullptr;
+    unsigned* counters = nullptr;
     void* workspace = nullptr;
     std::size_t workspace_bytes = 0;
   };

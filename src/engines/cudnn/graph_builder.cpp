@@ -29,7 +29,9 @@ void SetupContext::reserve_arena(std::int64_t x_bytes, std::int64_t w_bytes, std
 const SetupContext::Arena& SetupContext::arena() {
   if (arena_memory_.data() != nullptr) return arena_;
   const auto round = [](std::int64_t bytes) { return (bytes + 255) / 256 * 256; };
-  const std::int64_t tensors = round(arena_x_) + round(arena_w_) + round(arena_y_);
+  const std::int64_t reference = round(std::max({arena_x_, arena_w_, arena_y_}));
+  constexpr std::int64_t kCounters = 256;  // [bytes] kernels::differences' three counters, rounded
+  const std::int64_t tensors = round(arena_x_) + round(arena_w_) + round(arena_y_) + reference + kCounters;
   std::size_t free_bytes = 0, total_bytes = 0;
   CB_CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
   // The search workspace: the configured limit, but never more than what is
@@ -42,6 +44,8 @@ const SetupContext::Arena& SetupContext::arena() {
   arena_.x = base;
   arena_.w = base + round(arena_x_);
   arena_.y = base + round(arena_x_) + round(arena_w_);
+  arena_.reference = base + round(arena_x_) + round(arena_w_) + round(arena_y_);
+  arena_.counters = reinterpret_cast<unsigned*>(base + round(arena_x_) + round(arena_w_) + round(arena_y_) + reference);
   arena_.workspace = workspace > 0 ? base + tensors : nullptr;
   arena_.workspace_bytes = static_cast<std::size_t>(workspace);
   // Synthetic values, as fp16 everywhere: small, finite and non-zero in every data type's bit patterns.

@@ -119,20 +119,17 @@ double plan_agreement_bound(Precision precision) {
   }
 }
 
-DeviceReference::DeviceReference(const void* at, const Tensor& t, cudaStream_t stream)
-    : values_(static_cast<std::size_t>(t.span_bytes()), "a reference tensor of the agreement check"),
-      counters_(3 * sizeof(unsigned), "the agreement check's counters"),
-      layout_(t),
-      stream_(stream) {
-  CB_CHECK_CUDA(cudaMemcpyAsync(values_.data(), at, values_.bytes(), cudaMemcpyDeviceToDevice, stream_));
+DeviceReference::DeviceReference(const void* at, const Tensor& t, void* storage, unsigned* counters,
+                                 cudaStream_t stream)
+    : values_(storage), counters_(counters), layout_(t), stream_(stream) {
+  CB_CHECK_CUDA(cudaMemcpyAsync(values_, at, static_cast<std::size_t>(t.span_bytes()), cudaMemcpyDeviceToDevice, stream_));
 }
 
 double DeviceReference::difference_from(const void* got) const {
-  auto* counters = reinterpret_cast<unsigned*>(counters_.data());
-  CB_CHECK_CUDA(cudaMemsetAsync(counters, 0, 3 * sizeof(unsigned), stream_));
-  kernels::differences(values_.data(), got, layout_.type, layout_.dims, layout_.strides, counters, stream_);
+  CB_CHECK_CUDA(cudaMemsetAsync(counters_, 0, 3 * sizeof(unsigned), stream_));
+  kernels::differences(values_, got, layout_.type, layout_.dims, layout_.strides, counters_, stream_);
   unsigned bits[3];
-  CB_CHECK_CUDA(cudaMemcpyAsync(bits, counters, sizeof bits, cudaMemcpyDeviceToHost, stream_));
+  CB_CHECK_CUDA(cudaMemcpyAsync(bits, counters_, sizeof bits, cudaMemcpyDeviceToHost, stream_));
   CB_CHECK_CUDA(cudaStreamSynchronize(stream_));
   if (bits[2] > 0) return std::numeric_limits<double>::infinity();
   float largest, worst;

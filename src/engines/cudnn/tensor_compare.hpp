@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "crossbench/cell.hpp"
-#include "engines/cudnn/handles.hpp"
 #include "engines/cudnn/tensor.hpp"
 
 namespace crossbench::cudnn {
@@ -37,20 +36,20 @@ void store_floats(void* first, const Tensor& t, const std::vector<float>& values
 // a plan that reads memory it did not write, or writes too little, does not.
 [[nodiscard]] double plan_agreement_bound(Precision precision);
 
-// A tensor's values at one place in device memory, copied aside on the device: how far what
-// that place holds later is from them (relative_difference's measure, compared on the device by
-// kernels::differences; infinity for any non-finite pair). No tensor crosses to the host: a
-// cold search checks every convolution's output (VGG's conv1: 822 MB in fp32).
+// A tensor's values at one place in device memory, copied aside on the device into `storage`
+// (at least t.span_bytes()): how far what that place holds later is from them
+// (relative_difference's measure, compared on the device by kernels::differences, with its three
+// `counters` in device memory; infinity for any non-finite pair). No tensor crosses to the host: a
+// cold search checks every convolution's output (VGG's conv1: 822 MB in fp32). Owns nothing.
 class DeviceReference {
  public:
-  // Throws OutOfMemory where the copy does not fit beside what is allocated.
-  DeviceReference(const void* at, const Tensor& t, cudaStream_t stream);
+  DeviceReference(const void* at, const Tensor& t, void* storage, unsigned* counters, cudaStream_t stream);
   // Synchronous (waits for `stream`).
   [[nodiscard]] double difference_from(const void* got) const;
 
  private:
-  DeviceBuffer values_;
-  DeviceBuffer counters_;  // kernels::differences' three counters
+  void* values_;
+  unsigned* counters_;
   Tensor layout_;
   cudaStream_t stream_;
 };
