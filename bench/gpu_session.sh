@@ -60,7 +60,9 @@
 #             --resume --allow-build-change (each call's run segment names its GPU and build); the workers'
 #             compile caches in $STUDY_DIR/compile-cache (back in $OUT/study/compile-cache.tar while under
 #             $STUDY_CACHE_MAX_MB, 48; else the log says the next call compiles cold; STUDY_COMPILE_CACHE=/tmp/...
-#             keeps it out of the tree); $STUDY_NP ranks; stops cleanly at $TLIMIT (exit 3: call again)
+#             keeps it out of the tree); $STUDY_NP ranks; stops cleanly at $TLIMIT (exit 3: call again);
+#             STUDY_PREWARM_S=150 first compiles the next framework cells side by side for that long
+#             (bench/study_prewarm.py, $STUDY_PREWARM_PROCS processes) so that the timed run compiles warm
 #   studysweep issue 29's figure 2: resnet50, vgg11, alexnet ($SWEEP_NETWORKS) in tf32 and bf16, batch 1 to
 #             the OOM boundary ($SWEEP_BATCHES, default 1 .. 8192 in powers of 2), both phases, cudnn and
 #             pytorch-compile; cube sweep.h5 in $STUDY_DIR, resumable like `study`
@@ -444,7 +446,17 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
       # framework cells (below), where the stage has a minute of study besides; else none are measured.
       beside_s=0
       [ "$stage" = study ] && [ "$TLIMIT" -gt $((${STUDY_BESIDE_S:-90} + 60)) ] && beside_s=${STUDY_BESIDE_S:-90}
-      study_limit=$((TLIMIT - beside_s))
+      # STUDY_PREWARM_S (default 0: off) > 0: first compile the next framework cells side by side
+      # (bench/study_prewarm.py, $STUDY_PREWARM_PROCS processes, 3) into the compile cache for that many
+      # seconds of the stage, so that the timed run finds them warm; their cubes in $OUT/$name/prewarm.
+      if [ "$stage" = study ] && [ "${STUDY_PREWARM_S:-0}" -gt 0 ]; then
+        python3 bench/study_prewarm.py --journal "$cube.journal" --cache "$cache" --out "$OUT/$name/prewarm" \
+          --processes "${STUDY_PREWARM_PROCS:-3}" --budget-s "$STUDY_PREWARM_S" -- $CB run "${matrix[@]}" \
+          --set "workers.pytorch=$pytorch_worker" --set "workers.pytorch-compile=$pytorch_worker --compile" \
+          --set "workers.jax=$jax_worker" ${STUDY_ARGS:-} 2>&1 | tee -a "$dir/$name.log"
+      fi
+      study_limit=$((TLIMIT - beside_s - (SECONDS - stage_start)))
+      [ "$study_limit" -lt 30 ] && study_limit=30  # timeout 0 would mean no limit
       timeout --preserve-status -k $((grace + 30)) "$study_limit" $runner run "${matrix[@]}" \
         --set "workers.pytorch=$pytorch_worker" --set "workers.pytorch-compile=$pytorch_worker --compile" \
         --set "workers.jax=$jax_worker" \

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Compile the study's next framework cells ahead, in parallel, before a device call times them.
+
+A framework cell's own cost is mostly its compile (torch.compile 8-114 s, JAX 7-17 s on the H200,
+README "plan"), paid once per cell, one cell after another, while the GPU waits. The compile
+caches (`engine.compile_cache`: Inductor's FX graph, AOTAutograd and Triton caches; JAX's
+persistent compilation cache) make a later compile of the same step 0.25-0.27 of cold
+(torch.compile on the H200). This script fills the run's cache for the cells the timed run is
+about to reach: PROCESSES crossbench processes side by side, each compiling its share of the
+remaining pytorch-compile and jax cells (one timed step each, after one warm-up step), until
+BUDGET seconds have passed. The timed run that follows (`bench/gpu_session.sh study`) then finds
+them warm: what it times is unchanged, its untimed compile is shorter, and each cell's
+`decisions` say warm or cold. The side runs' own cubes (`--out`) keep their cold compile times
+(`preparation_s`) as evidence of the cold cost.
+
+Which cells: `crossbench plan --json` of the same matrix, less every cell the journal has a
+result for (what `--resume` skips), the compiling engines only, longest estimate first (the
+order the run's scheduler takes them), dealt round-robin to the processes. A process that does
+not finish by the budget is stopped: whatever it compiled is in the cache already.
+
+usage: study_prewarm.py --journal CUBE.journal --cache DIR --out DIR [--processes 3] [--budget-s 150]
+                        -- CROSSBENCH_COMMAND... run MATRIX_ARGS...
+The command after `--` is the study's own run command without its --output, --resume, cache and
+measure settings (they are replaced here); `run` must appear in it.
+"""
+import argparse
+import json
+import os
+import pathlib
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+COMPILING = ("pytorch-compile", "jax")
+# The per-cell settings of a prewarm process: one warm-up step and one timed step are enough for
+# the compile (and the CUDA graph capture of reduce-overhead) to happen.
+PREWARM_SETTINGS = ["--set", "measure.warmup=1", "--set", "measure.min_steps=1", "--set", "measure.max_steps=1"]
+REPLACED_FLAGS = ("--output", "--compile-cache", "--algo-cache", "--stop-grace-s", "--filter")
+REPLACED_BARE = ("--resume", "--allow-build-change")
+
+
+def finished_cells(journal):
+    """(engine, network, precision, batch, phase) of every cell the journal holds a result for
+    (any status but not_run: what --resume does not run again)."""
+    done = set()
+    path = pathlib.Path(journal)
+    if not path.exists():
+        return done
+    for line in path.read_text().splitlines()[1:]:
+        try:
+            record = json.loads(line.split(" ", 1)[1])
+        except (IndexError, json.JSONDecodeError):
+            continue  # a torn last line
+        result = record.get("result")
+        if result and result.get("status") != "not_run":
+            done.add((result["engine"], result["network"], result["precision"], int(result["batch"]),
+                      result["phase"]))
+    return done
+
+
+def matrix_arguments(run_arguments):
+    """The run's matrix arguments without what the prewarm replaces (its output, resume, caches,
+    measure settings): the flags and `--set measure.*` pairs."""
+    kept = []
+    i = 0
+    while i < len(run_arguments):
+        argument = run_arguments[i]
+        if argument in REPLACED_BARE:
+            i += 1
+            continue
+        if argument in REPLACED_FLAGS:
+            i += 2
+            continue
+        if argument == "--set" and i + 1 < len(run_arguments) and run_arguments[i + 1].startswith("measure."):
+            i += 2
+            continue
+        kept.append(argument)
+        i += 1
+    return kept
+
+
+def remaining_cells(command, matrix, journal):
+    """The compiling cells the run has still to measure, longest estimate first."""
+    plan_command = command + ["plan"] + matrix + ["--json"]
+    done = subprocess.run(plan_command, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        raise RuntimeError(f"{shlex.join(plan_command)} exited {done.returncode}: {done.stderr.strip()[-500:]}")
+    plan = json.loads(done.stdout)
+    finished = finished_cells(journal)
+    cells = []
+    for cell in plan["cells"]:
+        key = (cell["engine"], cell["network"], cell["precision"], int(cell["batch"]), cell["phase"])
+        if cell["engine"] in COMPILING and not cell.get("unsupported") and key not in finished:
+            cells.append((float(cell["estimated_s"]), key))
+    cells.sort(key=lambda entry: -entry[0])  # stable: the plan's order among equal estimates
+    return [key for _, key in cells]
+
+
+def cell_filter(keys):
+    """A --filter regular expression matching exactly these cells (engine/network/precision/bB/phase/)."""
+    names = [f"{re.escape(e)}/{re.escape(n)}/{re.escape(p)}/b{b}/{re.escape(ph)}/" for e, n, p, b, ph in keys]
+    return "^(" + "|".join(names) + ")"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--journal", required=True, help="the study cube's journal (cells already measured)")
+    parser.add_argument("--cache", required=True, help="the run's compile cache directory (engine.compile_cache)")
+    parser.add_argument("--out", required=True, help="where each process writes its cube and log")
+    parser.add_argument("--processes", type=int, default=3, help="crossbench processes side by side (default 3)")
+    parser.add_argument("--budget-s", type=float, default=150.0, help="wall-clock budget [s] (default 150)")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CROSSBENCH_COMMAND... run MATRIX_ARGS...")
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if "run" not in command:
+        parser.error("the command after -- must contain `run` (the study's run command)")
+    if args.processes < 1 or args.budget_s <= 0:
+        parser.error("--processes must be at least 1 and --budget-s positive")
+    split = command.index("run")
+    crossbench, run_arguments = command[:split], command[split + 1:]
+    matrix = matrix_arguments(run_arguments)
+    begin = time.monotonic()
+    try:
+        cells = remaining_cells(crossbench, matrix, args.journal)
+    except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError, KeyError) as error:
+        print(f"prewarm: no plan, nothing compiled ahead: {error}")
+        return 0
+    if not cells:
+        print("prewarm: no compiling cell left to measure")
+        return 0
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    shares = [cells[k::args.processes] for k in range(args.processes)]
+    processes = []
+    for k, share in enumerate(shares):
+        if not share:
+            continue
+        log = open(out / f"prewarm_{k}.log", "w")
+        process_command = crossbench + ["run"] + matrix + PREWARM_SETTINGS + [
+            "--filter", cell_filter(share), "--compile-cache", args.cache, "--stop-grace-s", "1",
+            "--output", str(out / f"prewarm_{k}.h5")]
+        log.write(shlex.join(process_command) + "\n")
+        log.flush()
+        # A session (process group) of its own: its workers go with it at the end, whatever happens.
+        processes.append((k, share, log, subprocess.Popen(process_command, stdout=log, stderr=subprocess.STDOUT,
+                                                          start_new_session=True)))
+    print(f"prewarm: {len(cells)} compiling cells left; {len(processes)} processes, {args.budget_s:.0f} s; first: "
+          + ", ".join("/".join(map(str, key)) for key in cells[:len(processes)]))
+    stopped = 0
+    for k, share, log, process in processes:
+        remaining = max(0.0, args.budget_s - (time.monotonic() - begin))
+        try:
+            process.wait(timeout=remaining)
+        except subprocess.TimeoutExpired:
+            # SIGTERM: crossbench ends its running cell (its compile so far is in the cache) and exits.
+            process.terminate()
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            stopped += 1
+        log.close()
+    # Nothing of the prewarm may run beside the timed cells: every process group goes, workers included.
+    for _, _, _, process in processes:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    compiled = 0
+    for k, share, _, _ in processes:
+        text = (out / f"prewarm_{k}.log").read_text(errors="replace")
+        compiled += len(re.findall(r"^\[\s*\d+/\d+\].* ok ", text, flags=re.M))
+    print(f"prewarm: {compiled} cells compiled ahead in {time.monotonic() - begin:.0f} s "
+          f"({stopped} processes stopped at the budget); cubes and logs in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""bench/study_prewarm.py: the study's next framework cells compiled ahead, side by side, into the run's
+compile cache, so that the timed run that follows compiles them warm. Here on the CPU with the JAX
+worker (jax 0.4.38 in the CI's venv): the prewarm compiles the cells the journal has not measured,
+and the run after it records the cache warm; the matrix arguments the prewarm replaces are dropped;
+its filter matches exactly its cells."""
+import json
+import pathlib
+import re
+import subprocess
+import sys
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "analysis"))
+from crossbench_analysis import cube_extras  # noqa: E402
+from crossbench_analysis.cube import CELL_DIMS, load  # noqa: E402
+sys.path.insert(0, str(REPO / "bench"))
+import study_prewarm  # noqa: E402
+from test_jax_worker import jax_interpreter, jax_worker_setting  # noqa: E402,F401  (the fixture)
+
+MATRIX = ["--job", "jobs/seed2017.ini", "--set", "matrix.engines=jax,cudnn", "--set", "matrix.networks=alexnet",
+          "--set", "matrix.precisions=fp32", "--set", "matrix.batches=1,2",
+          "--set", "matrix.phases=inference"]
+
+
+def test_the_prewarm_replaces_output_resume_caches_and_measure_settings():
+    run_arguments = ["--job", "jobs/seed2017.ini", "--set", "measure.min_steps=100", "--set", "matrix.batches=64",
+                     "--algo-cache", "a.json", "--compile-cache", "c", "--stop-grace-s", "60", "--resume",
+                     "--allow-build-change", "--output", "study.h5", "--filter", "x", "--set", "measure.target_ci=0.02"]
+    assert study_prewarm.matrix_arguments(run_arguments) == ["--job", "jobs/seed2017.ini", "--set", "matrix.batches=64"]
+
+
+def test_the_filter_matches_exactly_its_cells():
+    keys = [("pytorch-compile", "resnet50", "bf16", 64, "training"), ("jax", "vgg11", "amp-bf16", 64, "inference")]
+    pattern = re.compile(study_prewarm.cell_filter(keys))
+    assert pattern.search("pytorch-compile/resnet50/bf16/b64/training/g1")
+    assert pattern.search("jax/vgg11/amp-bf16/b64/inference/g1")
+    for other in ("pytorch-compile/resnet50/bf16/b64/inference/g1", "pytorch-compile/resnet50/bf16/b640/training/g1",
+                  "jax/vgg11/bf16/b64/inference/g1", "xpytorch-compile/resnet50/bf16/b64/training/g1"):
+        assert not pattern.search(other), other
+
+
+def run(crossbench, *arguments):
+    return subprocess.run([str(crossbench), *arguments], cwd=REPO, capture_output=True, text=True, timeout=900)
+
+
+def decisions_of(cube):
+    """(engine, batch, decisions) of the cube's cells that ran (status ok)."""
+    loaded = load(cube)
+    cells = loaded.cells.merge(cube_extras.decisions(loaded), on=[c for c in CELL_DIMS])
+    ran = cells[cells["status"] == "ok"]
+    return [(e, int(b), d) for e, b, d in zip(ran["engine"], ran["batch"], ran["decisions"])]
+
+
+def test_the_prewarm_compiles_what_the_journal_has_not_measured_and_the_run_finds_it_warm(
+        tmp_path, crossbench_binary, jax_interpreter):
+    worker = ["--set", jax_worker_setting(jax_interpreter)]
+    cube, cache = tmp_path / "study.h5", tmp_path / "cache"
+    # The study so far: batch 1's cells measured (the journal holds them), batch 2's not.
+    first = run(crossbench_binary, "run", *MATRIX, *worker, "--filter", "/b1/", "--set", "measure.min_steps=2",
+                "--set", "measure.max_steps=2", "--set", "measure.warmup=1", "--compile-cache", str(cache / "first"),
+                "--quiet", "--output", str(cube))
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert study_prewarm.finished_cells(f"{cube}.journal") == {("jax", "alexnet", "fp32", 1, "inference"),
+                                                              ("cudnn", "alexnet", "fp32", 1, "inference")}
+    prewarm = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "study_prewarm.py"), "--journal", f"{cube}.journal", "--cache",
+         str(cache / "study"), "--out", str(tmp_path / "prewarm"), "--processes", "2", "--budget-s", "600", "--",
+         str(crossbench_binary), "run", *MATRIX, *worker, "--set", "measure.min_steps=100", "--resume",
+         "--output", str(cube)],
+        cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert prewarm.returncode == 0, prewarm.stdout + prewarm.stderr
+    assert "prewarm: 1 compiling cells left; 1 processes" in prewarm.stdout, prewarm.stdout
+    assert "prewarm: 1 cells compiled ahead" in prewarm.stdout, prewarm.stdout
+    cubes = sorted((tmp_path / "prewarm").glob("prewarm_*.h5"))
+    assert [c.name for c in cubes] == ["prewarm_0.h5"]
+    (engine, batch, decisions), = decisions_of(cubes[0])  # the jax cell at batch 2 alone, not cudnn's
+    assert (engine, batch) == ("jax", 2) and "cold: empty before" in decisions, decisions
+    # The timed run that follows: its one new jax cell compiles warm from what the prewarm left.
+    timed = run(crossbench_binary, "run", *MATRIX, *worker, "--set", "measure.min_steps=2", "--set",
+                "measure.max_steps=2", "--set", "measure.warmup=1", "--compile-cache", str(cache / "study"),
+                "--resume", "--quiet", "--output", str(cube))
+    assert timed.returncode == 0, timed.stdout + timed.stderr
+    new = [d for e, b, d in decisions_of(cube) if e == "jax" and b == 2]
+    assert len(new) == 1 and "(warm:" in new[0], new
+    # Nothing of the prewarm is left running.
+    leftover = subprocess.run(["pgrep", "-f", str(tmp_path / "prewarm")], capture_output=True, text=True)
+    assert leftover.stdout.strip() == "", leftover.stdout
+
+
+def test_no_cell_left_compiles_nothing(tmp_path, crossbench_binary):
+    journal = tmp_path / "study.h5.journal"
+    done = run(crossbench_binary, "run", "--job", "jobs/seed2017.ini", "--set", "matrix.engines=cudnn",
+               "--set", "matrix.networks=alexnet", "--set", "matrix.precisions=fp32", "--set", "matrix.batches=1",
+               "--set", "matrix.phases=inference", "--quiet", "--output", str(tmp_path / "study.h5"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    prewarm = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "study_prewarm.py"), "--journal", str(journal), "--cache",
+         str(tmp_path / "cache"), "--out", str(tmp_path / "prewarm"), "--", str(crossbench_binary), "run",
+         "--job", "jobs/seed2017.ini", "--set", "matrix.engines=cudnn", "--set", "matrix.networks=alexnet"],
+        cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert prewarm.returncode == 0, prewarm.stdout + prewarm.stderr
+    assert "prewarm: no compiling cell left to measure" in prewarm.stdout, prewarm.stdout
+    assert not (tmp_path / "prewarm").exists()
+    json.loads(journal.read_text().splitlines()[1].split(" ", 1)[1])  # a real journal was read
