@@ -62,7 +62,10 @@
 #             $STUDY_CACHE_MAX_MB, 48; else the log says the next call compiles cold; STUDY_COMPILE_CACHE=/tmp/...
 #             keeps it out of the tree); $STUDY_NP ranks; stops cleanly at $TLIMIT (exit 3: call again);
 #             STUDY_PREWARM_S=150 first compiles the next framework cells side by side for that long
-#             (bench/study_prewarm.py, $STUDY_PREWARM_PROCS processes) so that the timed run compiles warm
+#             (bench/study_prewarm.py, $STUDY_PREWARM_PROCS processes) so that the timed run compiles warm;
+#             STUDY_NAME (study) names the cube and log: e.g. STUDY_NAME=autotune STUDY_ENGINES=pytorch-compile
+#             STUDY_ARGS="--set engine.compile_mode=max-autotune" STUDY_PRECISIONS=fp32,tf32,bf16 for issue 24's
+#             max-autotune cells (bench/study_beside.py table study.h5 --extra max-autotune=autotune.h5)
 #   studysweep issue 29's figure 2: resnet50, vgg11, alexnet ($SWEEP_NETWORKS) in tf32 and bf16, batch 1 to
 #             the OOM boundary ($SWEEP_BATCHES, default 1 .. 8192 in powers of 2), both phases, cudnn and
 #             pytorch-compile; cube sweep.h5 in $STUDY_DIR, resumable like `study`
@@ -404,7 +407,7 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
       # still holds every finished cell.
       dir=${STUDY_DIR:-bench/results/2026-12-02/study}
       grace=${STUDY_GRACE:-60}
-      if [ "$stage" = study ]; then name=study; else name=sweep; fi
+      if [ "$stage" = study ]; then name=${STUDY_NAME:-study}; else name=sweep; fi
       cube="$dir/$name.h5"
       mkdir -p "$dir"
       # The workers' compile caches (engine.compile_cache), shared by both stages: in the tree, so that
@@ -474,6 +477,8 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
       # Issue 24: every framework cell against cudnn on the same GPU in the same call. The cudnn cells of the
       # (network, precision, phase) whose framework cells this call's segment finished, again, with the warm
       # algorithm cache: $dir/beside_s<segment>.h5 (bench/study_beside.py pairs them: `table`).
+      beside_prefix=beside_s
+      [ "$name" != study ] && beside_prefix=${name}_beside_s  # study_beside.py table --extra finds them by it
       if [ "$beside_s" -gt 0 ] && [ -f "$cube.journal" ]; then
         mapfile -t beside < <(python3 bench/study_beside.py filter "$cube.journal")
         if [ "${#beside[@]}" -eq 2 ]; then
@@ -483,14 +488,14 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
             --set "matrix.batches=${STUDY_BATCHES:-64}" --set matrix.phases=inference,training \
             --set measure.min_steps="${STUDY_STEPS:-100}" --set measure.target_ci=0.02 ${STUDY_ARGS:-} \
             --algo-cache "$dir/algorithms.json" --filter "${beside[0]}" \
-            --output "$dir/beside_s${beside[1]}.h5" >"$dir/beside_s${beside[1]}.log" 2>&1
-          echo "$name: cudnn beside segment ${beside[1]}'s framework cells: exit $? ($dir/beside_s${beside[1]}.h5)"
+            --output "$dir/$beside_prefix${beside[1]}.h5" >"$dir/$beside_prefix${beside[1]}.log" 2>&1
+          echo "$name: cudnn beside segment ${beside[1]}'s framework cells: exit $? ($dir/$beside_prefix${beside[1]}.h5)"
         else
           echo "$name: no framework cell finished in this call: no cudnn cells beside it"
         fi
       fi
       mkdir -p "$OUT/$name"
-      cp -p "$cube" "$cube.journal" "$dir/$name.log" "$dir"/beside_s*.h5 "$dir"/beside_s*.log "$OUT/$name/" 2>/dev/null
+      cp -p "$cube" "$cube.journal" "$dir/$name.log" "$dir/$beside_prefix"*.h5 "$dir/$beside_prefix"*.log "$OUT/$name/" 2>/dev/null
       [ -f "$dir/algorithms.json" ] && cp -p "$dir/algorithms.json" "$OUT/$name/"
       if [ "$cache" = "$dir/compile-cache" ] && [ -d "$cache" ]; then
         cache_mb=$(du -sm "$cache" | cut -f1)

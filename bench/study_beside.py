@@ -13,8 +13,9 @@ precision, phase) whose framework cells that segment finished: `beside_s<N>.h5`,
                          python has no h5py).
   table   STUDY.h5 [--beside beside_s*.h5] [--extra NAME=CUBE.h5 ...]
                          per (network, precision, phase): each framework's median [ms] (the study's
-                         pytorch, pytorch-compile, jax; --extra adds e.g. max-autotune cubes, whose
-                         cudnn cells are their own), the cudnn median measured beside it, best
+                         pytorch, pytorch-compile, jax; --extra adds e.g. max-autotune cubes, each
+                         cell against CUBE_beside_s<N>.h5 next to it where the stage measured one
+                         (STUDY_NAME), else the cube's own cudnn cells), the cudnn median measured beside it, best
                          framework / cudnn (> 1: cudnn faster; each framework against the cudnn
                          cell of its own call, the best the lowest ratio), and over the cells: how many, the
                          geometric mean, the minimum and how many cudnn wins. A framework cell
@@ -24,6 +25,7 @@ import argparse
 import json
 import math
 import pathlib
+import re
 import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -98,7 +100,9 @@ def pair_cells(study, beside, extras=()):
         if cudnn is not None:
             entry["cudnn"][row["engine"]] = cudnn
             entry["ratio"][row["engine"]] = row["median_ms"] / cudnn
-    for name, rows in extras:
+    for extra in extras:
+        name, rows = extra[0], extra[1]
+        extra_beside = extra[2] if len(extra) > 2 else {}
         columns.append(name)
         cudnn_of = {(r["network"], r["precision"], r["phase"]): r["median_ms"] for r in rows if r["engine"] == "cudnn"}
         for row in rows:
@@ -107,9 +111,11 @@ def pair_cells(study, beside, extras=()):
             key = (row["network"], row["precision"], row["phase"])
             entry = table.setdefault(key, {"ratio": {}, "cudnn": {}})
             entry[name] = row["median_ms"]
-            if key in cudnn_of:
-                entry["cudnn"][name] = cudnn_of[key]
-                entry["ratio"][name] = row["median_ms"] / cudnn_of[key]
+            # Its own call's cudnn cell where the stage measured one beside it, else the cube's own.
+            cudnn = extra_beside.get((row["segment"], *key), cudnn_of.get(key))
+            if cudnn is not None:
+                entry["cudnn"][name] = cudnn
+                entry["ratio"][name] = row["median_ms"] / cudnn
     return columns, table
 
 
@@ -123,22 +129,31 @@ def summary(table):
     return len(best), geomean, min(best), sum(1 for r in best if r >= 1.0)
 
 
-def command_table(args):
+def beside_medians(paths):
+    """{(segment, network, precision, phase): cudnn median [ms]} of beside cubes named
+    [NAME_]beside_s<N>.h5 (N: the segment of the cube they were measured beside)."""
     beside = {}
-    for path in args.beside:
-        name = pathlib.Path(path).stem  # beside_s<N>
-        if not name.startswith("beside_s") or not name[len("beside_s"):].isdigit():
-            raise SystemExit(f"study_beside: {path}: expected a name beside_s<N>.h5 (N: the study's segment)")
-        segment = int(name[len("beside_s"):])
+    for path in paths:
+        found = re.fullmatch(r"(?:.+_)?beside_s(\d+)", pathlib.Path(path).stem)
+        if not found:
+            raise SystemExit(f"study_beside: {path}: expected a name [NAME_]beside_s<N>.h5 (N: the study's segment)")
+        segment = int(found.group(1))
         for row in ok_rows(path):
             if row["engine"] == "cudnn":
                 beside[(segment, row["network"], row["precision"], row["phase"])] = row["median_ms"]
+    return beside
+
+
+def command_table(args):
+    beside = beside_medians(args.beside)
     extras = []
     for item in args.extra:
         name, _, path = item.partition("=")
         if not path:
             raise SystemExit(f"study_beside: --extra {item}: expected NAME=CUBE.h5")
-        extras.append((name, ok_rows(path)))
+        cube = pathlib.Path(path)
+        # The stage's cudnn cells beside that cube's segments (bench/gpu_session.sh, STUDY_NAME): CUBE_beside_s<N>.h5.
+        extras.append((name, ok_rows(path), beside_medians(sorted(cube.parent.glob(f"{cube.stem}_beside_s*.h5")))))
     columns, table = pair_cells(ok_rows(args.study), beside, extras)
     print("| network | precision | phase | " + " | ".join(columns) + " | best | its cudnn beside it | best ÷ cudnn |")
     print("|---|---|---|" + "---|" * len(columns) + "---|---|---|")

@@ -94,3 +94,27 @@ def test_each_framework_is_held_against_the_cudnn_cell_of_its_own_call():
     cells, geomean, lowest, wins = study_beside.summary(table)
     assert cells == 1 and lowest == 18.0 / 18.9 and wins == 0  # the best framework is max-autotune's
     assert abs(geomean - 18.0 / 18.9) < 1e-12
+
+
+def test_an_extra_cube_is_held_against_the_cudnn_cells_measured_beside_its_own_segments():
+    """A STUDY_NAME cube (e.g. max-autotune) whose stage measured cudnn beside each segment: each cell
+    against its own segment's cudnn (autotune_beside_s<N>.h5), the cube's own cudnn cell where none."""
+    study = [row("jax", "resnet50", "tf32", "training", 0, 24.0)]
+    extras = [("max-autotune", [row("pytorch-compile", "resnet50", "tf32", "training", 1, 18.0),
+                                row("pytorch-compile", "vgg11", "bf16", "training", 2, 7.0),
+                                row("cudnn", "resnet50", "tf32", "training", 0, 30.0),
+                                row("cudnn", "vgg11", "bf16", "training", 0, 7.5)],
+               {(1, "resnet50", "tf32", "training"): 18.9})]
+    _, table = study_beside.pair_cells(study, {}, extras)
+    assert table[("resnet50", "tf32", "training")]["ratio"]["max-autotune"] == 18.0 / 18.9  # segment 1's beside
+    assert table[("vgg11", "bf16", "training")]["ratio"]["max-autotune"] == 7.0 / 7.5      # no beside: its own
+
+
+def test_beside_cubes_are_named_by_the_segment_they_were_measured_beside(tmp_path):
+    for bad in ("beside.h5", "autotune_beside_sx.h5", "besides_s1.h5"):
+        try:
+            study_beside.beside_medians([str(tmp_path / bad)])
+        except SystemExit as refused:
+            assert "expected a name [NAME_]beside_s<N>.h5" in str(refused)
+        else:
+            raise AssertionError(f"{bad} accepted")

@@ -118,3 +118,17 @@ def test_each_call_measures_cudnn_beside_the_framework_cells_it_finished(tmp_pat
     beside = load(study / "beside_s0.h5").cells
     assert set(beside["engine"]) == {"cudnn"} and len(beside) == 2
     assert set(beside["phase"]) == {"inference", "training"} and set(beside["batch"]) == {2}
+
+
+def test_study_name_names_the_cube_and_log(tmp_path, crossbench_binary):
+    """STUDY_NAME=autotune (e.g. the max-autotune cells): its own cube, journal and log beside the
+    study's, which it leaves alone."""
+    study = tmp_path / "tree" / "study"
+    done = stage(tmp_path, crossbench_binary, study, STUDY_NAME="autotune", STUDY_ENGINES="cudnn",
+                 STUDY_NETWORKS="alexnet", STUDY_PRECISIONS="fp32")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "autotune: complete" in done.stdout, done.stdout
+    for name in ("autotune.h5", "autotune.h5.journal", "autotune.log"):
+        assert (study / name).exists() and (tmp_path / "out" / "autotune" / name).exists(), name
+    assert not (study / "study.h5").exists()
+    assert len(load(study / "autotune.h5").cells) == 2  # alexnet fp32, both phases
