@@ -114,6 +114,14 @@ TEST(CudnnAgreement, RelativeDifferenceIsTheWorstOverTheLargest) {
   EXPECT_LT(cudnn::plan_agreement_bound(Precision::fp32), cudnn::plan_agreement_bound(Precision::tf32));
   EXPECT_LT(cudnn::plan_agreement_bound(Precision::tf32), cudnn::plan_agreement_bound(Precision::bf16));
   EXPECT_EQ(cudnn::plan_agreement_bound(Precision::fp16), cudnn::plan_agreement_bound(Precision::bf16));
+  // As the algorithm cache keeps them: infinity as kFarApart (JSON has none), NaN (not checked) kept.
+  EXPECT_EQ(cudnn::cacheable_difference(std::numeric_limits<double>::infinity()), static_cast<float>(cudnn::kFarApart));
+  EXPECT_TRUE(std::isnan(cudnn::cacheable_difference(NAN)));
+  EXPECT_EQ(cudnn::cacheable_difference(0.0047), 0.0047f);
+  EXPECT_EQ(cudnn::difference_text(cudnn::cacheable_difference(std::numeric_limits<double>::infinity())), "inf");
+  EXPECT_EQ(cudnn::difference_text(0.00468595), "0.00469");
+  EXPECT_GT(cudnn::cacheable_difference(std::numeric_limits<double>::infinity()),
+            cudnn::plan_agreement_bound(Precision::bf16)) << "infinitely far is refused";
 }
 
 }  // namespace

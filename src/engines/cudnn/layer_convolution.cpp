@@ -378,17 +378,18 @@ class Convolution final : public LayerImpl {
       out.note = why.str() + ">=" + std::to_string(incumbent_ms) + "ms";
       return;
     }
-    // The verdict is a measured choice like the times (cached: a replay allocates no search arena).
-    std::string disagreement;
-    const float agrees = measured_times_ms(ctx, "agreement.graph_api." + names[static_cast<std::size_t>(best)] + " " + signature,
-                                           {names[static_cast<std::size_t>(best)]}, [&] {
-                                             disagreement = graph_plan_disagreement(ctx, *graph, best, direction,
-                                                                                    bias_relu, with_residual);
-                                             return std::vector<float>{disagreement.empty() ? 1.0f : 0.0f};
-                                           })[0];
-    if (agrees == 0.0f) {
-      out.note = why.str() + " refused: " +
-                 (disagreement.empty() ? std::string("disagrees with the legacy algorithm (the cached verdict)") : disagreement);
+    // The difference is measured like the times and cached with them: a replay allocates no search
+    // arena and its decisions read the same.
+    const double difference =
+        measured_times_ms(ctx, "agreement.graph_api." + names[static_cast<std::size_t>(best)] + " " + signature,
+                          {names[static_cast<std::size_t>(best)]}, [&] {
+                            return std::vector<float>{cacheable_difference(
+                                graph_plan_difference(ctx, *graph, best, direction, bias_relu, with_residual))};
+                          })[0];
+    if (difference > plan_agreement_bound(precision)) {
+      out.note = why.str() + " refused: differs from " + legacy_choice_name(direction) + " by " +
+                 difference_text(difference) + " of the largest value (bound " +
+                 difference_text(plan_agreement_bound(precision)) + ")";
       return;
     }
     out.plan = best;
@@ -402,8 +403,8 @@ class Convolution final : public LayerImpl {
   // run over a poison of its output and workspace (all-ones bytes: a NaN in every float type), differs
   // from the reference algorithm's (IMPLICIT_GEMM forward, ALGO_1 backward: no workspace-dependent
   // tricks, no atomics) by more than plan_agreement_bound: checked in order until one agrees, so the
-  // choice is the fastest candidate that computes the convolution. The verdicts (1 agrees, 0 refused,
-  // NaN not checked) are measured choices like the times (cached under `signature`). `refused` names
+  // choice is the fastest candidate that computes the convolution. The differences are measured
+  // choices like the times (cached under `signature`). `refused` names
   // the refused ones for decisions. (On an H200 the strict-fp32 AlexNet cells of FullyConnectedFusion
   // differed between two sessions running the same choices, bench/results/2026-12-02/call14.)
   std::vector<AlgorithmChoice> agreeing_candidates(SetupContext& ctx, std::vector<AlgorithmChoice> candidates,
@@ -418,8 +419,9 @@ class Convolution final : public LayerImpl {
     };
     std::vector<std::string> names;
     for (const AlgorithmChoice& c : candidates) names.push_back(name_of(c));
-    std::vector<double> differences(candidates.size(), NAN);
-    const std::vector<float> verdicts = measured_times_ms(ctx, "agreement." + signature, names, [&] {
+    // Each candidate's difference from the reference (relative_difference), measured in order until one
+    // agrees, NaN for those not checked: cached like the times, so a replay chooses and reads the same.
+    const std::vector<float> differences = measured_times_ms(ctx, "agreement." + signature, names, [&] {
       std::vector<float> measured(candidates.size(), NAN);
       const SetupContext::Arena& a = ctx.arena();
       const bool forward_direction = direction == GraphDirection::forward;
@@ -431,7 +433,7 @@ class Convolution final : public LayerImpl {
                                                                          : static_cast<int>(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1);
       reference.math = initial_math_type(precision);
       if (candidates.front().algorithm == reference.algorithm && candidates.front().math == reference.math) {
-        measured.front() = 1.0f;  // the fastest is the reference itself
+        measured.front() = 0.0f;  // the fastest is the reference itself
         return measured;
       }
       if (run_legacy_on_arena(ctx, direction, reference) != CUDNN_STATUS_SUCCESS) return measured;  // nothing to hold them to
@@ -447,10 +449,8 @@ class Convolution final : public LayerImpl {
         const double worst =
             run_legacy_on_arena(ctx, direction, candidates[i]) == CUDNN_STATUS_SUCCESS ? difference() : NAN;
         if (std::isnan(worst)) continue;  // not run here: not held against it
-        differences[i] = worst;
-        const bool agrees = worst <= plan_agreement_bound(precision);
-        measured[i] = agrees ? 1.0f : 0.0f;
-        if (agrees) break;
+        measured[i] = cacheable_difference(worst);
+        if (worst <= plan_agreement_bound(precision)) break;
       }
       ctx.refill_arena(output_at, static_cast<std::size_t>(output.span_bytes()));  // no poison left for later layers
       return measured;
@@ -458,9 +458,8 @@ class Convolution final : public LayerImpl {
     std::vector<AlgorithmChoice> kept;
     std::ostringstream text;
     for (std::size_t i = 0; i < candidates.size(); ++i) {
-      if (verdicts[i] == 0.0f) {
-        text << (text.tellp() > 0 ? ", " : "") << names[i];
-        if (!std::isnan(differences[i])) text << " (differs by " << differences[i] << ")";
+      if (differences[i] > plan_agreement_bound(precision)) {  // false for NaN: not checked
+        text << (text.tellp() > 0 ? ", " : "") << names[i] << " (differs by " << difference_text(differences[i]) << ")";
         continue;
       }
       kept.push_back(candidates[i]);
@@ -493,15 +492,14 @@ class Convolution final : public LayerImpl {
                                           a.workspace_bytes, &kZero, wd, a.w);
   }
 
-  // Why a measured Graph API plan may not replace the legacy choice although faster: its output on the
-  // search arena, run twice over different poison (all-ones bytes, a NaN in every float type, then
-  // 0x7f bytes) in its output and workspace, differs from the legacy algorithm's (with the bias, the
-  // residual and the relu applied on the host) by more than plan_agreement_bound. Empty where it
-  // agrees. (On an H200 a strict-fp32 forward+bias+relu plan for AlexNet's conv1 gave results that
-  // differed between two sessions on the same inputs, bench/results/2026-12-02/call13: no timing
-  // can make a wrong answer the fastest.)
-  std::string graph_plan_disagreement(SetupContext& ctx, const GraphConvolution& graph, int plan,
-                                      GraphDirection direction, bool bias_relu, bool with_residual) {
+  // How far a measured Graph API plan's output on the search arena is from the legacy choice's (with the
+  // bias, the residual and the relu applied by our epilogue kernels, or on the host where they do not
+  // take the layout), as relative_difference: the plan run twice over different poison in its output
+  // and workspace (all-ones bytes, a NaN in every float type, then 0x7f bytes), the worse run; infinity
+  // where it refuses to run again; NaN where nothing can be held to it (the reference overflows on the
+  // arena's values). choose_graph_plan refuses it beyond plan_agreement_bound.
+  double graph_plan_difference(SetupContext& ctx, const GraphConvolution& graph, int plan, GraphDirection direction,
+                               bool bias_relu, bool with_residual) {
     const SetupContext::Arena& a = ctx.arena();
     const bool forward_direction = direction == GraphDirection::forward;
     const Tensor& output = forward_direction ? y : direction == GraphDirection::backward_data ? dx : dw;
@@ -540,7 +538,7 @@ class Convolution final : public LayerImpl {
       store_floats(output_at, output, host, ctx.stream);  // the reference, back in place
     }
     const DeviceReference reference(output_at, output, a.reference, a.counters, ctx.stream);
-    if (std::isinf(reference.difference_from(output_at))) return {};  // the arena's values overflow this problem
+    if (std::isinf(reference.difference_from(output_at))) return NAN;  // the arena's values overflow this problem
     const auto workspace_bytes = static_cast<std::size_t>(graph.workspace_bytes(plan));
     double worst = 0;
     for (const int poison : {0xff, 0x7f}) {
@@ -549,18 +547,19 @@ class Convolution final : public LayerImpl {
       if (!graph.run(ctx.dnn, plan, a.x, a.w, a.y, bias_relu ? a.w : nullptr, with_residual ? a.x : nullptr,
                      a.workspace, true)) {
         ctx.refill_arena(output_at, static_cast<std::size_t>(output.span_bytes()));
-        return "refused to run again";
+        return std::numeric_limits<double>::infinity();  // refused to run again
       }
       worst = std::max(worst, reference.difference_from(output_at));
     }
     ctx.refill_arena(output_at, static_cast<std::size_t>(output.span_bytes()));  // no poison left for later layers
-    if (worst <= plan_agreement_bound(precision)) return {};
-    std::ostringstream text;
-    text << "differs from " << (forward_direction ? forward_algorithm_name(forward.algorithm)
-                                : direction == GraphDirection::backward_data ? backward_data_algorithm_name(data.algorithm)
-                                : backward_filter_algorithm_name(filter.algorithm))
-         << " by " << worst << " of the largest value (bound " << plan_agreement_bound(precision) << ")";
-    return text.str();
+    return worst;
+  }
+
+  // The legacy choice of `direction` by name (what an agreement check held a candidate to).
+  std::string legacy_choice_name(GraphDirection direction) const {
+    return direction == GraphDirection::forward         ? forward_algorithm_name(forward.algorithm)
+           : direction == GraphDirection::backward_data ? backward_data_algorithm_name(data.algorithm)
+                                                        : backward_filter_algorithm_name(filter.algorithm);
   }
 
   // Rows of a channels-last tensor at a uniform stride (packed, or a channel slice).

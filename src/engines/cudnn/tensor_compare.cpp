@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
@@ -109,6 +110,17 @@ double relative_difference(const std::vector<float>& want, const std::vector<flo
     worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - static_cast<double>(want[i])));
   }
   return largest > 0 ? worst / largest : worst;
+}
+
+float cacheable_difference(double difference) {
+  return std::isnan(difference) ? NAN : static_cast<float>(std::min(difference, kFarApart));
+}
+
+std::string difference_text(double difference) {
+  if (difference >= kFarApart * (1 - 1e-6)) return "inf";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", difference);
+  return text;
 }
 
 double plan_agreement_bound(Precision precision) {

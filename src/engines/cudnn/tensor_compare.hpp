@@ -36,6 +36,13 @@ void store_floats(void* first, const Tensor& t, const std::vector<float>& values
 // a plan that reads memory it did not write, or writes too little, does not.
 [[nodiscard]] double plan_agreement_bound(Precision precision);
 
+// A relative_difference as the algorithm cache keeps it (JSON has no infinity, and a null there reads
+// as "not measured"): at most kFarApart, NaN kept. difference_text writes it back: "inf" from
+// kFarApart on, else three significant digits.
+inline constexpr double kFarApart = 1e30;
+[[nodiscard]] float cacheable_difference(double difference);
+[[nodiscard]] std::string difference_text(double difference);
+
 // A tensor's values at one place in device memory, copied aside on the device into `storage`
 // (at least t.span_bytes()): how far what that place holds later is from them
 // (relative_difference's measure, compared on the device by kernels::differences, with its three
