@@ -32,6 +32,7 @@
 #include "engines/cudnn/handles.hpp"
 #include "engines/cudnn/im2col_gemm.hpp"
 #include "engines/cudnn/kernels_batch_norm.hpp"
+#include "engines/cudnn/kernels_elementwise.hpp"
 #include "engines/cudnn/kernels_epilogue.hpp"
 #include "engines/cudnn/tensor_compare.hpp"
 #include "engines/cudnn/kernels_pooling_lrn.hpp"
@@ -200,47 +201,62 @@ TEST(CudnnKernels, BiasActivationRefusesOtherLayouts) {
   EXPECT_TRUE(kernels::bias_activation_supported(dims, {60, 15, 5, 1}));
 }
 
-// The agreement check's measure (tensor_compare.hpp), on the device: over an NHWC channel slice
-// (a concat's part, elements strided) only the slice's elements count, the bytes between them not;
-// one changed element gives its difference over the largest |value|; a NaN gives infinity. And the
-// host copies both ways (host_floats, store_floats) keep the bytes between the elements.
-TEST(CudnnKernels, DeviceReferenceComparesTheTensorsElementsOnly) {
+// The agreement check's measure (tensor_compare.hpp) and its reference epilogue, on the device, over
+// an NHWC channel slice (a concat's part, elements strided): only the slice's elements count, the bytes
+// between them not; one changed element gives its difference over the largest |value|; a NaN gives
+// infinity; bias_relu_strided adds the bias and clamps the slice's elements alone.
+TEST(CudnnKernels, DeviceReferenceAndStridedEpilogueTouchTheTensorsElementsOnly) {
   SKIP_WITHOUT_GPU();
   for (DType type : {DType::f32, DType::bf16}) {
     // 2 x 3 x 4 x 5 elements: channels [2, 5) of an NHWC tensor with 8 channels per pixel.
-    Tensor slice = Tensor::packed({2, 8, 4, 5}, type, true).channel_slice(2, 3);
+    const Tensor slice = Tensor::packed({2, 8, 4, 5}, type, true).channel_slice(2, 3);
+    std::vector<std::size_t> at;  // the slice's elements, N, C, H, W order, from the buffer's start
+    for (std::int64_t n = 0; n < 2; ++n)
+      for (std::int64_t c = 0; c < 3; ++c)
+        for (std::int64_t h = 0; h < 4; ++h)
+          for (std::int64_t w = 0; w < 5; ++w)
+            at.push_back(static_cast<std::size_t>(2 + n * slice.strides[0] + c * slice.strides[1] +
+                                                  h * slice.strides[2] + w * slice.strides[3]));
     std::vector<float> values = random_values(2 * 8 * 4 * 5, 11);
     for (float& v : values) v = stored(v, type);
     DeviceArray memory(values, type);
-    void* first = memory.at(2);
-    const std::vector<float> before = host_floats(first, slice, nullptr, "the test");
-    ASSERT_EQ(before.size(), std::size_t{2 * 3 * 4 * 5});
+    std::vector<float> in_slice;
+    for (std::size_t i : at) in_slice.push_back(values[i]);
+    EXPECT_EQ(host_floats(memory.at(2), slice, nullptr, "the test"), in_slice);
     float largest = 0;
-    for (float v : before) largest = std::max(largest, std::fabs(v));
+    for (float v : in_slice) largest = std::max(largest, std::fabs(v));
     DeviceArray storage(std::vector<float>(values.size(), 0.0f), type);
     DeviceArray counters(std::vector<float>(3, 0.0f), DType::f32);  // three unsigned counters' bytes
-    const DeviceReference reference(first, slice, storage.get(), static_cast<unsigned*>(counters.get()), nullptr);
-    EXPECT_EQ(reference.difference_from(first), 0.0);
+    const DeviceReference reference(memory.at(2), slice, storage.get(), static_cast<unsigned*>(counters.get()),
+                                    nullptr);
+    EXPECT_EQ(reference.difference_from(memory.at(2)), 0.0);
 
-    // Every byte between the slice's elements changed: no difference.
-    std::vector<float> everything = memory.values();
-    for (float& v : everything) v = stored(v * 3.0f + 1.0f, type);
-    DeviceArray other(everything, type);
-    store_floats(other.at(2), slice, before, nullptr);
-    EXPECT_EQ(reference.difference_from(other.at(2)), 0.0) << "the bytes between the elements do not count";
-    const std::vector<float> gaps = other.values();
-    EXPECT_EQ(gaps[0], everything[0]) << "store_floats keeps the bytes between the elements";
+    // Every value between the slice's elements changed: no difference.
+    std::vector<float> other(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) other[i] = stored(values[i] * 3.0f + 1.0f, type);
+    for (std::size_t i : at) other[i] = values[i];
+    EXPECT_EQ(reference.difference_from(DeviceArray(other, type).at(2)), 0.0) << "between the elements: not counted";
+    // One element off: its difference over the largest |value|; a NaN: infinitely far.
+    other[at[7]] = stored(values[at[7]] + 0.25f, type);
+    EXPECT_NEAR(reference.difference_from(DeviceArray(other, type).at(2)),
+                std::fabs(other[at[7]] - values[at[7]]) / largest, 1e-6);
+    other[at[3]] = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_TRUE(std::isinf(reference.difference_from(DeviceArray(other, type).at(2))));
 
-    // One element off by 0.25: 0.25 / the largest |value|.
-    std::vector<float> changed = before;
-    changed[7] = stored(changed[7] + 0.25f, type);
-    store_floats(other.at(2), slice, changed, nullptr);
-    EXPECT_NEAR(reference.difference_from(other.at(2)), std::fabs(changed[7] - before[7]) / largest, 1e-6);
-    EXPECT_EQ(host_floats(other.at(2), slice, nullptr, "the test"), changed);
-
-    changed[3] = std::numeric_limits<float>::quiet_NaN();
-    store_floats(other.at(2), slice, changed, nullptr);
-    EXPECT_TRUE(std::isinf(reference.difference_from(other.at(2))));
+    // The reference epilogue: y + bias[c], clamped at 0, the slice's elements alone.
+    const std::vector<float> bias = {stored(0.5f, type), stored(-0.25f, type), stored(0.125f, type)};
+    DeviceArray device_bias(bias, type);
+    kernels::bias_relu_strided(memory.at(2), type, slice.dims, slice.strides, device_bias.get(), true, nullptr);
+    const std::vector<float> got = memory.values();
+    std::vector<bool> is_slice(values.size(), false);
+    for (std::size_t k = 0; k < at.size(); ++k) {
+      is_slice[at[k]] = true;
+      const std::size_t channel = k / (4 * 5) % 3;
+      const float want = stored(std::max(values[at[k]] + bias[channel], 0.0f), type);
+      EXPECT_NEAR(got[at[k]], want, type == DType::bf16 ? 1e-2f : 1e-6f) << k;
+    }
+    for (std::size_t i = 0; i < values.size(); ++i)
+      if (!is_slice[i]) EXPECT_EQ(got[i], values[i]) << "outside the slice, element " << i;
   }
 }
 

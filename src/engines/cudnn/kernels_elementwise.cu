@@ -86,6 +86,19 @@ __global__ void strided_add_kernel(const void* x, Strides xs, void* y, Strides y
   }
 }
 
+__global__ void bias_relu_strided_kernel(void* y, Strides st, Dims d, DType type, const void* bias, bool relu,
+                                         std::int64_t count) {
+  for (std::int64_t p = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; p < count;
+       p += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t i3 = p % d.d3, i2 = p / d.d3 % d.d2, i1 = p / (d.d3 * d.d2) % d.d1, i0 = p / (d.d3 * d.d2 * d.d1);
+    const std::int64_t at = i0 * st.s0 + i1 * st.s1 + i2 * st.s2 + i3 * st.s3;
+    float v = load(y, type, at);
+    if (bias != nullptr) v += load(bias, type, i1);
+    if (relu) v = v > 0.0f ? v : (v == v ? 0.0f : v);  // NaN stays NaN
+    store(y, type, at, v);
+  }
+}
+
 __global__ void differences_kernel(const void* want, const void* got, Strides st, Dims d, DType type,
                                    std::int64_t count, unsigned* out) {
   float largest = 0.0f, worst = 0.0f;
@@ -186,6 +199,15 @@ void nll(const float* logp, const std::int32_t* labels, float* row_loss, void* d
   nll_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(logp, labels, row_loss, dlogits, dlogits_type,
                                                                    classes, 1.0f / static_cast<float>(rows));
   check_launch("nll");
+}
+
+void bias_relu_strided(void* y, DType type, std::array<std::int64_t, 4> dims, std::array<std::int64_t, 4> strides,
+                       const void* bias, bool relu, cudaStream_t stream) {
+  const std::int64_t count = dims[0] * dims[1] * dims[2] * dims[3];
+  bias_relu_strided_kernel<<<blocks_for(count), kThreads, 0, stream>>>(
+      y, Strides{strides[0], strides[1], strides[2], strides[3]}, Dims{dims[0], dims[1], dims[2], dims[3]}, type, bias,
+      relu, count);
+  check_launch("bias_relu_strided");
 }
 
 void differences(const void* want, const void* got, DType type, std::array<std::int64_t, 4> dims,

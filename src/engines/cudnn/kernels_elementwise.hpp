@@ -50,6 +50,13 @@ void nll(const float* logp, const std::int32_t* labels, float* row_loss, void* d
 void strided_add(const void* x, std::array<std::int64_t, 4> x_strides, void* y, std::array<std::int64_t, 4> y_strides,
                  std::array<std::int64_t, 4> dims, DType type, float beta, cudaStream_t stream);
 
+// y = y + bias[c] (bias: C values of y's type; nullptr: none), then max(y, 0) when `relu` (NaN
+// kept), over a 4-D tensor with any element strides (a concat's channel slice in NHWC too). One
+// plain pass: the agreement check's reference for a fused graph (layer_convolution.cpp), not a
+// timed path (kernels_epilogue.hpp's bias_activation is the fast one for the layouts it takes).
+void bias_relu_strided(void* y, DType type, std::array<std::int64_t, 4> dims, std::array<std::int64_t, 4> strides,
+                       const void* bias, bool relu, cudaStream_t stream);
+
 // How far `got` is from `want` (two tensors of one type, dims and element strides): out[0] =
 // the bits of max |want|, out[1] = the bits of max |got - want| (both fp32, over the finite
 // pairs), out[2] += the pairs where either is not finite. `out` (3 unsigned) must be zeroed first.

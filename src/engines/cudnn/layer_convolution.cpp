@@ -493,8 +493,8 @@ class Convolution final : public LayerImpl {
   }
 
   // How far a measured Graph API plan's output on the search arena is from the legacy choice's (with the
-  // bias, the residual and the relu applied by our epilogue kernels, or on the host where they do not
-  // take the layout), as relative_difference: the plan run twice over different poison in its output
+  // bias, the residual and the relu applied in its strides by kernels::bias_relu_strided and
+  // strided_add), as relative_difference: the plan run twice over different poison in its output
   // and workspace (all-ones bytes, a NaN in every float type, then 0x7f bytes), the worse run; infinity
   // where it refuses to run again; NaN where nothing can be held to it (the reference overflows on the
   // arena's values). choose_graph_plan refuses it beyond plan_agreement_bound.
@@ -517,25 +517,14 @@ class Convolution final : public LayerImpl {
       CB_CHECK_CUDNN(cudnnConvolutionBackwardFilter(ctx.dnn, &kOne, xd, a.x, dyd, a.y, filter_cd,
                                                     static_cast<cudnnConvolutionBwdFilterAlgo_t>(filter.algorithm),
                                                     a.workspace, a.workspace_bytes, &kZero, wd, a.w));
-    // The legacy output with the graph's epilogue applied on the device where our kernels take its
-    // layout (bias_activation; add_relu over a packed y and residual of one layout), else on the host.
-    const bool residual_on_device = !with_residual || (y.is_packed() && residual.strides == y.strides);
-    if (forward_direction && bias_relu && kernels::bias_activation_supported(y.dims, y.strides) && residual_on_device) {
-      kernels::bias_activation(a.y, y.type, y.dims, y.strides, a.w, !with_residual, ctx.stream);
-      if (with_residual) kernels::add_relu(a.y, a.x, a.y, y.type, y.elements(), ctx.stream);
-    } else if (forward_direction && bias_relu) {
-      std::vector<float> host = host_floats(output_at, output, ctx.stream, "the graph plan check");
-      const std::vector<float> bias_values = host_floats(a.w, bias, ctx.stream, "the graph plan check");
-      std::vector<float> residual_values;
-      if (with_residual) residual_values = host_floats(a.x, residual, ctx.stream, "the graph plan check");
-      const std::int64_t plane = y.dims[2] * y.dims[3];
-      for (std::size_t i = 0; i < host.size(); ++i) {
-        const auto channel = static_cast<std::size_t>((static_cast<std::int64_t>(i) / plane) % y.dims[1]);
-        float value = host[i] + bias_values[channel];
-        if (with_residual) value += residual_values[i];
-        host[i] = std::max(value, 0.0f);
+    // The legacy output with the graph's epilogue: + bias, + residual, relu (choose_graph_plan's roles:
+    // the bias from arena w, the residual, of y's shape, from arena x), in y's own strides.
+    if (forward_direction && bias_relu) {
+      kernels::bias_relu_strided(a.y, y.type, y.dims, y.strides, a.w, !with_residual, ctx.stream);
+      if (with_residual) {
+        kernels::strided_add(a.x, residual.strides, a.y, y.strides, y.dims, y.type, 1.0f, ctx.stream);
+        kernels::bias_relu_strided(a.y, y.type, y.dims, y.strides, nullptr, true, ctx.stream);
       }
-      store_floats(output_at, output, host, ctx.stream);  // the reference, back in place
     }
     const DeviceReference reference(output_at, output, a.reference, a.counters, ctx.stream);
     if (std::isinf(reference.difference_from(output_at))) return NAN;  // the arena's values overflow this problem

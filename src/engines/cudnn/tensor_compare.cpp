@@ -36,22 +36,6 @@ float bits_to_float(const unsigned char* at, DType type) {
   return __half2float(__half(raw));
 }
 
-void float_to_bits(float value, unsigned char* at, DType type) {
-  if (type == DType::f32) {
-    std::memcpy(at, &value, sizeof value);
-    return;
-  }
-  std::uint16_t bits;
-  if (type == DType::bf16) {
-    const __nv_bfloat16_raw raw = __nv_bfloat16(__float2bfloat16_rn(value));
-    bits = raw.x;
-  } else {
-    const __half_raw raw = __half(__float2half_rn(value));
-    bits = raw.x;
-  }
-  std::memcpy(at, &bits, sizeof bits);
-}
-
 // Calls visit(element offset) for t's elements in N, C, H, W order.
 template <typename Visit>
 void for_each_element(const Tensor& t, Visit&& visit) {
@@ -68,21 +52,6 @@ void require_float_type(const Tensor& t, const char* what) {
 }
 
 }  // namespace
-
-void store_floats(void* first, const Tensor& t, const std::vector<float>& values, cudaStream_t stream) {
-  require_float_type(t, "store_floats");
-  if (values.size() != static_cast<std::size_t>(t.elements()))
-    throw Error("cuDNN engine: store_floats got " + std::to_string(values.size()) + " values for " +
-                std::to_string(t.elements()) + " elements");
-  const auto span = static_cast<std::size_t>(t.span_bytes());
-  std::vector<unsigned char> bytes(span);
-  CB_CHECK_CUDA(cudaStreamSynchronize(stream));
-  CB_CHECK_CUDA(cudaMemcpy(bytes.data(), first, span, cudaMemcpyDeviceToHost));
-  const auto element = static_cast<std::int64_t>(size_of(t.type));
-  std::size_t i = 0;
-  for_each_element(t, [&](std::int64_t at) { float_to_bits(values[i++], bytes.data() + at * element, t.type); });
-  CB_CHECK_CUDA(cudaMemcpy(first, bytes.data(), span, cudaMemcpyHostToDevice));
-}
 
 std::vector<float> host_floats(const void* first, const Tensor& t, cudaStream_t stream, const char* what) {
   require_float_type(t, what);

@@ -19,10 +19,6 @@ namespace crossbench::cudnn {
 // Synchronous: waits for `stream` first.
 std::vector<float> host_floats(const void* first, const Tensor& t, cudaStream_t stream, const char* what);
 
-// The inverse of host_floats: `values` (N, C, H, W order) rounded to t's type and written to
-// t's elements at `first`; the bytes between a strided tensor's elements are kept. Synchronous.
-void store_floats(void* first, const Tensor& t, const std::vector<float>& values, cudaStream_t stream);
-
 // Whether every value is finite (no NaN, no infinity).
 [[nodiscard]] bool all_finite(const std::vector<float>& values);
 
