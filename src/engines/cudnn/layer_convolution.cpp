@@ -39,6 +39,13 @@
 // choice plus the epilogue pass it saves. Decisions say "fwd=graph(NAME ...)".
 // `--algo heuristic` keeps the legacy API alone (the 2017 frameworks' way).
 //
+// Under the measured search a choice must first compute the convolution: the
+// fastest legacy candidate is held to a reference algorithm (IMPLICIT_GEMM,
+// ALGO_1), a winning graph plan to the legacy choice, on the search arena,
+// after its output and workspace are poisoned (agreeing_candidates,
+// graph_plan_difference; DESIGN.md). Decisions say "[refused NAME (differs by
+// X)]" and "[graph NAME ... refused: ...]".
+//
 // Inference folds a batch-norm that only reads the convolution into it (as
 // TensorRT and oneDNN's graph do): the weights are scaled by gamma/sqrt(var+eps)
 // and the bias becomes the folded shift, once after initialisation (graph.hpp's
@@ -59,10 +66,8 @@
 // say why ("+add+relu(kernel, unfused: ...)"). The add has no op either way.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <memory>
-#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -72,10 +77,10 @@
 #include "engines/cudnn/gemm_weight_gradient.hpp"
 #include "engines/cudnn/graph_api_convolution.hpp"
 #include "engines/cudnn/graph.hpp"
-#include "engines/cudnn/tensor_compare.hpp"
 #include "engines/cudnn/im2col_gemm.hpp"
 #include "engines/cudnn/kernels_elementwise.hpp"
 #include "engines/cudnn/kernels_epilogue.hpp"
+#include "engines/cudnn/tensor_compare.hpp"
 
 namespace crossbench::cudnn {
 namespace {
@@ -504,19 +509,9 @@ class Convolution final : public LayerImpl {
     const bool forward_direction = direction == GraphDirection::forward;
     const Tensor& output = forward_direction ? y : direction == GraphDirection::backward_data ? dx : dw;
     void* output_at = forward_direction ? a.y : direction == GraphDirection::backward_data ? a.x : a.w;
-    // The reference: the legacy algorithm on the same arena roles as choose_graph_plan's runs.
-    if (forward_direction)
-      CB_CHECK_CUDNN(cudnnConvolutionForward(ctx.dnn, &kOne, xd, a.x, wd, a.w, forward_cd,
-                                             static_cast<cudnnConvolutionFwdAlgo_t>(forward.algorithm), a.workspace,
-                                             a.workspace_bytes, &kZero, yd, a.y));
-    else if (direction == GraphDirection::backward_data)
-      CB_CHECK_CUDNN(cudnnConvolutionBackwardData(ctx.dnn, &kOne, wd, a.w, dyd, a.y, data_cd,
-                                                  static_cast<cudnnConvolutionBwdDataAlgo_t>(data.algorithm),
-                                                  a.workspace, a.workspace_bytes, &kZero, dxd, a.x));
-    else
-      CB_CHECK_CUDNN(cudnnConvolutionBackwardFilter(ctx.dnn, &kOne, xd, a.x, dyd, a.y, filter_cd,
-                                                    static_cast<cudnnConvolutionBwdFilterAlgo_t>(filter.algorithm),
-                                                    a.workspace, a.workspace_bytes, &kZero, wd, a.w));
+    // The reference: the legacy choice on the same arena roles as choose_graph_plan's runs.
+    const AlgorithmChoice& legacy = forward_direction ? forward : direction == GraphDirection::backward_data ? data : filter;
+    if (run_legacy_on_arena(ctx, direction, legacy) != CUDNN_STATUS_SUCCESS) return NAN;  // nothing to hold it to
     // The legacy output with the graph's epilogue: + bias, + residual, relu (choose_graph_plan's roles:
     // the bias from arena w, the residual, of y's shape, from arena x), in y's own strides.
     if (forward_direction && bias_relu) {
