@@ -459,7 +459,7 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
           --set "workers.jax=$jax_worker" ${STUDY_ARGS:-} 2>&1 | tee -a "$dir/$name.log"
       fi
       study_limit=$((TLIMIT - beside_s - (SECONDS - stage_start)))
-      [ "$study_limit" -lt 30 ] && study_limit=30  # timeout 0 would mean no limit
+      [ "$study_limit" -lt 1 ] && study_limit=1  # timeout 0 would mean no limit at all
       timeout --preserve-status -k $((grace + 30)) "$study_limit" $runner run "${matrix[@]}" \
         --set "workers.pytorch=$pytorch_worker" --set "workers.pytorch-compile=$pytorch_worker --compile" \
         --set "workers.jax=$jax_worker" \

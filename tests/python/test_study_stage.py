@@ -11,6 +11,7 @@ import sys
 REPO = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "analysis"))
 from crossbench_analysis.cube import load  # noqa: E402
+from test_jax_worker import jax_interpreter  # noqa: E402,F401  (the fixture)
 
 
 def stage(tmp_path, crossbench_binary, study_dir, name="study", **environment):
@@ -132,3 +133,29 @@ def test_study_name_names_the_cube_and_log(tmp_path, crossbench_binary):
         assert (study / name).exists() and (tmp_path / "out" / "autotune" / name).exists(), name
     assert not (study / "study.h5").exists()
     assert len(load(study / "autotune.h5").cells) == 2  # alexnet fp32, both phases
+
+
+def test_the_prewarm_compiles_the_next_cells_and_the_timed_run_finds_them_warm(tmp_path, crossbench_binary,
+                                                                               jax_interpreter):
+    """STUDY_PREWARM_S: bench/study_prewarm.py first compiles the study's framework cells side by side into
+    the call's compile cache; the timed run then records each of them warm (the JAX worker on the CPU)."""
+    from crossbench_analysis import cube_extras
+    from crossbench_analysis.cube import CELL_DIMS
+
+    study = tmp_path / "tree" / "study"
+    cells = dict(STUDY_ENGINES="jax", STUDY_NETWORKS="alexnet", STUDY_PRECISIONS="fp32", STUDY_BATCHES="1",
+                 STUDY_GRACE="1", STUDY_JAX_WORKER=f"{jax_interpreter} -u {{workers}}/jax/worker.py",
+                 STUDY_STEPS="2", STUDY_ARGS="--set measure.max_steps=2 --set measure.warmup=1",
+                 STUDY_PREWARM_S="300", STUDY_PREWARM_PROCS="2", STUDY_COMPILE_CACHE=str(tmp_path / "cache"))
+    done = stage(tmp_path, crossbench_binary, study, **cells)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "prewarm: 2 compiling cells left; 2 processes" in done.stdout, done.stdout
+    assert "prewarm: 2 cells compiled ahead" in done.stdout, done.stdout
+    assert "study: complete" in done.stdout, done.stdout
+    assert sorted(p.name for p in (tmp_path / "out" / "study" / "prewarm").glob("*.h5")) == [
+        "prewarm_0.h5", "prewarm_1.h5"]
+    loaded = load(study / "study.h5")
+    table = loaded.cells.merge(cube_extras.decisions(loaded), on=list(CELL_DIMS))
+    assert len(table) == 2 and set(table["status"]) == {"ok"}
+    for decisions in table["decisions"]:
+        assert "compile_cache=" in decisions and "(warm:" in decisions, decisions
