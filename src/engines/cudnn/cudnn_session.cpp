@@ -288,6 +288,24 @@ std::vector<float> CudnnSession::parameter_storage(std::size_t index) {
   return fp32_storage(parameters_.at(index).value, "parameter_storage");
 }
 
+void CudnnSession::copy_parameters_from(CudnnSession& source) {
+  if (source.parameters_.size() != parameters_.size())
+    throw Error("cuDNN session: copy_parameters_from a session with " + std::to_string(source.parameters_.size()) +
+                " parameters into one with " + std::to_string(parameters_.size()));
+  source.synchronize();
+  synchronize();
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    const Tensor& from = source.parameters_[i].value;
+    const Tensor& to = parameters_[i].value;
+    if (from.dims != to.dims || from.type != to.type || from.strides != to.strides)
+      throw Error("cuDNN session: copy_parameters_from: parameter " + std::to_string(i) +
+                  " is stored differently in the two sessions");
+    CB_CHECK_CUDA(cudaMemcpyAsync(pool_.address(to.buffer) + to.offset, source.pool_.address(from.buffer) + from.offset,
+                                  static_cast<std::size_t>(to.span_bytes()), cudaMemcpyDeviceToDevice, stream_));
+  }
+  CB_CHECK_CUDA(cudaStreamSynchronize(stream_));
+}
+
 std::vector<float> CudnnSession::gradient_storage(std::size_t index) {
   if (!training_) throw Error("cuDNN session: gradient_storage of an inference session");
   return fp32_storage(parameters_.at(index).gradient, "gradient_storage");

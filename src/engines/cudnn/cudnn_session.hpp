@@ -45,6 +45,9 @@ class CudnnSession final : public Session {
   std::size_t parameter_count() const { return parameters_.size(); }
   int parameter_layer(std::size_t index) const { return parameters_.at(index).layer; }  // its layer's index
   std::vector<float> parameter_storage(std::size_t index);
+  // Overwrites every parameter with `source`'s (a session of the same network, precision
+  // and layout): tests compare one step of two sessions from the same, non-zero weights.
+  void copy_parameters_from(CudnnSession& source);
   // What the last step() left (after it has finished), as stored, in fp32:
   // parameter `index`'s gradient (training) and the logits, (N, classes).
   // Tests compare a CUDA graph's replay with eager steps element by element.
