@@ -361,36 +361,26 @@ result = {}
 session = adapter.prepare(request("inference"))
 result["prepare_calls"] = list(calls)
 del calls[:]
-dispatch, close = session._dispatch, session._close_marks
-session._dispatch = lambda states, events=False: (dispatched.append("step" if events else "plain"),
-                                                  dispatch(states, events))[1]
-session._close_marks = lambda: (dispatched.append("closing"), close())[1]
+dispatch, mark = session._dispatch, session._dispatch_mark
+session._dispatch = lambda states: (dispatched.append("step"), dispatch(states))[1]
+session._dispatch_mark = lambda: (dispatched.append("mark"), mark())[1]
 result["times"] = session.run_steps(11, 300, False)
 jax.effects_barrier()  # every ordered callback has run
 result["dispatched"] = dispatched
 result["calls"] = list(calls)
 result["read"] = [(step, len(before), before[-1]) for step, before in read]
 result["inference_decisions"] = session.decisions()
-closing = program(session._closing_mark)
-result["closing"] = dict(callbacks=callbacks(closing), eqns=len(closing.eqns), inputs=len(closing.invars))
+mark_program = program(stand_in.program())
+result["mark_program"] = dict(callbacks=callbacks(mark_program), eqns=len(mark_program.eqns),
+                              inputs=len(mark_program.invars))
+result["inference_step_callbacks"] = callbacks(program(session._infer, session.params, session.x))
 session.release()
 
-# Training: the program's wiring, seen in its jaxpr.
+# Training: the step's program holds no mark; check() runs the step the timed steps ran.
 session = adapter.prepare(request("training"))
 states = session._step_args()
 args = (session.params, session.x, session.labels, states)
-marked = program(session._train_events, *args)
-first, barrier = marked.eqns[0], marked.eqns[1]
-names = lambda vs: [str(v) for v in vs]
-outputs = names(marked.outvars)
-result["wiring"] = dict(
-    first=first.primitive.name, first_inputs=len(first.invars),
-    barrier=barrier.primitive.name,
-    barrier_takes_every_input_and_the_mark=names(barrier.invars) == names(marked.invars) + names(first.outvars),
-    token_is_the_barriers_last_output=outputs[-1] == names(barrier.outvars)[-1],
-    callbacks=callbacks(marked),
-    barriers=sum(e.primitive.name == "optimization_barrier" for e in marked.eqns),
-    outputs=len(outputs), plain_outputs=len(program(session._train, *args).outvars))
+result["training_step_callbacks"] = callbacks(program(session._train, *args))
 session.run_steps(1, 300, True)
 session.run_steps(2, 300, False)
 checked = session.check()
@@ -404,16 +394,14 @@ print(json.dumps(result))
 """
 
 
-def test_jax_events_mark_each_step_first_and_read_the_periods_between_marks(alexnet_graph, jax_interpreter,
-                                                                           tmp_path):
+def test_jax_events_mark_between_the_steps_and_read_the_periods_between_marks(alexnet_graph, jax_interpreter,
+                                                                             tmp_path):
     """engine.jax_timing = events with a CPU stand-in for the library (an ordered host callback in
-    place of its FFI call, StepEvents.marked's own wiring): each step is one program holding one
-    mark and nothing after the step; the ring is reset before each batch; steps go out back to back
-    with at most STEPS_IN_FLIGHT (8) dispatched and unread, the oldest read when full; a closing
-    mark (a program of the mark alone) follows the last step, before the remaining reads; step k's
-    sample is read from marks k and k+1; one sample per step; no retrace. In the training step's
-    program the mark comes first and one barrier ties every input to it; check() on the marked
-    program agrees with the plain step."""
+    place of its FFI call, in the mark's own program as Marks.program builds it): a mark is
+    dispatched before each step and after the last, the step's program holds none; the ring is
+    reset before each batch; steps go out back to back with at most STEPS_IN_FLIGHT (8) dispatched
+    and unread, the oldest read when full (its next mark dispatched already); step k's sample is
+    read from marks k and k+1; one sample per step; no retrace; check() runs the plain step."""
     graph = tmp_path / "alexnet.json"
     graph.write_text(json.dumps(alexnet_graph))
     done = subprocess.run([jax_interpreter, "-c", EVENTS_CHECK, str(JAX_WORKER.parent), str(graph)],
@@ -421,26 +409,21 @@ def test_jax_events_mark_each_step_first_and_read_the_periods_between_marks(alex
                           env=dict(os.environ, CUDA_VISIBLE_DEVICES="", JAX_PLATFORMS="cpu"))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    # prepare: step 0 (the compile) with its mark, then the closing mark's compile and run
-    assert result["prepare_calls"] == ["mark", "mark"]
+    # prepare: the plain step's compile (no mark), then the mark's program compiled and run once
+    assert result["prepare_calls"] == ["mark"]
     assert result["times"] == [1.0 + k for k in range(11)]
-    assert result["calls"] == ["reset"] + ["mark"] * 11 + ["mark"]  # 11 steps, then the closing mark
-    assert result["dispatched"] == ["step"] * 11 + ["closing"]  # one program per step: the marked step
-    # step k is read once 8 steps are unread (k+8 dispatched), before the next dispatch; the rest
-    # after the closing mark
+    assert result["calls"] == ["reset"] + ["mark"] * 12  # a mark before each of 11 steps, one after the last
+    assert result["dispatched"] == ["mark", "step"] * 11 + ["mark"]
+    # step k is read once 8 steps are unread (k+8 dispatched, mark k+1 among them), before the next
+    # mark; the rest after the last mark
     assert [step for step, _, _ in result["read"]] == list(range(11))
     assert [(count, last) for _, count, last in result["read"]] == \
-        [(8, "step"), (9, "step"), (10, "step")] + [(12, "closing")] * 8
-    assert result["closing"] == dict(callbacks=1, eqns=1, inputs=0), result["closing"]  # the mark alone
+        [(16, "step"), (18, "step"), (20, "step")] + [(23, "mark")] * 8
+    assert result["mark_program"] == dict(callbacks=1, eqns=1, inputs=0), result["mark_program"]  # the mark alone
+    assert result["inference_step_callbacks"] == 0 and result["training_step_callbacks"] == 0, result
     assert " timing=events(marks: " in result["inference_decisions"], result["inference_decisions"]
     assert "step_events=stand-in" in result["inference_decisions"]
     assert "timed_steps: retraces=0" in result["inference_decisions"], result["inference_decisions"]
-    wiring = result["wiring"]
-    assert wiring["first"] == "io_callback" and wiring["first_inputs"] == 0, wiring
-    assert wiring["barrier"] == "optimization_barrier" and wiring["barrier_takes_every_input_and_the_mark"], wiring
-    assert wiring["token_is_the_barriers_last_output"], wiring
-    assert wiring["callbacks"] == 1 and wiring["barriers"] == 1, wiring  # one mark, no end call, no output barrier
-    assert wiring["outputs"] == wiring["plain_outputs"] + 1, wiring  # the step's outputs and the token
     assert result["check_loss"] == pytest.approx(result["plain_loss"], rel=1e-6)
     assert result["check_gradient_norm"] == pytest.approx(result["plain_gradient_norm"], rel=1e-6)
     assert "timed_steps: retraces=0" in result["training_decisions"], result["training_decisions"]

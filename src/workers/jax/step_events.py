@@ -1,32 +1,26 @@
-"""Marks: CUDA events on XLA's own stream inside the JAX worker's steps (``engine.jax_timing = events``).
+"""Marks: CUDA events on XLA's own stream between the JAX worker's steps (``engine.jax_timing = events``).
 
 libcrossbench_jax_events.so (src/workers/jax/events/, built by CMake where jaxlib's FFI headers
 are found) holds one XLA FFI handler, ``crossbench_step_mark``: it records the next mark (a CUDA
-event) on the stream XLA runs it on. It is a custom-call target of the CUDA platform called FIRST
-in the step's own jitted program (``Marks.marked``), so a step is still one dispatch and holds one
-FFI call:
+event) on the stream XLA runs it on. The mark is a program of its own (``Marks.program``: the
+mark call alone, jitted once), dispatched on the steps' device before each step and once after
+the last; the step's program is the plain jitted step, exactly what the other timings and a
+user's loop run (no call, no barrier inside it: XLA's command buffers, its CUDA graphs, keep the
+whole step). A device's programs run in dispatch order on its one compute stream, so mark k
+precedes every kernel of step k and follows every kernel of step k - 1.
 
-  mark = the mark call (``has_side_effect``: never removed; an unwritten f32 scalar as result)
-  inputs, mark = optimization_barrier((every input of the step, mark))   # no op of the step before it
-  return step(inputs), mark
-
-``has_side_effect`` keeps a custom call from being removed or duplicated, not in program order
-(XLA orders only by data; openxla/stablehlo#1365): the order comes from the barrier. XLA's GPU
-compiler schedules the program with the barrier in place and removes it after scheduling
-(OptimizationBarrierExpander in its post-scheduling pipeline, which keeps the schedule), and runs
-the scheduled thunks in order on the program's one stream; so the mark precedes every kernel that
-reads an input. The handler does not declare the command-buffer trait, so XLA's command-buffer
-(CUDA graph) scheduling keeps it out of its graphs (a graph may start after it:
-command_buffer_scheduling.cc), and it runs on every execution. Nothing follows the step: no end
-call, no output barrier (each cost time on the GPU).
+Why not inside the step's program: an FFI call first in the step, ordered by an optimization
+barrier over the step's inputs, read 0.9998-1.04 of an untraced loop in training but 1.63-1.65
+(AlexNet) and 2.27-2.43 (ResNet-50) in bf16 inference on the H200 (bench/results/2026-12-02/
+call15, call16), near the host's synchronous time: likely the call splits XLA's command buffer
+and a step of short kernels then waits on their launches (not measured apart).
 
 Step k's sample is the period from its mark to the next one: cudaEventElapsedTime(mark k, mark
-k + 1) [ms], i.e. step k and whatever gap follows it on the device before step k + 1 starts (the
-time the device waits for the host counts, as it does in a user's training loop). After a batch's
-last step the worker dispatches the closing mark (``Marks.closing``: a tiny program holding only
-the mark call, untimed itself) on the same device, hence the same stream, to close the last
-step's period. Mark i sits in slot i % ring size of the library's ring (reset before each batch);
-step k is read (the library waits for mark k + 1 on the device) while later steps are in flight.
+k + 1) [ms], i.e. step k, the next mark program (one event record, no kernel) and whatever gap
+follows on the device before it (the time the device waits for the host counts, as it does in a
+user's training loop). Mark i sits in slot i % ring size of the library's ring (reset before each
+batch); step k is read (the library waits for mark k + 1 on the device) while later steps are in
+flight.
 
 Where the library is looked for, first found wins:
   $CROSSBENCH_JAX_EVENTS_LIBRARY (a path: only that one),
@@ -111,38 +105,28 @@ def _ffi_module(jax):
 
 
 class Marks:
-    """The mark inside a jitted step; subclasses give the call: mark_token() (no operand, traced
-    into the program, returning an f32 scalar). StepEvents gives the library's FFI call; the
-    worker's tests give a CPU stand-in."""
+    """The mark's program; subclasses give the call: mark_token() (no operand, traced into the
+    program, returning an f32 scalar). StepEvents gives the library's FFI call; the worker's tests
+    give a CPU stand-in."""
 
     def __init__(self, jax):
         self.jax = jax
+        self._program = None
 
     def mark_token(self):
         raise NotImplementedError
 
-    def marked(self, step):
-        """`step` wrapped for jax.jit: f(*args) -> (step(*args), token), with the mark before every
-        op of the step (the module's docstring). The token is returned so that neither the mark
-        nor the barrier is pruned; its value means nothing."""
-        jax = self.jax
-
-        def marked_step(*args):
-            token = self.mark_token()
-            args, token = jax.lax.optimization_barrier((args, token))
-            return step(*args), token
-
-        return marked_step
-
-    def closing(self):
-        """The closing mark's program, to jit and run on the steps' device after a batch's last
-        step: the mark call alone, closing that step's period."""
-        return lambda: self.mark_token()
+    def program(self):
+        """The mark's own program (jitted once, compiled on its first call): the mark call alone,
+        no input; its token means nothing. Run it on the steps' device (jax.default_device)."""
+        if self._program is None:
+            self._program = self.jax.jit(lambda: self.mark_token())
+        return self._program
 
 
 class StepEvents(Marks):
-    """The library's ring seen from the worker: marked(step) puts its FFI call into a step's
-    program, period_ms(k) reads step k's period (mark k to mark k + 1) since the last reset()."""
+    """The library's ring seen from the worker: program() is the mark's program (its FFI call),
+    period_ms(k) reads step k's period (mark k to mark k + 1) since the last reset()."""
 
     def __init__(self, jax, library, path):
         import jax.numpy as jnp
@@ -160,10 +144,9 @@ class StepEvents(Marks):
     @classmethod
     def open(cls, jax, device):
         """(StepEvents, None) ready to time steps on `device`, or (None, why not). Registers the
-        handler once per process, then runs a tiny marked program twice and a closing mark
-        (untimed) and reads both periods back, as the worker reads its steps (no wait for the
-        programs' outputs), so that a library XLA cannot call fails here, not in the step's
-        compile."""
+        handler once per process, then runs marks around a tiny program twice (untimed) and reads
+        both periods back, as the worker reads its steps (no wait for the programs' outputs), so
+        that a library XLA cannot call fails here, not in a timed batch."""
         global _registered_from
         if not is_cuda(device):
             return None, f"not a CUDA device ({device.platform})"
@@ -181,20 +164,20 @@ class StepEvents(Marks):
             return None, f"the FFI target is registered from {_registered_from}, not {where}"
         try:
             events = cls(jax, library, where)
-            tiny = jax.jit(events.marked(lambda x: x + 1))
-            closing = jax.jit(events.closing())
+            tiny = jax.jit(lambda x: x + 1)
+            mark = events.program()
             x = jax.device_put(jax.numpy.zeros((), jax.numpy.float32), device)
             with jax.default_device(device):
-                jax.block_until_ready((tiny(x), closing()))  # compiles both, untimed
+                jax.block_until_ready((tiny(x), mark()))  # compiles both, untimed
                 events.reset()
-                outputs = [tiny(x), tiny(x), closing()]
+                outputs = [mark(), tiny(x), mark(), tiny(x), mark()]
                 periods = [events.period_ms(0), events.period_ms(1)]
                 jax.block_until_ready(outputs)
             events.reset()
         except Exception as error:  # noqa: BLE001
-            return None, f"a first marked program failed on {device}: {type(error).__name__}: {error}"
+            return None, f"a first mark failed on {device}: {type(error).__name__}: {error}"
         if not all(math.isfinite(ms) and ms >= 0 for ms in periods):
-            return None, f"a first marked program read periods {periods} ms"
+            return None, f"a first pair of marks read periods {periods} ms"
         return events, None
 
     def reset(self):

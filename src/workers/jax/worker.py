@@ -98,10 +98,10 @@ STEPS_QUEUED = 3  # device-paced: steps dispatched ahead of the one waited for (
 # worth of memory). The library's ring must hold STEPS_IN_FLIGHT + 1 marks (the closing one).
 STEPS_IN_FLIGHT = 8
 TIMINGS = {
-    EVENTS: "events(marks: a CUDA event recorded on XLA's stream by one XLA FFI call first in each step's own "
-            "program, before every kernel of the step; each sample is cudaEventElapsedTime(mark k, mark k+1) [ms], "
-            "step k and any gap before step k+1 starts on the device; the last step's closed by a closing-mark "
-            f"program; at most {STEPS_IN_FLIGHT} steps dispatched and unread)",
+    EVENTS: "events(marks: a CUDA event recorded on XLA's stream by a program of one XLA FFI call, dispatched "
+            "before each step and after the last; each sample is cudaEventElapsedTime(mark k, mark k+1) [ms], "
+            "step k and any gap before step k+1 starts on the device; "
+            f"at most {STEPS_IN_FLIGHT} steps dispatched and unread)",
     DEVICE_PACED: f"device-paced(steps k+1..k+{STEPS_QUEUED} dispatched before step k's result is waited for; each "
                   "sample is the interval between consecutive completions [ms], the first from a sync before it)",
     HOST: "host(perf_counter around the jitted call and block_until_ready, each step alone)",
@@ -517,7 +517,7 @@ class JaxSession:
         self.events = None  # StepEvents while timing = events
         self.timing_fallback = None  # why events gave way to device-paced (decisions)
         if self.timing == EVENTS:
-            # untimed: registers the handler, runs a tiny marked program twice and a closing mark
+            # untimed: registers the handler, runs marks around a tiny program twice
             self.events, why = StepEvents.open(jax, self.device)
             if self.events is None:
                 self.timing, self.timing_fallback = DEVICE_PACED, why
@@ -581,31 +581,19 @@ class JaxSession:
         # logits is its own, small, function.
         self._train = jax.jit(train_step)
         self._infer = jax.jit(infer_step)
-        # timing = events: the same steps with the mark first (StepEvents.marked), and the closing
-        # mark; each is jitted lazily, so a session compiles only the step it runs
-        # (bench/gpu_jax_clock.py runs both in one session: each compiles once, before its timed steps).
-        self._train_events = self._infer_events = self._closing_mark = None
-        if self.events is not None:
-            self._train_events = jax.jit(self.events.marked(train_step))
-            self._infer_events = jax.jit(self.events.marked(infer_step))
-            self._closing_mark = jax.jit(self.events.closing())
+        # timing = events: the same steps, with the mark's own program (step_events.py) between them.
         self._loss = jax.jit(net.loss)
         self.compile_cache = JaxCache(jax, given[compile_cache.SETTING])  # before the compile: see JaxCache
         start = time.perf_counter()
         with jax.default_matmul_precision(self.matmul_precision):
+            self._one_step(self._step_args())  # compilation, untimed; counts as step 0
             if self.timing == EVENTS:
-                try:
-                    self._one_step(self._step_args(), events=True)  # compilation, untimed; counts as step 0
-                    # Compiled here, untimed: a compile after the last step would sit in its period.
-                    self.jax.block_until_ready(self._close_marks())
+                try:  # the mark's program, compiled untimed (StepEvents.open ran it already)
+                    self.jax.block_until_ready(self._dispatch_mark())
                 except Exception as error:  # noqa: BLE001 (any failure: device-paced, with the reason)
-                    self.timing_fallback = (f"the step's first run with events failed: {type(error).__name__}: "
+                    self.timing_fallback = (f"the mark's program failed beside the step: {type(error).__name__}: "
                                             f"{str(error).splitlines()[0] if str(error) else ''}")
                     self.timing, self.events = DEVICE_PACED, None
-                    self._train_events = self._infer_events = self._closing_mark = None
-                    self.step_index = 0
-            if self.timing != EVENTS:
-                self._one_step(self._step_args())  # compilation, untimed; counts as step 0
         self.compile_s = time.perf_counter() - start
         self.compile_cache.compiled()
 
@@ -615,32 +603,26 @@ class JaxSession:
             return None
         return self.jax.device_put(self.net.dropout_states(self.step_index), self.device)
 
-    def _programs(self, events):
-        """(train, infer): the jitted steps, with the mark inside when `events`."""
-        return (self._train_events, self._infer_events) if events else (self._train, self._infer)
-
-    def _dispatch(self, states, events=False):
+    def _dispatch(self, states):
         """Enqueues one step on the device and returns its outputs (not waited for: jax
-        dispatches asynchronously); with `events`, the step with its mark inside, whose outputs
-        are (the step's outputs, the mark's token). With update = sgd the next step
-        takes these parameters, still in flight: the device orders the two steps."""
-        train, infer = self._programs(events)
+        dispatches asynchronously). With update = sgd the next step takes these parameters,
+        still in flight: the device orders the two steps."""
         if self.training:
-            result = train(self.params, self.x, self.labels, states)
+            result = self._train(self.params, self.x, self.labels, states)
             if self.sgd:
-                self.params = (result[0] if events else result)[2]
+                self.params = result[2]
             self.step_index += 1
             return result
-        return infer(self.params, self.x)
+        return self._infer(self.params, self.x)
 
-    def _close_marks(self):
-        """Dispatches the closing mark on the session's device (the steps' stream): it closes the
-        period of the last step dispatched. Returns its token (not waited for)."""
+    def _dispatch_mark(self):
+        """Dispatches a mark (its own program) on the session's device, behind every step
+        dispatched before it. Returns its token (not waited for)."""
         with self.jax.default_device(self.device):
-            return self._closing_mark()
+            return self.events.program()()
 
-    def _one_step(self, states, events=False):
-        self.jax.block_until_ready(self._dispatch(states, events))
+    def _one_step(self, states):
+        self.jax.block_until_ready(self._dispatch(states))
 
     def step(self):
         """One step timed alone (``host`` timing) [ms]."""
@@ -704,14 +686,13 @@ class JaxSession:
         return times
 
     def run_events(self, count, time_limit_s):
-        """Up to `count` steps, each marked at its start by the XLA FFI call inside its own program
-        (step_events.py), dispatched back to back with at most STEPS_IN_FLIGHT dispatched and
-        unread; when that many are, the oldest step's sample is read first. Step k's sample [ms]
-        is the period from its mark to step k+1's (slots k and k+1 of the library's ring), the
-        last step's closed by the closing mark dispatched after it. Each step's outputs stay
-        referenced until its sample is read (with update = sgd the parameters also thread through
-        _dispatch). No new step is dispatched once `time_limit_s` [s] has passed; those
-        dispatched still count."""
+        """Up to `count` steps, each preceded by a mark (the mark's own program, step_events.py)
+        and the last followed by one, dispatched back to back with at most STEPS_IN_FLIGHT steps
+        dispatched and unread; when that many are, the oldest step's sample is read first. Step
+        k's sample [ms] is the period from mark k to mark k+1 (slots k and k+1 of the library's
+        ring). Each step's outputs stay referenced until its sample is read (with update = sgd
+        the parameters also thread through _dispatch). No new step is dispatched once
+        `time_limit_s` [s] has passed; those dispatched still count."""
         jax, events = self.jax, self.events
         times = []
         if count <= 0:
@@ -720,18 +701,17 @@ class JaxSession:
             events.reset()  # this batch's first step is mark 0
             begin = time.monotonic()
             dispatched = 0
-            # Each step's outputs stay referenced until its sample is read: on the H200 (call 15) marks
-            # whose steps' outputs were dropped at once read 1.63 (AlexNet) and 2.27 (ResNet-50) of an
-            # untraced loop in inference, where training read 0.9998 of it; the earlier events, which
-            # kept them, read 1.04-1.07 there (NOT YET MEASURED with them kept).
+            # Each step's outputs stay referenced until its sample is read (the device frees nothing
+            # of a step whose period is still open).
             in_flight = []
             while dispatched < count and (dispatched == 0 or time.monotonic() - begin < time_limit_s):
                 if dispatched - len(times) == STEPS_IN_FLIGHT:
                     times.append(events.period_ms(len(times)))  # its next mark is dispatched already
                     in_flight.pop(0)
-                in_flight.append(self._dispatch(self._step_args(), events=True))
+                self._dispatch_mark()  # mark `dispatched`: the start of this step's period
+                in_flight.append(self._dispatch(self._step_args()))
                 dispatched += 1
-            self._close_marks()
+            self._dispatch_mark()  # closes the last step's period
             while len(times) < dispatched:
                 times.append(events.period_ms(len(times)))
             in_flight.clear()
@@ -748,20 +728,15 @@ class JaxSession:
 
     def check(self):
         """Session::check(): one forward (+ backward when training) with dropout step 0, run by the
-        compiled step the timed steps ran. With timing = events that is the step with its mark
-        inside, whose outputs are (the step's outputs, the mark's token): the same math (the
-        barrier passes values through, the mark writes only its own token), no second compile; its
-        mark takes a slot of the ring, which the next run_events resets."""
-        events = self.timing == EVENTS
-        train, infer = self._programs(events)
+        compiled step the timed steps ran (every timing runs the same plain step)."""
+        train, infer = self._train, self._infer
         with self.jax.default_matmul_precision(self.matmul_precision):
             if self.training:
                 states = self.jax.device_put(self.net.dropout_states(0), self.device)
                 result = train(self.params, self.x, self.labels, states)  # no update
-                loss, grads, _, logits = result[0] if events else result
+                loss, grads, _, logits = result
             else:
                 logits = infer(self.params, self.x)
-                logits = logits[0] if events else logits
                 loss = self._loss(logits, self.labels)
                 grads = None
         logits64 = np.asarray(logits.astype(np.float32), dtype=np.float64)
@@ -800,8 +775,7 @@ class JaxSession:
 
     def release(self):
         self.params = self.x = self.labels = None
-        self._train = self._infer = self._loss = self._train_events = self._infer_events = None
-        self._closing_mark = None
+        self._train = self._infer = self._loss = None
         gc.collect()
 
 

@@ -4,14 +4,13 @@
 // One XLA FFI handler, registered by the worker (src/workers/jax/step_events.py) as a custom-call
 // target of the CUDA platform:
 //   crossbench_step_mark  records the next mark on the stream XLA runs it on.
-// It sits first in the step's own jitted program (step_events.py, Marks.marked): the call takes no
-// operand, and every input of the step is tied to its result by an optimization barrier, so XLA
-// schedules it before every kernel of the step. A tiny program holding only the call, the closing
-// mark, follows the last step of a batch. It returns an f32 scalar that it never writes (the
-// token the data dependencies run through; its value means nothing). It does not declare the
-// command-buffer trait (XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE), so XLA keeps it out of
-// its CUDA graphs and calls it on every execution, on the program's stream, before the graphs it
-// launches (DESIGN.md, Measurement "One clock").
+// It is called in a program of its own (step_events.py, Marks.program: the call alone, no operand),
+// which the worker dispatches before each step and after the last, so the step's own program stays
+// whole (an FFI call inside the step made bf16 inference read 1.6-2.4x an untraced loop on the
+// H200, likely by splitting XLA's command buffer). It returns an f32 scalar that it never writes
+// (its value means nothing). It does not declare the command-buffer trait
+// (XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE): XLA calls it on every execution, on the
+// program's stream (DESIGN.md, Measurement "One clock").
 //
 // Plain C functions for ctypes read the periods back: crossbench_step_events_period_ms (step k's
 // period [ms], mark k to mark k + 1, waiting for mark k + 1), _reset, _ring_size, _last_error.
