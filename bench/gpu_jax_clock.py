@@ -22,15 +22,13 @@ process, same session:
                   consecutive completions (c depth 3, paced_deeper: the same outside the worker;
                   it measured the worker's choice of 3 when the worker queued 1)
   e  events       the worker's engine.jax_timing = events: marks, CUDA events on XLA's own stream,
-                  one recorded at the start of each step by the XLA FFI handler of
-                  libcrossbench_jax_events.so, called first inside the step's own jitted program
-                  (src/workers/jax/step_events.py: one dispatch and one FFI call per step, nothing
-                  after the step); each sample is cudaEventElapsedTime(mark k, mark k+1), step k
-                  and any gap before step k+1 starts on the device, the last step's closed by a
-                  closing-mark program; steps dispatched back to back, at most 8 unread. The clock
-                  of the cudnn and PyTorch rows, on the JAX step. The session compiles the marked
-                  step (and the closing mark) in prepare and the plain step in the warm-up
-                  (device-paced), so neither retraces.
+                  each recorded by the XLA FFI handler of libcrossbench_jax_events.so in a program
+                  of its own (src/workers/jax/step_events.py), dispatched before each step and
+                  after the last; the step's program is the plain one. Each sample is
+                  cudaEventElapsedTime(mark k, mark k+1), step k and any gap before mark k+1 on
+                  the device; steps dispatched back to back, at most 8 unread. The clock of the
+                  cudnn and PyTorch rows, on the JAX step. The session compiles the plain step
+                  and the mark's program in prepare, so neither retraces.
                   Where the worker cannot have events (the library not found: --events-library), it
                   says why and the column is empty.
   d  device loop  the untraced reference (--reference loop, the default): the worker's own jitted
