@@ -36,22 +36,17 @@ Conventions are those of src/workers/pytorch/model.py (and the oneDNN engine):
   in ``decisions``.
 - timing (``engine.jax_timing``, recorded in ``decisions``): ``device-paced`` is the default (below).
   ``events``: marks, CUDA events on XLA's own stream as the cudnn engine and PyTorch time their
-  steps with, recorded INSIDE the step's own jitted program by ONE XLA FFI call (step_events.py:
-  the handler of libcrossbench_jax_events.so), first in the step, every input of the step tied to
-  its token by an optimization barrier, so the mark precedes every kernel of the step and each step
-  is still one dispatch. Step k's sample is cudaEventElapsedTime(mark k, mark k+1) [ms]: the period
-  between the starts of consecutive steps on XLA's stream, i.e. step k and whatever gap follows it
-  before step k+1 starts (a real cost of a JAX training loop: where the host cannot keep up, it
-  shows, as it would for a user). After the last step a tiny closing-mark program (the mark alone,
-  untimed) closes its period. Steps are dispatched back to back with at most STEPS_IN_FLIGHT (8)
-  unread; when full, the oldest step's sample is read (waiting on the device for the next mark).
-  Where events cannot be had (the library not built or not found, not a CUDA device, its
-  registration, a first marked program or the step's own first run with its mark failing) the
-  worker falls back to device-paced and ``decisions`` says why. NOT YET MEASURED on a GPU;
-  device-paced stays the default until it is. (Earlier events: two tiny programs dispatched around
-  the step read 11-13% above an untraced loop of the step on an H200, bench/results/2026-12-02/
-  call11; a start and an end call inside the step read 1.041/1.073/1.002/1.038 of it (alexnet,
-  resnet50 bf16 training/inference, call12): the end call and its output barrier cost GPU time.)
+  steps with, each recorded by a program of its own, ONE XLA FFI call (step_events.py: the handler
+  of libcrossbench_jax_events.so), dispatched on the steps' device before each step and after the
+  last; the step's program is the plain jitted step. Step k's sample is cudaEventElapsedTime(mark
+  k, mark k+1) [ms]: step k and whatever gap precedes mark k+1 on the device (a real cost of a JAX
+  training loop: where the host cannot keep up, it shows, as it would for a user). Steps are
+  dispatched back to back with at most STEPS_IN_FLIGHT (8) unread; when full, the oldest step's
+  sample is read (waiting on the device for the next mark). Where events cannot be had (the
+  library not built or not found, not a CUDA device, its registration, or a first pair of marks
+  failing) the worker falls back to device-paced and ``decisions`` says why. NOT YET MEASURED on a
+  GPU in this form; device-paced stays the default until it is (DESIGN.md "One clock" holds the
+  history: marks inside the step's program read 1.6-2.4x an untraced loop in bf16 inference).
   ``device-paced`` dispatches steps k+1 .. k+STEPS_QUEUED before it waits for step k's result and
   takes each step's time as the interval between consecutive completions seen by the host
   (time.perf_counter after block_until_ready); the device always has the next steps queued, so
