@@ -31,8 +31,11 @@ def plan_of(decisions):
     """The decisions without what is measured: the choice itself, comparable across runs."""
     text = CACHE_USE.sub("", decisions)
     text = re.sub(r"\{[^}]*\}", "", text)           # re-timed candidates' medians
-    text = re.sub(r"\[[^\]]*\]", "", text)           # losing GEMM candidates' times
-    text = re.sub(r"\([^()]*\d+(\.\d+)?(e-?\d+)?ms[^()]*\)", "", text)  # "(0.1ms<0.2ms ...)", bias times
+    text = re.sub(r"\[[^\]]*\]", "", text)           # losing candidates, refusals and their times
+    # Every measured time, the names beside it kept: a Graph API engine configuration
+    # ("graph(eng51_k2=0_... 0.22ms<0.28ms ...)") or a cuBLASLt configuration is part of the plan.
+    text = re.sub(r"\d+(\.\d+)?(e-?\d+)?ms\b", "", text)
+    text = re.sub(r"\s*(<=|>=|<|>)\s*", " ", text)
     text = re.sub(r"\b(search_arena|pool|workspace)=[\d.]+ ?[KMGT]?i?B\b", "", text)  # sizes follow the plan
     return " ".join(text.split())
 

@@ -69,6 +69,23 @@ def test_plan_ignores_measured_times_and_cache_use():
     assert "IMPLICIT_GEMM/tc" in plan_of(first) and "cublas_gemm" in plan_of(first)
 
 
+def test_plan_keeps_the_graph_engine_and_cublaslt_configurations():
+    # call 17: two overfeat tf32 cubes whose conv4 ran different engine configurations read "same"
+    # while the plan dropped every parenthesis holding a time.
+    first = ("conv4:fwd=graph(eng51_k2=0_k13=0_k27=8 0.227008ms<0.281152ms IMPLICIT_PRECOMP_GEMM)+bias+relu"
+             "{IMPLICIT_PRECOMP_GEMM/default 0.2812};fc6:fwd=cublasLt(algo=43 tile=15 splitk=1 0.1208ms vs "
+             "cublasGemmEx+kernel 0.1322ms)+bias+relu")
+    retimed = ("conv4:fwd=graph(eng51_k2=0_k13=0_k27=8 0.225632ms<0.280416ms IMPLICIT_PRECOMP_GEMM)+bias+relu"
+               "{IMPLICIT_PRECOMP_GEMM/default 0.2804};fc6:fwd=cublasLt(algo=43 tile=15 splitk=1 0.1201ms vs "
+               "cublasGemmEx+kernel 0.1334ms)+bias+relu")
+    other_engine = retimed.replace("eng51_k2=0_k13=0_k27=8", "eng51_k2=9_k13=0_k27=4")
+    other_tile = retimed.replace("tile=15", "tile=20")
+    assert plan_of(first) == plan_of(retimed)
+    assert plan_of(first) != plan_of(other_engine)
+    assert plan_of(first) != plan_of(other_tile)
+    assert "eng51_k2=0_k13=0_k27=8" in plan_of(first) and "ms" not in plan_of(first)
+
+
 def test_wall_times_from_the_seed_logs(tmp_path):
     cold, warm = tmp_path / "cold.log", tmp_path / "warm.log"
     cold.write_text("[42/42] ...\ncrossbench: wrote x.h5 (42 cells: 42 ok)\nseed wall_s 143\n")
