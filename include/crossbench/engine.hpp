@@ -93,15 +93,22 @@ struct SessionRecord {
 // A session whose steps run in another process (a framework worker) cannot be
 // timed here step by step; it declares this capability (Session::remote_steps
 // returns it), and the Runner asks it for
-// `count` steps at a time (the batches of its stopping rule, so the protocol
-// costs nothing per step) and gets back each step's time [ms], measured with
-// the framework's device timer; fewer than `count` when `seconds_left` [s]
-// runs out first. `warmup`: the steps are warm-up, their times are discarded.
-// The Runner alone decides how many batches to ask for and when to stop.
+// `count` samples at a time (the batches of its stopping rule, so the protocol
+// costs nothing per step) and gets back each sample's time per step [ms],
+// measured with the framework's device timer; fewer than `count` when
+// `seconds_left` [s] runs out first. A sample is one step, or the mean of
+// `steps_per_sample` consecutive steps where the worker's timer costs more
+// than a short step (the JAX worker's marks: nvbench's batch measurement).
+// `warmup`: the steps are warm-up, their times are discarded. The Runner alone
+// decides how many batches to ask for and when to stop.
+struct RemoteBatch {
+  std::vector<double> samples_ms;  // per sample: its time per step [ms]
+  int steps_per_sample = 1;        // consecutive steps each sample averages
+};
 class RemoteSteps {
  public:
   virtual ~RemoteSteps() = default;
-  virtual std::vector<double> run_steps(int count, double seconds_left, bool warmup) = 0;
+  [[nodiscard]] virtual RemoteBatch run_steps(int count, double seconds_left, bool warmup) = 0;
 };
 
 // One prepared network/batch/precision/phase on one device. The Runner times

@@ -42,6 +42,9 @@ struct Telemetry {
 // Raw timed samples and why the measurement stopped.
 struct Measurement {
   std::vector<double> samples_ms;
+  // Consecutive steps each sample averages: 1, except a worker's batch measurement
+  // (RemoteBatch); the same for every timed batch of a cell.
+  int steps_per_sample = 1;
   std::vector<double> exposed_communication_ms;  // data parallel: per timed step [ms]
   Telemetry telemetry;      // over the timed steps
   std::string stop_reason;  // "ci_target", "max_steps", "time_limit"

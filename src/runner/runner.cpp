@@ -136,9 +136,19 @@ Measurement measure(Session& session, const MeasureOptions& options, double seco
   RemoteSteps* const remote = session.remote_steps();
   const auto run_batch = [&](std::size_t count, bool warmup) -> bool {
     if (remote != nullptr) {
-      const std::vector<double> elsewhere = remote->run_steps(static_cast<int>(count), std::max(seconds_left(), 0.0), warmup);
-      if (!warmup) measurement.samples_ms.insert(measurement.samples_ms.end(), elsewhere.begin(), elsewhere.end());
-      return elsewhere.size() < count || seconds_left() <= 0;
+      const RemoteBatch elsewhere = remote->run_steps(static_cast<int>(count), std::max(seconds_left(), 0.0), warmup);
+      if (elsewhere.steps_per_sample < 1)
+        throw Error("the worker's batch says " + std::to_string(elsewhere.steps_per_sample) + " steps per sample");
+      if (!warmup) {
+        // Samples of different lengths would not be one distribution: one cell, one kind of sample.
+        if (!measurement.samples_ms.empty() && elsewhere.steps_per_sample != measurement.steps_per_sample)
+          throw Error("the worker changed its steps per sample from " + std::to_string(measurement.steps_per_sample) +
+                      " to " + std::to_string(elsewhere.steps_per_sample) + " within the cell's timed steps");
+        measurement.steps_per_sample = elsewhere.steps_per_sample;
+        measurement.samples_ms.insert(measurement.samples_ms.end(), elsewhere.samples_ms.begin(),
+                                      elsewhere.samples_ms.end());
+      }
+      return elsewhere.samples_ms.size() < count || seconds_left() <= 0;
     }
     for (std::size_t i = 0; i < count; ++i) {
       const StepFacts step = agreed_step();
@@ -216,15 +226,20 @@ void summarize_cell(CellResult& result, const Network& network, const Measuremen
   const double images_per_step = static_cast<double>(cell.batch) * devices;
   result.images_per_s = images_per_step / step_s;
   const Telemetry& telemetry = measurement.telemetry;
-  result.energy_j_per_image = telemetry.energy_j / (static_cast<double>(result.steps) * static_cast<double>(cell.batch));
+  // Over every step the timed samples spanned (a sample may average several steps).
+  const double steps_run = static_cast<double>(result.steps) * measurement.steps_per_sample;
+  result.energy_j_per_image = telemetry.energy_j / (steps_run * static_cast<double>(cell.batch));
   result.mean_sm_clock_mhz = telemetry.mean_sm_clock_mhz;
   result.throttled = telemetry.throttled;
   result.tflops = flops_per_image * images_per_step / step_s / 1e12;
   if (!measurement.exposed_communication_ms.empty())
     result.exposed_communication_ms = summarize(measurement.exposed_communication_ms).median_ms;
-  result.message = "stopped by " + measurement.stop_reason +
-                   format(" after %.0f steps (95%% CI of the median ±%.2f%%); loss %.6g",
-                          static_cast<double>(result.steps),
+  const std::string sample_kind = measurement.steps_per_sample > 1
+                                      ? " samples of " + std::to_string(measurement.steps_per_sample) + " steps each"
+                                      : " steps";
+  result.message = "stopped by " + measurement.stop_reason + format(" after %.0f", static_cast<double>(result.steps)) +
+                   sample_kind +
+                   format(" (95%% CI of the median ±%.2f%%); loss %.6g",
                           100.0 * relative_ci_half_width(result.statistics), check.loss);
 }
 

@@ -33,6 +33,17 @@ TEST(ReplyValidation, SamplesBeyondMaxStepsAreRefused) {
   EXPECT_EQ(samples_problem(json::object(), 5), "field 'samples_ms' is missing");
 }
 
+TEST(ReplyValidation, StepsPerSampleIsAnOptionalCountOfSteps) {
+  EXPECT_EQ(steps_per_sample_problem(json{{"samples_ms", {1.0}}}), "");  // absent: one step per sample
+  EXPECT_EQ(steps_per_sample_problem(json{{"steps_per_sample", 36}}), "");
+  EXPECT_EQ(steps_per_sample_problem(json{{"steps_per_sample", 0}}),
+            "field 'steps_per_sample' = 0 is not a step count from 1 to 1000000");
+  EXPECT_EQ(steps_per_sample_problem(json{{"steps_per_sample", 2.5}}),
+            "field 'steps_per_sample' is a number, not an integer");
+  EXPECT_EQ(steps_per_sample_problem(json{{"steps_per_sample", "4"}}),
+            "field 'steps_per_sample' is a string, not an integer");
+}
+
 TEST(ReplyValidation, ALongMessageIsCut) {
   const std::string long_text(kWorkerMessageBytes + 10, 'm');
   const std::string message = bounded_message(json{{"message", long_text}});

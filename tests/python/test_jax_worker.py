@@ -357,16 +357,21 @@ def program(jitted, *args):
     return call.params["jaxpr"].jaxpr
 
 result = {}
-# Inference: the loop's marks and reads.
+# Inference: the loop's marks and reads. The stand-in's calibration periods (1 to 5 ms, median 3)
+# against a 3 ms minimum sample: one step per sample.
+worker.EVENTS_MIN_SAMPLE_MS = 3.0
 session = adapter.prepare(request("inference"))
+jax.effects_barrier()  # every ordered callback of prepare has run
 result["prepare_calls"] = list(calls)
-del calls[:]
+result["prepare_reads"] = [step for step, _ in read]
+result["steps_per_sample"] = session.steps_per_sample
+del calls[:], read[:]
 dispatch, mark = session._dispatch, session._dispatch_mark
 session._dispatch = lambda states: (dispatched.append("step"), dispatch(states))[1]
 session._dispatch_mark = lambda: (dispatched.append("mark"), mark())[1]
 result["times"] = session.run_steps(11, 300, False)
 jax.effects_barrier()  # every ordered callback has run
-result["dispatched"] = dispatched
+result["dispatched"] = list(dispatched)
 result["calls"] = list(calls)
 result["read"] = [(step, len(before), before[-1]) for step, before in read]
 result["inference_decisions"] = session.decisions()
@@ -375,6 +380,23 @@ result["mark_program"] = dict(callbacks=callbacks(mark_program), eqns=len(mark_p
                               inputs=len(mark_program.invars))
 result["inference_step_callbacks"] = callbacks(program(session._infer, session.params, session.x))
 session.release()
+
+# Inference again against a 9 ms minimum sample: 3 steps per sample.
+worker.EVENTS_MIN_SAMPLE_MS = 9.0
+session = adapter.prepare(request("inference"))
+result["batched_steps_per_sample"] = session.steps_per_sample
+jax.effects_barrier()
+del calls[:], read[:], dispatched[:]
+dispatch, mark = session._dispatch, session._dispatch_mark
+session._dispatch = lambda states: (dispatched.append("step"), dispatch(states))[1]
+session._dispatch_mark = lambda: (dispatched.append("mark"), mark())[1]
+result["batched_times"] = session.run_steps(5, 300, False)
+jax.effects_barrier()
+result["batched_dispatched"] = list(dispatched)
+result["batched_read"] = [(step, len(before), before[-1]) for step, before in read]
+result["batched_decisions"] = session.decisions()
+session.release()
+worker.EVENTS_MIN_SAMPLE_MS = 3.0
 
 # Training: the step's program holds no mark; check() runs the step the timed steps ran.
 session = adapter.prepare(request("training"))
@@ -409,11 +431,14 @@ def test_jax_events_mark_between_the_steps_and_read_the_periods_between_marks(al
                           env=dict(os.environ, CUDA_VISIBLE_DEVICES="", JAX_PLATFORMS="cpu"))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    # prepare: the plain step's compile (no mark), then the mark's program compiled and run once
-    assert result["prepare_calls"] == ["mark"]
+    # prepare: the plain step's compile (no mark), the mark's program compiled and run once, then the
+    # calibration: 5 steps marked one by one (a reset, 6 marks), their 5 periods read
+    assert result["prepare_calls"] == ["mark", "reset"] + ["mark"] * 6
+    assert result["prepare_reads"] == [0, 1, 2, 3, 4]
+    assert result["steps_per_sample"] == 1
     assert result["times"] == [1.0 + k for k in range(11)]
     assert result["calls"] == ["reset"] + ["mark"] * 12  # a mark before each of 11 steps, one after the last
-    assert result["dispatched"] == ["mark", "step"] * 11 + ["mark"]
+    assert result["dispatched"] == ["mark", "step"] * 11 + ["mark"], result["dispatched"]
     # step k is read once 8 steps are unread (k+8 dispatched, mark k+1 among them), before the next
     # mark; the rest after the last mark
     assert [step for step, _, _ in result["read"]] == list(range(11))
@@ -427,3 +452,11 @@ def test_jax_events_mark_between_the_steps_and_read_the_periods_between_marks(al
     assert result["check_loss"] == pytest.approx(result["plain_loss"], rel=1e-6)
     assert result["check_gradient_norm"] == pytest.approx(result["plain_gradient_norm"], rel=1e-6)
     assert "timed_steps: retraces=0" in result["training_decisions"], result["training_decisions"]
+    # A 9 ms minimum over a 3 ms calibration median: 3 steps between two marks, each sample the period / 3;
+    # at most max(2, ceil(8 / 3)) = 3 samples unread, the oldest read before the next sample's mark.
+    assert result["batched_steps_per_sample"] == 3
+    assert result["batched_times"] == pytest.approx([(1.0 + j) / 3 for j in range(5)])
+    assert result["batched_dispatched"] == ["mark", "step", "step", "step"] * 5 + ["mark"]
+    assert result["batched_read"] == [[0, 12, "step"], [1, 16, "step"]] + [[j, 21, "mark"] for j in (2, 3, 4)]
+    assert "steps_per_sample=3(a sample spans >= 9 ms; calibration: 5 marked steps, median 3 ms)" in \
+        result["batched_decisions"], result["batched_decisions"]

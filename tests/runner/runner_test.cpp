@@ -122,21 +122,24 @@ class BatchedSession final : public Session, public RemoteSteps {
   };
   explicit BatchedSession(std::function<double(int)> script, std::chrono::milliseconds sleep = {})
       : script_(std::move(script)), sleep_(sleep) {}
+  // Each batch's steps per sample, by request index (1 for every batch when empty).
+  std::function<int(std::size_t)> steps_per_sample = [](std::size_t) { return 1; };
   void step() override { ADD_FAILURE() << "the Runner must not call step() on a session that runs steps elsewhere"; }
   StepTimer& timer() override { return unused_; }
   MemoryUse memory() const override { return {1}; }
   OutputCheck check() override { return {true, 6.9, 1.0, NAN, {}}; }
   RemoteSteps* remote_steps() override { return this; }
-  std::vector<double> run_steps(int count, double seconds_left, bool warmup) override {
+  RemoteBatch run_steps(int count, double seconds_left, bool warmup) override {
+    RemoteBatch batch;
+    batch.steps_per_sample = steps_per_sample(requests.size());
     requests.push_back({count, warmup});
     const auto start = std::chrono::steady_clock::now();
-    std::vector<double> times;
-    while (static_cast<int>(times.size()) < count &&
+    while (static_cast<int>(batch.samples_ms.size()) < count &&
            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds_left) {
       if (sleep_.count()) std::this_thread::sleep_for(sleep_);
-      times.push_back(script_(calls_++));
+      batch.samples_ms.push_back(script_(calls_++));
     }
-    return times;
+    return batch;
   }
   std::vector<Request> requests;
 
@@ -208,6 +211,44 @@ TEST(MeasureInBatches, ABatchCutShortByTheTimeLimitEndsTheCell) {
   EXPECT_EQ(session.requests[0].count, 1000);
   EXPECT_GT(m.samples_ms.size(), 0u);
   EXPECT_LT(m.samples_ms.size(), 20u);
+}
+
+TEST(MeasureInBatches, SamplesOfSeveralStepsAreCountedAsStepsForEnergy) {
+  // A worker's batch measurement (the JAX worker's marks around 4 steps): the samples are kept as
+  // they come, the steps per sample with them, and the energy per image is over every step run.
+  BatchedSession session([](int) { return 2.0; });
+  session.steps_per_sample = [](std::size_t) { return 4; };
+  MeasureOptions options;
+  options.warmup_steps = 1;
+  options.min_steps = 10;
+  Measurement m = measure(session, options);
+  EXPECT_EQ(m.steps_per_sample, 4);
+  ASSERT_EQ(m.samples_ms.size(), 10u);
+  m.telemetry.energy_j = 80.0;  // [J] over the 40 steps the 10 samples spanned
+  CellResult result;
+  result.cell = CellSpec{"scripted", "alexnet", Precision::fp32, 2, Phase::inference, 0};
+  summarize_cell(result, make_network("alexnet"), m, OutputCheck{true, 1.0, 1.0, NAN, {}}, options, 0.5, 1);
+  ASSERT_EQ(result.status, Status::ok);
+  EXPECT_EQ(result.steps, 10);
+  EXPECT_DOUBLE_EQ(result.energy_j_per_image, 80.0 / (40 * 2));
+  EXPECT_NE(result.message.find("10 samples of 4 steps each"), std::string::npos) << result.message;
+}
+
+TEST(MeasureInBatches, AWorkerThatChangesItsStepsPerSampleMidCellIsAnError) {
+  // The warm-up batch may differ (it is discarded); the timed batches may not.
+  BatchedSession session([](int call) { return call % 2 ? 1.0 : 3.0; });
+  session.steps_per_sample = [](std::size_t request) { return request < 2 ? 2 : 3; };
+  MeasureOptions options;
+  options.warmup_steps = 1;
+  options.min_steps = 10;
+  options.max_steps = 100;
+  try {
+    (void)measure(session, options);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("changed its steps per sample from 2 to 3"), std::string::npos)
+        << error.what();
+  }
 }
 
 // An engine whose prepare() does what the test says: the Runner must turn each outcome into a status.

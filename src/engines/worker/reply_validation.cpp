@@ -81,6 +81,15 @@ std::string reply_problem(const json& reply) {
   return {};
 }
 
+std::string steps_per_sample_problem(const json& reply) {
+  if (!reply.contains("steps_per_sample")) return {};
+  const json& value = reply["steps_per_sample"];
+  if (!value.is_number_integer()) return "field 'steps_per_sample' is " + type_of(value) + ", not an integer";
+  if (value.get<long long>() < 1 || value.get<long long>() > 1'000'000)
+    return "field 'steps_per_sample' = " + value.dump() + " is not a step count from 1 to 1000000";
+  return {};
+}
+
 std::string samples_problem(const json& reply, int steps_asked) {
   if (!reply.contains("samples_ms")) return "field 'samples_ms' is missing";
   const json& samples = reply["samples_ms"];

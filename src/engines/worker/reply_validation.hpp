@@ -21,6 +21,8 @@ std::string reply_problem(const nlohmann::json& reply);
 // (the Runner asks a worker for a batch of steps; it never gets more, so no
 // worker can go past max_steps); else a sentence naming what is wrong.
 std::string samples_problem(const nlohmann::json& reply, int steps_asked);
+// A `stepped` reply's optional `steps_per_sample`: absent (1), or an integer >= 1.
+std::string steps_per_sample_problem(const nlohmann::json& reply);
 
 // The reply's `message`, cut to kWorkerMessageBytes ("" when absent).
 std::string bounded_message(const nlohmann::json& reply);

@@ -48,7 +48,7 @@ class WorkerSession final : public Session, public RemoteSteps {
   StepTimer& timer() override { return unused_timer_; }
   MemoryUse memory() const override { return {static_cast<std::int64_t>(peak_bytes_)}; }
   OutputCheck check() override;
-  std::vector<double> run_steps(int count, double seconds_left, bool warmup) override;
+  RemoteBatch run_steps(int count, double seconds_left, bool warmup) override;
   RemoteSteps* remote_steps() override { return this; }
 
  private:
@@ -233,7 +233,7 @@ WorkerSession::~WorkerSession() {
   engine_.end_of_cell();
 }
 
-std::vector<double> WorkerSession::run_steps(int count, double seconds_left, bool warmup) {
+RemoteBatch WorkerSession::run_steps(int count, double seconds_left, bool warmup) {
   const json request{{"protocol", kWorkerProtocol}, {"type", "steps"},
                      {"count", count},             {"warmup", warmup},
                      {"time_limit_s", std::max(seconds_left, 0.0)}};
@@ -243,12 +243,15 @@ std::vector<double> WorkerSession::run_steps(int count, double seconds_left, boo
   // At most the steps asked for, each a finite time >= 0 (reply_validation.hpp names the bad field).
   if (const std::string problem = samples_problem(reply, count); !problem.empty())
     engine_.discard("sent malformed step times: " + problem);
-  std::vector<double> samples;
-  for (const auto& sample : reply["samples_ms"]) samples.push_back(sample.get<double>());
+  if (const std::string problem = steps_per_sample_problem(reply); !problem.empty())
+    engine_.discard("sent a malformed batch: " + problem);
+  RemoteBatch batch;
+  for (const auto& sample : reply["samples_ms"]) batch.samples_ms.push_back(sample.get<double>());
+  batch.steps_per_sample = reply.value("steps_per_sample", 1);
   if (reply.contains("peak_memory_bytes") && reply["peak_memory_bytes"].is_number())
     peak_bytes_ = reply["peak_memory_bytes"].get<double>();
   record_.decisions = reply.value("decisions", record_.decisions);
-  return samples;
+  return batch;
 }
 
 OutputCheck WorkerSession::check() {

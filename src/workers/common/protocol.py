@@ -10,7 +10,9 @@ the loop for a framework adapter:
                                        the run's settings come from ``settings(request, key, ...)``
     session.run_steps(count, time_limit_s, warmup)
                                     -> times of up to `count` steps back to back [ms], measured with
-                                       the framework's device timer; fewer when time_limit_s [s] runs out
+                                       the framework's device timer; fewer when time_limit_s [s] runs out;
+                                       each the mean of session.steps_per_sample (default 1) consecutive
+                                       steps, sent with them (the Runner counts steps with it)
     session.peak_memory_bytes()     -> float or None
     session.check()                 -> dict: finite, loss, logits_checksum, gradient_norm, gradient_norms
     session.decisions()             -> str
@@ -138,6 +140,7 @@ def serve(adapter):
                     raise WorkerError("failed", "steps request without a prepared cell")
                 samples = run_steps(session, request)
                 reply(dict(type=answer, status="ok", samples_ms=samples,
+                           steps_per_sample=int(getattr(session, "steps_per_sample", 1)),
                            peak_memory_bytes=_finite_or_none(session.peak_memory_bytes()),
                            decisions=session.decisions()))
             elif kind == "check":

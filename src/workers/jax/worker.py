@@ -94,11 +94,24 @@ STEPS_QUEUED = 3  # device-paced: steps dispatched ahead of the one waited for (
 # show in it; 8 absorbs those. The device holds the queued steps' outputs meanwhile (up to 8 steps'
 # worth of memory). The library's ring must hold STEPS_IN_FLIGHT + 1 marks (the closing one).
 STEPS_IN_FLIGHT = 8
+# events: a sample spans at least EVENTS_MIN_SAMPLE_MS of the device's time [ms]. A mark is a program
+# of its own, and its dispatch costs the host about as much as a short step's (AlexNet bf16 inference
+# on the H200: 0.56 ms steps, one mark per step read 1.24-1.35x an untraced loop,
+# bench/results/2026-12-02/call17, call20). Where a step is shorter, one sample is the mean of
+# steps_per_sample consecutive steps between two marks (nvbench's batch measurement; google/benchmark
+# likewise runs a short function many times per sample), so the mark's cost is spread over them.
+# steps_per_sample is fixed in prepare from CALIBRATION_STEPS marked steps (one per sample), at most
+# MAX_STEPS_PER_SAMPLE, and sent with the samples (README "Framework workers") so that the Runner
+# counts steps (energy per image) right; steps of 20 ms or more are one per sample, as before.
+EVENTS_MIN_SAMPLE_MS = 20.0
+CALIBRATION_STEPS = 5
+MAX_STEPS_PER_SAMPLE = 64
 TIMINGS = {
     EVENTS: "events(marks: a CUDA event recorded on XLA's stream by a program of one XLA FFI call, dispatched "
-            "before each step and after the last; each sample is cudaEventElapsedTime(mark k, mark k+1) [ms], "
-            "step k and any gap before step k+1 starts on the device; "
-            f"at most {STEPS_IN_FLIGHT} steps dispatched and unread)",
+            "before each sample's steps and after the last; each sample is cudaEventElapsedTime(mark k, mark k+1) "
+            "[ms] over its steps_per_sample steps, those steps and any gap before the next sample's first step "
+            "starts on the device; steps_per_sample chosen in prepare so that a sample spans the minimum below; "
+            f"at most max(2, {STEPS_IN_FLIGHT}/steps_per_sample) samples dispatched and unread)",
     DEVICE_PACED: f"device-paced(steps k+1..k+{STEPS_QUEUED} dispatched before step k's result is waited for; each "
                   "sample is the interval between consecutive completions [ms], the first from a sync before it)",
     HOST: "host(perf_counter around the jitted call and block_until_ready, each step alone)",
@@ -512,6 +525,8 @@ class JaxSession:
         if self.timing not in TIMINGS:
             raise WorkerError("failed", f"{TIMING_SETTING} = {self.timing!r}: this worker knows {', '.join(TIMINGS)}")
         self.events = None  # StepEvents while timing = events
+        self.steps_per_sample = 1  # events: consecutive steps per sample (_calibrate_events)
+        self.calibration_ms = None  # events: the median period of the calibration's marked steps [ms]
         self.timing_fallback = None  # why events gave way to device-paced (decisions)
         if self.timing == EVENTS:
             # untimed: registers the handler, runs marks around a tiny program twice
@@ -593,6 +608,23 @@ class JaxSession:
                     self.timing, self.events = DEVICE_PACED, None
         self.compile_s = time.perf_counter() - start
         self.compile_cache.compiled()
+        if self.timing == EVENTS:
+            self._calibrate_events()
+
+    def _calibrate_events(self):
+        """Untimed, in prepare: CALIBRATION_STEPS steps marked one by one; their median period [ms]
+        fixes steps_per_sample = ceil(EVENTS_MIN_SAMPLE_MS / median), 1 .. MAX_STEPS_PER_SAMPLE."""
+        try:
+            periods = sorted(self._run_marked(CALIBRATION_STEPS, math.inf, 1))
+        except Exception as error:  # noqa: BLE001 (any failure: device-paced, with the reason)
+            self.timing_fallback = (f"the calibration's marked steps failed: {type(error).__name__}: "
+                                    f"{str(error).splitlines()[0] if str(error) else ''}")
+            self.timing, self.events = DEVICE_PACED, None
+            return
+        self.calibration_ms = periods[len(periods) // 2]
+        self.min_sample_ms = EVENTS_MIN_SAMPLE_MS
+        wanted = math.ceil(self.min_sample_ms / self.calibration_ms) if self.calibration_ms > 0 else MAX_STEPS_PER_SAMPLE
+        self.steps_per_sample = max(1, min(MAX_STEPS_PER_SAMPLE, wanted))
 
     def _step_args(self):
         """The step's dropout stream states (two words per layer): all the host gives the step."""
@@ -683,36 +715,44 @@ class JaxSession:
         return times
 
     def run_events(self, count, time_limit_s):
-        """Up to `count` steps, each preceded by a mark (the mark's own program, step_events.py)
-        and the last followed by one, dispatched back to back with at most STEPS_IN_FLIGHT steps
-        dispatched and unread; when that many are, the oldest step's sample is read first. Step
-        k's sample [ms] is the period from mark k to mark k+1 (slots k and k+1 of the library's
-        ring). Each step's outputs stay referenced until its sample is read (with update = sgd
-        the parameters also thread through _dispatch). No new step is dispatched once
-        `time_limit_s` [s] has passed; those dispatched still count."""
+        """Up to `count` samples of steps_per_sample steps each (_run_marked)."""
+        return self._run_marked(count, time_limit_s, self.steps_per_sample)
+
+    def _run_marked(self, count, time_limit_s, per_sample):
+        """Up to `count` samples, each `per_sample` steps dispatched back to back after a mark (the
+        mark's own program, step_events.py), the last sample followed by one more mark. Sample j [ms
+        per step] is the period from mark j to mark j+1 (slots j and j+1 of the library's ring)
+        divided by `per_sample`. At most max(2, ceil(STEPS_IN_FLIGHT / per_sample)) samples are
+        dispatched and unread; when that many are, the oldest is read first (its closing mark, the
+        next sample's first, is dispatched already: hence at least 2). The outputs of each unread
+        sample's last step stay referenced until it is read (the device frees nothing of a period
+        still open; the steps before it within a sample are dropped as a user's loop drops them).
+        With update = sgd the parameters thread through _dispatch. No new sample is started once
+        `time_limit_s` [s] has passed; those started still count."""
         jax, events = self.jax, self.events
-        times = []
+        samples = []
         if count <= 0:
-            return times
+            return samples
+        unread_limit = max(2, math.ceil(STEPS_IN_FLIGHT / per_sample))
         with jax.default_matmul_precision(self.matmul_precision):
-            events.reset()  # this batch's first step is mark 0
+            events.reset()  # this batch's first sample starts at mark 0
             begin = time.monotonic()
-            dispatched = 0
-            # Each step's outputs stay referenced until its sample is read (the device frees nothing
-            # of a step whose period is still open).
-            in_flight = []
-            while dispatched < count and (dispatched == 0 or time.monotonic() - begin < time_limit_s):
-                if dispatched - len(times) == STEPS_IN_FLIGHT:
-                    times.append(events.period_ms(len(times)))  # its next mark is dispatched already
-                    in_flight.pop(0)
-                self._dispatch_mark()  # mark `dispatched`: the start of this step's period
-                in_flight.append(self._dispatch(self._step_args()))
-                dispatched += 1
-            self._dispatch_mark()  # closes the last step's period
-            while len(times) < dispatched:
-                times.append(events.period_ms(len(times)))
-            in_flight.clear()
-        return times
+            started = 0
+            kept = []  # per unread sample: its last step's outputs
+            while started < count and (started == 0 or time.monotonic() - begin < time_limit_s):
+                if started - len(samples) == unread_limit:
+                    samples.append(events.period_ms(len(samples)) / per_sample)  # its closing mark is dispatched
+                    kept.pop(0)
+                self._dispatch_mark()  # mark `started`: the start of this sample's period
+                for _ in range(per_sample):
+                    outputs = self._dispatch(self._step_args())
+                kept.append(outputs)
+                started += 1
+            self._dispatch_mark()  # closes the last sample's period
+            while len(samples) < started:
+                samples.append(events.period_ms(len(samples)) / per_sample)
+            kept.clear()
+        return samples
 
     def _memory_stats(self):
         try:
@@ -758,6 +798,9 @@ class JaxSession:
         text += f" timing={TIMINGS[self.timing]}"
         if self.events is not None:
             text += f" step_events={self.events.describe()}"
+            text += (f" steps_per_sample={self.steps_per_sample}(a sample spans >= {self.min_sample_ms:g} ms; "
+                     f"calibration: {CALIBRATION_STEPS} marked steps, median {self.calibration_ms:.4g} ms)"
+                     if self.calibration_ms is not None else "")
         if self.timing_fallback:
             text += f" timing_fallback=events unavailable: {self.timing_fallback}"
         text += f" compile={self.compile_s:.1f}s(untimed) {self.compile_cache.describe()} traces={self.traces}"
