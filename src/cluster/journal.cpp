@@ -15,6 +15,7 @@
 
 #include "crossbench/cube.hpp"
 #include "crossbench/error.hpp"
+#include "crossbench/options_schema.hpp"
 #include "cluster/resume_settings.hpp"
 
 namespace crossbench {
@@ -100,7 +101,17 @@ std::string JournalHeader::mismatch(const JournalHeader& other, bool allow_new_d
     differences.push_back("it was written for cube schema '" + other.cube_schema + "', this crossbench writes '" + cube_schema + "'");
   if (job_name != other.job_name) differences.push_back("it was written by job '" + other.job_name + "', this run is job '" + job_name + "'");
   if (matrix != other.matrix) differences.push_back("its matrix " + other.matrix.dump() + " differs from this run's " + matrix.dump());
-  compare_flat("setting", other.settings, settings, differences);
+  // A setting the journal has no value for was added to the schema after the
+  // journal was written; its default is the behaviour that build had (a new
+  // key's default keeps the old behaviour), so that value is no difference.
+  nlohmann::json journal_settings = other.settings;
+  for (const auto& [key, value] : settings.items()) {
+    const OptionSpec* spec = find_option(key);
+    if (!journal_settings.contains(key) && spec != nullptr && value.is_string() &&
+        value.get<std::string>() == spec->default_value)
+      journal_settings[key] = value;
+  }
+  compare_flat("setting", journal_settings, settings, differences);
   compare_flat("worker command", other.workers, workers, differences);
   std::vector<std::string> missing;
   for (const auto& key : other.device_keys)

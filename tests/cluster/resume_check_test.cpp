@@ -47,6 +47,19 @@ TEST(ResumeCheck, EveryNumberChangingSettingIsCompared) {
   EXPECT_NE(JournalHeader::for_run(close, {"cpu"}).mismatch(journal, false), "");
 }
 
+// A journal written before a key existed (engine.search_l2, say) resumes while
+// this run keeps the key's default, the behaviour the journal's build had.
+TEST(ResumeCheck, AKeyTheJournalPredatesIsItsDefault) {
+  const JobOptions options = small_options();
+  JournalHeader journal = JournalHeader::for_run(options, {"cpu"});
+  journal.settings.erase("engine.search_l2");
+  EXPECT_EQ(JournalHeader::for_run(options, {"cpu"}).mismatch(journal, false), "");
+  JobOptions cold = options;
+  cold.settings["engine.search_l2"] = "cold";
+  EXPECT_EQ(JournalHeader::for_run(cold, {"cpu"}).mismatch(journal, false),
+            "setting engine.search_l2 is (not set) in the journal, 'cold' in this run");
+}
+
 TEST(ResumeCheck, ResumeSettingsAreTheSchemasNumberChangingKeys) {
   const auto settings = resume_settings(small_options());
   std::size_t number_changing = 0;

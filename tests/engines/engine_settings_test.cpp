@@ -57,6 +57,67 @@ TEST(EngineSettings, AnAlgorithmCacheNeedsTheMeasuredSearch) {
   EXPECT_NO_THROW(check_engine_settings(config));
 }
 
+// engine.search_l2: the L2 state of the measured search's timed runs.
+TEST(EngineSettings, TheSearchL2PolicyIsAKeyOfItsOwn) {
+  EngineConfig config;
+  EXPECT_EQ(config.setting("engine.search_l2"), "warm");  // the schema default: today's search
+  EXPECT_EQ(cudnn::cudnn_settings(config).search_l2, cudnn::SearchL2::warm);
+  EXPECT_EQ(cudnn::CudnnSettings{}.search_l2, cudnn::SearchL2::warm);
+  config.settings = {{"engine.algo", "exhaustive"}, {"engine.search_l2", "cold"}};
+  EXPECT_EQ(cudnn::cudnn_settings(config).search_l2, cudnn::SearchL2::cold);
+  EXPECT_NO_THROW(check_engine_settings(config));
+  config.settings["engine.search_l2"] = "warm";
+  EXPECT_EQ(cudnn::cudnn_settings(config).search_l2, cudnn::SearchL2::warm);
+}
+
+TEST(EngineSettings, ABadSearchL2ValueNamesTheKeyAndTheValues) {
+  EngineConfig config;
+  config.settings = {{"engine.algo", "exhaustive"}, {"engine.search_l2", "hot"}};
+  try {
+    static_cast<void>(cudnn::cudnn_settings(config));
+    FAIL() << "search_l2 = hot accepted";
+  } catch (const UsageError& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("[engine] search_l2"), std::string::npos) << message;
+    EXPECT_NE(message.find("'hot'"), std::string::npos) << message;
+    EXPECT_NE(message.find("warm, cold"), std::string::npos) << message;
+  }
+}
+
+TEST(EngineSettings, AColdSearchNeedsTheMeasuredSearch) {
+  EngineConfig config;
+  config.settings = {{"engine.search_l2", "cold"}};  // algo = heuristic: nothing is timed
+  try {
+    check_engine_settings(config);
+    FAIL() << "search_l2 = cold with the heuristic accepted";
+  } catch (const UsageError& error) {
+    EXPECT_NE(std::string(error.what()).find("search_l2 = cold applies to algo = exhaustive"), std::string::npos)
+        << error.what();
+  }
+}
+
+// The policy is part of every algorithm cache key (algorithms.cpp's timing_of):
+// warm keeps the keys measured before the option, cold has records of its own.
+TEST(EngineSettings, TheSearchL2PolicyIsPartOfTheCacheKey) {
+  using cudnn::SearchL2;
+  EXPECT_EQ(cudnn::search_timing_context(true, SearchL2::warm), " timing=graphed");
+  EXPECT_EQ(cudnn::search_timing_context(false, SearchL2::warm), " timing=eager");
+  EXPECT_EQ(cudnn::search_timing_context(true, SearchL2::cold), " timing=graphed l2=cold");
+  EXPECT_EQ(cudnn::search_timing_context(false, SearchL2::cold), " timing=eager l2=cold");
+  for (const bool graphs : {true, false})
+    EXPECT_NE(cudnn::search_timing_context(graphs, SearchL2::warm), cudnn::search_timing_context(graphs, SearchL2::cold));
+}
+
+TEST(EngineSettings, AColdSearchIsInTheDecisions) {
+  cudnn::CudnnSettings settings;
+  settings.algorithm = cudnn::AlgorithmPolicy::exhaustive;
+  EXPECT_EQ(cudnn::search_l2_decision(settings), "");  // warm: the decisions as before
+  settings.search_l2 = cudnn::SearchL2::cold;
+  EXPECT_EQ(cudnn::search_l2_decision(settings), "search_l2=cold");
+  settings.algorithm = cudnn::AlgorithmPolicy::heuristic;
+  EXPECT_EQ(cudnn::search_l2_decision(settings), "");  // no search, nothing timed
+}
+
 TEST(EngineSettings, AWorkerEngineIsOneWithACommand) {
   EngineConfig config;
   EXPECT_FALSE(worker_settings(config, "pytorch").has_value());

@@ -10,6 +10,9 @@ crossbench_test(cudnn_algorithm_cache_test LABEL cpu LINKS crossbench_core
 if(CROSSBENCH_ENABLE_CUDA)
   crossbench_test(cudnn_engine_test LABEL gpu LINKS crossbench_runner crossbench_engines
                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_engine_test.cpp)
+  # engine.search_l2 = cold: the measured search with the L2 flushed before every timed run.
+  crossbench_test(cudnn_search_l2_test LABEL gpu LINKS crossbench_engines
+                  SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_search_l2_test.cpp)
   crossbench_test(cudnn_kernels_test LABEL gpu LINKS crossbench_engines
                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_kernels_test.cpp
                           ${CMAKE_CURRENT_LIST_DIR}/cudnn_kernels_lrn_rows_test.cpp)

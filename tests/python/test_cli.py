@@ -89,6 +89,25 @@ def test_algo_cache_is_checked_before_anything_runs(tmp_path, run_crossbench):
     assert not cache.exists()
 
 
+def test_search_l2_is_an_engine_option(tmp_path, run_crossbench):
+    """engine.search_l2 (the L2 state of the measured search's timed runs): listed with its
+    values, checked like every key, and cold only where there is a search to time."""
+    options = json.loads(run_crossbench("list", "options", "--json").stdout)
+    row = next(o for o in options if o["key"] == "engine.search_l2")
+    assert row["default"] == "warm" and row["valid"] == "warm, cold" and row["changes_numbers"]
+    assert row["recorded_as"] == "engine_search_l2"
+    assert "| `engine.search_l2` |" in run_crossbench("list", "options").stdout
+    job = write_job(tmp_path, TINY_JOB)
+    result = run_crossbench("plan", "--job", job, "--set", "engine.algo=exhaustive", "--set", "engine.search_l2=hot")
+    assert result.returncode == 2, result.stderr
+    assert "[engine] search_l2 'hot'" in result.stderr and "valid: warm, cold" in result.stderr, result.stderr
+    result = run_crossbench("plan", "--job", job, "--set", "engine.search_l2=cold")
+    assert result.returncode == 2 and "search_l2 = cold applies to algo = exhaustive" in result.stderr, result.stderr
+    for value in ("warm", "cold"):
+        result = run_crossbench("plan", "--job", job, "--set", "engine.algo=exhaustive", "--set", f"engine.search_l2={value}")
+        assert result.returncode == 0, result.stderr
+
+
 def test_missing_job_file(tmp_path, run_crossbench):
     result = run_crossbench("run", "--job", tmp_path / "absent.ini", "--output", tmp_path / "o.h5")
     assert result.returncode == 2

@@ -78,11 +78,14 @@ using Search = std::function<int(int max_count)>;
 // Runs one algorithm on the search arena with its math type: the status.
 using RunAlgorithm = std::function<cudnnStatus_t(const AlgorithmChoice&)>;
 
-// The [ms] between consecutive events, once the last has completed.
-std::vector<double> intervals_ms(const std::vector<Event>& events) {
+// The [ms] from events[i] to events[i + 1] for i = 0, step, 2 step, ..., once
+// the last has completed: step 1, between consecutive events (warm: a chain of
+// runs); step 2, within each pair (cold: a start and a stop around each run,
+// the L2 flush between the pairs).
+std::vector<double> intervals_ms(const std::vector<Event>& events, std::size_t step = 1) {
   CB_CHECK_CUDA(cudaEventSynchronize(events.back()));
   std::vector<double> samples;
-  for (std::size_t i = 0; i + 1 < events.size(); ++i) {
+  for (std::size_t i = 0; i + 1 < events.size(); i += step) {
     float ms = 0;
     CB_CHECK_CUDA(cudaEventElapsedTime(&ms, events[i], events[i + 1]));
     samples.push_back(ms);
@@ -92,19 +95,32 @@ std::vector<double> intervals_ms(const std::vector<Event>& events) {
 
 // kRetimeRepetitions runs back to back, an event between each two, captured
 // as one CUDA graph and replayed twice (the first replay untimed): how a
-// graphed step runs them, with no host launch gap in the times. Empty where
-// the runs cannot be captured (the caller then times them eagerly).
-std::vector<double> graphed_runs(cudaStream_t stream, const std::function<bool()>& run) {
-  std::vector<Event> events;
-  for (int i = 0; i <= kRetimeRepetitions; ++i) events.push_back(make_event());
+// graphed step runs them, with no host launch gap in the times. Under
+// engine.search_l2 = cold each run has an event pair of its own and the L2
+// flush (a memset node) before its start event, outside its timed interval.
+// Empty where the runs cannot be captured (the caller then times them eagerly).
+std::vector<double> graphed_runs(SetupContext& ctx, const std::function<bool()>& run) {
+  const cudaStream_t stream = ctx.stream;
+  const bool cold = ctx.l2_cold();
+  std::vector<Event> events;  // warm: a chain of kRetimeRepetitions + 1; cold: a pair per run
+  for (int i = 0; i < (cold ? 2 * kRetimeRepetitions : kRetimeRepetitions + 1); ++i) events.push_back(make_event());
+  const auto record = [&](std::size_t i) {
+    return cudaEventRecordWithFlags(events[i], stream, cudaEventRecordExternal) == cudaSuccess;
+  };
   CB_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));  // as CudnnSession::capture_graph
   bool captured_all = true;
   cudaGraph_t captured = nullptr;
   try {
-    for (int i = 0; i <= kRetimeRepetitions && captured_all; ++i) {
-      captured_all = cudaEventRecordWithFlags(events[static_cast<std::size_t>(i)], stream, cudaEventRecordExternal) ==
-                     cudaSuccess;
-      if (captured_all && i < kRetimeRepetitions) captured_all = run();
+    if (cold) {
+      for (std::size_t i = 0; i < static_cast<std::size_t>(kRetimeRepetitions) && captured_all; ++i) {
+        ctx.flush_l2();
+        captured_all = record(2 * i) && run() && record(2 * i + 1);
+      }
+    } else {
+      for (int i = 0; i <= kRetimeRepetitions && captured_all; ++i) {
+        captured_all = record(static_cast<std::size_t>(i));
+        if (captured_all && i < kRetimeRepetitions) captured_all = run();
+      }
     }
   } catch (...) {
     (void)cudaStreamEndCapture(stream, &captured);  // never leave the stream capturing
@@ -124,12 +140,30 @@ std::vector<double> graphed_runs(cudaStream_t stream, const std::function<bool()
   CB_CHECK_CUDA(cudaGraphLaunch(replay, stream));
   CB_CHECK_CUDA(cudaGraphLaunch(replay, stream));
   CB_CHECK_CUDA(cudaStreamSynchronize(stream));  // the events were recorded by the graph's nodes
-  return intervals_ms(events);
+  return intervals_ms(events, cold ? 2 : 1);
 }
 
 // kRetimeRepetitions runs enqueued back to back, an event between each two:
-// how an ungraphed step runs them. Empty where a run fails.
-std::vector<double> eager_runs(cudaStream_t stream, const std::function<bool()>& run) {
+// how an ungraphed step runs them. Under engine.search_l2 = cold each run has
+// an event pair of its own, the L2 flush enqueued before its start event.
+// Empty where a run fails.
+std::vector<double> eager_runs(SetupContext& ctx, const std::function<bool()>& run) {
+  const cudaStream_t stream = ctx.stream;
+  if (ctx.l2_cold()) {
+    std::vector<Event> events;
+    for (int i = 0; i < 2 * kRetimeRepetitions; ++i) events.push_back(make_event());
+    for (std::size_t i = 0; i < static_cast<std::size_t>(kRetimeRepetitions); ++i) {
+      ctx.flush_l2();
+      CB_CHECK_CUDA(cudaEventRecord(events[2 * i], stream));
+      const bool ran = run();
+      CB_CHECK_CUDA(cudaEventRecord(events[2 * i + 1], stream));
+      if (!ran) {
+        CB_CHECK_CUDA(cudaStreamSynchronize(stream));
+        return {};
+      }
+    }
+    return intervals_ms(events, 2);
+  }
   std::vector<Event> events;
   for (int i = 0; i <= kRetimeRepetitions; ++i) events.push_back(make_event());
   for (int i = 0; i < kRetimeRepetitions; ++i) {
@@ -147,11 +181,13 @@ std::vector<double> eager_runs(cudaStream_t stream, const std::function<bool()>&
 // then, unless cut, kScreenRuns times between two events on the session's
 // stream; ordered by the fastest timed run (a cut candidate by its untimed
 // one). Candidates that fail to run (the arena's workspace is smaller than
-// the limit where memory is short) are dropped.
-std::vector<AlgorithmChoice> screened(const SetupContext& ctx, const std::vector<AlgorithmChoice>& candidates,
+// the limit where memory is short) are dropped. Under engine.search_l2 = cold
+// the L2 is flushed before each of these runs, outside its events.
+std::vector<AlgorithmChoice> screened(SetupContext& ctx, const std::vector<AlgorithmChoice>& candidates,
                                       const RunAlgorithm& run) {
   const Event start = make_event(), stop = make_event();
   const auto timed_run = [&](const AlgorithmChoice& c, float& ms) {
+    ctx.flush_l2();
     CB_CHECK_CUDA(cudaEventRecord(start, ctx.stream));
     const cudnnStatus_t status = run(c);
     CB_CHECK_CUDA(cudaEventRecord(stop, ctx.stream));
@@ -183,8 +219,11 @@ std::vector<AlgorithmChoice> screened(const SetupContext& ctx, const std::vector
   return kept;
 }
 
-// Graphed and eager runs are different timing contexts (median_in_context_ms): each has its own records.
-const char* timing_of(const SetupContext& ctx) { return ctx.config.cuda_graphs ? " timing=graphed" : " timing=eager"; }
+// Graphed and eager runs are different timing contexts (median_in_context_ms), and so are
+// L2-warm and L2-cold runs (engine.search_l2): each has its own records.
+std::string timing_of(const SetupContext& ctx) {
+  return search_timing_context(ctx.config.cuda_graphs, ctx.config.search_l2);
+}
 
 bool same(const AlgorithmChoice& a, const AlgorithmChoice& b) { return a.algorithm == b.algorithm && a.math == b.math; }
 
@@ -425,12 +464,13 @@ std::vector<AlgorithmChoice> backward_filter_candidates(SetupContext& ctx, const
                              run, -1);
 }
 
-double median_in_context_ms(const SetupContext& ctx, const std::function<bool()>& run) {
+double median_in_context_ms(SetupContext& ctx, const std::function<bool()>& run) {
+  ctx.flush_l2();  // cold: allocates the flush buffer now, never inside graphed_runs' capture
   if (!run()) return NAN;
   CB_CHECK_CUDA(cudaStreamSynchronize(ctx.stream));
   std::vector<double> samples;
-  if (ctx.config.cuda_graphs) samples = graphed_runs(ctx.stream, run);
-  if (samples.empty()) samples = eager_runs(ctx.stream, run);
+  if (ctx.config.cuda_graphs) samples = graphed_runs(ctx, run);
+  if (samples.empty()) samples = eager_runs(ctx, run);
   return median_ms(std::move(samples));
 }
 

@@ -89,9 +89,11 @@ std::vector<AlgorithmChoice> backward_filter_candidates(SetupContext& ctx, const
 // with an event between each two, captured as one CUDA graph and replayed
 // where the cell's steps are graphed (else, or where capture is refused,
 // enqueued eagerly), so host launch gaps that a graphed step does not have
-// do not rank the candidates. `run` returns false where the candidate fails
-// (NaN then); its exceptions pass through.
-double median_in_context_ms(const SetupContext& ctx, const std::function<bool()>& run);
+// do not rank the candidates. Under engine.search_l2 = cold every timed run
+// starts L2-cold: ctx.flush_l2() before its own pair of events, outside them.
+// `run` returns false where the candidate fails (NaN then); its exceptions
+// pass through.
+double median_in_context_ms(SetupContext& ctx, const std::function<bool()>& run);
 
 // Candidates of our own (cuBLAS GEMMs, our kernels), one time each [ms] in
 // the order of `names`: replayed from ctx.algorithm_cache where it holds

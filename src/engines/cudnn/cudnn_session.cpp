@@ -151,6 +151,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const C
     text << " algo_cache=" << (algorithm_cache->file_backed() ? algorithm_cache->path().string() : "memory")
          << "(hits=" << counts_after.hits - counts_before.hits
          << ",misses=" << counts_after.misses - counts_before.misses << ")";
+  if (const std::string l2 = search_l2_decision(config); !l2.empty()) text << " " << l2;  // every timed search run L2-cold
   if (b.input.dims[1] != b.input_channels)
     text << " input_channels=" << b.input_channels << "->" << b.input.dims[1] << "(zero-padded)";
   for (const auto& impl : impls_) {

@@ -17,10 +17,22 @@ CudnnSettings cudnn_settings(const EngineConfig& config) {
   settings.cuda_graphs = config.setting("engine.cuda_graphs") == "true";
   settings.graph_api = config.setting("engine.graph_api") == "true";
   settings.fuse = config.setting("engine.fuse") == "true";
+  settings.search_l2 = config.setting("engine.search_l2") == "cold" ? SearchL2::cold : SearchL2::warm;
   settings.algorithm_cache_path = config.setting("engine.algo_cache");
   if (!settings.algorithm_cache_path.empty() && settings.algorithm != AlgorithmPolicy::exhaustive)
     throw UsageError("[engine] algo_cache applies to algo = exhaustive (the measured search) only");
+  if (settings.search_l2 == SearchL2::cold && settings.algorithm != AlgorithmPolicy::exhaustive)
+    throw UsageError("[engine] search_l2 = cold applies to algo = exhaustive (the measured search) only");
   return settings;
+}
+
+std::string search_timing_context(bool cuda_graphs, SearchL2 l2) {
+  return std::string(cuda_graphs ? " timing=graphed" : " timing=eager") + (l2 == SearchL2::cold ? " l2=cold" : "");
+}
+
+std::string search_l2_decision(const CudnnSettings& settings) {
+  return settings.algorithm == AlgorithmPolicy::exhaustive && settings.search_l2 == SearchL2::cold ? "search_l2=cold"
+                                                                                                    : "";
 }
 
 void check_cudnn_settings(const EngineConfig& config) {

@@ -13,6 +13,10 @@ namespace crossbench::cudnn {
 
 enum class AlgorithmPolicy : std::uint8_t { heuristic, exhaustive };
 enum class Layout : std::uint8_t { automatic, nchw, nhwc };
+// The L2 state each timed run of the measured search starts in (engine.search_l2):
+// warm, back to back (a candidate's operands stay L2-resident from its previous run);
+// cold, after a write of twice the device's L2 (as a step's operands, written long before).
+enum class SearchL2 : std::uint8_t { warm, cold };
 
 struct CudnnSettings {
   AlgorithmPolicy algorithm = AlgorithmPolicy::heuristic;  // engine.algo: convolution algorithm choice
@@ -22,6 +26,7 @@ struct CudnnSettings {
   bool cuda_graphs = false;           // engine.cuda_graphs: capture the step as a CUDA graph and replay it
   bool graph_api = true;              // engine.graph_api: exhaustive: Graph API engine configurations are candidates too
   bool fuse = true;                   // engine.fuse: lower the kit's fused groups (off: every layer its own ops)
+  SearchL2 search_l2 = SearchL2::warm;  // engine.search_l2: exhaustive: the L2 state of every timed search run
   // Not schema keys: tests turn one fusion off to hold it to the unfused ops
   // with everything else alike (ReluPoolFusion, FullyConnectedFusion): with
   // engine.fuse false the convolutions' own fusions change too, and their
@@ -38,6 +43,16 @@ CudnnSettings cudnn_settings(const EngineConfig& config);
 // that is not a cache is refused (UsageError naming it) before any cell runs;
 // a missing file is a cold cache. The engine reads it again when created.
 void check_cudnn_settings(const EngineConfig& config);
+
+// The timing context of the measured search's records, appended to every
+// algorithm cache key (algorithms.cpp): graphed or eager runs, and " l2=cold"
+// under SearchL2::cold. Warm adds nothing, so caches measured before
+// engine.search_l2 existed (warm) stay valid, and a record measured warm is
+// never replayed as cold, nor the reverse.
+std::string search_timing_context(bool cuda_graphs, SearchL2 l2);
+// The search's L2 policy for a cell's decisions: "search_l2=cold" under cold
+// with the measured search, else empty (warm is today's search, unmarked).
+std::string search_l2_decision(const CudnnSettings& settings);
 
 // What the engine's code sees: the settings every engine shares and its own.
 struct CudnnConfig : EngineConfig, CudnnSettings {

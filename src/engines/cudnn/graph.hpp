@@ -122,14 +122,27 @@ class SetupContext {
   // Writes the arena's synthetic values again over [at, at + bytes) (a part of the arena): after a
   // check has poisoned it, so that later candidates run on the same kind of data.
   void refill_arena(void* at, std::size_t bytes);
-  void release_arena() { arena_memory_.reset(); }
+  void release_arena() {
+    arena_memory_.reset();
+    l2_flush_.reset();
+  }
   std::int64_t arena_peak_bytes() const { return arena_peak_; }
+
+  // engine.search_l2 = cold: every timed run of the search starts L2-cold.
+  // flush_l2() enqueues a write of the flush buffer (twice the device's L2,
+  // cudaDevAttrL2CacheSize; allocated with the arena, before its workspace is
+  // sized, and freed with it) on `stream`; callers put it before the event that
+  // starts a timed run, never between a run's events. Warm: does nothing.
+  bool l2_cold() const { return config.search_l2 == SearchL2::cold; }
+  void flush_l2();
+  std::size_t l2_flush_bytes() const { return l2_flush_.bytes(); }  // 0 until the arena exists, and under warm
 
  private:
   std::size_t workspace_bytes_ = 0;
   std::int64_t arena_limit_;
   std::int64_t arena_x_ = 0, arena_w_ = 0, arena_y_ = 0, arena_peak_ = 0;
   DeviceBuffer arena_memory_;
+  DeviceBuffer l2_flush_;  // cold: the buffer flush_l2() writes, owned for the search's duration
   Arena arena_;
 };
 

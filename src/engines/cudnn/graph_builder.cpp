@@ -32,6 +32,13 @@ const SetupContext::Arena& SetupContext::arena() {
   const std::int64_t reference = round(std::max({arena_x_, arena_w_, arena_y_}));
   constexpr std::int64_t kCounters = 256;  // [bytes] kernels::differences' three counters, rounded
   const std::int64_t tensors = round(arena_x_) + round(arena_w_) + round(arena_y_) + reference + kCounters;
+  if (l2_cold() && l2_flush_.data() == nullptr) {  // first, so that the workspace is sized beside it
+    int device = 0, l2_bytes = 0;
+    CB_CHECK_CUDA(cudaGetDevice(&device));
+    CB_CHECK_CUDA(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
+    if (l2_bytes <= 0) throw Error("engine.search_l2 = cold: the device reports no L2 cache size to flush");
+    l2_flush_ = DeviceBuffer(2 * static_cast<std::size_t>(l2_bytes), "the algorithm search's L2 flush buffer");
+  }
   std::size_t free_bytes = 0, total_bytes = 0;
   CB_CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
   // The search workspace: the configured limit, but never more than what is
@@ -39,7 +46,7 @@ const SetupContext::Arena& SetupContext::arena() {
   const std::int64_t spare = static_cast<std::int64_t>(free_bytes) - tensors - (std::int64_t{256} << 20);
   const std::int64_t workspace = std::max<std::int64_t>(0, std::min(arena_limit_, spare));
   arena_memory_ = DeviceBuffer(static_cast<std::size_t>(tensors + workspace), "the algorithm search arena");
-  arena_peak_ = tensors + workspace;
+  arena_peak_ = tensors + workspace + static_cast<std::int64_t>(l2_flush_.bytes());
   char* base = arena_memory_.data();
   arena_.x = base;
   arena_.w = base + round(arena_x_);
@@ -52,6 +59,12 @@ const SetupContext::Arena& SetupContext::arena() {
   kernels::fill_synthetic(base, DType::f16, {1, 1, 1, tensors / 2}, false, 1, 1, 1.0f, stream);
   CB_CHECK_CUDA(cudaStreamSynchronize(stream));
   return arena_;
+}
+
+void SetupContext::flush_l2() {
+  if (!l2_cold()) return;
+  arena();  // allocates the flush buffer with the arena
+  CB_CHECK_CUDA(cudaMemsetAsync(l2_flush_.data(), 0, l2_flush_.bytes(), stream));
 }
 
 void SetupContext::refill_arena(void* at, std::size_t bytes) {
