@@ -1,7 +1,7 @@
 #!/bin/bash
 # gpu_session.sh STAGE...: what one call of the GPU machine runs, in order,
 # each stage under its own time limit, logs under $OUT (see bench/README.md).
-#   tests     the gpu-labelled tests of the cuDNN engine (its kernels, then the engine)
+#   tests     the gpu-labelled tests of the cuDNN engine (its kernels, the L2-cold search, then the engine)
 #   faults    tests/faults/test_gpu_faults.py (pytest): a sticky CUDA error, a workspace OOM and a killed
 #             worker injected and survived, and GPU memory flat over seed2017's cudnn row; log $OUT/gpu_faults.log
 #   cells     gpu_cudnn_cells: seed2017's cells, 4 precisions, telemetry, layer times
@@ -123,6 +123,11 @@ for stage in "$@"; do
       timeout "$TLIMIT" env -u GTEST_FILTER .bundle/run .bundle/bin/cudnn_kernels_test >"$OUT/kernels_test.log" 2>&1
       echo "kernels tests exit $?"
       grep -E "^\[  FAILED|^\[  PASSED|Failure|Expected|Which is" "$OUT/kernels_test.log" | head -20
+      if [ -x .bundle/bin/cudnn_search_l2_test ]; then  # engine.search_l2 = cold: the L2 flush in the search
+        timeout "$TLIMIT" env -u GTEST_FILTER .bundle/run .bundle/bin/cudnn_search_l2_test >"$OUT/search_l2_test.log" 2>&1
+        echo "search_l2 tests exit $?"
+        grep -E "^\[  FAILED|^\[  PASSED|Failure|Expected|Which is" "$OUT/search_l2_test.log" | head -20
+      fi
       timeout "$TLIMIT" .bundle/run .bundle/bin/cudnn_engine_test ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER} \
         >"$OUT/tests.log" 2>&1
       echo "tests exit $?"
