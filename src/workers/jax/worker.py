@@ -34,21 +34,22 @@ Conventions are those of src/workers/pytorch/model.py (and the oneDNN engine):
 - jit once: the steps are compiled in prepare (untimed, time reported); every
   trace is counted, and a trace during the timed steps (a retrace) is recorded
   in ``decisions``.
-- timing (``engine.jax_timing``, recorded in ``decisions``): ``device-paced`` is the default (below).
+- timing (``engine.jax_timing``, recorded in ``decisions``): ``events`` is the default.
   ``events``: marks, CUDA events on XLA's own stream as the cudnn engine and PyTorch time their
   steps with, each recorded by a program of its own, ONE XLA FFI call (step_events.py: the handler
-  of libcrossbench_jax_events.so), dispatched on the steps' device before each step and after the
-  last; the step's program is the plain jitted step. Step k's sample is cudaEventElapsedTime(mark
-  k, mark k+1) [ms]: step k and whatever gap precedes mark k+1 on the device (a real cost of a JAX
-  training loop: where the host cannot keep up, it shows, as it would for a user). Steps are
-  dispatched back to back with at most STEPS_IN_FLIGHT (8) unread; when full, the oldest step's
-  sample is read (waiting on the device for the next mark). Where events cannot be had (the
-  library not built or not found, not a CUDA device, its registration, or a first pair of marks
-  failing) the worker falls back to device-paced and ``decisions`` says why. Measured on the H200
-  against an untraced loop: ResNet-50 bf16 1.003 / 1.017 (training / inference), AlexNet bf16 1.022 /
-  1.352 (its 0.55 ms inference step is shorter than two dispatches); device-paced stays the default
-  (DESIGN.md "One clock" holds the history: marks inside the step's program read 1.6-2.4x the loop in
-  bf16 inference).
+  of libcrossbench_jax_events.so), dispatched on the steps' device before each sample and after the
+  sample's steps; the step's program is the plain jitted step. Sample j is cudaEventElapsedTime(mark
+  j, mark j+1) [ms] over its steps_per_sample steps: those steps and whatever gap precedes mark
+  j+1 on the device (a real cost of a JAX training loop: where the host cannot keep up, it shows,
+  as it would for a user). A sample spans at least EVENTS_MIN_SAMPLE_MS (20 ms): where a step is
+  shorter, k steps go between two marks (k fixed in prepare, _calibrate_events). Samples are
+  dispatched back to back with at most max(2, ceil(STEPS_IN_FLIGHT / k)) unread; when full, the
+  oldest is read (waiting on the device for the next mark). Where events cannot be had (the
+  library not built or not found, not a CUDA device, its registration, a first pair of marks or
+  the calibration failing) the worker falls back to device-paced and ``decisions`` says why.
+  Measured on the H200 against an untraced fori_loop of the step (call22): AlexNet bf16 1.021 /
+  1.045 (training / inference, k = 12 / 29), ResNet-50 bf16 1.001 / 1.020 (k = 2 / 8); one mark
+  per step had read AlexNet inference 1.24-1.35 (DESIGN.md "One clock" holds the history).
   ``device-paced`` dispatches steps k+1 .. k+STEPS_QUEUED before it waits for step k's result and
   takes each step's time as the interval between consecutive completions seen by the host
   (time.perf_counter after block_until_ready); the device always has the next steps queued, so
