@@ -170,7 +170,10 @@ def test_merge_keeps_sources_and_warns_about_what_differs(run_crossbench, tmp_pa
 
 def test_console_shows_the_ci_and_marks_cells_that_missed_target_ci(run_crossbench, tmp_path):
     job = tmp_path / "job.ini"
-    job.write_text(JOB.replace("target_ci = 0.5", "target_ci = 0.0001"))
+    # A target no run of 3-5 steps meets (1e-9 of the median: 13 fs of a 13 ms step). 0.0001 was met
+    # now and then: on a core left to itself by a neighbouring compile, three steps came within
+    # 0.02% of each other, the cell stopped at ci_target and printed "0.0" unmarked (issue 26's flake).
+    job.write_text(JOB.replace("target_ci = 0.5", "target_ci = 0.000000001"))
     done = run_crossbench("run", "--job", job, "--output", tmp_path / "c.h5", "--filter", "inference")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
@@ -178,12 +181,12 @@ def test_console_shows_the_ci_and_marks_cells_that_missed_target_ci(run_crossben
     assert "±ci%" in header
     row = next(line for line in lines if " inference " in line and " ok " in line)
     ci = row.split()[header.split().index("±ci%")]
-    assert ci.endswith("*") and float(ci.rstrip("*")) > 0.01
+    assert ci.endswith("*"), row
     with h5py.File(tmp_path / "c.h5", "r") as f:
         median = float(np.nanmax(f["median_ms"][()]))
         half = float(np.nanmax(f["ci_high_ms"][()]) - np.nanmax(f["ci_low_ms"][()])) / 2
     assert abs(float(ci.rstrip("*")) - 100 * half / median) < 0.051
-    assert "missed measure.target_ci = 0.01%" in done.stdout
+    assert "missed measure.target_ci = 1e-07%" in done.stdout
 
 
 def test_number_settings_follow_the_options_schema(run_crossbench):
