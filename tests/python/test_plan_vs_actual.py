@@ -1,0 +1,59 @@
+"""bench/plan_vs_actual.py: `crossbench plan --json` against the wall times a cube recorded (issue 29
+item 5), on this machine's CPU: the same tiny job planned and run."""
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+h5py = pytest.importorskip("h5py")
+np = pytest.importorskip("numpy")
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench"))
+import plan_vs_actual  # noqa: E402
+from conftest import TINY_JOB  # noqa: E402
+
+
+def test_every_planned_cell_the_run_finished_is_compared_with_its_wall_time(run_crossbench, tmp_path):
+    job = tmp_path / "job.ini"
+    job.write_text(TINY_JOB)
+    planned = run_crossbench("plan", "--job", job, "--json")
+    assert planned.returncode == 0, planned.stderr
+    plan_path = tmp_path / "plan.json"
+    plan_path.write_text(planned.stdout)
+    done = run_crossbench("run", "--job", job, "--output", tmp_path / "c.h5")
+    assert done.returncode == 0, done.stderr
+    rows, missing = plan_vs_actual.compare(json.loads(planned.stdout), [tmp_path / "c.h5"])
+    assert sorted(r["name"] for r in rows) == sorted(c["name"] for c in json.loads(planned.stdout)["cells"])
+    assert missing == []
+    with h5py.File(tmp_path / "c.h5", "r") as cube:
+        timed = float(np.nansum(cube["timed_s"][()]))  # [s] over the two cells
+    for row in rows:
+        assert row["status"] == "ok" and row["compile"] == ""  # a native engine: no compile cache
+        assert row["predicted_s"] > 0 and row["actual_s"] > 0
+        assert row["ratio"] == pytest.approx(row["actual_s"] / row["predicted_s"])
+        assert row["within"] == (abs(row["ratio"] - 1) <= 0.25)
+    # A cell's wall time holds its timed steps, and more (preparation, warm-up, the check).
+    assert sum(r["actual_s"] for r in rows) >= timed
+    out = subprocess.run([sys.executable, str(REPO / "bench" / "plan_vs_actual.py"), str(plan_path),
+                          str(tmp_path / "c.h5"), "--markdown", str(tmp_path / "t.md")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "| all | 2 |" in out.stdout and (tmp_path / "t.md").read_text() == out.stdout
+    assert "2 planned cells compared; 0 planned cells in no cube." in out.stdout
+
+
+def test_a_file_that_is_not_a_plan_is_refused_by_name(tmp_path):
+    bad = tmp_path / "plan.json"
+    bad.write_text('{"devices": []}')
+    out = subprocess.run([sys.executable, str(REPO / "bench" / "plan_vs_actual.py"), str(bad), str(tmp_path / "x.h5")],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "has no 'cells'" in out.stderr
+
+
+def test_the_compile_state_is_read_from_the_decisions():
+    assert plan_vs_actual.compile_state("x compile_cache=/a/b (warm: 3 entries before) y") == "warm"
+    assert plan_vs_actual.compile_state("compile_cache=/a (cold: empty before, 412 entries after)") == "cold"
+    assert plan_vs_actual.compile_state("recipe=pure-bf16 layout=nhwc") == ""
