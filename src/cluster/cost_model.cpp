@@ -152,6 +152,11 @@ CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, c
                               "; this device is a " + kind_name;
     return unsupported;
   }
+  if (native && is_mixed_precision(cell.precision)) {  // cell.hpp: only framework workers run amp-*
+    unsupported.unsupported = mixed_precision_refusal(cell.precision, cell.engine,
+                                                      cell.precision == Precision::amp_fp16 ? "fp16" : "bf16");
+    return unsupported;
+  }
   if (cell.gpus > 1 && cell.phase != Phase::training) {  // single-device only
     unsupported.unsupported = "data-parallel (gpus > 1) cells are training only";
     return unsupported;

@@ -206,6 +206,25 @@ TEST(CostModel, FrameworkCellsPayTheirCompileByEngineAndPhase) {
   EXPECT_EQ(plan.compile_cache.directory, "none");
 }
 
+TEST(CostModel, NativeEnginesArePlannedUnsupportedForTheMixedPrecisionRecipes) {
+  // cell.hpp: only framework workers run amp-*; a native engine's supports() refuses them, and the plan
+  // says so up front instead of estimating a cell that will cost nothing (the H200 study's cudnn
+  // amp-bf16 cells were planned at 41-61 s each).
+  const auto& catalog = engine_catalog();
+  const auto onednn = std::find_if(catalog.begin(), catalog.end(), [](const EngineInfo& e) { return e.name == "onednn"; });
+  ASSERT_NE(onednn, catalog.end());
+  if (!onednn->built) GTEST_SKIP() << "onednn is not built into this binary: " << onednn->description;
+  JobOptions options = framework_options({"resnet50"});
+  options.matrix.engines = {"onednn", "pytorch-compile"};
+  options.matrix.precisions = {Precision::amp_bf16, Precision::bf16};
+  const Plan plan = make_plan(options, std::vector<Device>(1, cpu_device("")));
+  for (const auto& planned : plan.cells) {
+    const bool refused = planned.cell.engine == "onednn" && planned.cell.precision == Precision::amp_bf16;
+    EXPECT_EQ(planned.model.unsupported.find("is the frameworks' mixed-precision recipe") != std::string::npos, refused)
+        << planned.cell.engine << " " << to_string(planned.cell.precision) << ": '" << planned.model.unsupported << "'";
+  }
+}
+
 TEST(CostModel, AWarmCompileCacheShortensItsFrameworksCompiles) {
   const auto directory = std::filesystem::temp_directory_path() / ("plan_test_cache_" + std::to_string(::getpid()));
   std::filesystem::create_directories(directory / "triton" / "kernel");
