@@ -425,7 +425,9 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
       [ "${STUDY_NP:-1}" -gt 1 ] && runner=".bundle/run mpirun --allow-run-as-root --oversubscribe -np $STUDY_NP .bundle/bin/crossbench"
       resume=()
       if [ -f "$cube.journal" ]; then
-        resume=(--resume --allow-build-change)
+        # --allow-setting-change: a default that changed between calls and changes only some engines'
+        # numbers (engine.jax_timing's became events) reruns those engines' cells, recorded in the cube.
+        resume=(--resume --allow-build-change --allow-setting-change)
         echo "$name: continuing $cube ($(($(wc -l <"$cube.journal") - 1)) journal entries)"
       fi
       if [ "$stage" = study ]; then

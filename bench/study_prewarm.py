@@ -39,7 +39,7 @@ COMPILING = ("pytorch-compile", "jax")
 # the compile (and the CUDA graph capture of reduce-overhead) to happen.
 PREWARM_SETTINGS = ["--set", "measure.warmup=1", "--set", "measure.min_steps=1", "--set", "measure.max_steps=1"]
 REPLACED_FLAGS = ("--output", "--compile-cache", "--algo-cache", "--stop-grace-s", "--filter")
-REPLACED_BARE = ("--resume", "--allow-build-change")
+REPLACED_BARE = ("--resume", "--allow-build-change", "--allow-setting-change")
 
 
 def finished_cells(journal):

@@ -228,7 +228,7 @@ class Cube:
     def mixed_runs(self) -> list[str]:
         """What a reader must know before comparing cells of this cube: the cube's
         segments differ (another build, other physical GPUs), a resume was allowed
-        onto another build, or a merged cube's inputs differ in revision, settings
+        onto another build or with an engine-scoped setting changed, or a merged cube's inputs differ in revision, settings
         or completeness. Empty when none."""
         out = []
         if self.attrs.get("segments_differ"):
@@ -236,6 +236,9 @@ class Cube:
         if self.attrs.get("allowed_build_change"):
             out.append(f"a resume was allowed onto another build (--allow-build-change): "
                        f"{self.attrs['allowed_build_change']}")
+        if self.attrs.get("allowed_setting_change"):
+            out.append(f"a resume was allowed with an engine-scoped setting changed (--allow-setting-change; that "
+                       f"engine's earlier cells ran again): {self.attrs['allowed_setting_change']}")
         if self.sources:
             revs = sorted({s["attrs"].get("git_revision", "?") for s in self.sources})
             if len(revs) > 1:

@@ -726,7 +726,7 @@ class Report:
             doc.text("The cube has no /ranks table.")
         if c.segments:
             keys = ("source", "started", "ended", "run_state", "git_revision", "command_line", "hosts",
-                    "allowed_build_change")
+                    "allowed_build_change", "allowed_setting_change")
             seg_rows = []
             for i, seg in enumerate(c.segments):
                 row = {"segment": i}

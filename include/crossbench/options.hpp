@@ -55,6 +55,7 @@ struct RunOptions : JobOptions {
   bool allow_new_devices = false;   // --allow-new-devices: a resume may add device keys the journal lacks
   bool bind_near_gpu = false;       // --bind-near-gpu: the rank's threads on the cores nearest its GPU (hwloc)
   bool allow_build_change = false;  // --allow-build-change: a resume may run another revision or library versions (recorded)
+  bool allow_setting_change = false;  // --allow-setting-change: a resume may change an engine-scoped setting (that engine's cells run again)
   bool salvage = false;             // --salvage: a resume may rebuild a damaged journal header (journal.hpp)
   double checkpoint_s = 60;         // --checkpoint-s: rank 0 rewrites the cube this often [s]
   double stop_grace_s = 120;        // --stop-grace-s: after a stop signal, the running cell may finish this long [s]

@@ -48,7 +48,12 @@ struct OptionSpec {
   bool sent_to_workers = false;
   // A one-letter alias of `flag` ("-o" for "--output"), as the other commands
   // (merge, export-network, the analysis tools) take it; empty: none.
-  std::string short_flag;
+  std::string short_flag = {};
+  // The engines whose numbers a change of it changes; empty: every engine
+  // (conservative). `--resume --allow-setting-change` accepts a changed
+  // setting that names its engines and runs the journal's cells of those
+  // engines again, keeping every other cell (cluster/resume.cpp).
+  std::vector<std::string> engines = {};
 
   std::string id() const;               // the key, or the flag of a command-line option: "measure.warmup", "--replicas"
   std::string section() const;          // "measure" ("" for a command-line option)

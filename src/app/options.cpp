@@ -396,6 +396,7 @@ void check_flag_rules(const RunOptions& options) {
   if (options.resume && options.overwrite) throw UsageError("--resume and --overwrite exclude each other");
   if (options.allow_new_devices && !options.resume) throw UsageError("--allow-new-devices applies to --resume only");
   if (options.allow_build_change && !options.resume) throw UsageError("--allow-build-change applies to --resume only");
+  if (options.allow_setting_change && !options.resume) throw UsageError("--allow-setting-change applies to --resume only");
   if (options.salvage && !options.resume) throw UsageError("--salvage applies to --resume only");
 }
 void check_flag_rules(const PlanOptions& options) {

@@ -117,6 +117,9 @@ std::vector<std::unique_ptr<Reporter>> make_reporters(const RunOptions& options,
   std::string build_change;
   for (const auto& change : resume.build_changes) build_change += (build_change.empty() ? "" : "; ") + change;
   if (!build_change.empty()) segment.attributes["allowed_build_change"] = build_change;
+  std::string setting_change;
+  for (const auto& change : resume.setting_changes) setting_change += (setting_change.empty() ? "" : "; ") + change;
+  if (!setting_change.empty()) segment.attributes["allowed_setting_change"] = setting_change;
   std::vector<RunSegment> segments = resume.segments;
   segments.push_back(std::move(segment));
   std::vector<std::unique_ptr<Reporter>> reporters;

@@ -110,7 +110,7 @@ CubeContents assemble_cube(const JobOptions& options, const Plan& plan, const st
   const nlohmann::json worker_versions = worker_versions_of(results, -1);
   if (!worker_versions.empty()) cube.attributes["worker_versions"] = worker_versions.dump();
   // Every segment, each with its ranks: a resumed cube keeps who measured each cell.
-  std::string allowed;
+  std::string allowed, allowed_settings;
   for (std::size_t i = 0; i < segments.size(); ++i) {
     const int index = static_cast<int>(i);
     CubeSegment segment{segments[i].attributes};
@@ -126,6 +126,8 @@ CubeContents assemble_cube(const JobOptions& options, const Plan& plan, const st
     }
     if (const auto found = segment.attributes.find("allowed_build_change"); found != segment.attributes.end())
       allowed += (allowed.empty() ? "" : "; ") + ("segment " + std::to_string(i) + ": " + found->second);
+    if (const auto found = segment.attributes.find("allowed_setting_change"); found != segment.attributes.end())
+      allowed_settings += (allowed_settings.empty() ? "" : "; ") + ("segment " + std::to_string(i) + ": " + found->second);
     cube.segments.push_back(std::move(segment));
     const auto rows = rank_records(segments[i].devices, index);
     cube.ranks.insert(cube.ranks.end(), rows.begin(), rows.end());
@@ -133,6 +135,7 @@ CubeContents assemble_cube(const JobOptions& options, const Plan& plan, const st
   cube.attributes["segments"] = std::to_string(segments.size());
   cube.attributes["segments_differ"] = segments_differ(cube.segments, cube.ranks);
   if (!allowed.empty()) cube.attributes["allowed_build_change"] = allowed;
+  if (!allowed_settings.empty()) cube.attributes["allowed_setting_change"] = allowed_settings;
   return cube;
 }
 

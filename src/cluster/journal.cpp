@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -60,9 +61,12 @@ JournalHeader JournalHeader::for_run(const JobOptions& options, std::vector<std:
 
 namespace {
 
-// "a = 1 in the journal, 2 now" for each key of two flat objects that differs.
+// "a = 1 in the journal, 2 now" for each key of two flat objects that differs;
+// a key that `engines_of` scopes to some engines goes to `engine_scoped` when given.
 void compare_flat(const std::string& what, const nlohmann::json& journal, const nlohmann::json& now,
-                  std::vector<std::string>& differences) {
+                  std::vector<std::string>& differences,
+                  const std::function<std::vector<std::string>(const std::string&)>& engines_of,
+                  std::vector<EngineScopedChange>* engine_scoped) {
   std::set<std::string> keys;
   for (const auto& [key, value] : journal.items()) keys.insert(key);
   for (const auto& [key, value] : now.items()) keys.insert(key);
@@ -70,10 +74,28 @@ void compare_flat(const std::string& what, const nlohmann::json& journal, const 
     if (!object.contains(key)) return std::string("(not set)");
     return object[key].is_string() ? "'" + object[key].get<std::string>() + "'" : object[key].dump();
   };
-  for (const auto& key : keys)
-    if (!journal.contains(key) || !now.contains(key) || journal[key] != now[key])
-      differences.push_back(what + " " + key + " is " + shown(journal, key) + " in the journal, " + shown(now, key) +
-                            " in this run");
+  for (const auto& key : keys) {
+    if (journal.contains(key) && now.contains(key) && journal[key] == now[key]) continue;
+    std::string text = what + " " + key + " is " + shown(journal, key) + " in the journal, " + shown(now, key) + " in this run";
+    std::vector<std::string> engines = engines_of(key);
+    if (engine_scoped != nullptr && !engines.empty())
+      engine_scoped->push_back({std::move(text), std::move(engines)});
+    else
+      differences.push_back(std::move(text));
+  }
+}
+
+// The engines a setting's schema row scopes it to (empty: every engine).
+std::vector<std::string> setting_engines(const std::string& key) {
+  const OptionSpec* spec = find_option(key);
+  return spec == nullptr ? std::vector<std::string>{} : spec->engines;
+}
+
+// `workers.<engine>` runs that engine's cells alone.
+std::vector<std::string> worker_command_engines(const std::string& key) {
+  const std::string prefix = "workers.";
+  if (key.rfind(prefix, 0) != 0 || key.size() == prefix.size()) return {};
+  return {key.substr(prefix.size())};
 }
 
 std::string joined(const std::vector<std::string>& items) {
@@ -91,7 +113,8 @@ std::vector<std::string> JournalHeader::new_device_keys(const JournalHeader& oth
   return added;
 }
 
-std::string JournalHeader::mismatch(const JournalHeader& other, bool allow_new_devices) const {
+std::string JournalHeader::mismatch(const JournalHeader& other, bool allow_new_devices,
+                                   std::vector<EngineScopedChange>* engine_scoped) const {
   std::vector<std::string> differences;
   if (schema != other.schema) {
     differences.push_back("it has journal schema '" + other.schema + "', this crossbench writes '" + schema + "'");
@@ -111,8 +134,8 @@ std::string JournalHeader::mismatch(const JournalHeader& other, bool allow_new_d
         value.get<std::string>() == spec->default_value)
       journal_settings[key] = value;
   }
-  compare_flat("setting", journal_settings, settings, differences);
-  compare_flat("worker command", other.workers, workers, differences);
+  compare_flat("setting", journal_settings, settings, differences, setting_engines, engine_scoped);
+  compare_flat("worker command", other.workers, workers, differences, worker_command_engines, engine_scoped);
   std::vector<std::string> missing;
   for (const auto& key : other.device_keys)
     if (std::find(device_keys.begin(), device_keys.end(), key) == device_keys.end()) missing.push_back(key);
@@ -264,30 +287,34 @@ void JournalWriter::append_devices(const std::vector<std::string>& device_keys) 
 
 void JournalWriter::append_segment(const nlohmann::json& record) { write_record(record); }
 std::filesystem::path JournalWriter::rewrite_header(const std::filesystem::path& path, const JournalHeader& header,
-                                                    const std::vector<std::string>& intact_records) {
-  const std::filesystem::path temporary = path.string() + ".salvage." + std::to_string(::getpid());
-  const std::filesystem::path damaged = path.string() + ".damaged";
+                                                    const std::vector<std::string>& records,
+                                                    const std::string& kept_suffix) {
+  const std::filesystem::path temporary = path.string() + ".rewrite." + std::to_string(::getpid());
+  // The first free name: an earlier kept file (a second salvage, a second
+  // setting change) is never overwritten.
+  std::filesystem::path kept = path.string() + kept_suffix;
+  for (int n = 1; std::filesystem::exists(std::filesystem::symlink_status(kept)); ++n)
+    kept = path.string() + kept_suffix + "." + std::to_string(n);
   {
     JournalWriter writer = create(temporary, header);
     try {
-      for (const auto& line : intact_records) writer.write_line(line);
+      for (const auto& line : records) writer.write_line(line);
     } catch (const Error&) {
       ::unlink(temporary.c_str());
       throw;
     }
   }
-  // The damaged file is kept (a hard link: the journal's path never goes
+  // The old file is kept (a hard link: the journal's path never goes
   // missing); then the rebuilt one replaces it in one rename.
-  if (::unlink(damaged.c_str()) != 0 && errno != ENOENT) throw_system_error("removing an older", damaged);
-  if (::link(path.c_str(), damaged.c_str()) != 0) {
+  if (::link(path.c_str(), kept.c_str()) != 0) {
     ::unlink(temporary.c_str());
-    throw_system_error("keeping the damaged journal as", damaged);
+    throw_system_error("keeping the journal as it was as", kept);
   }
   if (::rename(temporary.c_str(), path.c_str()) != 0) {
     ::unlink(temporary.c_str());
-    throw_system_error("replacing the damaged journal", path);
+    throw_system_error("replacing the journal", path);
   }
-  return damaged;
+  return kept;
 }
 
 void JournalWriter::write_record(const nlohmann::json& record) {

@@ -26,6 +26,14 @@ namespace crossbench {
 // 3 added the run segment records (cluster/run_segment.hpp).
 inline constexpr const char* journal_schema = "crossbench-journal/3";
 
+// A difference between a journal and this run that changes only some engines'
+// numbers: a setting whose schema row names its engines (OptionSpec::engines),
+// or a framework's worker command (`workers.<engine>`).
+struct EngineScopedChange {
+  std::string text;                  // "setting engine.jax_timing is 'device-paced' in the journal, 'events' in this run"
+  std::vector<std::string> engines;  // the engines whose cells it changes
+};
+
 // What a journal was written for: a resumed run must match it.
 struct JournalHeader {
   std::string schema = journal_schema;
@@ -39,7 +47,10 @@ struct JournalHeader {
   [[nodiscard]] static JournalHeader for_run(const JobOptions& options, std::vector<std::string> device_keys);
   // Empty when the two match; else a sentence naming what differs. `other` is
   // the journal's; device keys new in this run are accepted when `allow_new_devices`.
-  [[nodiscard]] std::string mismatch(const JournalHeader& other, bool allow_new_devices) const;
+  // With `engine_scoped`, a difference that changes only some engines' numbers
+  // goes there instead of into the sentence (--allow-setting-change decides).
+  [[nodiscard]] std::string mismatch(const JournalHeader& other, bool allow_new_devices,
+                                     std::vector<EngineScopedChange>* engine_scoped = nullptr) const;
   // The device keys of this run that the journal `other` does not have.
   [[nodiscard]] std::vector<std::string> new_device_keys(const JournalHeader& other) const;
 };
@@ -68,11 +79,14 @@ class JournalWriter {
   // first), or opens an existing regular file, never through a symlink, to append.
   [[nodiscard]] static JournalWriter create(const std::filesystem::path& path, const JournalHeader& header);
   [[nodiscard]] static JournalWriter append_to(const std::filesystem::path& path);
-  // --salvage: replaces the journal at `path` by `header` followed by
-  // `intact_records` as they were written (temporary file, fsync, rename);
-  // the damaged file stays beside it as `<path>.damaged`. Returns that path.
+  // Replaces the journal at `path` by `header` followed by `records` as they
+  // were written (temporary file, fsync, rename); the file as it was stays
+  // beside it as `<path><kept_suffix>` (--salvage: ".damaged"; an allowed
+  // setting change: ".superseded"; ".1", ".2", ... after it where that name
+  // is taken). Returns that path.
   static std::filesystem::path rewrite_header(const std::filesystem::path& path, const JournalHeader& header,
-                                              const std::vector<std::string>& intact_records);
+                                              const std::vector<std::string>& records,
+                                              const std::string& kept_suffix = ".damaged");
   JournalWriter(JournalWriter&& other) noexcept;
   JournalWriter& operator=(JournalWriter&&) = delete;
   JournalWriter(const JournalWriter&) = delete;

@@ -44,6 +44,42 @@ std::string salvage_refusal(const JobOptions& options, const std::vector<Device>
   return {};
 }
 
+// The sentence a refusal or the cube gives an engine-scoped change: what
+// differs, and the engines whose cells it changes.
+std::string describe_changes(const std::vector<EngineScopedChange>& changes, std::set<std::string>& engines) {
+  std::string text;
+  for (const auto& change : changes) {
+    text += (text.empty() ? "" : "; ") + change.text;
+    engines.insert(change.engines.begin(), change.engines.end());
+  }
+  return text;
+}
+
+std::string quoted_list(const std::set<std::string>& items) {
+  std::string text;
+  for (const auto& item : items) text += (text.empty() ? "'" : ", '") + item + "'";
+  return text;
+}
+
+// --allow-setting-change: the journal rewritten under this run's header,
+// without the results of `engines` (they run again under this run's
+// settings); every other record as it was written. Returns the kept path.
+std::filesystem::path supersede(const std::filesystem::path& path, const JournalHeader& header,
+                                const std::vector<std::string>& records, const std::set<std::string>& engines) {
+  std::vector<std::string> kept;
+  for (const auto& line : records) {
+    const auto record = nlohmann::json::parse(line.substr(9), nullptr, false);
+    const bool dropped = !record.is_discarded() && record.is_object() && record.contains("result") &&
+                         record["result"].is_object() && engines.count(record["result"].value("engine", ""));
+    if (!dropped) kept.push_back(line);
+  }
+  try {
+    return JournalWriter::rewrite_header(path, header, kept, ".superseded");
+  } catch (const Error& error) {
+    throw WriteFailure(error.what());
+  }
+}
+
 }  // namespace
 
 ResumeState agree_on_resume(const RunOptions& options, const MpiSession& mpi, const std::vector<Device>& devices,
@@ -70,7 +106,11 @@ ResumeState agree_on_resume(const RunOptions& options, const MpiSession& mpi, co
                   << "the damaged file is kept as '" << kept_as.string() << "'\n";
         journal.header = header;
       }
-      const std::string mismatch = refused_salvage.empty() ? header.mismatch(journal.header, options.allow_new_devices) : "";
+      std::vector<EngineScopedChange> scoped;
+      const std::string mismatch =
+          refused_salvage.empty() ? header.mismatch(journal.header, options.allow_new_devices, &scoped) : "";
+      std::set<std::string> rerun_engines;
+      const std::string scoped_text = describe_changes(scoped, rerun_engines);
       std::vector<RunSegment> segments = segments_from_records(journal.segment_records);
       std::vector<std::string> changes;
       if (mismatch.empty() && refused_salvage.empty() && segments.empty())
@@ -82,13 +122,30 @@ ResumeState agree_on_resume(const RunOptions& options, const MpiSession& mpi, co
       if (!refused_salvage.empty()) {
         verdict = {{"error", "--resume --salvage refused: journal '" + path.string() + "': " + refused_salvage}};
       } else if (!mismatch.empty()) {
-        verdict = {{"error", "--resume refused: journal '" + path.string() + "' does not belong to this run: " + mismatch}};
+        verdict = {{"error", "--resume refused: journal '" + path.string() + "' does not belong to this run: " + mismatch +
+                                 (scoped_text.empty() ? "" : "; " + scoped_text)}};
+      } else if (!scoped.empty() && !options.allow_setting_change) {
+        verdict = {{"error", "--resume refused: journal '" + path.string() + "' was measured with other settings: " +
+                                 scoped_text + " (they change only the numbers of engine(s) " + quoted_list(rerun_engines) +
+                                 ": --allow-setting-change resumes, running the journal's cells of those engines again "
+                                 "and keeping every other cell)"}};
       } else if (!changes.empty() && !options.allow_build_change) {
         verdict = {{"error", "--resume refused: this build differs from the one that measured the journal's cells: " +
                                  change_text + " (cells of two builds in one cube are not comparable without saying so; "
                                  "--allow-build-change resumes anyway and the cube records the change)"}};
       } else {
         if (!changes.empty()) std::cerr << "crossbench: warning: --allow-build-change: " << change_text << "\n";
+        if (!scoped.empty()) {
+          std::size_t rerun = 0;
+          for (const auto& result : journal.results) rerun += rerun_engines.count(result.cell.engine);
+          const auto kept_as = supersede(path, header, journal.intact_records, rerun_engines);
+          std::erase_if(journal.results, [&](const CellResult& result) { return rerun_engines.count(result.cell.engine) > 0; });
+          const std::string what = scoped_text + "; the journal's " + std::to_string(rerun) + " cell(s) of engine(s) " +
+                                   quoted_list(rerun_engines) + " run again under this run's value (the journal as it was: '" +
+                                   kept_as.string() + "')";
+          std::cerr << "crossbench: warning: --allow-setting-change: " << what << "\n";
+          state.setting_changes.push_back(what);
+        }
         state.segments = std::move(segments);
         state.build_changes = changes;
         // A record of a cell this run's plan does not hold (forged, or from a

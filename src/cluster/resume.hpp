@@ -23,6 +23,7 @@ struct ResumeState {
   std::vector<std::string> new_devices;  // --allow-new-devices: keys this run adds to the journal
   std::vector<RunSegment> segments;      // rank 0: the journal's run segments, in order
   std::vector<std::string> build_changes;  // rank 0, --allow-build-change: how this build differs from the last segment's
+  std::vector<std::string> setting_changes;  // rank 0, --allow-setting-change: each engine-scoped change, and what ran again
 };
 
 // Every rank calls it; without --resume it returns an empty state. Throws

@@ -17,7 +17,7 @@ std::vector<OptionSpec> make_schema() {
   using T = OptionType;
   const std::string all = "run plan check", measured = "run plan";
   const bool to_workers = true;  // the last column: sent_to_workers
-  // key, flag, type, default, low, high, choices, help, changes_numbers, recorded_as, commands, field[, sent_to_workers[, short_flag]]
+  // key, flag, type, default, low, high, choices, help, changes_numbers, recorded_as, commands, field[, sent_to_workers[, short_flag[, engines]]]
   return {
       // [matrix]: the axes of the cube (recorded as the cube's dimension scales).
       {"matrix.networks", "", T::names, "(required)", 0, 0, {}, "networks to run, comma-separated (crossbench list networks)", false, "", all, MatrixAxis{}},
@@ -47,10 +47,10 @@ std::vector<OptionSpec> make_schema() {
       {"engine.workspace_limit_mb", "", T::integer, "1024", 0, 1 << 24, {}, "GPU convolution workspace limit per convolution [MiB]", true, "engine_workspace_limit_mb", all, EngineSetting{}},
       {"engine.layout", "--layout", T::choice, "auto", 0, 0, {"auto", "nchw", "nhwc"}, "tensor layout; auto = NCHW for fp32, NHWC for tf32, fp16 and bf16 (measured on the H200: bench/results/2026-12-01)", true, "engine_layout", all, EngineSetting{}, to_workers},
       {"engine.cuda_graphs", "--cuda-graphs", T::boolean, "false", 0, 0, {}, "capture each step as a CUDA graph and replay it", true, "engine_cuda_graphs", all, EngineSetting{}},
-      {"engine.compile_mode", "", T::choice, "reduce-overhead", 0, 0, {"reduce-overhead", "max-autotune"}, "pytorch-compile: the torch.compile mode (reduce-overhead = CUDA graphs)", true, "engine_compile_mode", all, EngineSetting{}, to_workers},
-      {"engine.worker_per_cell", "", T::boolean, "true", 0, 0, {}, "framework workers: a fresh worker process for every cell, as a framework's users run one configuration per process (nothing a library keeps for a process's life, e.g. cudnn.benchmark's algorithm choices, the caching allocator's pool or compiled graphs, carries into the next cell); false serves a rank's cells from one process (faster sweeps)", true, "engine_worker_per_cell", all, EngineSetting{}},
+      {"engine.compile_mode", "", T::choice, "reduce-overhead", 0, 0, {"reduce-overhead", "max-autotune"}, "pytorch-compile: the torch.compile mode (reduce-overhead = CUDA graphs)", true, "engine_compile_mode", all, EngineSetting{}, to_workers, "", {"pytorch-compile"}},
+      {"engine.worker_per_cell", "", T::boolean, "true", 0, 0, {}, "framework workers: a fresh worker process for every cell, as a framework's users run one configuration per process (nothing a library keeps for a process's life, e.g. cudnn.benchmark's algorithm choices, the caching allocator's pool or compiled graphs, carries into the next cell); false serves a rank's cells from one process (faster sweeps)", true, "engine_worker_per_cell", all, EngineSetting{}, false, "", {"pytorch", "pytorch-compile", "jax"}},
       {"engine.compile_cache", "--compile-cache", T::text, "<output>.cache", 0, 0, {}, "framework workers: the directory of their persistent compile caches (pytorch-compile: Inductor's FX graph, AOTAutograd, autotuning and Triton caches; jax: its persistent compilation cache), shared by every cell, rank and run that names it; a warm cache shortens a cell's untimed compile, never its timed steps, and each cell's decisions say whether it was cold or warm; <output> stands for the cube's path; none = no persistent cache, every compile cold (check: none unless set)", false, "engine_compile_cache", all, DerivedValue{}, to_workers},
-      {"engine.jax_timing", "", T::choice, "events", 0, 0, {"events", "device-paced", "host"}, "jax: how each timed step is timed; events (the default) = marks: a CUDA event on XLA's own stream recorded by the XLA FFI handler of libcrossbench_jax_events.so in a program of its own, dispatched before each sample's steps and after the last, and a sample is the period from its mark to the next over its steps (1, or k consecutive steps where a step is shorter than 20 ms: k chosen in prepare, in decisions), so it includes any gap before the next sample starts; the step's own program is untouched; on the H200 within 0.1-4.5% of an untraced fori_loop of the step (AlexNet, ResNet-50 bf16) and 0.2-3% of device-paced; where events cannot be had (e.g. the CPU) the worker falls back to device-paced and its decisions say why; device-paced = steps k+1..k+3 are dispatched before step k's result is waited for, and a step's time is the interval between consecutive completions (the first from a sync before it); host = perf_counter around the jitted call and block_until_ready (adds the host's dispatch and the wait's wake-up to each step); bench/gpu_jax_clock.py holds them against each other and an untraced device loop", true, "engine_jax_timing", all, EngineSetting{}, to_workers},
+      {"engine.jax_timing", "", T::choice, "events", 0, 0, {"events", "device-paced", "host"}, "jax: how each timed step is timed; events (the default) = marks: a CUDA event on XLA's own stream recorded by the XLA FFI handler of libcrossbench_jax_events.so in a program of its own, dispatched before each sample's steps and after the last, and a sample is the period from its mark to the next over its steps (1, or k consecutive steps where a step is shorter than 20 ms: k chosen in prepare, in decisions), so it includes any gap before the next sample starts; the step's own program is untouched; on the H200 within 0.1-4.5% of an untraced fori_loop of the step (AlexNet, ResNet-50 bf16) and 0.2-3% of device-paced; where events cannot be had (e.g. the CPU) the worker falls back to device-paced and its decisions say why; device-paced = steps k+1..k+3 are dispatched before step k's result is waited for, and a step's time is the interval between consecutive completions (the first from a sync before it); host = perf_counter around the jitted call and block_until_ready (adds the host's dispatch and the wait's wake-up to each step); bench/gpu_jax_clock.py holds them against each other and an untraced device loop", true, "engine_jax_timing", all, EngineSetting{}, to_workers, "", {"jax"}},
       {"engine.bucket_mb", "", T::integer, "25", 1, 1 << 16, {}, "data-parallel gradient all-reduce bucket size [MiB]", true, "data_parallel_bucket_mb", measured, DerivedValue{}},
       // [output]
       {"output.path", "", T::text, "results/<job name>.h5", 0, 0, {}, "the results cube (its directory is created)", false, "", measured, DerivedValue{}},
@@ -67,6 +67,7 @@ std::vector<OptionSpec> make_schema() {
       {"", "--allow-new-devices", T::flag, "off", 0, 0, {}, "with --resume: accept device keys the journal does not have", false, "", "run", &RunOptions::allow_new_devices},
       {"", "--bind-near-gpu", T::flag, "off", 0, 0, {}, "bind each rank's process (all its threads, and its workers) to the cores nearest its GPU (hwloc: the GPU's NUMA node or package); /ranks records every rank's CPU set and GPU NUMA node either way", false, "bind_near_gpu", "run", &RunOptions::bind_near_gpu},
       {"", "--allow-build-change", T::flag, "off", 0, 0, {}, "with --resume: accept another binary revision or library versions than the journal's last run segment (recorded in the cube, flagged by the report)", false, "", "run", &RunOptions::allow_build_change},
+      {"", "--allow-setting-change", T::flag, "off", 0, 0, {}, "with --resume: accept a changed setting or worker command that changes only some engines' numbers (engine.jax_timing: jax; engine.compile_mode: pytorch-compile; engine.worker_per_cell and workers.<engine>: those engines): the journal's cells of those engines run again under this run's value, every other cell is kept; the journal as it was stays beside it as <journal>.superseded, and the cube records the change (allowed_setting_change)", false, "", "run", &RunOptions::allow_setting_change},
       {"", "--salvage", T::flag, "off", 0, 0, {}, "with --resume: rebuild a journal header that fails its checksum from this run's job, only if every intact record agrees with it", false, "", "run", &RunOptions::salvage},
       {"", "--stop-grace-s", T::number, "120", 0, 1e6, {}, "after a stop signal, the running cell may finish for this long before it is ended (not_run, re-run on resume) [s]", false, "", "run", &RunOptions::stop_grace_s},
       {"", "--heartbeat-s", T::integer, "30", 0, 1e6, {}, "while a cell runs, its rank prints a line to stderr this often (the cell, the time so far), so that a long cell is seen alive; 0: never [s]", false, "", "run", &RunOptions::heartbeat_s},
@@ -259,6 +260,18 @@ std::vector<std::string> worker_setting_keys() {
   return keys;
 }
 
+namespace {
+
+// "yes", or "yes (jax)" for a setting that changes only those engines' numbers.
+std::string changes_numbers_text(const OptionSpec& spec) {
+  if (!spec.changes_numbers) return "no";
+  std::string engines;
+  for (const auto& engine : spec.engines) engines += (engines.empty() ? "" : ", ") + engine;
+  return engines.empty() ? "yes" : "yes (" + engines + ")";
+}
+
+}  // namespace
+
 std::string options_markdown_table() {
   std::ostringstream table;
   table << "| key | flag | default | valid | changes numbers | cube attribute | to workers | meaning |\n"
@@ -266,7 +279,7 @@ std::string options_markdown_table() {
   for (const auto& spec : options_schema()) {
     if (spec.key.empty()) continue;
     table << "| `" << spec.key << "` | " << (spec.flag.empty() ? "" : "`" + spec.flag + "`") << " | " << spec.default_value
-          << " | " << spec.range_text() << " | " << (spec.changes_numbers ? "yes" : "no") << " | "
+          << " | " << spec.range_text() << " | " << changes_numbers_text(spec) << " | "
           << (spec.recorded_as.empty() ? "" : "`" + spec.recorded_as + "`") << " | " << (spec.sent_to_workers ? "yes" : "")
           << " | " << spec.help << " |\n";
   }

@@ -2,6 +2,8 @@
 // in one cube is named; new device keys pass only when allowed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "crossbench/options.hpp"
 #include "crossbench/options_schema.hpp"
 #include "cluster/journal.hpp"
@@ -83,6 +85,56 @@ TEST(ResumeCheck, WorkerCommandsAreCompared) {
   after.engine.settings["workers.pytorch"] = "python3  other.py";  // the command as run: single spaces
   EXPECT_EQ(JournalHeader::for_run(after, {"cpu"}).mismatch(JournalHeader::for_run(before, {"cpu"}), false),
             "worker command workers.pytorch is 'python3 worker.py' in the journal, 'python3 other.py' in this run");
+}
+
+// A setting whose schema row names its engines, and a framework's worker
+// command, change only those engines' numbers: with a list to take them
+// (--allow-setting-change decides) they leave the refusal; a setting of every
+// engine stays in it.
+TEST(ResumeCheck, EngineScopedChangesAreSetApart) {
+  JobOptions before = small_options();
+  before.engine.settings["workers.jax"] = "python3 jax/worker.py";
+  const auto journal = JournalHeader::for_run(before, {"cpu"});
+  JobOptions after = before;
+  after.settings["engine.jax_timing"] = "device-paced";
+  after.settings["engine.compile_mode"] = "max-autotune";
+  after.engine.settings["workers.jax"] = "python3 other/worker.py";
+  const auto now = JournalHeader::for_run(after, {"cpu"});
+  std::vector<EngineScopedChange> scoped;
+  EXPECT_EQ(now.mismatch(journal, false, &scoped), "");
+  ASSERT_EQ(scoped.size(), 3u);
+  EXPECT_EQ(scoped[0].text, "setting engine.compile_mode is 'reduce-overhead' in the journal, 'max-autotune' in this run");
+  EXPECT_EQ(scoped[0].engines, (std::vector<std::string>{"pytorch-compile"}));
+  EXPECT_EQ(scoped[1].text, "setting engine.jax_timing is 'events' in the journal, 'device-paced' in this run");
+  EXPECT_EQ(scoped[1].engines, (std::vector<std::string>{"jax"}));
+  EXPECT_EQ(scoped[2].text, "worker command workers.jax is 'python3 jax/worker.py' in the journal, 'python3 other/worker.py' in this run");
+  EXPECT_EQ(scoped[2].engines, (std::vector<std::string>{"jax"}));
+  // Without the list every difference refuses, as before.
+  EXPECT_EQ(now.mismatch(journal, false),
+            "setting engine.compile_mode is 'reduce-overhead' in the journal, 'max-autotune' in this run; "
+            "setting engine.jax_timing is 'events' in the journal, 'device-paced' in this run; "
+            "worker command workers.jax is 'python3 jax/worker.py' in the journal, 'python3 other/worker.py' in this run");
+  // A setting of every engine is never set apart.
+  after.settings["engine.algo"] = "exhaustive";
+  scoped.clear();
+  EXPECT_EQ(JournalHeader::for_run(after, {"cpu"}).mismatch(journal, false, &scoped),
+            "setting engine.algo is 'heuristic' in the journal, 'exhaustive' in this run");
+  EXPECT_EQ(scoped.size(), 3u);
+}
+
+// Every engine a schema row scopes a setting to is an engine crossbench runs,
+// and only settings that change numbers carry a scope.
+TEST(ResumeCheck, ScopedSettingsNameRealEngines) {
+  const std::vector<std::string> known{"cudnn", "onednn", "pytorch", "pytorch-compile", "jax"};
+  std::size_t scoped = 0;
+  for (const OptionSpec& spec : options_schema()) {
+    if (spec.engines.empty()) continue;
+    ++scoped;
+    EXPECT_TRUE(spec.changes_numbers) << spec.id();
+    for (const auto& engine : spec.engines)
+      EXPECT_NE(std::find(known.begin(), known.end(), engine), known.end()) << spec.id() << ": " << engine;
+  }
+  EXPECT_GE(scoped, 3u);
 }
 
 TEST(ResumeCheck, DeviceKeys) {

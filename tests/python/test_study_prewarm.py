@@ -25,7 +25,8 @@ MATRIX = ["--job", "jobs/seed2017.ini", "--set", "matrix.engines=jax,cudnn", "--
 def test_the_prewarm_replaces_output_resume_caches_and_measure_settings():
     run_arguments = ["--job", "jobs/seed2017.ini", "--set", "measure.min_steps=100", "--set", "matrix.batches=64",
                      "--algo-cache", "a.json", "--compile-cache", "c", "--stop-grace-s", "60", "--resume",
-                     "--allow-build-change", "--output", "study.h5", "--filter", "x", "--set", "measure.target_ci=0.02"]
+                     "--allow-build-change", "--allow-setting-change", "--output", "study.h5", "--filter", "x",
+                     "--set", "measure.target_ci=0.02"]
     assert study_prewarm.matrix_arguments(run_arguments) == ["--job", "jobs/seed2017.ini", "--set", "matrix.batches=64"]
 
 

@@ -1,6 +1,6 @@
 """Issue 29's study stages of bench/gpu_session.sh (`study`, `studysweep`), run here on the CPU build:
 the cube, journal and log kept in a folder the working tree carries, each later call continuing it with
---resume --allow-build-change (one run segment per call), and a call stopped at its time limit ending
+--resume --allow-build-change --allow-setting-change (one run segment per call), and a call stopped at its time limit ending
 cleanly (exit 3, the running cell not_run) so that the next call measures the rest, no cell twice."""
 import json
 import os
