@@ -502,7 +502,9 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
         fi
       fi
       mkdir -p "$OUT/$name"
-      cp -p "$cube" "$cube.journal" "$dir/$name.log" "$dir/$beside_prefix"*.h5 "$dir/$beside_prefix"*.log "$OUT/$name/" 2>/dev/null
+      # The journal as it was before an allowed setting change (--allow-setting-change: .superseded[.N]) too.
+      cp -p "$cube" "$cube.journal" "$cube.journal.superseded"* "$dir/$name.log" "$dir/$beside_prefix"*.h5 \
+        "$dir/$beside_prefix"*.log "$OUT/$name/" 2>/dev/null
       [ -f "$dir/algorithms.json" ] && cp -p "$dir/algorithms.json" "$OUT/$name/"
       if [ "$cache" = "$dir/compile-cache" ] && [ -d "$cache" ]; then
         cache_mb=$(du -sm "$cache" | cut -f1)
