@@ -62,6 +62,7 @@
 #             $STUDY_CACHE_MAX_MB, 48; else the log says the next call compiles cold; STUDY_COMPILE_CACHE=/tmp/...
 #             keeps it out of the tree); $STUDY_NP ranks; stops cleanly at $TLIMIT (exit 3: call again);
 #             STUDY_PREWARM_S=150 first compiles the next framework cells side by side for that long
+#             at most (only those the timed run can reach in the rest of the stage)
 #             (bench/study_prewarm.py, $STUDY_PREWARM_PROCS processes) so that the timed run compiles warm;
 #             STUDY_NAME (study) names the cube and log: e.g. STUDY_NAME=autotune STUDY_ENGINES=pytorch-compile
 #             STUDY_ARGS="--set engine.compile_mode=max-autotune" STUDY_PRECISIONS=fp32,tf32,bf16 for issue 24's
@@ -460,8 +461,12 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
       # (bench/study_prewarm.py, $STUDY_PREWARM_PROCS processes, 3) into the compile cache for that many
       # seconds of the stage, so that the timed run finds them warm; their cubes in $OUT/$name/prewarm.
       if [ "$stage" = study ] && [ "${STUDY_PREWARM_S:-0}" -gt 0 ]; then
+        # Only the cells the timed run can reach in what the stage leaves it (study_prewarm.py --run-s).
+        run_s=$((TLIMIT - beside_s - STUDY_PREWARM_S - (SECONDS - stage_start)))
+        reach=()
+        [ "$run_s" -gt 0 ] && reach=(--run-s "$run_s")
         python3 bench/study_prewarm.py --journal "$cube.journal" --cache "$cache" --out "$OUT/$name/prewarm" \
-          --processes "${STUDY_PREWARM_PROCS:-3}" --budget-s "$STUDY_PREWARM_S" -- $CB run "${matrix[@]}" \
+          --processes "${STUDY_PREWARM_PROCS:-3}" --budget-s "$STUDY_PREWARM_S" "${reach[@]}" -- $CB run "${matrix[@]}" \
           --set "workers.pytorch=$pytorch_worker" --set "workers.pytorch-compile=$pytorch_worker --compile" \
           --set "workers.jax=$jax_worker" ${STUDY_ARGS:-} 2>&1 | tee -a "$dir/$name.log"
       fi

@@ -12,6 +12,14 @@ run that came after. Prints one row per cell (predicted, actual, actual / predic
 the tolerance, the estimate's source and the cell's compile state from its decisions), then per
 engine and in all: cells compared, how many within the tolerance, and the summed seconds.
 
+--cache-as-found: the plan reads a compile cache as warm or cold for every cell of an engine (its
+directory holds entries or not); a run that prewarms some cells (bench/study_prewarm.py) finds
+some cells' compiles in the cache and not others'. This compares each framework cell with the
+estimate for the state its compile found, from the hit counts in its decisions (pytorch-compile:
+fx_graph_cache misses=0; jax: every compile a persistent-cache hit): a hit costs
+WARM_COMPILE_FRACTION of the plan's cold compile, a miss the cold one. --held-out leaves out the
+cells whose estimate a --calibrate cube recorded (they predict themselves).
+
 h5py, not the analysis package: like the other bench scripts it must run on the GPU machine too.
 """
 import argparse
@@ -25,6 +33,10 @@ import h5py
 
 TOLERANCE = 0.25  # issue 29: the plan predicts a worker cell's wall time within 25%
 COMPILE_STATE = re.compile(r"compile_cache=\S+ \((warm|cold)")
+TORCH_HITS = re.compile(r"fx_graph_cache hits=(\d+) misses=(\d+)")
+JAX_HITS = re.compile(r"persistent cache hits=(\d+) of (\d+) compiles")
+# A compile the cache holds costs this fraction of a cold one (src/cluster/cost_model.hpp, kWarmCompileFraction).
+WARM_COMPILE_FRACTION = 0.25
 
 
 def _text(value):
@@ -49,6 +61,38 @@ def compile_state(decisions):
     ("compile_cache=DIR (warm: ..." / "(cold: ..."), "" where they say neither (a native engine)."""
     found = COMPILE_STATE.search(decisions)
     return found.group(1) if found else ""
+
+
+def compile_found(decisions):
+    """"hit" where the cell's compile came from the cache (pytorch-compile: FX graph cache hits and no
+    miss; jax: every compile a persistent-cache hit), "miss" where it compiled, "" where the decisions
+    count neither (a native engine, an older worker)."""
+    torch = TORCH_HITS.search(decisions)
+    if torch:
+        hits, misses = int(torch.group(1)), int(torch.group(2))
+        return "hit" if hits > 0 and misses == 0 else "miss"
+    jax = JAX_HITS.search(decisions)
+    if jax:
+        hits, compiles = int(jax.group(1)), int(jax.group(2))
+        return "hit" if compiles > 0 and hits == compiles else "miss"
+    return ""
+
+
+def as_found(cell, found):
+    """The plan's estimate of `cell` [s] for the compile state the run found ("hit" / "miss"): its
+    compile (model search_s, scaled as the estimate is) at WARM_COMPILE_FRACTION of cold on a hit."""
+    estimate = float(cell["estimated_s"])
+    model = cell.get("model") or {}
+    search_s = float(model.get("search_s") or 0.0)
+    kind = cell.get("search_kind", "")
+    if not found or search_s <= 0 or not ("(cold)" in kind or "(warm cache)" in kind):
+        return estimate
+    total = sum(float(model.get(k) or 0.0) for k in ("preparation_s", "search_s", "steps_s"))
+    scale = estimate / total if total > 0 else 1.0
+    planned_warm = "(warm cache)" in kind
+    cold_s = search_s / WARM_COMPILE_FRACTION if planned_warm else search_s
+    found_s = cold_s * WARM_COMPILE_FRACTION if found == "hit" else cold_s
+    return estimate + (found_s - search_s) * scale
 
 
 def actual_cells(path):
@@ -82,13 +126,15 @@ def actual_cells(path):
                                         "actual_s": (end - begin).total_seconds(),
                                         "status": status_names.get(int(status[at]), str(int(status[at]))),
                                         "compile": compile_state(text),
+                                        "found": compile_found(text),
                                     }
     return cells
 
 
-def compare(plan, cubes, tolerance=TOLERANCE):
-    """Rows (name, engine, predicted_s, actual_s, ratio, within, source, status, compile) for every
-    planned cell a cube holds, and the cells the plan has that no cube holds."""
+def compare(plan, cubes, tolerance=TOLERANCE, cache_as_found=False, held_out=False):
+    """Rows (name, engine, predicted_s, actual_s, ratio, within, source, status, compile, found) for every
+    planned cell a cube holds, and the cells the plan has that no cube holds. `cache_as_found`: each
+    cell's estimate for the compile state it found (as_found); `held_out`: no recorded estimate."""
     actual = {}
     for path in cubes:
         actual.update(actual_cells(path))  # a later cube's cell replaces an earlier one's
@@ -96,17 +142,19 @@ def compare(plan, cubes, tolerance=TOLERANCE):
     for cell in plan["cells"]:
         if cell.get("unsupported"):
             continue
+        if held_out and cell.get("estimate_source", "").startswith("recorded"):
+            continue
         found = actual.get(cell["name"])
         if found is None:
             missing.append(cell["name"])
             continue
-        predicted = float(cell["estimated_s"])
+        predicted = as_found(cell, found.get("found", "")) if cache_as_found else float(cell["estimated_s"])
         ratio = found["actual_s"] / predicted if predicted > 0 else math.nan
         rows.append(dict(name=cell["name"], engine=cell["engine"], predicted_s=predicted,
                          actual_s=found["actual_s"], ratio=ratio,
                          within=bool(abs(ratio - 1) <= tolerance) if ratio == ratio else False,
                          source=cell.get("estimate_source", ""), status=found["status"],
-                         compile=found["compile"]))
+                         compile=found["compile"], found=found.get("found", "")))
     return rows, missing
 
 
@@ -121,10 +169,11 @@ def summary(rows):
 
 
 def markdown(rows, missing, tolerance=TOLERANCE):
-    lines = [f"| cell | status | compile | source | predicted [s] | actual [s] | actual / predicted | within {tolerance:.0%} |",
+    lines = [f"| cell | status | compile (cache / found) | source | predicted [s] | actual [s] | actual / predicted | within {tolerance:.0%} |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['name']} | {r['status']} | {r['compile'] or '-'} | {r['source']} | {r['predicted_s']:.1f} | "
+        state = "/".join(x for x in (r["compile"], r.get("found", "")) if x) or "-"
+        lines.append(f"| {r['name']} | {r['status']} | {state} | {r['source']} | {r['predicted_s']:.1f} | "
                      f"{r['actual_s']:.1f} | {r['ratio']:.2f} | {'yes' if r['within'] else '**no**'} |")
     lines += ["", "| engine | cells | within | predicted [s] | actual [s] | actual / predicted |", "|---|---|---|---|---|---|"]
     for key, (count, within, predicted, actual) in summary(rows).items():
@@ -140,6 +189,10 @@ def main(argv=None):
     parser.add_argument("cubes", nargs="+", help="results cubes holding the planned cells")
     parser.add_argument("--tolerance", type=float, default=TOLERANCE, help="the fraction a prediction may miss by")
     parser.add_argument("--markdown", help="also write the table here")
+    parser.add_argument("--cache-as-found", action="store_true",
+                        help="estimate each framework cell for the compile-cache state it found (hit or miss)")
+    parser.add_argument("--held-out", action="store_true",
+                        help="leave out the cells whose estimate a --calibrate cube recorded")
     args = parser.parse_args(argv)
     with open(args.plan) as handle:
         try:
@@ -148,7 +201,7 @@ def main(argv=None):
             parser.error(f"{args.plan} is not the JSON of `crossbench plan --json`: {error}")
     if "cells" not in plan:
         parser.error(f"{args.plan} has no 'cells': not the JSON of `crossbench plan --json`")
-    rows, missing = compare(plan, args.cubes, args.tolerance)
+    rows, missing = compare(plan, args.cubes, args.tolerance, args.cache_as_found, args.held_out)
     if not rows:
         print(f"no planned cell is in {', '.join(args.cubes)}", file=sys.stderr)
         return 2

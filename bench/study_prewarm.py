@@ -16,9 +16,15 @@ them warm: what it times is unchanged, its untimed compile is shorter, and each 
 Which cells: `crossbench plan --json` of the same matrix, less every cell the journal has a
 result for (what `--resume` skips), the compiling engines only, longest estimate first (the
 order the run's scheduler takes them), dealt round-robin to the processes. A process that does
-not finish by the budget is stopped: whatever it compiled is in the cache already.
+not finish by the budget is stopped: whatever it compiled is in the cache already. With
+--run-s (the seconds the timed run will have after the prewarm), only the compiling cells the
+timed run can reach are compiled: the remaining cells of every engine in the scheduler's order,
+each at the plan's estimate (a prewarmed cell's compile at WARM_COMPILE_FRACTION of it), and
+those that start within REACH x run-s (the plan over-estimates the native engines' cells, which
+replay an algorithm cache). The prewarm then ends when they are compiled, not at the budget:
+calls 25-26 compiled 15 cells ahead where the timed run reached 5.
 
-usage: study_prewarm.py --journal CUBE.journal --cache DIR --out DIR [--processes 3] [--budget-s 150]
+usage: study_prewarm.py --journal CUBE.journal --cache DIR --out DIR [--processes 3] [--budget-s 150] [--run-s S]
                         -- CROSSBENCH_COMMAND... run MATRIX_ARGS...
 The command after `--` is the study's own run command without its --output, --resume, cache and
 measure settings (they are replaced here); `run` must appear in it.
@@ -38,6 +44,12 @@ COMPILING = ("pytorch-compile", "jax")
 # The per-cell settings of a prewarm process: one warm-up step and one timed step are enough for
 # the compile (and the CUDA graph capture of reduce-overhead) to happen.
 PREWARM_SETTINGS = ["--set", "measure.warmup=1", "--set", "measure.min_steps=1", "--set", "measure.max_steps=1"]
+# A compile the cache holds costs this fraction of a cold one (src/cluster/cost_model.hpp,
+# kWarmCompileFraction: torch.compile on the H200 0.25-0.27).
+WARM_COMPILE_FRACTION = 0.25
+# The timed run reaches further than the plan's estimates say: they over-estimate the native
+# engines' cells (a replayed algorithm cache: 0.18 of the estimate over segments 0-5 of the study).
+REACH = 1.5
 REPLACED_FLAGS = ("--output", "--compile-cache", "--algo-cache", "--stop-grace-s", "--filter")
 REPLACED_BARE = ("--resume", "--allow-build-change", "--allow-setting-change")
 
@@ -82,21 +94,39 @@ def matrix_arguments(run_arguments):
     return kept
 
 
-def remaining_cells(command, matrix, journal):
-    """The compiling cells the run has still to measure, longest estimate first."""
+def remaining_cells(command, matrix, journal, run_s=None):
+    """The compiling cells the run has still to measure, longest estimate first; with `run_s`, only
+    those the timed run reaches (module docstring)."""
     plan_command = command + ["plan"] + matrix + ["--json"]
     done = subprocess.run(plan_command, capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
         raise RuntimeError(f"{shlex.join(plan_command)} exited {done.returncode}: {done.stderr.strip()[-500:]}")
-    plan = json.loads(done.stdout)
-    finished = finished_cells(journal)
-    cells = []
+    return select_cells(json.loads(done.stdout), finished_cells(journal), run_s)
+
+
+def select_cells(plan, finished, run_s=None):
+    """From `crossbench plan --json` output: the compiling cells not in `finished`, longest estimate
+    first; with `run_s`, only those whose start, in the scheduler's order over every engine's
+    remaining cells (prewarmed compiles at WARM_COMPILE_FRACTION), lies within REACH x run_s."""
+    remaining = []
     for cell in plan["cells"]:
         key = (cell["engine"], cell["network"], cell["precision"], int(cell["batch"]), cell["phase"])
-        if cell["engine"] in COMPILING and not cell.get("unsupported") and key not in finished:
-            cells.append((float(cell["estimated_s"]), key))
-    cells.sort(key=lambda entry: -entry[0])  # stable: the plan's order among equal estimates
-    return [key for _, key in cells]
+        if not cell.get("unsupported") and key not in finished:
+            remaining.append((float(cell["estimated_s"]), key, cell))
+    remaining.sort(key=lambda entry: -entry[0])  # stable: the plan's order among equal estimates
+    chosen, start = [], 0.0
+    for estimate, key, cell in remaining:
+        compiling = key[0] in COMPILING
+        if run_s is not None:
+            if start > REACH * run_s:
+                break
+            if compiling:
+                search_s = float(cell.get("model", {}).get("search_s") or 0.0)
+                estimate -= search_s * (1.0 - WARM_COMPILE_FRACTION)
+            start += estimate
+        if compiling:
+            chosen.append(key)
+    return chosen
 
 
 def cell_filter(keys):
@@ -112,24 +142,27 @@ def main(argv=None):
     parser.add_argument("--out", required=True, help="where each process writes its cube and log")
     parser.add_argument("--processes", type=int, default=3, help="crossbench processes side by side (default 3)")
     parser.add_argument("--budget-s", type=float, default=150.0, help="wall-clock budget [s] (default 150)")
+    parser.add_argument("--run-s", type=float, help="the seconds the timed run has after the prewarm: compile "
+                        "only the cells it reaches (default: every remaining compiling cell, until the budget)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CROSSBENCH_COMMAND... run MATRIX_ARGS...")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if "run" not in command:
         parser.error("the command after -- must contain `run` (the study's run command)")
-    if args.processes < 1 or args.budget_s <= 0:
-        parser.error("--processes must be at least 1 and --budget-s positive")
+    if args.processes < 1 or args.budget_s <= 0 or (args.run_s is not None and args.run_s <= 0):
+        parser.error("--processes must be at least 1, --budget-s and --run-s positive")
     split = command.index("run")
     crossbench, run_arguments = command[:split], command[split + 1:]
     matrix = matrix_arguments(run_arguments)
     begin = time.monotonic()
     try:
-        cells = remaining_cells(crossbench, matrix, args.journal)
+        cells = remaining_cells(crossbench, matrix, args.journal, args.run_s)
     except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError, KeyError) as error:
         print(f"prewarm: no plan, nothing compiled ahead: {error}")
         return 0
     if not cells:
-        print("prewarm: no compiling cell left to measure")
+        print("prewarm: no compiling cell left to measure" + ("" if args.run_s is None else
+                                                               f" within the timed run's reach ({args.run_s:.0f} s)"))
         return 0
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -147,7 +180,8 @@ def main(argv=None):
         # A session (process group) of its own: its workers go with it at the end, whatever happens.
         processes.append((k, share, log, subprocess.Popen(process_command, stdout=log, stderr=subprocess.STDOUT,
                                                           start_new_session=True)))
-    print(f"prewarm: {len(cells)} compiling cells left; {len(processes)} processes, {args.budget_s:.0f} s; first: "
+    reach = "" if args.run_s is None else f" within the timed run's reach ({args.run_s:.0f} s)"
+    print(f"prewarm: {len(cells)} compiling cells left{reach}; {len(processes)} processes, {args.budget_s:.0f} s; first: "
           + ", ".join("/".join(map(str, key)) for key in cells[:len(processes)]))
     stopped = 0
     for k, share, log, process in processes:

@@ -65,4 +65,9 @@ int cpu_threads_of_binding();
 nlohmann::json to_json(const Device& device);
 [[nodiscard]] Device device_from_json(const nlohmann::json& json);
 
+// The device as a measured choice names it ("NVIDIA H200 cc=90 sms=132"): the
+// cuDNN engine's algorithm cache keys its records by it, and `plan` reads
+// that cache by it (cluster/cost_model.cpp).
+[[nodiscard]] std::string measurement_device(const Device& device);
+
 }  // namespace crossbench

@@ -43,6 +43,13 @@ std::string estimate_legend(const Plan& plan) {
     text << cache.directory << ": Inductor/Triton " << cache.inductor_entries << " files, JAX " << cache.jax_entries
          << " files; a framework with files there is estimated warm (x" << std::setprecision(2)
          << kWarmCompileFraction << " of its cold compile)\n";
+  if (plan.algorithm_cache.file != "none") {
+    text << "  algorithm cache (engine.algo_cache): " << plan.algorithm_cache.file << ": ";
+    std::int64_t total = 0;
+    for (const auto& [device, count] : plan.algorithm_cache.records) total += count;
+    text << total << " records; a native engine's exhaustive search on a device it holds records for is estimated "
+            "replayed (no search)\n";
+  }
   if (plan.calibration_cubes.empty()) return text.str();
   std::string cubes;
   for (const auto& cube : plan.calibration_cubes) cubes += (cubes.empty() ? "" : ", ") + cube.string();
@@ -162,6 +169,7 @@ nlohmann::json plan_json(const Plan& plan, int ranks, double cell_time_limit_s) 
   result["compile_cache"] = {{"directory", plan.compile_cache.directory},
                              {"inductor_entries", plan.compile_cache.inductor_entries},
                              {"jax_entries", plan.compile_cache.jax_entries}};
+  result["algorithm_cache"] = {{"file", plan.algorithm_cache.file}, {"records", plan.algorithm_cache.records}};
   if (!plan.calibration_cubes.empty()) {
     nlohmann::json cubes = nlohmann::json::array(), fits = nlohmann::json::array();
     for (const auto& cube : plan.calibration_cubes) cubes.push_back(cube.string());

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "crossbench/engine.hpp"
 #include "crossbench/options_schema.hpp"
@@ -17,9 +20,15 @@ namespace {
 constexpr double kAssumedEfficiency = 0.4;
 // Preparation and search, from the H200 cubes of bench/results/2026-12-01 (median cells):
 constexpr double kNativePreparationSeconds = 0.2;    // [s] cuDNN/oneDNN primitives and buffers (after_heuristic: 0.02-2.5 s)
-// [s] a worker starts (python, the framework's import, its CUDA context), builds the model and moves
-// it to the device: preparation_s less the compile in the H200 cubes, 0.3-14 s, typically 1-3 s
-constexpr double kWorkerPreparationSeconds = 2.0;
+// [s] a fresh worker starts (python, the framework's import, its CUDA context), builds the model and
+// moves it to the device: preparation_s less the compile (`compile=` in decisions) in the H200 study
+// (bench/results/2026-12-02/study, segments 3-5): torch 7-9 s (pytorch-compile; eager resnet152 7.7 s),
+// jax 3.3-4.2 s. (The first model's 2 s, from the 2026-12-01 cubes, was a worker serving many cells.)
+constexpr double kTorchWorkerPreparationSeconds = 8.0;
+constexpr double kJaxWorkerPreparationSeconds = 3.5;
+// [s] a cell served by a worker that is already running (engine.worker_per_cell = false): the model
+// alone (the 2026-12-01 cube20: eager 0.2-0.9 s)
+constexpr double kSharedWorkerPreparationSeconds = 1.0;
 constexpr double kSearchSecondsPerConvolution = 0.125; // [s] exhaustive search per convolution and direction (cold.h5: 194 s / 1548)
 
 double precision_speedup(const Device& device, Precision precision) {
@@ -46,9 +55,12 @@ int convolutions(const Network& network) {
 // each direction it runs); a worker builds its model, and pytorch-compile and
 // jax compile the step once per cell.
 void add_preparation(CellEstimate& estimate, const Network& network, const CellSpec& cell, const Device& device,
-                     const EngineConfig& engine, bool native, const CompileCacheState& cache) {
+                     const EngineConfig& engine, bool native, const CompileCacheState& cache,
+                     const AlgorithmCacheState& algorithms) {
   if (!native) {
-    estimate.preparation_s = kWorkerPreparationSeconds;
+    estimate.preparation_s = engine.setting("engine.worker_per_cell") == "false" ? kSharedWorkerPreparationSeconds
+                             : cell.engine == "jax"                               ? kJaxWorkerPreparationSeconds
+                                                                                  : kTorchWorkerPreparationSeconds;
     for (const CompileModel& model : compile_models()) {
       if (model.engine != cell.engine || model.phase != cell.phase) continue;
       const double cold_s = model.base_s + model.per_distinct_layer_s * distinct_layers(network) +
@@ -62,6 +74,13 @@ void add_preparation(CellEstimate& estimate, const Network& network, const CellS
   estimate.preparation_s = kNativePreparationSeconds;
   if (device.kind == DeviceKind::gpu && engine.setting("engine.algo") == "exhaustive") {
     const int directions = cell.phase == Phase::training ? 3 : 1;  // forward; backward data and filter
+    if (algorithms.records_for(device) > 0) {
+      // Replayed: which layers the file lacks is the engine's to know (signatures of its descriptors);
+      // a file that holds this device's records is taken to hold the matrix's (the study's case).
+      estimate.search_kind = "exhaustive search (replayed: " + std::to_string(algorithms.records_for(device)) +
+                             " records for this device in " + algorithms.file + ")";
+      return;
+    }
     estimate.search_s = kSearchSecondsPerConvolution * convolutions(network) * directions;
     estimate.search_kind = "exhaustive search";
   }
@@ -123,6 +142,25 @@ std::int64_t CompileCacheState::entries_for(const std::string& engine) const {
   return 0;
 }
 
+std::int64_t AlgorithmCacheState::records_for(const Device& device) const {
+  const auto found = records.find(measurement_device(device));
+  return found == records.end() ? 0 : found->second;
+}
+
+AlgorithmCacheState read_algorithm_cache_state(const std::string& setting) {
+  AlgorithmCacheState state;
+  if (setting.empty() || setting == "none") return state;
+  state.file = setting;
+  std::ifstream file(setting);
+  if (!file) return state;
+  const auto json = nlohmann::json::parse(file, nullptr, false);
+  if (json.is_discarded() || !json.is_object() || !json.contains("records") || !json["records"].is_array()) return state;
+  for (const auto& record : json["records"])
+    if (record.is_object() && record.contains("device") && record["device"].is_string())
+      ++state.records[record["device"].get<std::string>()];
+  return state;
+}
+
 CompileCacheState read_compile_cache_state(const std::string& setting) {
   CompileCacheState state;
   state.directory = setting.empty() ? "none" : setting;
@@ -136,7 +174,7 @@ CompileCacheState read_compile_cache_state(const std::string& setting) {
 
 CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, const Device& device,
                                  const MeasureOptions& measure, const EngineConfig& engine,
-                                 const CompileCacheState& cache) {
+                                 const CompileCacheState& cache, const AlgorithmCacheState& algorithms) {
   const auto& catalog = engine_catalog();
   const auto info = std::find_if(catalog.begin(), catalog.end(), [&](const EngineInfo& e) { return e.name == cell.engine; });
   const bool native = info != catalog.end();
@@ -163,7 +201,7 @@ CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, c
   }
 
   CellEstimate estimate;
-  add_preparation(estimate, network, cell, device, engine, native, cache);
+  add_preparation(estimate, network, cell, device, engine, native, cache, algorithms);
   const double flops_per_image = cell.phase == Phase::training ? network.training_flops_per_image()
                                                                : network.forward_flops_per_image();
   const double steps = measure.warmup_steps + measure.min_steps;

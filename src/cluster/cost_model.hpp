@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,19 @@ struct CompileCacheState {
 // Counts the cache's files; a directory that does not exist is an empty (cold) cache.
 [[nodiscard]] CompileCacheState read_compile_cache_state(const std::string& setting);
 
+// engine.algo_cache as the plan finds it: a native GPU engine with algo =
+// exhaustive replays the records the file holds for the cell's device and
+// searches only the rest, so a warm file costs no search (the H200 study's
+// cudnn cells took 0.18 of an estimate that searched every convolution).
+struct AlgorithmCacheState {
+  std::string file = "none";                   // none: no file, every search measured
+  std::map<std::string, std::int64_t> records;  // per measurement_device() text
+  [[nodiscard]] std::int64_t records_for(const Device& device) const;
+};
+// Reads the file's records per device; a missing or unreadable file is an
+// empty cache (the run, not the plan, names a malformed one).
+[[nodiscard]] AlgorithmCacheState read_algorithm_cache_state(const std::string& setting);
+
 // One cell's estimate in the parts a cube records (preparation_s, search_s, timed_s) [s].
 struct CellEstimate {
   double preparation_s = 0;  // prepare() without the search: primitives, buffers, a worker's start and model
@@ -83,6 +97,7 @@ struct CellEstimate {
 // A framework cell's compile is cut to kWarmCompileFraction where `cache` holds entries of its framework.
 [[nodiscard]] CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, const Device& device,
                                                const MeasureOptions& measure, const EngineConfig& engine,
-                                               const CompileCacheState& cache = {});
+                                               const CompileCacheState& cache = {},
+                                               const AlgorithmCacheState& algorithms = {});
 
 }  // namespace crossbench

@@ -82,7 +82,7 @@ struct FilterTally {
 
 std::vector<PlannedCell> group_cells(const JobOptions& options, const DeviceGroup& group, const std::set<std::string>& done,
                                      const std::map<std::string, Network>& networks, const CompileCacheState& cache,
-                                     FilterTally& tally) {
+                                     const AlgorithmCacheState& algorithms, FilterTally& tally) {
   std::vector<PlannedCell> cells;
   for (const CellSpec& cell : expand_matrix(options.matrix, resolve_engines(options.matrix.engines, group.device.kind),
                                             options.replicas)) {
@@ -95,7 +95,7 @@ std::vector<PlannedCell> group_cells(const JobOptions& options, const DeviceGrou
     planned.cell = cell;
     planned.rank = -1;
     planned.model = model_cell_estimate(networks.at(cell.network), cell, group.device, options.measure, options.engine,
-                                        cache);
+                                        cache, algorithms);
     if (cell.gpus > static_cast<int>(group.ranks.size()) && cell.phase == Phase::training) {
       planned.unrunnable_reason = "data parallel over " + std::to_string(cell.gpus) + " devices needs " +
                                   std::to_string(cell.gpus) + " ranks bound to devices of key '" + group.key +
@@ -184,6 +184,8 @@ Plan make_plan(const JobOptions& options, const std::vector<Device>& rank_device
   for (const auto& name : options.matrix.networks) networks.emplace(name, make_network(name));
   // Read once: every framework cell's compile estimate depends on whether its cache is warm.
   plan.compile_cache = read_compile_cache_state(options.engine.setting("engine.compile_cache"));
+  // And whether a native engine's measured search replays an algorithm cache.
+  plan.algorithm_cache = read_algorithm_cache_state(options.engine.setting("engine.algo_cache"));
 
   // --filter: a filter that selects no cell of the matrix is a mistake, never an empty run
   // (a done cell of a resumed run counts as selected: that run is simply finished).
@@ -193,7 +195,7 @@ Plan make_plan(const JobOptions& options, const std::vector<Device>& rank_device
     if (static_cast<int>(group.ranks.size()) < options.replicas)
       throw UsageError("--replicas " + std::to_string(options.replicas) + " needs at least that many ranks per device, but '" +
                        group.key + "' has " + std::to_string(group.ranks.size()) + " rank(s)");
-    std::vector<PlannedCell> cells = group_cells(options, group, done, networks, plan.compile_cache, tally);
+    std::vector<PlannedCell> cells = group_cells(options, group, done, networks, plan.compile_cache, plan.algorithm_cache, tally);
     if (recorded != nullptr) {
       const auto fits = calibrate_cells(cells, *recorded, options.measure.cell_time_limit_s);
       plan.calibration.insert(plan.calibration.end(), fits.begin(), fits.end());

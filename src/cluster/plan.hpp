@@ -30,6 +30,7 @@ struct Plan {
   std::vector<std::filesystem::path> calibration_cubes;
   std::vector<CalibrationFit> calibration;
   CompileCacheState compile_cache;   // engine.compile_cache as the plan found it (cost_model.hpp)
+  AlgorithmCacheState algorithm_cache;  // engine.algo_cache as the plan found it (cost_model.hpp)
 
   // The cells `rank` takes part in, in the order it runs them: the
   // data-parallel cells of its groups first (in one global order, so that the

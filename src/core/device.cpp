@@ -149,6 +149,10 @@ nlohmann::json to_json(const Device& device) {
           {"key", device.key()}};
 }
 
+std::string measurement_device(const Device& device) {
+  return device.model + " cc=" + device.architecture + " sms=" + std::to_string(device.compute_units);
+}
+
 Device device_from_json(const nlohmann::json& json) {
   try {
     Device device;

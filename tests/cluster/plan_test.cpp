@@ -244,6 +244,49 @@ TEST(CostModel, AWarmCompileCacheShortensItsFrameworksCompiles) {
                    find_cell(cold, "jax", "resnet50", Phase::training).model.search_s);
 }
 
+// A native engine's exhaustive search replays an algorithm cache that holds
+// records for the cell's device (the study's cudnn cells took 0.18 of an
+// estimate that searched every convolution); another device's records do not count.
+TEST(CostModel, AWarmAlgorithmCacheReplaysTheNativeSearch) {
+  const auto& catalog = engine_catalog();
+  const auto cudnn = std::find_if(catalog.begin(), catalog.end(), [](const EngineInfo& e) { return e.name == "cudnn"; });
+  if (cudnn == catalog.end() || !cudnn->built) GTEST_SKIP() << "cudnn is not built into this binary";
+  Device gpu;
+  gpu.kind = DeviceKind::gpu;
+  gpu.model = "NVIDIA H200";
+  gpu.architecture = "90";
+  gpu.compute_units = 132;
+  gpu.memory_bytes = 140LL << 30;
+  gpu.peak_fp32_tflops = 67;
+  EXPECT_EQ(measurement_device(gpu), "NVIDIA H200 cc=90 sms=132");
+  const auto path = std::filesystem::temp_directory_path() / ("plan_test_algorithms_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(path) << R"({"format": "crossbench-algorithm-cache/1", "records": [
+      {"device": "NVIDIA H200 cc=90 sms=132", "signature": "a", "candidates": []},
+      {"device": "NVIDIA H200 cc=90 sms=132", "signature": "b", "candidates": []},
+      {"device": "NVIDIA H100 cc=90 sms=132", "signature": "c", "candidates": []}]})";
+  const AlgorithmCacheState algorithms = read_algorithm_cache_state(path.string());
+  std::filesystem::remove(path);
+  EXPECT_EQ(algorithms.records_for(gpu), 2);
+  EXPECT_EQ(read_algorithm_cache_state(path.string()).records_for(gpu), 0);  // gone: an empty cache
+  EXPECT_EQ(read_algorithm_cache_state("none").file, "none");
+
+  JobOptions options = seed_like_options();
+  options.engine.settings["engine.algo"] = "exhaustive";
+  const Network network = make_network("resnet50");
+  const CellSpec cell{"cudnn", "resnet50", Precision::bf16, 64, Phase::training};
+  const CellEstimate searched = model_cell_estimate(network, cell, gpu, options.measure, options.engine);
+  const CellEstimate replayed = model_cell_estimate(network, cell, gpu, options.measure, options.engine, {}, algorithms);
+  EXPECT_EQ(searched.search_kind, "exhaustive search");
+  EXPECT_GT(searched.search_s, 10);  // 53 convolutions x 3 directions x 0.125 s
+  EXPECT_EQ(replayed.search_s, 0);
+  EXPECT_NE(replayed.search_kind.find("replayed: 2 records for this device"), std::string::npos) << replayed.search_kind;
+  EXPECT_DOUBLE_EQ(replayed.steps_s, searched.steps_s);
+  Device other = gpu;
+  other.model = "NVIDIA A100";
+  EXPECT_EQ(model_cell_estimate(network, cell, other, options.measure, options.engine, {}, algorithms).search_kind,
+            "exhaustive search");
+}
+
 TEST(Plan, CalibrationTakesARecordedPreparationOfTheSameEngineNetworkAndPhase) {
   JobOptions options = framework_options({"googlenet", "resnet50"});
   options.matrix.precisions = {Precision::tf32, Precision::bf16};

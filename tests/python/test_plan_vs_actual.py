@@ -57,3 +57,45 @@ def test_the_compile_state_is_read_from_the_decisions():
     assert plan_vs_actual.compile_state("x compile_cache=/a/b (warm: 3 entries before) y") == "warm"
     assert plan_vs_actual.compile_state("compile_cache=/a (cold: empty before, 412 entries after)") == "cold"
     assert plan_vs_actual.compile_state("recipe=pure-bf16 layout=nhwc") == ""
+
+
+def test_the_compile_found_is_read_from_the_hit_counts():
+    found = plan_vs_actual.compile_found
+    assert found("compile_cache=/c (warm: 9 entries before, 9 after; fx_graph_cache hits=2 misses=0; "
+                 "aot_autograd_cache hits=1 misses=0)") == "hit"
+    assert found("compile_cache=/c (warm: 9 entries before; fx_graph_cache hits=1 misses=1)") == "miss"
+    assert found("compile_cache=/c (warm: 286 entries before; persistent cache hits=1 of 2 compiles)") == "miss"
+    assert found("compile_cache=/c (warm: 286 entries before; persistent cache hits=2 of 2 compiles)") == "hit"
+    assert found("compile_cache=/c (cold: empty before; persistent cache hits=0 of 0 compiles)") == "miss"
+    assert found("recipe=pure-bf16 layout=nhwc") == ""
+
+
+def test_the_estimate_as_found_moves_only_the_compile():
+    cold = {"estimated_s": 70.0, "search_kind": "torch.compile (cold)",
+            "model": {"preparation_s": 8.0, "search_s": 60.0, "steps_s": 2.0}}
+    assert plan_vs_actual.as_found(cold, "miss") == 70.0
+    assert plan_vs_actual.as_found(cold, "hit") == pytest.approx(8 + 15 + 2)
+    assert plan_vs_actual.as_found(cold, "") == 70.0
+    # A planned-warm cell that missed: the cold compile (4x the warm one); a scaled estimate scales it too.
+    warm = {"estimated_s": 35.0, "search_kind": "jax.jit (warm cache)",
+            "model": {"preparation_s": 3.0, "search_s": 3.0, "steps_s": 1.0}}
+    assert plan_vs_actual.as_found(warm, "hit") == 35.0
+    assert plan_vs_actual.as_found(warm, "miss") == pytest.approx(35.0 + (12.0 - 3.0) * 5.0)
+    # A native engine's search is no compile: unchanged.
+    native = {"estimated_s": 20.0, "search_kind": "exhaustive search", "model": {"search_s": 19.0}}
+    assert plan_vs_actual.as_found(native, "hit") == 20.0
+
+
+def test_held_out_leaves_out_recorded_estimates(tmp_path, run_crossbench):
+    job = tmp_path / "job.ini"
+    job.write_text(TINY_JOB)
+    done = run_crossbench("run", "--job", job, "--output", tmp_path / "c.h5")
+    assert done.returncode == 0, done.stderr
+    planned = run_crossbench("plan", "--job", job, "--calibrate", tmp_path / "c.h5", "--json")
+    assert planned.returncode == 0, planned.stderr
+    plan = json.loads(planned.stdout)
+    assert {c["estimate_source"] for c in plan["cells"]} == {"recorded"}
+    rows, _ = plan_vs_actual.compare(plan, [tmp_path / "c.h5"])
+    assert len(rows) == 2
+    rows, missing = plan_vs_actual.compare(plan, [tmp_path / "c.h5"], held_out=True)
+    assert rows == [] and missing == []

@@ -103,3 +103,25 @@ def test_no_cell_left_compiles_nothing(tmp_path, crossbench_binary):
     assert "prewarm: no compiling cell left to measure" in prewarm.stdout, prewarm.stdout
     assert not (tmp_path / "prewarm").exists()
     json.loads(journal.read_text().splitlines()[1].split(" ", 1)[1])  # a real journal was read
+
+
+def plan_cell(engine, network, estimate, search_s=0.0, unsupported=""):
+    return {"engine": engine, "network": network, "precision": "bf16", "batch": 64, "phase": "training",
+            "estimated_s": estimate, "model": {"search_s": search_s}, "unsupported": unsupported}
+
+
+def test_the_run_s_reach_keeps_the_compiling_cells_the_timed_run_starts():
+    # In the scheduler's order (longest estimate first, every engine): jax a starts at 0 s, cudnn b at
+    # 100 - 80 x 0.75 = 40 s, pytorch-compile c at 40 + 50 = 90 s, jax d at 90 + 40 - 0.75 x 20 = 115 s,
+    # jax e at 115 + 30 = 145 s. With run_s 80 (reach 1.5 x 80 = 120 s), e is out of reach.
+    plan = {"cells": [plan_cell("jax", "a", 100.0, 80.0), plan_cell("cudnn", "b", 50.0),
+                      plan_cell("pytorch-compile", "c", 40.0, 20.0), plan_cell("jax", "d", 30.0),
+                      plan_cell("jax", "e", 20.0), plan_cell("jax", "done", 10.0),
+                      plan_cell("cudnn", "f", 1000.0, unsupported="amp-bf16: framework workers only")]}
+    finished = {("jax", "done", "bf16", 64, "training")}
+    assert study_prewarm.WARM_COMPILE_FRACTION == 0.25 and study_prewarm.REACH == 1.5
+    everything = [("jax", "a", "bf16", 64, "training"), ("pytorch-compile", "c", "bf16", 64, "training"),
+                  ("jax", "d", "bf16", 64, "training"), ("jax", "e", "bf16", 64, "training")]
+    assert study_prewarm.select_cells(plan, finished) == everything
+    assert study_prewarm.select_cells(plan, finished, run_s=80.0) == everything[:3]
+    assert study_prewarm.select_cells(plan, finished, run_s=1.0) == everything[:1]  # the first always starts

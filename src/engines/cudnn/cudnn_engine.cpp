@@ -49,7 +49,7 @@ Support element_limit(const Device& device, const CellSpec& cell);
 // SMs) and the libraries that ran them (cuDNN, cuBLAS, CUDA runtime).
 MeasurementContext measurement_context(const Device& device) {
   MeasurementContext context;
-  context.device = device.model + " cc=" + device.architecture + " sms=" + std::to_string(device.compute_units);
+  context.device = measurement_device(device);
   for (const auto& [name, version] : library_versions())
     if (name == "cudnn_version" || name == "cublas_version" || name == "cuda_runtime_version") {
       if (!context.libraries.empty()) context.libraries += ' ';
