@@ -84,6 +84,14 @@ def test_plan_keeps_the_graph_engine_and_cublaslt_configurations():
     assert plan_of(first) != plan_of(other_engine)
     assert plan_of(first) != plan_of(other_tile)
     assert "eng51_k2=0_k13=0_k27=8" in plan_of(first) and "ms" not in plan_of(first)
+    # Since the incumbent is printed as compared (the legacy forward and the epilogue a fused graph saves):
+    # the times go, the names and the "+epilogue" mark stay.
+    fused = ("layer1.0.downsample.conv:fwd=graph(eng4_k24=40 0.149728ms<0.251334ms IMPLICIT_PRECOMP_GEMM "
+             "0.080224ms+epilogue)+bn(folded)+bias+add+relu")
+    refused = fused.replace("0.149728ms<0.251334ms", "0.150112ms<0.250990ms").replace("0.080224ms", "0.079990ms")
+    assert plan_of(fused) == plan_of(refused)
+    assert plan_of(fused) == ("layer1.0.downsample.conv:fwd=graph(eng4_k24=40 IMPLICIT_PRECOMP_GEMM +epilogue)"
+                              "+bn(folded)+bias+add+relu")
 
 
 def test_wall_times_from_the_seed_logs(tmp_path):
