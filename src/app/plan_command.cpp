@@ -46,9 +46,10 @@ std::string estimate_legend(const Plan& plan) {
   if (plan.algorithm_cache.file != "none") {
     text << "  algorithm cache (engine.algo_cache): " << plan.algorithm_cache.file << ": ";
     std::int64_t total = 0;
-    for (const auto& [device, count] : plan.algorithm_cache.records) total += count;
-    text << total << " records; a native engine's exhaustive search on a device it holds records for is estimated "
-            "replayed (no search)\n";
+    for (const auto& [device, batches] : plan.algorithm_cache.records)
+      for (const auto& [batch, count] : batches) total += count;
+    text << total << " records; a native engine's exhaustive search of a cell whose device and batch it holds "
+            "records for is estimated replayed (no search)\n";
   }
   if (plan.calibration_cubes.empty()) return text.str();
   std::string cubes;
@@ -169,7 +170,10 @@ nlohmann::json plan_json(const Plan& plan, int ranks, double cell_time_limit_s) 
   result["compile_cache"] = {{"directory", plan.compile_cache.directory},
                              {"inductor_entries", plan.compile_cache.inductor_entries},
                              {"jax_entries", plan.compile_cache.jax_entries}};
-  result["algorithm_cache"] = {{"file", plan.algorithm_cache.file}, {"records", plan.algorithm_cache.records}};
+  nlohmann::json algorithm_records = nlohmann::json::object();
+  for (const auto& [device, batches] : plan.algorithm_cache.records)
+    for (const auto& [batch, count] : batches) algorithm_records[device][std::to_string(batch)] = count;
+  result["algorithm_cache"] = {{"file", plan.algorithm_cache.file}, {"records_by_batch", algorithm_records}};
   if (!plan.calibration_cubes.empty()) {
     nlohmann::json cubes = nlohmann::json::array(), fits = nlohmann::json::array();
     for (const auto& cube : plan.calibration_cubes) cubes.push_back(cube.string());

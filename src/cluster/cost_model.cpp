@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <string>
 
@@ -74,11 +75,11 @@ void add_preparation(CellEstimate& estimate, const Network& network, const CellS
   estimate.preparation_s = kNativePreparationSeconds;
   if (device.kind == DeviceKind::gpu && engine.setting("engine.algo") == "exhaustive") {
     const int directions = cell.phase == Phase::training ? 3 : 1;  // forward; backward data and filter
-    if (algorithms.records_for(device) > 0) {
+    if (const auto held = algorithms.records_for(device, cell.batch); held > 0) {
       // Replayed: which layers the file lacks is the engine's to know (signatures of its descriptors);
-      // a file that holds this device's records is taken to hold the matrix's (the study's case).
-      estimate.search_kind = "exhaustive search (replayed: " + std::to_string(algorithms.records_for(device)) +
-                             " records for this device in " + algorithms.file + ")";
+      // a file that holds this device's records at this batch is taken to hold the cell's.
+      estimate.search_kind = "exhaustive search (replayed: " + std::to_string(held) + " records for this device at batch " +
+                             std::to_string(cell.batch) + " in " + algorithms.file + ")";
       return;
     }
     estimate.search_s = kSearchSecondsPerConvolution * convolutions(network) * directions;
@@ -144,7 +145,17 @@ std::int64_t CompileCacheState::entries_for(const std::string& engine) const {
 
 std::int64_t AlgorithmCacheState::records_for(const Device& device) const {
   const auto found = records.find(measurement_device(device));
-  return found == records.end() ? 0 : found->second;
+  std::int64_t count = 0;
+  if (found != records.end())
+    for (const auto& [batch, records_at_batch] : found->second) count += records_at_batch;
+  return count;
+}
+
+std::int64_t AlgorithmCacheState::records_for(const Device& device, std::int64_t batch) const {
+  const auto found = records.find(measurement_device(device));
+  if (found == records.end()) return 0;
+  const auto at = found->second.find(batch);
+  return at == found->second.end() ? 0 : at->second;
 }
 
 AlgorithmCacheState read_algorithm_cache_state(const std::string& setting) {
@@ -155,9 +166,16 @@ AlgorithmCacheState read_algorithm_cache_state(const std::string& setting) {
   if (!file) return state;
   const auto json = nlohmann::json::parse(file, nullptr, false);
   if (json.is_discarded() || !json.is_object() || !json.contains("records") || !json["records"].is_array()) return state;
-  for (const auto& record : json["records"])
-    if (record.is_object() && record.contains("device") && record["device"].is_string())
-      ++state.records[record["device"].get<std::string>()];
+  // "... x=bf16[64,16,14,14/...] ..." (a forward or filter search) or "dx=..." (backward data).
+  static const std::regex input_batch(R"((?:^|[ .])d?x=[A-Za-z0-9]+\[(\d+),)");
+  for (const auto& record : json["records"]) {
+    if (!record.is_object() || !record.contains("device") || !record["device"].is_string()) continue;
+    std::int64_t batch = 0;
+    std::smatch match;
+    const std::string signature = record.value("signature", "");
+    if (std::regex_search(signature, match, input_batch)) batch = std::stoll(match[1].str());
+    ++state.records[record["device"].get<std::string>()][batch];
+  }
   return state;
 }
 

@@ -66,11 +66,16 @@ struct CompileCacheState {
 // engine.algo_cache as the plan finds it: a native GPU engine with algo =
 // exhaustive replays the records the file holds for the cell's device and
 // searches only the rest, so a warm file costs no search (the H200 study's
-// cudnn cells took 0.18 of an estimate that searched every convolution).
+// cudnn cells took 0.18 of an estimate that searched every convolution). A
+// cell counts as replayed where the file holds records of its device at its
+// batch (the layers' signatures are the engine's to build, not the plan's).
 struct AlgorithmCacheState {
-  std::string file = "none";                   // none: no file, every search measured
-  std::map<std::string, std::int64_t> records;  // per measurement_device() text
+  std::string file = "none";  // none: no file, every search measured
+  // Records per measurement_device() text and batch (the first dimension of the signature's input
+  // tensor, x= or dx=; 0 where the signature names none, e.g. a cuBLASLt record).
+  std::map<std::string, std::map<std::int64_t, std::int64_t>> records;
   [[nodiscard]] std::int64_t records_for(const Device& device) const;
+  [[nodiscard]] std::int64_t records_for(const Device& device, std::int64_t batch) const;
 };
 // Reads the file's records per device; a missing or unreadable file is an
 // empty cache (the run, not the plan, names a malformed one).

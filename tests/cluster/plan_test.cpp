@@ -261,12 +261,18 @@ TEST(CostModel, AWarmAlgorithmCacheReplaysTheNativeSearch) {
   EXPECT_EQ(measurement_device(gpu), "NVIDIA H200 cc=90 sms=132");
   const auto path = std::filesystem::temp_directory_path() / ("plan_test_algorithms_" + std::to_string(::getpid()) + ".json");
   std::ofstream(path) << R"({"format": "crossbench-algorithm-cache/1", "records": [
-      {"device": "NVIDIA H200 cc=90 sms=132", "signature": "a", "candidates": []},
-      {"device": "NVIDIA H200 cc=90 sms=132", "signature": "b", "candidates": []},
-      {"device": "NVIDIA H100 cc=90 sms=132", "signature": "c", "candidates": []}]})";
+      {"device": "NVIDIA H200 cc=90 sms=132", "signature": "forward x=bf16[64,3,224,224/150528,1,672,3] w=bf16", "candidates": []},
+      {"device": "NVIDIA H200 cc=90 sms=132", "signature": "agreement.dx=bf16[64,64,56,56/1,2,3,4] w=bf16", "candidates": []},
+      {"device": "NVIDIA H200 cc=90 sms=132", "signature": "forward x=f32[8,3,224,224/1,2,3,4]", "candidates": []},
+      {"device": "NVIDIA H200 cc=90 sms=132", "signature": "gemm m=4096", "candidates": []},
+      {"device": "NVIDIA H100 cc=90 sms=132", "signature": "forward x=bf16[64,3,224,224/1,2,3,4]", "candidates": []}]})";
   const AlgorithmCacheState algorithms = read_algorithm_cache_state(path.string());
   std::filesystem::remove(path);
-  EXPECT_EQ(algorithms.records_for(gpu), 2);
+  EXPECT_EQ(algorithms.records_for(gpu), 4);
+  EXPECT_EQ(algorithms.records_for(gpu, 64), 2);
+  EXPECT_EQ(algorithms.records_for(gpu, 8), 1);
+  EXPECT_EQ(algorithms.records_for(gpu, 0), 1);  // a record whose signature names no input tensor
+  EXPECT_EQ(algorithms.records_for(gpu, 256), 0);
   EXPECT_EQ(read_algorithm_cache_state(path.string()).records_for(gpu), 0);  // gone: an empty cache
   EXPECT_EQ(read_algorithm_cache_state("none").file, "none");
 
@@ -279,8 +285,14 @@ TEST(CostModel, AWarmAlgorithmCacheReplaysTheNativeSearch) {
   EXPECT_EQ(searched.search_kind, "exhaustive search");
   EXPECT_GT(searched.search_s, 10);  // 53 convolutions x 3 directions x 0.125 s
   EXPECT_EQ(replayed.search_s, 0);
-  EXPECT_NE(replayed.search_kind.find("replayed: 2 records for this device"), std::string::npos) << replayed.search_kind;
+  EXPECT_NE(replayed.search_kind.find("replayed: 2 records for this device at batch 64"), std::string::npos)
+      << replayed.search_kind;
   EXPECT_DOUBLE_EQ(replayed.steps_s, searched.steps_s);
+  // A batch the file holds no record of is searched (a batch sweep's new sizes).
+  CellSpec larger = cell;
+  larger.batch = 256;
+  EXPECT_EQ(model_cell_estimate(network, larger, gpu, options.measure, options.engine, {}, algorithms).search_kind,
+            "exhaustive search");
   Device other = gpu;
   other.model = "NVIDIA A100";
   EXPECT_EQ(model_cell_estimate(network, cell, other, options.measure, options.engine, {}, algorithms).search_kind,
