@@ -67,7 +67,7 @@
 #             STUDY_NAME (study) names the cube and log: e.g. STUDY_NAME=autotune STUDY_ENGINES=pytorch-compile
 #             STUDY_ARGS="--set engine.compile_mode=max-autotune" STUDY_PRECISIONS=fp32,tf32,bf16 for issue 24's
 #             max-autotune cells (bench/study_beside.py table study.h5 --extra max-autotune=autotune.h5)
-#   studysweep issue 29's figure 2: resnet50, vgg11, alexnet ($SWEEP_NETWORKS) in tf32 and bf16, batch 1 to
+#   studysweep issue 29's figure 2 (STUDY_PREWARM_S as for study): resnet50, vgg11, alexnet ($SWEEP_NETWORKS) in tf32 and bf16, batch 1 to
 #             the OOM boundary ($SWEEP_BATCHES, default 1 .. 8192 in powers of 2), both phases, cudnn and
 #             pytorch-compile; cube sweep.h5 in $STUDY_DIR, resumable like `study`
 #   layerdiag the cudnn cells where the yardstick trails a framework, with every layer's time
@@ -460,7 +460,8 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
       # STUDY_PREWARM_S (default 0: off) > 0: first compile the next framework cells side by side
       # (bench/study_prewarm.py, $STUDY_PREWARM_PROCS processes, 3) into the compile cache for that many
       # seconds of the stage, so that the timed run finds them warm; their cubes in $OUT/$name/prewarm.
-      if [ "$stage" = study ] && [ "${STUDY_PREWARM_S:-0}" -gt 0 ]; then
+      # Both stages: the sweep's pytorch-compile cells compile once per batch size (168 of its 336 cells).
+      if [ "${STUDY_PREWARM_S:-0}" -gt 0 ]; then
         # Only the cells the timed run can reach in what the stage leaves it (study_prewarm.py --run-s).
         run_s=$((TLIMIT - beside_s - STUDY_PREWARM_S - (SECONDS - stage_start)))
         reach=()
