@@ -109,6 +109,14 @@ ResumeState agree_on_resume(const RunOptions& options, const MpiSession& mpi, co
       std::vector<EngineScopedChange> scoped;
       const std::string mismatch =
           refused_salvage.empty() ? header.mismatch(journal.header, options.allow_new_devices, &scoped) : "";
+      // A change that scopes only engines this run's matrix does not name (a JAX setting in a run of
+      // the native engines) changes none of its numbers: no difference at all.
+      std::erase_if(scoped, [&](const EngineScopedChange& change) {
+        return std::none_of(change.engines.begin(), change.engines.end(), [&](const std::string& engine) {
+          return std::find(options.matrix.engines.begin(), options.matrix.engines.end(), engine) !=
+                 options.matrix.engines.end();
+        });
+      });
       std::set<std::string> rerun_engines;
       const std::string scoped_text = describe_changes(scoped, rerun_engines);
       std::vector<RunSegment> segments = segments_from_records(journal.segment_records);

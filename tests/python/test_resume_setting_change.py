@@ -92,3 +92,27 @@ def test_the_flag_applies_to_resume_only(run_crossbench, tmp_path):
                           "--output", tmp_path / "x.h5")
     assert done.returncode == 2
     assert "--allow-setting-change applies to --resume only" in done.stderr
+
+
+def test_a_setting_of_an_engine_the_run_does_not_measure_is_no_difference(run_crossbench, tmp_path):
+    def native(timing, *extra):
+        return run_crossbench("run", "--set", "matrix.engines=auto", "--set", "matrix.networks=alexnet",
+                              "--set", "matrix.precisions=fp32", "--set", "matrix.batches=1",
+                              "--set", "matrix.phases=inference", "--set", "measure.warmup=1",
+                              "--set", "measure.min_steps=2", "--set", "measure.max_steps=2",
+                              "--set", f"engine.jax_timing={timing}", "--quiet", *extra,
+                              "--output", tmp_path / "native.h5")
+    first = native("host")
+    assert first.returncode == 0, first.stderr
+    # No jax cell in the matrix: the changed JAX clock is no difference, and nothing is superseded.
+    resumed = native("device-paced", "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert not pathlib.Path(str(tmp_path / "native.h5") + ".journal.superseded").exists()
+    # A setting of every engine still refuses.
+    refused = run_crossbench("run", "--set", "matrix.engines=auto", "--set", "matrix.networks=alexnet",
+                             "--set", "matrix.precisions=fp32", "--set", "matrix.batches=1",
+                             "--set", "matrix.phases=inference", "--set", "measure.warmup=2",
+                             "--set", "measure.min_steps=2", "--set", "measure.max_steps=2",
+                             "--set", "engine.jax_timing=host", "--resume", "--quiet",
+                             "--output", tmp_path / "native.h5")
+    assert refused.returncode == 2 and "measure.warmup" in refused.stderr, refused.stderr
