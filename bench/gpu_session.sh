@@ -64,6 +64,8 @@
 #             STUDY_PREWARM_S=150 first compiles the next framework cells side by side for that long
 #             at most (only those the timed run can reach in the rest of the stage)
 #             (bench/study_prewarm.py, $STUDY_PREWARM_PROCS processes) so that the timed run compiles warm;
+#             STUDY_WAIT_FILE=F: the timed run waits until F exists (a GPU job beside the prewarm, such as
+#             `(bash bench/gpu_session.sh tests; touch F) &`, must not share the GPU with a timed cell);
 #             STUDY_NAME (study) names the cube and log: e.g. STUDY_NAME=autotune STUDY_ENGINES=pytorch-compile
 #             STUDY_ARGS="--set engine.compile_mode=max-autotune" STUDY_PRECISIONS=fp32,tf32,bf16 for issue 24's
 #             max-autotune cells (bench/study_beside.py table study.h5 --extra max-autotune=autotune.h5)
@@ -470,6 +472,13 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
           --processes "${STUDY_PREWARM_PROCS:-3}" --budget-s "$STUDY_PREWARM_S" "${reach[@]}" -- $CB run "${matrix[@]}" \
           --set "workers.pytorch=$pytorch_worker" --set "workers.pytorch-compile=$pytorch_worker --compile" \
           --set "workers.jax=$jax_worker" ${STUDY_ARGS:-} 2>&1 | tee -a "$dir/$name.log"
+      fi
+      # STUDY_WAIT_FILE: a GPU job that is not timed (the `tests` stage) may run beside the prewarm, whose
+      # compiles are not timed either; the timed run starts only once that job has created this file
+      # (or the stage's time is up), so nothing shares the GPU with a timed cell.
+      if [ -n "${STUDY_WAIT_FILE:-}" ]; then
+        while [ ! -e "$STUDY_WAIT_FILE" ] && [ $((SECONDS - stage_start)) -lt $((TLIMIT - beside_s)) ]; do sleep 1; done
+        echo "$name: waited $((SECONDS - stage_start)) s of the stage for $STUDY_WAIT_FILE" | tee -a "$dir/$name.log"
       fi
       study_limit=$((TLIMIT - beside_s - (SECONDS - stage_start)))
       [ "$study_limit" -lt 1 ] && study_limit=1  # timeout 0 would mean no limit at all

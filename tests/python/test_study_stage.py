@@ -159,3 +159,28 @@ def test_the_prewarm_compiles_the_next_cells_and_the_timed_run_finds_them_warm(t
     assert len(table) == 2 and set(table["status"]) == {"ok"}
     for decisions in table["decisions"]:
         assert "compile_cache=" in decisions and "(warm:" in decisions, decisions
+
+
+def test_the_timed_run_waits_for_the_job_beside_the_prewarm(tmp_path, crossbench_binary):
+    """STUDY_WAIT_FILE: a GPU job that is not timed (the `tests` stage) runs beside the prewarm; the timed run
+    starts only once that job has created the file, so no timed cell shares the GPU with it."""
+    import time
+    study = tmp_path / "tree" / "study"
+    flag = tmp_path / "tests.done"
+    beside = subprocess.Popen(["bash", "-c", f"sleep 4; date +%s.%N > {flag}"])
+    started = time.time()
+    done = stage(tmp_path, crossbench_binary, study, STUDY_ENGINES="cudnn", STUDY_NETWORKS="alexnet",
+                 STUDY_PRECISIONS="fp32", STUDY_WAIT_FILE=str(flag))
+    beside.wait()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "study: waited" in done.stdout and f"for {flag}" in done.stdout, done.stdout
+    assert "study: complete" in done.stdout, done.stdout
+    created = float(flag.read_text())
+    journal = (study / "study.h5.journal").read_text().splitlines()
+    segment = next(json.loads(line.split(" ", 1)[1]) for line in journal[1:]
+                   if json.loads(line.split(" ", 1)[1]).get("type") == "segment")
+    assert created >= started + 3
+    # The run segment began after the job beside the prewarm had finished.
+    from datetime import datetime
+    began = datetime.fromisoformat(segment["attributes"]["started"].replace("Z", "+00:00")).timestamp()
+    assert began >= created - 0.5, (began, created)
