@@ -37,7 +37,8 @@ cold.
 
 Each variant's standalone cells run in a child process of their own (a framework's CUDA
 context and allocator never share the GPU with another's); results are printed and written
-(--out) after every variant, so a stage cut short by its time limit keeps what it measured.
+(--out) after every cell (every variant with --shared-process), so a stage cut short by its time
+limit keeps what it measured. Each cell runs through crossbench in a cube of its own (--work-dir).
 """
 import argparse
 import json
@@ -337,13 +338,15 @@ def standalone_child(args, variant, cells):
     return rows
 
 
-def crossbench_rows(args, variant):
-    """The same cells through crossbench: one run of the variant's engine; {(network, precision, phase): row}."""
+def crossbench_rows(args, variant, cell=None):
+    """The same cells through crossbench: one run of the variant's engine; {(network, precision, phase): row}.
+    With `cell` (network, precision, phase), that cell alone (--filter), in a cube of its own."""
     sys.path.insert(0, str(REPO / "bench"))
     import cube_cells
 
     engine, settings = VARIANTS[variant]
-    cube = pathlib.Path(args.work_dir) / f"crossbench-{variant}.h5"
+    name = f"crossbench-{variant}" + ("" if cell is None else "-" + "-".join(cell))
+    cube = pathlib.Path(args.work_dir) / f"{name}.h5"
     for leftover in (cube, pathlib.Path(str(cube) + ".journal"), pathlib.Path(str(cube) + ".lock")):
         leftover.unlink(missing_ok=True)
     python = args.python
@@ -361,6 +364,9 @@ def crossbench_rows(args, variant):
     for setting in settings:
         command += ["--set", setting]
     command += ["--set", f"engine.worker_per_cell={'false' if args.shared_process else 'true'}"]
+    if cell is not None:
+        network, precision, phase = cell
+        command += ["--filter", f"^{engine}/{network}/{precision}/b{args.batch}/{phase}/"]
     started = time.time()
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
@@ -466,19 +472,30 @@ def main():
             subprocess.run(args.crossbench.split() + ["export-network", network, "--output", str(path)], check=True,
                            stdout=subprocess.DEVNULL)
     rows = []
-    for variant in args.variants.split(","):
-        print(f"=== {variant} {time.strftime('%H:%M:%S')}", flush=True)
-        # crossbench first: the standalone loop then runs its cells in crossbench's order.
-        theirs, order = crossbench_rows(args, variant)
-        mine = standalone_rows(args, variant, order)
+
+    def record(variant, theirs, mine):
         for key, row in mine.items():
             rows.append(dict(network=key[0], precision=key[1], phase=key[2], variant=variant,
                              standalone_ms=row["median_ms"], standalone_status=row["status"],
                              compile_s=row.get("compile_s"), compile_cache=row.get("compile_cache"),
                              crossbench_ms=theirs.get(key, {}).get("median_ms", math.nan)))
-        print_table(rows)
         if args.out:
             pathlib.Path(args.out).write_text(json.dumps(rows, indent=1, allow_nan=True))
+
+    for variant in args.variants.split(","):
+        print(f"=== {variant} {time.strftime('%H:%M:%S')}", flush=True)
+        if args.shared_process:
+            # One crossbench run first: the standalone process then runs its cells in crossbench's order.
+            theirs, order = crossbench_rows(args, variant)
+            record(variant, theirs, standalone_rows(args, variant, order))
+        else:
+            # Cell by cell, crossbench then its standalone loop, the JSON rewritten after each pair: a stage
+            # cut short by its time limit keeps every pair it finished (a whole variant took longer than a
+            # device call's stage: call 29 came back with nothing).
+            for cell in cells_of(args):
+                theirs, _ = crossbench_rows(args, variant, cell)
+                record(variant, theirs, standalone_child(args, variant, [cell]))
+        print_table(rows)
 
 
 if __name__ == "__main__":

@@ -64,8 +64,9 @@
 #             STUDY_PREWARM_S=150 first compiles the next framework cells side by side for that long
 #             at most (only those the timed run can reach in the rest of the stage)
 #             (bench/study_prewarm.py, $STUDY_PREWARM_PROCS processes) so that the timed run compiles warm;
-#             STUDY_WAIT_FILE=F: the timed run waits until F exists (a GPU job beside the prewarm, such as
-#             `(bash bench/gpu_session.sh tests; touch F) &`, must not share the GPU with a timed cell);
+#             STUDY_WAIT_FILE=F: the timed run waits until F exists (a GPU job beside the prewarm must not
+#             share the GPU with a timed cell; it must not need the GPU's memory to itself either: the engine
+#             suite's exact-memory test failed beside the prewarm in call 27, so run `tests` alone);
 #             STUDY_NAME (study) names the cube and log: e.g. STUDY_NAME=autotune STUDY_ENGINES=pytorch-compile
 #             STUDY_ARGS="--set engine.compile_mode=max-autotune" STUDY_PRECISIONS=fp32,tf32,bf16 for issue 24's
 #             max-autotune cells (bench/study_beside.py table study.h5 --extra max-autotune=autotune.h5)
@@ -341,11 +342,14 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
         nsys stats --report nvtx_sum --format csv "$OUT/nvtx.nsys-rep" 2>&1 | tee "$OUT/nvtx_sum.csv" | cut -c1-200 | head -30
       fi ;;
     frameworks)
-      timeout "$TLIMIT" python3 bench/gpu_framework_overhead.py --crossbench "$CB" \
+      # Cell by cell (crossbench, then its standalone loop): frameworks.json and each cell's cube (in
+      # $OUT/frameworks) hold every pair finished before the limit.
+      timeout "$TLIMIT" python3 -u bench/gpu_framework_overhead.py --crossbench "$CB" --work-dir "$OUT/frameworks" \
+        --compile-cache "${FW_COMPILE_CACHE:-/tmp/crossbench-frameworks-cache}" \
         --variants "${FW_VARIANTS:-eager,reduce-overhead,jax}" --networks "${FW_NETWORKS:-resnet50}" \
         --precisions "${FW_PRECISIONS:-tf32,bf16}" --phases "${FW_PHASES:-inference,training}" \
         --steps "${FW_STEPS:-100}" --warmup "$WARMUP" --out "$OUT/frameworks.json" 2>&1 |
-        grep -v Warning | tee "$OUT/frameworks.log" | tail -60 ;;
+        grep --line-buffered -v Warning | tee "$OUT/frameworks.log" | tail -60 ;;
     jaxevents)
       # $CROSSBENCH_BUILD_DIR as the tests read it: the bundle's binary (through .bundle/run) and library.
       wrapper_dir=$(mktemp -d)
@@ -473,7 +477,7 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
           --set "workers.pytorch=$pytorch_worker" --set "workers.pytorch-compile=$pytorch_worker --compile" \
           --set "workers.jax=$jax_worker" ${STUDY_ARGS:-} 2>&1 | tee -a "$dir/$name.log"
       fi
-      # STUDY_WAIT_FILE: a GPU job that is not timed (the `tests` stage) may run beside the prewarm, whose
+      # STUDY_WAIT_FILE: a GPU job that is not timed (and needs no exclusive device memory) may run beside the prewarm, whose
       # compiles are not timed either; the timed run starts only once that job has created this file
       # (or the stage's time is up), so nothing shares the GPU with a timed cell.
       if [ -n "${STUDY_WAIT_FILE:-}" ]; then

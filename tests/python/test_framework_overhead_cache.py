@@ -43,3 +43,38 @@ def test_the_standalone_jax_loop_compiles_from_the_shared_cache(tmp_path, jax_in
     # Off: every compile cold, and the row says so.
     off = standalone_jax_row(jax_interpreter, graphs, "none")
     assert off["status"] == "ok" and "compile_cache=none" in off["compile_cache"], off["compile_cache"]
+
+
+def test_each_cell_is_paired_and_written_before_the_next_so_a_stage_cut_short_keeps_it(
+        tmp_path, jax_interpreter, crossbench_binary):
+    """The orchestrator runs cell by cell, crossbench then its standalone loop, and rewrites --out after each
+    pair: killed in its second cell (as a device stage's time limit does), it has kept the first pair."""
+    import os
+    import signal
+    import time
+
+    out = tmp_path / "frameworks.json"
+    command = [jax_interpreter, "-u", str(REPO / "bench" / "gpu_framework_overhead.py"), "--variants", "jax",
+               "--networks", "alexnet", "--precisions", "fp32", "--phases", "inference,training", "--batch", "1",
+               "--warmup", "1", "--steps", "2", "--crossbench", str(crossbench_binary), "--python", jax_interpreter,
+               "--graphs-dir", str(tmp_path / "graphs"), "--work-dir", str(tmp_path / "work"), "--out", str(out)]
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    with subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          start_new_session=True) as orchestrator:
+        deadline = time.time() + 400
+        rows = []
+        while time.time() < deadline and orchestrator.poll() is None:
+            if out.exists():
+                rows = json.loads(out.read_text())
+                if rows:
+                    break
+            time.sleep(0.2)
+        os.killpg(orchestrator.pid, signal.SIGKILL)
+        log = orchestrator.stdout.read()
+    assert len(rows) == 1, log
+    row = rows[0]
+    assert (row["network"], row["precision"], row["phase"], row["variant"]) == ("alexnet", "fp32", "inference", "jax")
+    assert row["standalone_status"] == "ok" and row["standalone_ms"] > 0, row
+    assert row["crossbench_ms"] > 0, (row, log)  # a number, not NaN: the pair is complete
+    # The first cell's crossbench cube is its own (the evidence the stage brings back).
+    assert (tmp_path / "work" / "crossbench-jax-alexnet-fp32-inference.h5").exists(), log

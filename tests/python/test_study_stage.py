@@ -162,7 +162,7 @@ def test_the_prewarm_compiles_the_next_cells_and_the_timed_run_finds_them_warm(t
 
 
 def test_the_timed_run_waits_for_the_job_beside_the_prewarm(tmp_path, crossbench_binary):
-    """STUDY_WAIT_FILE: a GPU job that is not timed (the `tests` stage) runs beside the prewarm; the timed run
+    """STUDY_WAIT_FILE: a GPU job that is not timed runs beside the prewarm; the timed run
     starts only once that job has created the file, so no timed cell shares the GPU with it."""
     import time
     study = tmp_path / "tree" / "study"
