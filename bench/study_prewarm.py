@@ -54,6 +54,20 @@ REPLACED_FLAGS = ("--output", "--compile-cache", "--algo-cache", "--stop-grace-s
 REPLACED_BARE = ("--resume", "--allow-build-change", "--allow-setting-change")
 
 
+# JAX preallocates 75% of the GPU's memory per process by default: four prewarm processes with a JAX
+# cell each held all but 356 MiB of the H200's 140 GiB (call 31), and the GPU tests beside them failed
+# to allocate. The prewarm's cells are untimed (they fill the compile cache), so their workers
+# allocate on demand; the timed run keeps JAX's default. A value the caller set is kept.
+PREWARM_ENVIRONMENT = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+
+
+def prewarm_environment():
+    environment = dict(os.environ)
+    for name, value in PREWARM_ENVIRONMENT.items():
+        environment.setdefault(name, value)
+    return environment
+
+
 def finished_cells(journal):
     """(engine, network, precision, batch, phase) of every cell the journal holds a result for
     (any status but not_run: what --resume does not run again)."""
@@ -176,10 +190,11 @@ def main(argv=None):
             "--filter", cell_filter(share), "--compile-cache", args.cache, "--stop-grace-s", "1",
             "--output", str(out / f"prewarm_{k}.h5")]
         log.write(shlex.join(process_command) + "\n")
+        log.write("environment: " + " ".join(f"{name}={value}" for name, value in PREWARM_ENVIRONMENT.items()) + "\n")
         log.flush()
         # A session (process group) of its own: its workers go with it at the end, whatever happens.
         processes.append((k, share, log, subprocess.Popen(process_command, stdout=log, stderr=subprocess.STDOUT,
-                                                          start_new_session=True)))
+                                                          env=prewarm_environment(), start_new_session=True)))
     reach = "" if args.run_s is None else f" within the timed run's reach ({args.run_s:.0f} s)"
     print(f"prewarm: {len(cells)} compiling cells left{reach}; {len(processes)} processes, {args.budget_s:.0f} s; first: "
           + ", ".join("/".join(map(str, key)) for key in cells[:len(processes)]))

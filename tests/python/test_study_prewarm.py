@@ -74,6 +74,8 @@ def test_the_prewarm_compiles_what_the_journal_has_not_measured_and_the_run_find
     assert "prewarm: 1 cells compiled ahead" in prewarm.stdout, prewarm.stdout
     cubes = sorted((tmp_path / "prewarm").glob("prewarm_*.h5"))
     assert [c.name for c in cubes] == ["prewarm_0.h5"]
+    # Its processes' JAX workers allocate on demand: a GPU job beside the prewarm keeps its memory.
+    assert "environment: XLA_PYTHON_CLIENT_PREALLOCATE=false" in (tmp_path / "prewarm" / "prewarm_0.log").read_text()
     (engine, batch, decisions), = decisions_of(cubes[0])  # the jax cell at batch 2 alone, not cudnn's
     assert (engine, batch) == ("jax", 2) and "cold: empty before" in decisions, decisions
     # The timed run that follows: its one new jax cell compiles warm from what the prewarm left.
@@ -125,3 +127,12 @@ def test_the_run_s_reach_keeps_the_compiling_cells_the_timed_run_starts():
     assert study_prewarm.select_cells(plan, finished) == everything
     assert study_prewarm.select_cells(plan, finished, run_s=80.0) == everything[:3]
     assert study_prewarm.select_cells(plan, finished, run_s=1.0) == everything[:1]  # the first always starts
+
+
+def test_the_prewarm_workers_allocate_on_demand_unless_the_caller_chose(monkeypatch):
+    monkeypatch.delenv("XLA_PYTHON_CLIENT_PREALLOCATE", raising=False)
+    assert study_prewarm.prewarm_environment()["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "true")
+    assert study_prewarm.prewarm_environment()["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"
+    monkeypatch.setenv("PATH", "/a/b")
+    assert study_prewarm.prewarm_environment()["PATH"] == "/a/b"
