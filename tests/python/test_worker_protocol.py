@@ -136,6 +136,21 @@ def test_the_runner_decides_the_batches_and_when_to_stop(run_crossbench, tmp_pat
     assert "stopped by max_steps after 17 steps" in cell["message"], cell["message"]
 
 
+@pytest.mark.parametrize("worker_per_cell", ["true", "false"])
+def test_a_worker_that_ends_with_its_cell_is_not_asked_to_release_it(run_crossbench, tmp_path, worker_per_cell):
+    # Its exit frees everything; a release first would only add the framework's teardown to the cell's wall.
+    # A worker that serves the next cell (engine.worker_per_cell = false) releases each cell.
+    record = tmp_path / "requests.jsonl"
+    cells = run_cells(run_crossbench, tmp_path, engines="recording", precisions="fp32",
+                      workers=f"recording = {PYTHON} -u {RECORDING} --record {record}",
+                      measure=f"warmup = 1\nmin_steps = 2\nmax_steps = 2\n[engine]\nworker_per_cell = {worker_per_cell}\n"
+                              "[measure]\n")
+    assert cells[("recording", "fp32")]["status"] == "ok", cells[("recording", "fp32")]["message"]
+    requests = [json.loads(line) for line in record.read_text().splitlines()]
+    released = [{"release": True}] if worker_per_cell == "false" else []
+    assert requests == [{"count": 1, "warmup": True}, {"count": 2, "warmup": False}] + released
+
+
 def test_amp_precisions_run_in_pytorch_and_are_unsupported_in_onednn(run_crossbench, tmp_path):
     cells = run_cells(run_crossbench, tmp_path, engines="onednn, pytorch", precisions="amp-bf16, amp-fp16",
                       workers="", measure="warmup = 1\nmin_steps = 2\nmax_steps = 2\n")

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The real PyTorch worker (src/workers/pytorch/worker.py), which also appends every
-`steps` request it gets to a file as one JSON line {"count", "warmup"}: the tests
+`steps` request it gets to a file as one JSON line {"count", "warmup"} (and each `release` as
+{"release": true}): the tests
 read back the batches the Runner asked for (tests/python/test_worker_protocol.py).
 With --settings, it appends every `prepare` request's `settings` object to another
 file (tests/python/test_worker_settings.py).
@@ -38,6 +39,14 @@ class RecordingAdapter(PytorchAdapter):
             return original_run_steps(count, time_limit_s, warmup)
 
         session.run_steps = recorded_run_steps
+        original_release = session.release
+
+        def recorded_release():
+            with open(self.record, "a", encoding="utf-8") as log:
+                log.write(json.dumps({"release": True}) + "\n")
+            original_release()
+
+        session.release = recorded_release
         return session
 
 

@@ -225,10 +225,16 @@ class WorkerEngine final : public Engine {
 };
 
 WorkerSession::~WorkerSession() {
-  try {
-    engine_.exchange(json{{"protocol", kWorkerProtocol}, {"type", "release"}}, "released", after(grace_seconds(engine_.settings().timeout_s)));
-  } catch (const std::exception&) {
-    // The worker was discarded (and will be restarted); nothing else to free.
+  // A worker that ends with its cell (engine.worker_per_cell) frees everything by ending: asking it to
+  // release first would only add the framework's teardown (torch._dynamo.reset() and a collection of
+  // the compiled graphs) to every cell's wall time. A worker that serves the next cell releases this one.
+  if (!engine_.settings().process_per_cell) {
+    try {
+      engine_.exchange(json{{"protocol", kWorkerProtocol}, {"type", "release"}}, "released",
+                       after(grace_seconds(engine_.settings().timeout_s)));
+    } catch (const std::exception&) {
+      // The worker was discarded (and will be restarted); nothing else to free.
+    }
   }
   engine_.end_of_cell();
 }

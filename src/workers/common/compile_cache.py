@@ -10,12 +10,11 @@ A cache only shortens the untimed compile in ``prepare``: the timed steps run th
 code either way. Each cell's ``decisions`` says which cache it used and whether it was cold (empty)
 or warm (``entries`` files before the compile), and how many it held after.
 """
-import atexit
 import os
 import shutil
 import tempfile
 
-from common.protocol import WorkerError
+from common.protocol import WorkerError, on_exit
 
 SETTING = "engine.compile_cache"
 NONE = "none"
@@ -51,7 +50,8 @@ def process_scratch_directory(prefix):
     global _scratch
     if _scratch is None:
         _scratch = tempfile.mkdtemp(prefix=prefix)
-        atexit.register(shutil.rmtree, _scratch, True)
+        directory = _scratch
+        on_exit(lambda: shutil.rmtree(directory, True))
     return _scratch
 
 
