@@ -17,7 +17,7 @@ directory holds entries or not); a run that prewarms some cells (bench/study_pre
 some cells' compiles in the cache and not others'. This compares each framework cell with the
 estimate for the state its compile found, from the hit counts in its decisions (pytorch-compile:
 fx_graph_cache misses=0; jax: every compile a persistent-cache hit): a hit costs
-WARM_COMPILE_FRACTION of the plan's cold compile, a miss the cold one. --held-out leaves out the
+warm_compile_seconds() of the plan's cold compile (a quarter, at least 4.5 s), a miss the cold one. --held-out leaves out the
 cells whose estimate a --calibrate cube recorded (they predict themselves).
 
 h5py, not the analysis package: like the other bench scripts it must run on the GPU machine too.
@@ -37,6 +37,13 @@ TORCH_HITS = re.compile(r"fx_graph_cache hits=(\d+) misses=(\d+)")
 JAX_HITS = re.compile(r"persistent cache hits=(\d+) of (\d+) compiles")
 # A compile the cache holds costs this fraction of a cold one (src/cluster/cost_model.hpp, kWarmCompileFraction).
 WARM_COMPILE_FRACTION = 0.25
+WARM_COMPILE_FLOOR_S = 4.5  # cost_model.hpp: kWarmCompileFloorSeconds
+
+
+def warm_compile_seconds(cold_s):
+    """cost_model.cpp's warm_compile_seconds(): a quarter of the cold compile, at least the floor, at most cold."""
+    return min(cold_s, max(WARM_COMPILE_FLOOR_S, cold_s * WARM_COMPILE_FRACTION))
+
 
 
 def _text(value):
@@ -80,7 +87,7 @@ def compile_found(decisions):
 
 def as_found(cell, found):
     """The plan's estimate of `cell` [s] for the compile state the run found ("hit" / "miss"): its
-    compile (model search_s, scaled as the estimate is) at WARM_COMPILE_FRACTION of cold on a hit."""
+    compile (model search_s, scaled as the estimate is) at warm_compile_seconds() of cold on a hit."""
     estimate = float(cell["estimated_s"])
     model = cell.get("model") or {}
     search_s = float(model.get("search_s") or 0.0)
@@ -90,8 +97,10 @@ def as_found(cell, found):
     total = sum(float(model.get(k) or 0.0) for k in ("preparation_s", "search_s", "steps_s"))
     scale = estimate / total if total > 0 else 1.0
     planned_warm = "(warm cache)" in kind
-    cold_s = search_s / WARM_COMPILE_FRACTION if planned_warm else search_s
-    found_s = cold_s * WARM_COMPILE_FRACTION if found == "hit" else cold_s
+    cold_s = float(model.get("cold_compile_s") or 0.0)  # plans from 2026-12-03 on say it
+    if cold_s <= 0:
+        cold_s = search_s / WARM_COMPILE_FRACTION if planned_warm else search_s
+    found_s = warm_compile_seconds(cold_s) if found == "hit" else cold_s
     return estimate + (found_s - search_s) * scale
 
 

@@ -42,7 +42,7 @@ std::string estimate_legend(const Plan& plan) {
   else
     text << cache.directory << ": Inductor/Triton " << cache.inductor_entries << " files, JAX " << cache.jax_entries
          << " files; a framework with files there is estimated warm (x" << std::setprecision(2)
-         << kWarmCompileFraction << " of its cold compile)\n";
+         << kWarmCompileFraction << " of its cold compile, at least " << kWarmCompileFloorSeconds << " s)\n";
   if (plan.algorithm_cache.file != "none") {
     text << "  algorithm cache (engine.algo_cache): " << plan.algorithm_cache.file << ": ";
     std::int64_t total = 0;
@@ -161,7 +161,8 @@ nlohmann::json plan_json(const Plan& plan, int ranks, double cell_time_limit_s) 
                      {"estimate_source", planned.estimate_source},
                      {"model", {{"preparation_s", planned.model.preparation_s},
                                 {"search_s", planned.model.search_s},
-                                {"steps_s", planned.model.steps_s}}},
+                                {"steps_s", planned.model.steps_s},
+                                {"cold_compile_s", planned.model.cold_compile_s}}},
                      {"search_kind", planned.model.search_kind},  // what model.search_s is; "" for none
                      {"unsupported", unsupported_reason(planned)},
                      {"capped", unsupported_reason(planned).empty() && capped(planned, cell_time_limit_s)}});

@@ -26,6 +26,9 @@ constexpr double kNativePreparationSeconds = 0.2;    // [s] cuDNN/oneDNN primiti
 // (bench/results/2026-12-02/study, segments 3-5): torch 7-9 s (pytorch-compile; eager resnet152 7.7 s),
 // jax 3.3-4.2 s. (The first model's 2 s, from the 2026-12-01 cubes, was a worker serving many cells.)
 constexpr double kTorchWorkerPreparationSeconds = 8.0;
+// [s] the same for a pytorch-compile worker (Inductor's imports and caches): preparation_s less the compile
+// in the study's segments 0-10, 56 cells, a median 9 s (6.5-13.2 s).
+constexpr double kTorchCompileWorkerPreparationSeconds = 9.0;
 constexpr double kJaxWorkerPreparationSeconds = 3.5;
 // [s] a cell served by a worker that is already running (engine.worker_per_cell = false): the model
 // alone (the 2026-12-01 cube20: eager 0.2-0.9 s)
@@ -35,13 +38,16 @@ constexpr double kSearchSecondsPerConvolution = 0.125; // [s] exhaustive search 
 double precision_speedup(const Device& device, Precision precision) {
   if (device.kind == DeviceKind::cpu)
     return precision == Precision::bf16 || precision == Precision::amp_bf16 ? 2.0 : 1.0;
+  // The H200 study's cells (bench/results/2026-12-02/study, segments 0-10): the median over engines, networks
+  // and phases of the fp32 step time over the precision's, tf32 2.99 (30 pairs), bf16 5.64 (26), amp-bf16 5.58
+  // (21); eager PyTorch gains less (tf32 2.2, bf16 2.9: launch-bound), pytorch-compile more (3.4, 6.1).
   switch (precision) {
     case Precision::fp32: return 1.0;
-    case Precision::tf32: return 4.0;
+    case Precision::tf32: return 3.0;
     case Precision::fp16:
-    case Precision::bf16: return 8.0;
+    case Precision::bf16: return 5.6;
     case Precision::amp_fp16:
-    case Precision::amp_bf16: return 6.0;  // 16-bit math plus the casts and fp32 gradients
+    case Precision::amp_bf16: return 5.6;  // 16-bit math; the casts and fp32 master weights cost about nothing
   }
   return 1.0;
 }
@@ -61,13 +67,15 @@ void add_preparation(CellEstimate& estimate, const Network& network, const CellS
   if (!native) {
     estimate.preparation_s = engine.setting("engine.worker_per_cell") == "false" ? kSharedWorkerPreparationSeconds
                              : cell.engine == "jax"                               ? kJaxWorkerPreparationSeconds
+                             : cell.engine == "pytorch-compile"                   ? kTorchCompileWorkerPreparationSeconds
                                                                                   : kTorchWorkerPreparationSeconds;
     for (const CompileModel& model : compile_models()) {
       if (model.engine != cell.engine || model.phase != cell.phase) continue;
       const double cold_s = model.base_s + model.per_distinct_layer_s * distinct_layers(network) +
                             model.per_layer_s * static_cast<double>(network.layers().size());
       const bool warm = cache.entries_for(cell.engine) > 0;
-      estimate.search_s = warm ? cold_s * kWarmCompileFraction : cold_s;
+      estimate.cold_compile_s = cold_s;
+      estimate.search_s = warm ? warm_compile_seconds(cold_s) : cold_s;
       estimate.search_kind = std::string(model.kind) + (warm ? " (warm cache)" : " (cold)");
     }
     return;
@@ -115,6 +123,10 @@ const std::vector<CompileModel>& compile_models() {
       {"jax", Phase::inference, 0.3, 0.03, 0.0, "jax.jit"},
   };
   return models;
+}
+
+double warm_compile_seconds(double cold_s) {
+  return std::min(cold_s, std::max(kWarmCompileFloorSeconds, cold_s * kWarmCompileFraction));
 }
 
 int distinct_layers(const Network& network) {
@@ -238,6 +250,7 @@ CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, c
     const double n = measure.repetitions;
     estimate.preparation_s *= n;
     estimate.search_s *= n;
+    estimate.cold_compile_s *= n;
     estimate.steps_s *= n;
   }
   return estimate;

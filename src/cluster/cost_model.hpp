@@ -46,6 +46,14 @@ struct CompileModel {
 // (fusion/call3 against call2: overfeat 6.2 s / 22.7 s, vgg11 7.2 s / 29.3 s: 0.25-0.27); JAX's
 // is assumed the same until a warm study run measures it.
 inline constexpr double kWarmCompileFraction = 0.25;
+// ... but not below this [s]: a warm compile of a small graph is its fixed costs (tracing, the cache's
+// lookups, CUDA-graph recording). The H200 study's warm compiles (`compile=` of cells whose caches hit,
+// segments 0-10): pytorch-compile 4.2-6.7 s for AlexNet, OverFeat and VGG-11 inference, where a quarter
+// of the cold model is 1.5-2.5 s; JAX 4.8 s and up.
+inline constexpr double kWarmCompileFloorSeconds = 4.5;
+// A framework cell's compile from a warm cache [s]: kWarmCompileFraction of its cold compile, at least
+// kWarmCompileFloorSeconds, at most the cold compile itself.
+[[nodiscard]] double warm_compile_seconds(double cold_s);
 
 // The layers of a network that differ in kind, input and output shapes or parameters.
 [[nodiscard]] int distinct_layers(const Network& network);
@@ -86,6 +94,7 @@ struct CellEstimate {
   double preparation_s = 0;  // prepare() without the search: primitives, buffers, a worker's start and model
   double search_s = 0;       // measured choices: exhaustive algorithm search, torch.compile, jit
   double steps_s = 0;        // warm-up + min_steps steps at an assumed fraction of the device's peak
+  double cold_compile_s = 0; // a framework cell's compile from a cold cache (search_s when cold); 0: none
   // What search_s is: "exhaustive search", "torch.compile (cold)", "jax.jit (warm cache)"; empty: none.
   std::string search_kind;
   // Why the cell cannot run on the device ("cudnn is a GPU engine; this device is a CPU"); empty: it can.
@@ -99,7 +108,7 @@ struct CellEstimate {
 // (which includes preparation); kUnsupportedCellSeconds (all in steps_s) for
 // a cell the engine cannot run there. It reads the measurement's steps and
 // time limit and the engines' algorithm policy (engine.algo).
-// A framework cell's compile is cut to kWarmCompileFraction where `cache` holds entries of its framework.
+// A framework cell's compile is cut to warm_compile_seconds() where `cache` holds entries of its framework.
 [[nodiscard]] CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, const Device& device,
                                                const MeasureOptions& measure, const EngineConfig& engine,
                                                const CompileCacheState& cache = {},

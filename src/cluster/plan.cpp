@@ -100,7 +100,8 @@ std::vector<PlannedCell> group_cells(const JobOptions& options, const DeviceGrou
       planned.unrunnable_reason = "data parallel over " + std::to_string(cell.gpus) + " devices needs " +
                                   std::to_string(cell.gpus) + " ranks bound to devices of key '" + group.key +
                                   "'; this run has " + std::to_string(group.ranks.size());
-      planned.model = {0, 0, kUnsupportedCellSeconds};
+      planned.model = CellEstimate{};
+      planned.model.steps_s = kUnsupportedCellSeconds;
     }
     planned.estimated_s = planned.model.total_s();
     cells.push_back(planned);

@@ -239,6 +239,16 @@ TEST(CostModel, AWarmCompileCacheShortensItsFrameworksCompiles) {
   EXPECT_EQ(compiled.model.search_kind, "torch.compile (warm cache)");
   EXPECT_NEAR(compiled.model.search_s,
               kWarmCompileFraction * find_cell(cold, "pytorch-compile", "resnet50", Phase::training).model.search_s, 1e-9);
+  EXPECT_DOUBLE_EQ(compiled.model.cold_compile_s,
+                   find_cell(cold, "pytorch-compile", "resnet50", Phase::training).model.search_s);
+  // A small graph's warm compile is its fixed costs: ResNet-50 inference's cold model (5 + 0.08 x 57 +
+  // 0.03 x 177 = 14.9 s) x 0.25 is under the floor, so the floor; never more than the cold compile.
+  const PlannedCell small = find_cell(warm, "pytorch-compile", "resnet50", Phase::inference);
+  EXPECT_NEAR(small.model.cold_compile_s, 14.87, 1e-9);
+  EXPECT_DOUBLE_EQ(small.model.search_s, kWarmCompileFloorSeconds);
+  EXPECT_DOUBLE_EQ(warm_compile_seconds(8.0), kWarmCompileFloorSeconds);
+  EXPECT_DOUBLE_EQ(warm_compile_seconds(3.0), 3.0);
+  EXPECT_DOUBLE_EQ(warm_compile_seconds(100.0), 100.0 * kWarmCompileFraction);
   // JAX's part of the directory is empty: its cells stay cold.
   EXPECT_DOUBLE_EQ(find_cell(warm, "jax", "resnet50", Phase::training).model.search_s,
                    find_cell(cold, "jax", "resnet50", Phase::training).model.search_s);

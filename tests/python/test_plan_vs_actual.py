@@ -76,11 +76,18 @@ def test_the_estimate_as_found_moves_only_the_compile():
     assert plan_vs_actual.as_found(cold, "miss") == 70.0
     assert plan_vs_actual.as_found(cold, "hit") == pytest.approx(8 + 15 + 2)
     assert plan_vs_actual.as_found(cold, "") == 70.0
-    # A planned-warm cell that missed: the cold compile (4x the warm one); a scaled estimate scales it too.
+    # A planned-warm cell of a plan that does not say its cold compile (before 2026-12-03): the cold one is
+    # 4x the warm one; a hit costs at least the 4.5 s floor; a scaled estimate scales the difference too.
     warm = {"estimated_s": 35.0, "search_kind": "jax.jit (warm cache)",
             "model": {"preparation_s": 3.0, "search_s": 3.0, "steps_s": 1.0}}
-    assert plan_vs_actual.as_found(warm, "hit") == 35.0
+    assert plan_vs_actual.as_found(warm, "hit") == pytest.approx(35.0 + (4.5 - 3.0) * 5.0)
     assert plan_vs_actual.as_found(warm, "miss") == pytest.approx(35.0 + (12.0 - 3.0) * 5.0)
+    # A plan that says it (cold_compile_s): a hit is what the plan said, a miss the cold compile.
+    said = {"estimated_s": 60.0, "search_kind": "torch.compile (warm cache)",
+            "model": {"preparation_s": 9.0, "search_s": 10.0, "steps_s": 1.0, "cold_compile_s": 40.0}}
+    assert plan_vs_actual.as_found(said, "hit") == pytest.approx(60.0)
+    assert plan_vs_actual.as_found(said, "miss") == pytest.approx(60.0 + (40.0 - 10.0) * 3.0)
+    assert plan_vs_actual.warm_compile_seconds(8.0) == 4.5 and plan_vs_actual.warm_compile_seconds(2.0) == 2.0
     # A native engine's search is no compile: unchanged.
     native = {"estimated_s": 20.0, "search_kind": "exhaustive search", "model": {"search_s": 19.0}}
     assert plan_vs_actual.as_found(native, "hit") == 20.0
