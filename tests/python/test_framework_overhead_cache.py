@@ -33,6 +33,9 @@ def test_the_standalone_jax_loop_compiles_from_the_shared_cache(tmp_path, jax_in
     cache = tmp_path / "cache"
     first = standalone_jax_row(jax_interpreter, graphs, cache)
     assert first["status"] == "ok", first
+    # The steps are timed queued back to back, as a loop at its best runs them, one sample per step.
+    assert first["timing"].startswith("pipelined(3 steps queued ahead"), first
+    assert first["samples"] == 2, first
     assert first["compile_cache"].startswith(f"compile_cache={cache} (cold: empty before"), first["compile_cache"]
     assert any((cache / "jax").iterdir())  # the compile was kept
     second = standalone_jax_row(jax_interpreter, graphs, cache)
