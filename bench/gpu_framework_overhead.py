@@ -366,14 +366,16 @@ def standalone_child(args, variant, cells):
     return rows
 
 
-def crossbench_rows(args, variant, cell=None):
+def crossbench_rows(args, variant, cell=None, repeat=0):
     """The same cells through crossbench: one run of the variant's engine; {(network, precision, phase): row}.
-    With `cell` (network, precision, phase), that cell alone (--filter), in a cube of its own."""
+    With `cell` (network, precision, phase), that cell alone (--filter), in a cube of its own (one per
+    repeat: `-r<repeat>` after the first)."""
     sys.path.insert(0, str(REPO / "bench"))
     import cube_cells
 
     engine, settings = VARIANTS[variant]
-    name = f"crossbench-{variant}" + ("" if cell is None else "-" + "-".join(cell))
+    name = (f"crossbench-{variant}" + ("" if cell is None else "-" + "-".join(cell))
+            + (f"-r{repeat}" if repeat else ""))
     cube = pathlib.Path(args.work_dir) / f"{name}.h5"
     for leftover in (cube, pathlib.Path(str(cube) + ".journal"), pathlib.Path(str(cube) + ".lock")):
         leftover.unlink(missing_ok=True)
@@ -456,6 +458,15 @@ def print_table(rows):
             ratios.append(ratio)
         print(f"{r['network']:10s} {r['precision']:5s} {r['phase']:9s} {r['variant']:15s} "
               f"{r['standalone_ms']:9.3f}ms {r['crossbench_ms']:9.3f}ms {ratio:7.3f}  {ok}")
+    by_cell = {}
+    for r in rows:
+        if r["ratio"] == r["ratio"]:
+            by_cell.setdefault((r["variant"], r["network"], r["precision"], r["phase"]), []).append(r["ratio"])
+    if any(len(v) > 1 for v in by_cell.values()):
+        print("\nrepeated cells: median crossbench / standalone ratio over the repeats (lowest-highest)")
+        for (variant, network, precision, phase), values in by_cell.items():
+            print(f"{network:10s} {precision:5s} {phase:9s} {variant:15s} {median(values):7.3f} "
+                  f"({min(values):.3f}-{max(values):.3f}, {len(values)} repeats)")
     if ratios:
         geomean = math.exp(sum(math.log(v) for v in ratios) / len(ratios))
         print(f"geometric mean crossbench / standalone: {geomean:.4f} over {len(ratios)} cells; "
@@ -469,6 +480,9 @@ def main():
     parser.add_argument("--precisions", default="tf32,bf16")
     parser.add_argument("--phases", default="inference,training")
     parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="each cell's pair (crossbench, then its standalone loop) this many times, each side a "
+                             "process of its own; the table adds each cell's median ratio (default 1)")
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--cell-time-limit", type=float, default=600, help="crossbench's per-cell limit [s]")
@@ -489,6 +503,8 @@ def main():
     if args.standalone:
         run_standalone(args)
         return
+    if args.repeats < 1:
+        parser.error(f"--repeats must be at least 1, not {args.repeats}")
     for variant in args.variants.split(","):
         if variant not in VARIANTS:
             parser.error(f"unknown variant {variant!r}; valid: {', '.join(VARIANTS)}")
@@ -501,9 +517,9 @@ def main():
                            stdout=subprocess.DEVNULL)
     rows = []
 
-    def record(variant, theirs, mine):
+    def record(variant, theirs, mine, repeat=0):
         for key, row in mine.items():
-            rows.append(dict(network=key[0], precision=key[1], phase=key[2], variant=variant,
+            rows.append(dict(network=key[0], precision=key[1], phase=key[2], variant=variant, repeat=repeat,
                              standalone_ms=row["median_ms"], standalone_status=row["status"],
                              compile_s=row.get("compile_s"), compile_cache=row.get("compile_cache"),
                              standalone_timing=row.get("timing"),
@@ -521,9 +537,12 @@ def main():
             # Cell by cell, crossbench then its standalone loop, the JSON rewritten after each pair: a stage
             # cut short by its time limit keeps every pair it finished (a whole variant took longer than a
             # device call's stage: call 29 came back with nothing).
+            # --repeats: the pair again, each side a fresh process, to tell a difference from the noise
+            # between processes (cudnn.benchmark's picks among near-tied algorithms, a GPU's clocks).
             for cell in cells_of(args):
-                theirs, _ = crossbench_rows(args, variant, cell)
-                record(variant, theirs, standalone_child(args, variant, [cell]))
+                for repeat in range(args.repeats):
+                    theirs, _ = crossbench_rows(args, variant, cell, repeat)
+                    record(variant, theirs, standalone_child(args, variant, [cell]), repeat)
         print_table(rows)
 
 

@@ -39,7 +39,8 @@
 #             and stage, summed by `nsys stats`; says so when the image has no nsys
 #   frameworks bench/gpu_framework_overhead.py: each framework in a standalone loop next to the same
 #             cells through crossbench ($FW_VARIANTS of eager,reduce-overhead,max-autotune,jax;
-#             $FW_NETWORKS, default resnet50; $FW_PRECISIONS tf32,bf16; $FW_STEPS 100); the table with ratios
+#             $FW_NETWORKS, default resnet50; $FW_PRECISIONS tf32,bf16; $FW_STEPS 100; $FW_REPEATS 1: each
+#             pair again, fresh processes, and the median ratio); the table with ratios
 #   jaxclock  bench/gpu_jax_clock.py (issue 26 item 4, one clock for all engines): the JAX worker's own step
 #             (alexnet, resnet50 x tf32, bf16 x training, inference, batch 64; $JAXCLOCK_NETWORKS,
 #             $JAXCLOCK_PRECISIONS, $JAXCLOCK_PHASES) timed (a) host, (b) by the GPU's own kernel timestamps
@@ -348,7 +349,7 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
         --compile-cache "${FW_COMPILE_CACHE:-/tmp/crossbench-frameworks-cache}" \
         --variants "${FW_VARIANTS:-eager,reduce-overhead,jax}" --networks "${FW_NETWORKS:-resnet50}" \
         --precisions "${FW_PRECISIONS:-tf32,bf16}" --phases "${FW_PHASES:-inference,training}" \
-        --steps "${FW_STEPS:-100}" --warmup "$WARMUP" --out "$OUT/frameworks.json" 2>&1 |
+        --steps "${FW_STEPS:-100}" --repeats "${FW_REPEATS:-1}" --warmup "$WARMUP" --out "$OUT/frameworks.json" 2>&1 |
         grep --line-buffered -v Warning | tee "$OUT/frameworks.log" | tail -60 ;;
     jaxevents)
       # $CROSSBENCH_BUILD_DIR as the tests read it: the bundle's binary (through .bundle/run) and library.

@@ -6,6 +6,9 @@ import json
 import pathlib
 import re
 import subprocess
+import sys
+
+import pytest
 
 from test_jax_worker import jax_interpreter  # noqa: F401  (the fixture)
 
@@ -81,3 +84,36 @@ def test_each_cell_is_paired_and_written_before_the_next_so_a_stage_cut_short_ke
     assert row["crossbench_ms"] > 0, (row, log)  # a number, not NaN: the pair is complete
     # The first cell's crossbench cube is its own (the evidence the stage brings back).
     assert (tmp_path / "work" / "crossbench-jax-alexnet-fp32-inference.h5").exists(), log
+
+
+def test_repeats_run_each_pair_again_in_fresh_processes_and_report_the_median_ratio(
+        tmp_path, jax_interpreter, crossbench_binary):
+    """--repeats 2: the cell's pair twice, two crossbench cubes (the second `-r1`), two rows numbered by repeat,
+    and the table's median ratio over them."""
+    import os
+
+    out = tmp_path / "frameworks.json"
+    command = [jax_interpreter, "-u", str(REPO / "bench" / "gpu_framework_overhead.py"), "--variants", "jax",
+               "--networks", "alexnet", "--precisions", "fp32", "--phases", "inference", "--batch", "1",
+               "--warmup", "1", "--steps", "2", "--repeats", "2", "--crossbench", str(crossbench_binary),
+               "--python", jax_interpreter, "--graphs-dir", str(tmp_path / "graphs"),
+               "--work-dir", str(tmp_path / "work"), "--out", str(out)]
+    done = subprocess.run(command, cwd=REPO, env=dict(os.environ, JAX_PLATFORMS="cpu"), capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = json.loads(out.read_text())
+    assert [row["repeat"] for row in rows] == [0, 1], rows
+    assert all(row["crossbench_ms"] > 0 and row["standalone_ms"] > 0 for row in rows), rows
+    assert (tmp_path / "work" / "crossbench-jax-alexnet-fp32-inference.h5").exists()
+    assert (tmp_path / "work" / "crossbench-jax-alexnet-fp32-inference-r1.h5").exists()
+    ratios = sorted(row["crossbench_ms"] / row["standalone_ms"] for row in rows)
+    line = re.search(r"alexnet\s+fp32\s+inference\s+jax\s+([\d.]+) \(([\d.]+)-([\d.]+), 2 repeats\)", done.stdout)
+    assert line, done.stdout
+    assert float(line.group(1)) == pytest.approx(sum(ratios) / 2, abs=1e-3)
+    assert float(line.group(2)) == pytest.approx(ratios[0], abs=1e-3)
+
+
+def test_repeats_below_one_is_refused_by_name():
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "gpu_framework_overhead.py"), "--repeats", "0"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--repeats must be at least 1, not 0" in done.stderr, done.stderr
