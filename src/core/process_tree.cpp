@@ -123,16 +123,35 @@ std::vector<ProcessInfo> descendants(const std::vector<ProcessInfo>& processes, 
 
 std::string worker_mark() { return "CROSSBENCH_WORKER_OF=" + std::to_string(::getpid()); }
 
-bool environment_has(pid_t pid, const std::string& entry) {
+namespace {
+
+// What a process's environment says of an entry. `unreadable`: /proc gave no
+// environment for a live process, which happens while it execs (the kernel
+// names the new program before it maps the new environment) and when the read
+// races its exit; a later scan reads it whole.
+enum class Entry { present, absent, unreadable };
+
+Entry find_entry(pid_t pid, const std::string& entry) {
   const std::string environment = read_small_file("/proc/" + std::to_string(pid) + "/environ");
+  if (environment.empty()) return Entry::unreadable;
   for (std::size_t start = 0; start < environment.size();) {
     const auto end = environment.find('\0', start);
-    if (environment.compare(start, (end == std::string::npos ? environment.size() : end) - start, entry) == 0) return true;
+    if (environment.compare(start, (end == std::string::npos ? environment.size() : end) - start, entry) == 0)
+      return Entry::present;
     if (end == std::string::npos) break;
     start = end + 1;
   }
-  return false;
+  return Entry::absent;
 }
+
+// Scans that look again at a live process whose environment could not be read
+// before it counts as the rank's own: an exec's window lasts microseconds, a
+// process started with an empty environment (env -i) never shows one.
+constexpr int kUnreadableEnvironmentScans = 20;  // x kPollInterval = 200 ms at most
+
+}  // namespace
+
+bool environment_has(pid_t pid, const std::string& entry) { return find_entry(pid, entry) == Entry::present; }
 
 void adopt_orphans() {
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL) != 0)
@@ -169,6 +188,7 @@ std::vector<ProcessInfo> end_strays(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::vector<ProcessInfo> ended;
   std::set<pid_t> named;
+  std::map<pid_t, int> unreadable_scans;  // per live process whose environment /proc did not give
   const std::string mark = worker_mark();
   while (true) {
     bool any = false;
@@ -180,7 +200,14 @@ std::vector<ProcessInfo> end_strays(std::chrono::milliseconds timeout) {
         }
         continue;
       }
-      if (!named.count(process.pid) && !environment_has(process.pid, mark)) continue;  // the rank's own (orted)
+      if (!named.count(process.pid)) {
+        const Entry entry = find_entry(process.pid, mark);
+        if (entry == Entry::unreadable && ++unreadable_scans[process.pid] <= kUnreadableEnvironmentScans) {
+          any = true;  // mid-exec: read it again on the next scan
+          continue;
+        }
+        if (entry != Entry::present) continue;  // the rank's own (orted)
+      }
       any = true;
       if (named.insert(process.pid).second) ended.push_back(process);
       (void)::kill(process.pid, SIGKILL);  // ESRCH: it ended meanwhile

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -29,6 +30,38 @@ pid_t read_pid(int descriptor) {
   pid_t pid = 0;
   EXPECT_EQ(::read(descriptor, &pid, sizeof pid), static_cast<ssize_t>(sizeof pid));
   return pid;
+}
+
+// Kills and reaps the test's children however the test ends: a failed
+// assertion must not leave a sleeper holding ctest's output pipe open (which
+// turned one failure into a 900 s timeout).
+class Reaped {
+ public:
+  Reaped() = default;
+  Reaped(const Reaped&) = delete;
+  Reaped& operator=(const Reaped&) = delete;
+  void add(pid_t pid) { pids_.push_back(pid); }
+  ~Reaped() {
+    for (const pid_t pid : pids_) {
+      ::kill(pid, SIGKILL);
+      int status = 0;
+      (void)::waitpid(pid, &status, 0);  // ECHILD: reaped already
+    }
+  }
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+// Waits (at most 2 s) until each of `pids` runs `command`: it has exec'd.
+void wait_for_command(const std::vector<pid_t>& pids, const std::string& command) {
+  for (int i = 0; i < 2000; ++i) {
+    int ready = 0;
+    for (const auto& process : snapshot())
+      if (std::find(pids.begin(), pids.end(), process.pid) != pids.end() && process.command == command) ++ready;
+    if (ready == static_cast<int>(pids.size())) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 TEST(ParseStat, TakesTheCommandBetweenTheFirstParenthesisAndTheLast) {
@@ -86,6 +119,7 @@ TEST(EndGroup, KillsTheGroupAfterItsLeaderHasExited) {
 TEST(EndStrays, EndsASetsidEscapeeAndLeavesAnOwnedWorkerAndTheRanksOwnChildren) {
   adopt_orphans();  // as the rank does before its first worker
   std::string mark = worker_mark();  // what a worker and all it starts inherit
+  Reaped reaped;
   // The rank's own child, without the mark (a singleton MPI rank's orted): never a stray.
   const pid_t own = ::fork();
   ASSERT_GE(own, 0);
@@ -93,6 +127,7 @@ TEST(EndStrays, EndsASetsidEscapeeAndLeavesAnOwnedWorkerAndTheRanksOwnChildren) 
     ::execlp("sleep", "sleep", "1000", static_cast<char*>(nullptr));
     ::_exit(127);
   }
+  reaped.add(own);
   int pipe_fds[2];
   ASSERT_EQ(::pipe(pipe_fds), 0);
   const pid_t middle = ::fork();
@@ -111,6 +146,7 @@ TEST(EndStrays, EndsASetsidEscapeeAndLeavesAnOwnedWorkerAndTheRanksOwnChildren) 
   ::close(pipe_fds[1]);
   const pid_t escapee = read_pid(pipe_fds[0]);
   ::close(pipe_fds[0]);
+  reaped.add(escapee);  // re-parented to us by the subreaper
   int status = 0;
   ASSERT_EQ(::waitpid(middle, &status, 0), middle);
 
@@ -120,16 +156,9 @@ TEST(EndStrays, EndsASetsidEscapeeAndLeavesAnOwnedWorkerAndTheRanksOwnChildren) 
     ::execlp("sleep", "sleep", "1000", static_cast<char*>(nullptr));
     ::_exit(127);
   }
+  reaped.add(worker);
   const Owned owned(worker);
-  // Wait until the escapee has exec'd sleep (its name) and the worker too.
-  for (int i = 0; i < 200; ++i) {
-    bool ready = true;
-    for (const auto& process : snapshot())
-      if ((process.pid == escapee || process.pid == worker || process.pid == own) && process.command != "sleep")
-        ready = false;
-    if (ready) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  wait_for_command({escapee, worker, own}, "sleep");  // each has exec'd (the escapee may be mid-exec still)
   const auto ended = end_strays();
   ASSERT_EQ(ended.size(), 1u);
   EXPECT_EQ(ended[0].pid, escapee);
@@ -138,10 +167,58 @@ TEST(EndStrays, EndsASetsidEscapeeAndLeavesAnOwnedWorkerAndTheRanksOwnChildren) 
   EXPECT_FALSE(alive(escapee));
   EXPECT_TRUE(alive(worker));
   EXPECT_TRUE(alive(own));
-  for (const pid_t child : {worker, own}) {
-    ::kill(child, SIGKILL);
-    ASSERT_EQ(::waitpid(child, &status, 0), child);
+}
+
+TEST(EndStrays, EndsAStrayCaughtWhileItExecs) {
+  // The defect behind a CI failure: /proc names the new program (comm) before
+  // the kernel has mapped its environment, so a scan in that window read no
+  // mark and took the stray for the rank's own. Each round scans as early as
+  // it can: right when comm turns to "sleep".
+  adopt_orphans();
+  std::string mark = worker_mark();
+  for (int round = 0; round < 50; ++round) {
+    Reaped reaped;
+    const pid_t stray = ::fork();
+    ASSERT_GE(stray, 0);
+    if (stray == 0) {
+      ::putenv(mark.data());
+      ::execlp("sleep", "sleep", "1000", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    reaped.add(stray);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (std::chrono::steady_clock::now() < give_up) {  // no sleep: catch the exec as it happens
+      bool named = false;
+      for (const auto& process : snapshot())
+        if (process.pid == stray && process.command == "sleep") named = true;
+      if (named) break;
+    }
+    const auto ended = end_strays();
+    ASSERT_EQ(ended.size(), 1u) << "round " << round;
+    EXPECT_EQ(ended[0].pid, stray);
+    EXPECT_FALSE(alive(stray));
   }
+}
+
+TEST(EndStrays, ALiveChildWithAnEmptyEnvironmentIsTheRanksOwnAfterALookAgain) {
+  // `env -i` leaves /proc/<pid>/environ empty for good: end_strays looks again
+  // for a bounded time (an exec's window), then leaves it alone.
+  adopt_orphans();
+  Reaped reaped;
+  const pid_t bare = ::fork();
+  ASSERT_GE(bare, 0);
+  if (bare == 0) {
+    char* const arguments[] = {const_cast<char*>("sleep"), const_cast<char*>("1000"), nullptr};
+    char* const no_environment[] = {nullptr};
+    ::execve("/bin/sleep", arguments, no_environment);
+    ::_exit(127);
+  }
+  reaped.add(bare);
+  wait_for_command({bare}, "sleep");
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_TRUE(end_strays(std::chrono::seconds(60)).empty());
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30));  // bounded (~0.2 s), not the deadline
+  EXPECT_TRUE(alive(bare));
 }
 
 TEST(Printable, ShowsNulControlsAndAByteOrderMark) {
