@@ -94,7 +94,7 @@ def as_found(cell, found):
     kind = cell.get("search_kind", "")
     if not found or search_s <= 0 or not ("(cold)" in kind or "(warm cache)" in kind):
         return estimate
-    total = sum(float(model.get(k) or 0.0) for k in ("preparation_s", "search_s", "steps_s"))
+    total = sum(float(model.get(k) or 0.0) for k in ("preparation_s", "search_s", "steps_s", "finish_s"))
     scale = estimate / total if total > 0 else 1.0
     planned_warm = "(warm cache)" in kind
     cold_s = float(model.get("cold_compile_s") or 0.0)  # plans from 2026-12-03 on say it

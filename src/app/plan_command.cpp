@@ -29,7 +29,8 @@ std::string rank_list(const std::vector<int>& ranks) {
 std::string estimate_legend(const Plan& plan) {
   std::ostringstream text;
   text << "estimates: model = preparation + search (exhaustive algorithm search, torch.compile, jit) + "
-          "warm-up and min_steps steps at 40% of the device's peak (src/cluster/cost_model.cpp)\n"
+          "warm-up and min_steps steps at 40% of the device's peak + the cell's end (check, a worker's exit) "
+          "(src/cluster/cost_model.cpp)\n"
           "  a framework cell's compile, cold [s] = base + per distinct layer x distinct layers + per layer x layers "
           "(fitted to the H200's recorded compiles):\n";
   for (const CompileModel& model : compile_models())
@@ -54,8 +55,8 @@ std::string estimate_legend(const Plan& plan) {
   if (plan.calibration_cubes.empty()) return text.str();
   std::string cubes;
   for (const auto& cube : plan.calibration_cubes) cubes += (cubes.empty() ? "" : ", ") + cube.string();
-  text << "calibrated from " << cubes << " (recorded = preparation + search + timed seconds of the cell there; "
-          "recorded preparation = the preparation + search of the same engine, network and phase at another batch "
+  text << "calibrated from " << cubes << " (recorded = the cell's wall seconds there, start to end; "
+          "recorded preparation = that wall less the timed steps, of the same engine, network and phase at another batch "
           "or precision + the model's steps x the steps factor):\n";
   for (const auto& fit : plan.calibration) {
     text << "  " << fit.engine << " on " << fit.device_key << ": ";
@@ -108,7 +109,7 @@ void print_plan(const Plan& plan, int ranks, double cell_time_limit_s) {
         if (capped(planned, cell_time_limit_s)) std::cout << " (capped at the cell time limit)";
         std::cout << "  [model: preparation " << std::setprecision(1) << planned.model.preparation_s;
         if (!planned.model.search_kind.empty()) std::cout << " + " << planned.model.search_kind << " " << planned.model.search_s;
-        std::cout << " + steps " << planned.model.steps_s << " s]";
+        std::cout << " + steps " << planned.model.steps_s << " + end " << planned.model.finish_s << " s]";
         if (planned.data_parallel()) std::cout << "  data parallel with ranks " << rank_list(planned.group_ranks);
         std::cout << "\n";
       }
@@ -162,6 +163,7 @@ nlohmann::json plan_json(const Plan& plan, int ranks, double cell_time_limit_s) 
                      {"model", {{"preparation_s", planned.model.preparation_s},
                                 {"search_s", planned.model.search_s},
                                 {"steps_s", planned.model.steps_s},
+                                {"finish_s", planned.model.finish_s},
                                 {"cold_compile_s", planned.model.cold_compile_s}}},
                      {"search_kind", planned.model.search_kind},  // what model.search_s is; "" for none
                      {"unsupported", unsupported_reason(planned)},

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/utc_time.hpp"
 #include "crossbench/cube.hpp"
 #include "crossbench/error.hpp"
 
@@ -16,8 +17,12 @@ std::string recorded_key(const std::string& device_key, CellSpec cell) {
   return cell_key(device_key, cell);
 }
 
-// Wall seconds of an ok cell, or NaN when the cube did not record them.
+// Wall seconds of an ok cell: its start to its end where the cube recorded both (what the plan
+// estimates: warm-up, check and the worker's exit included), else its preparation, search and timed
+// steps; NaN when the cube recorded neither.
 double wall_seconds(const CellResult& result) {
+  if (const double wall_s = utc_seconds_between(result.started_utc, result.finished_utc); std::isfinite(wall_s) && wall_s >= 0)
+    return wall_s;
   const double search_s = std::isfinite(result.search_s) ? result.search_s : 0.0;  // NaN: inside preparation
   return result.preparation_s + search_s + result.timed_s;
 }
@@ -57,7 +62,8 @@ RecordedWallTimes read_recorded_wall_times(const std::vector<std::filesystem::pa
       };
       add(sums[key], seconds);
       add(timed[key], result.timed_s);
-      const double prepared_s = seconds - result.timed_s;  // preparation + search (a framework's compile)
+      // Preparation + search (a framework's compile), and from a cube with start and end times the cell's end too.
+      const double prepared_s = seconds - result.timed_s;
       add(preparation[preparation_key(result.device_key, result.cell, false)], prepared_s);
       add(preparation[preparation_key(result.device_key, result.cell, true)], prepared_s);
     }

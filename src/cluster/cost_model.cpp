@@ -33,6 +33,16 @@ constexpr double kJaxWorkerPreparationSeconds = 3.5;
 // [s] a cell served by a worker that is already running (engine.worker_per_cell = false): the model
 // alone (the 2026-12-01 cube20: eager 0.2-0.9 s)
 constexpr double kSharedWorkerPreparationSeconds = 1.0;
+// [s] a cell's end, after its last timed step: the check, the worker's exit and its group's kill, the
+// Runner's sweep for strays; the H200 study's cells after 2a50465 (a worker ends with exit alone; segments
+// 11-12, finished_utc - started_utc - preparation_s - timed_s, warm-up included): cudnn median 0.04 s
+// (0.01-0.2), eager PyTorch 0.12 s (0.10-0.17), JAX 0.33 s (0.22-0.53). No pytorch-compile cell has run
+// since the cut (before it: 5-6 s, the interpreter's shutdown waiting on Inductor's compile pool, which
+// the cut skips): taken as JAX's until a run measures it.
+constexpr double kNativeFinishSeconds = 0.04;
+constexpr double kTorchFinishSeconds = 0.12;
+constexpr double kJaxFinishSeconds = 0.33;
+constexpr double kTorchCompileFinishSeconds = kJaxFinishSeconds;
 constexpr double kSearchSecondsPerConvolution = 0.125; // [s] exhaustive search per convolution and direction (cold.h5: 194 s / 1548)
 
 double precision_speedup(const Device& device, Precision precision) {
@@ -69,6 +79,9 @@ void add_preparation(CellEstimate& estimate, const Network& network, const CellS
                              : cell.engine == "jax"                               ? kJaxWorkerPreparationSeconds
                              : cell.engine == "pytorch-compile"                   ? kTorchCompileWorkerPreparationSeconds
                                                                                   : kTorchWorkerPreparationSeconds;
+    estimate.finish_s = cell.engine == "jax"               ? kJaxFinishSeconds
+                        : cell.engine == "pytorch-compile" ? kTorchCompileFinishSeconds
+                                                           : kTorchFinishSeconds;
     for (const CompileModel& model : compile_models()) {
       if (model.engine != cell.engine || model.phase != cell.phase) continue;
       const double cold_s = model.base_s + model.per_distinct_layer_s * distinct_layers(network) +
@@ -81,6 +94,7 @@ void add_preparation(CellEstimate& estimate, const Network& network, const CellS
     return;
   }
   estimate.preparation_s = kNativePreparationSeconds;
+  estimate.finish_s = kNativeFinishSeconds;
   if (device.kind == DeviceKind::gpu && engine.setting("engine.algo") == "exhaustive") {
     const int directions = cell.phase == Phase::training ? 3 : 1;  // forward; backward data and filter
     if (const auto held = algorithms.records_for(device, cell.batch); held > 0) {
@@ -240,8 +254,10 @@ CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, c
   estimate.steps_s = steps * flops_per_image * static_cast<double>(cell.batch) / flops_per_second;
   // The cell time limit includes preparation: nothing runs longer than it.
   const double limit_s = measure.cell_time_limit_s;
-  if (estimate.total_s() > limit_s) {
+  if (estimate.total_s() > limit_s) {  // the limit cuts the cell off: no check, a killed worker
     estimate.capped = true;
+    estimate.finish_s = 0;
+    estimate.preparation_s = std::min(estimate.preparation_s, limit_s);
     estimate.search_s = std::min(estimate.search_s, std::max(0.0, limit_s - estimate.preparation_s));
     estimate.steps_s = std::max(0.0, limit_s - estimate.preparation_s - estimate.search_s);
   }
@@ -252,6 +268,7 @@ CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, c
     estimate.search_s *= n;
     estimate.cold_compile_s *= n;
     estimate.steps_s *= n;
+    estimate.finish_s *= n;
   }
   return estimate;
 }

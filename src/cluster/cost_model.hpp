@@ -89,7 +89,8 @@ struct AlgorithmCacheState {
 // empty cache (the run, not the plan, names a malformed one).
 [[nodiscard]] AlgorithmCacheState read_algorithm_cache_state(const std::string& setting);
 
-// One cell's estimate in the parts a cube records (preparation_s, search_s, timed_s) [s].
+// One cell's estimate in the parts a cube records (preparation_s, search_s, timed_s) and the rest of its
+// wall time (finished_utc - started_utc) [s].
 struct CellEstimate {
   double preparation_s = 0;  // prepare() without the search: primitives, buffers, a worker's start and model
   double search_s = 0;       // measured choices: exhaustive algorithm search, torch.compile, jit
@@ -100,8 +101,9 @@ struct CellEstimate {
   // Why the cell cannot run on the device ("cudnn is a GPU engine; this device is a CPU"); empty: it can.
   // `plan` prints it instead of the cell's token cost.
   std::string unsupported;
+  double finish_s = 0;       // the cell's end: the check, a worker's exit (its group killed), the sweep for strays
   bool capped = false;       // the model exceeded the cell time limit and was cut to it
-  double total_s() const { return preparation_s + search_s + steps_s; }
+  double total_s() const { return preparation_s + search_s + steps_s + finish_s; }
 };
 
 // The model's estimate of a cell on a device, at most the cell time limit

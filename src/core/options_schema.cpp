@@ -74,7 +74,7 @@ std::vector<OptionSpec> make_schema() {
       {"", "--checkpoint-s", T::number, "60", 0, 1e9, {}, "rank 0 rewrites the cube this often [s]", false, "", "run", &RunOptions::checkpoint_s},
       {"", "--jsonl", T::text, "", 0, 0, {}, "also append one JSON line per finished cell (with its provenance) to FILE", false, "", "run", &RunOptions::jsonl},
       {"", "--json", T::flag, "off", 0, 0, {}, "print the plan as JSON", false, "", "plan", &PlanOptions::json},
-      {"", "--calibrate", T::text, "", 0, 0, {}, "estimate each cell from the wall times these cubes (comma-separated) recorded: a cell a cube holds ok takes its preparation + search + timed seconds; the others of its engine and device key take the cost model scaled by the matched cells", false, "", "plan", DerivedValue{}},
+      {"", "--calibrate", T::text, "", 0, 0, {}, "estimate each cell from the wall times these cubes (comma-separated) recorded: a cell a cube holds ok takes its wall seconds there (start to end); the others of its engine and device key take the cost model scaled by the matched cells", false, "", "plan", DerivedValue{}},
       {"", "--ranks", T::integer, "(MPI world)", 1, 1 << 20, {}, "plan for N ranks like this process, without MPI", false, "", "plan", &PlanOptions::simulated_ranks},
       {"", "--device-json", T::text, "", 0, 0, {}, "with --ranks: the ranks' device (crossbench list devices --json)", false, "", "plan", &PlanOptions::device_json},
       {"", "--cpu", T::flag, "off", 0, 0, {}, "run framework workers on the CPU", false, "", "check", &CheckOptions::workers_on_cpu},

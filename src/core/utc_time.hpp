@@ -10,4 +10,9 @@ namespace crossbench {
 // (sorts as time; Python's datetime.fromisoformat reads it).
 [[nodiscard]] std::string utc_now();
 
+// Seconds from `started` to `finished`, both as utc_now() writes them (the
+// fraction may have any number of digits or none); NaN when either is empty
+// or not such a time (an old cube, a cell that never ran).
+[[nodiscard]] double utc_seconds_between(const std::string& started, const std::string& finished);
+
 }  // namespace crossbench

@@ -206,6 +206,35 @@ TEST(CostModel, FrameworkCellsPayTheirCompileByEngineAndPhase) {
   EXPECT_EQ(plan.compile_cache.directory, "none");
 }
 
+TEST(CostModel, EachEngineEndsItsCellAsTheH200StudyMeasuredAndACappedCellHasNoEnd) {
+  // The study's cells after 2a50465 (cost_model.cpp): cudnn 0.04 s, eager 0.12 s, JAX 0.33 s after the
+  // last timed step; pytorch-compile taken as JAX's until measured.
+  JobOptions options = framework_options({"resnet50"});
+  options.matrix.engines = {"pytorch", "pytorch-compile", "jax"};
+  const Plan plan = make_plan(options, std::vector<Device>(1, cpu_device("")));
+  const std::map<std::string, double> finish_s{{"pytorch", 0.12}, {"pytorch-compile", 0.33}, {"jax", 0.33}};
+  for (const auto& planned : plan.cells) {
+    EXPECT_DOUBLE_EQ(planned.model.finish_s, finish_s.at(planned.cell.engine)) << describe(planned.cell);
+    EXPECT_DOUBLE_EQ(planned.model.total_s(), planned.model.preparation_s + planned.model.search_s +
+                                                  planned.model.steps_s + planned.model.finish_s);
+  }
+  Device gpu = cpu_device("");
+  gpu.kind = DeviceKind::gpu;
+  gpu.peak_fp32_tflops = 67;
+  const Network network = make_network("resnet50");
+  MeasureOptions measure = options.measure;
+  const CellSpec cudnn{"cudnn", "resnet50", Precision::bf16, 64, Phase::inference};
+  const CellEstimate native = model_cell_estimate(network, cudnn, gpu, measure, options.engine);
+  if (native.unsupported.empty()) EXPECT_DOUBLE_EQ(native.finish_s, 0.04);
+  // A cell the limit cuts off ends there: no check, its worker killed.
+  measure.cell_time_limit_s = 2;
+  const CellSpec compiled{"pytorch-compile", "resnet50", Precision::bf16, 64, Phase::training};
+  const CellEstimate capped = model_cell_estimate(network, compiled, gpu, measure, options.engine);
+  EXPECT_TRUE(capped.capped);
+  EXPECT_EQ(capped.finish_s, 0);
+  EXPECT_LE(capped.total_s(), 2.0 + 1e-9);
+}
+
 TEST(CostModel, NativeEnginesArePlannedUnsupportedForTheMixedPrecisionRecipes) {
   // cell.hpp: only framework workers run amp-*; a native engine's supports() refuses them, and the plan
   // says so up front instead of estimating a cell that will cost nothing (the H200 study's cudnn

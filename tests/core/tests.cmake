@@ -6,3 +6,4 @@ crossbench_test(gpu_peak_test LABEL cpu LINKS crossbench_core SOURCES ${CMAKE_CU
 crossbench_test(options_schema_test LABEL cpu LINKS crossbench_core SOURCES ${CMAKE_CURRENT_LIST_DIR}/options_schema_test.cpp)
 crossbench_test(cell_test LABEL cpu LINKS crossbench_core SOURCES ${CMAKE_CURRENT_LIST_DIR}/cell_test.cpp)
 crossbench_test(process_tree_test LABEL cpu LINKS crossbench_core SOURCES ${CMAKE_CURRENT_LIST_DIR}/process_tree_test.cpp)
+crossbench_test(utc_time_test LABEL cpu LINKS crossbench_core SOURCES ${CMAKE_CURRENT_LIST_DIR}/utc_time_test.cpp)
