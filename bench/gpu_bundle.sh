@@ -6,7 +6,7 @@
 #   python3 -c "import tarfile; tarfile.open('.bundle/payload.tar.xz').extractall('.bundle')"
 set -euo pipefail
 build=${1:-build-cuda}
-/work/shared/tools/device-bundle .bundle "$build/crossbench" "$build/tests/cudnn_engine_test" "$build/tests/cudnn_kernels_test" "$build/tests/cudnn_search_l2_test" "$build/gpu_cudnn_cells" "$build/tests/cudnn_data_parallel_test" "$build/tests/telemetry_test"
+/work/shared/tools/device-bundle .bundle "$build/crossbench" "$build/tests/cudnn_engine_test" "$build/tests/cudnn_kernels_test" "$build/tests/cudnn_search_test" "$build/gpu_cudnn_cells" "$build/tests/cudnn_data_parallel_test" "$build/tests/telemetry_test"
 # The JAX worker's step events (CUDA events on XLA's stream, engine.jax_timing = events): next to the
 # bundle's crossbench, which tells its workers its folder (CROSSBENCH_BINARY_DIR); cudart is linked in.
 if [ -f "$build/libcrossbench_jax_events.so" ]; then

@@ -128,10 +128,10 @@ for stage in "$@"; do
       timeout "$TLIMIT" env -u GTEST_FILTER .bundle/run .bundle/bin/cudnn_kernels_test >"$OUT/kernels_test.log" 2>&1
       echo "kernels tests exit $?"
       grep -E "^\[  FAILED|^\[  PASSED|Failure|Expected|Which is" "$OUT/kernels_test.log" | head -20
-      if [ -x .bundle/bin/cudnn_search_l2_test ]; then  # engine.search_l2 = cold: the L2 flush in the search
-        timeout "$TLIMIT" env -u GTEST_FILTER .bundle/run .bundle/bin/cudnn_search_l2_test >"$OUT/search_l2_test.log" 2>&1
-        echo "search_l2 tests exit $?"
-        grep -E "^\[  FAILED|^\[  PASSED|Failure|Expected|Which is" "$OUT/search_l2_test.log" | head -20
+      if [ -x .bundle/bin/cudnn_search_test ]; then  # the search's policies: engine.search_l2 = cold, engine.search_tie
+        timeout "$TLIMIT" env -u GTEST_FILTER .bundle/run .bundle/bin/cudnn_search_test >"$OUT/search_test.log" 2>&1
+        echo "search tests exit $?"
+        grep -E "^\[  FAILED|^\[  PASSED|Failure|Expected|Which is" "$OUT/search_test.log" | head -20
       fi
       timeout "$TLIMIT" .bundle/run .bundle/bin/cudnn_engine_test ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER} \
         >"$OUT/tests.log" 2>&1

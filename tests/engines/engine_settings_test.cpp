@@ -70,6 +70,25 @@ TEST(EngineSettings, TheSearchL2PolicyIsAKeyOfItsOwn) {
   EXPECT_EQ(cudnn::cudnn_settings(config).search_l2, cudnn::SearchL2::warm);
 }
 
+// engine.search_tie: the measured search's tie margin, 0.03 unless set, held to (0, 0.5].
+TEST(EngineSettings, TheSearchTieIsAFractionOfItsOwn) {
+  EngineConfig config;
+  EXPECT_EQ(config.setting("engine.search_tie"), "0.03");
+  EXPECT_DOUBLE_EQ(cudnn::cudnn_settings(config).search_tie, cudnn::kTieFraction);
+  EXPECT_DOUBLE_EQ(cudnn::CudnnSettings{}.search_tie, cudnn::kTieFraction);
+  config.settings = {{"engine.algo", "exhaustive"}, {"engine.search_tie", "0.001"}};
+  EXPECT_DOUBLE_EQ(cudnn::cudnn_settings(config).search_tie, 0.001);
+  for (const char* bad : {"0", "-0.01", "0.6", "a few", ""}) {
+    config.settings["engine.search_tie"] = bad;
+    try {
+      static_cast<void>(cudnn::cudnn_settings(config));
+      ADD_FAILURE() << "search_tie = '" << bad << "' accepted";
+    } catch (const UsageError& error) {
+      EXPECT_NE(std::string(error.what()).find("search_tie"), std::string::npos) << error.what();
+    }
+  }
+}
+
 TEST(EngineSettings, ABadSearchL2ValueNamesTheKeyAndTheValues) {
   EngineConfig config;
   config.settings = {{"engine.algo", "exhaustive"}, {"engine.search_l2", "hot"}};

@@ -145,6 +145,27 @@ TEST(MeasuredChoice, NoiseDoesNotFlipTheChoiceAcrossProcesses) {
   EXPECT_GT(plain_flips, 10);  // the noise is real: without the rule the choice would differ
 }
 
+TEST(MeasuredChoice, ATieOfZeroTakesTheFastestMedianAndAMarginMovesTheBoundary) {
+  // engine.search_tie: the tie rule keeps the heuristic's choice up to the margin slower, so a
+  // candidate near the boundary (here 2.9% and 3.1% faster in two processes) flips the choice
+  // between processes by the whole margin; a tie of 0 takes the fastest median in both.
+  for (const double faster : {0.971, 0.969}) {
+    std::vector<MeasuredCandidate> c = {candidate("first_choice", 0, 1.00, 0), candidate("fastest", 1, faster, 1)};
+    std::vector<MeasuredCandidate> margin = c;
+    order_by_median(margin, 0.03);
+    EXPECT_EQ(margin.front().name, faster > 0.97 ? "first_choice" : "fastest") << faster;
+    order_by_median(c, 0.0);
+    EXPECT_EQ(c.front().name, "fastest") << faster;
+  }
+  // Equal medians are still a tie at 0: the fixed order decides.
+  std::vector<MeasuredCandidate> equal = {candidate("second", 1, 1.0, 1), candidate("first", 0, 1.0, 0)};
+  order_by_median(equal, 0.0);
+  EXPECT_EQ(names(equal), (std::vector<std::string>{"first", "second"}));
+  EXPECT_TRUE(clearly_faster(0.99, 1.00, 0.0));
+  EXPECT_FALSE(clearly_faster(0.99, 1.00, 0.03));
+  EXPECT_FALSE(clearly_faster(1.00, 1.00, 0.0));
+}
+
 TEST(MeasuredChoice, ClearlyFasterNeedsMoreThanTheMargin) {
   EXPECT_TRUE(clearly_faster(0.90, 1.00));
   EXPECT_FALSE(clearly_faster(0.98, 1.00));

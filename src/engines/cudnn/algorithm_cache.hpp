@@ -30,7 +30,8 @@
 
 namespace crossbench::cudnn {
 
-// Candidates whose medians lie within this fraction of the fastest are a tie.
+// Candidates whose medians lie within this fraction of the fastest are a tie: the default of
+// engine.search_tie, which a run may set (0.001: the fastest median but for equal ones).
 inline constexpr double kTieFraction = 0.03;
 
 // Who measured: a record applies only to the same device and libraries.

@@ -244,6 +244,7 @@ std::vector<AlgorithmChoice> candidates_by_policy(SetupContext& ctx, const Convo
   const MeasuredChoice* cached = ctx.algorithm_cache ? ctx.algorithm_cache->find(signature) : nullptr;
   if (cached != nullptr) {
     measured = cached->candidates;
+    order_by_median(measured, ctx.config.search_tie);  // the run's tie, not the one that measured it
   } else {
     const auto heuristic = usable(results.data(), search(max_count), limit);
     const auto found = screened(ctx, heuristic, run);
@@ -284,7 +285,7 @@ std::vector<AlgorithmChoice> candidates_by_policy(SetupContext& ctx, const Convo
       measured.push_back(m);
     }
     CB_CHECK_CUDNN(cudnnSetConvolutionMathType(p.conv, initial_math_type(ctx.precision)));
-    order_by_median(measured);
+    order_by_median(measured, ctx.config.search_tie);
     if (ctx.algorithm_cache) ctx.algorithm_cache->insert(signature, MeasuredChoice{measured});
   }
   std::vector<AlgorithmChoice> choices;
@@ -503,9 +504,13 @@ MeasuredChoice measured_choice(SetupContext& ctx, const std::string& signature,
                                const std::function<std::vector<MeasuredCandidate>()>& measure) {
   const std::string key = signature + timing_of(ctx);
   const MeasuredChoice* cached = ctx.algorithm_cache ? ctx.algorithm_cache->find(key) : nullptr;
-  if (cached != nullptr) return *cached;
+  if (cached != nullptr) {
+    MeasuredChoice replayed = *cached;
+    order_by_median(replayed.candidates, ctx.config.search_tie);  // the run's tie, not the one that measured it
+    return replayed;
+  }
   MeasuredChoice record{measure()};
-  order_by_median(record.candidates);
+  order_by_median(record.candidates, ctx.config.search_tie);
   if (ctx.algorithm_cache) ctx.algorithm_cache->insert(key, record);
   return record;
 }

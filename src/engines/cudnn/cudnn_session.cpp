@@ -150,7 +150,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const C
   if (config.algorithm == AlgorithmPolicy::exhaustive)
     text << " algo_cache=" << (algorithm_cache->file_backed() ? algorithm_cache->path().string() : "memory")
          << "(hits=" << counts_after.hits - counts_before.hits
-         << ",misses=" << counts_after.misses - counts_before.misses << ")";
+         << ",misses=" << counts_after.misses - counts_before.misses << ") search_tie=" << config.search_tie;
   if (const std::string l2 = search_l2_decision(config); !l2.empty()) text << " " << l2;  // every timed search run L2-cold
   if (b.input.dims[1] != b.input_channels)
     text << " input_channels=" << b.input_channels << "->" << b.input.dims[1] << "(zero-padded)";

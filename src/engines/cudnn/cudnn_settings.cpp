@@ -18,6 +18,7 @@ CudnnSettings cudnn_settings(const EngineConfig& config) {
   settings.graph_api = config.setting("engine.graph_api") == "true";
   settings.fuse = config.setting("engine.fuse") == "true";
   settings.search_l2 = config.setting("engine.search_l2") == "cold" ? SearchL2::cold : SearchL2::warm;
+  settings.search_tie = std::stod(config.setting("engine.search_tie"));  // the schema has checked its range
   settings.algorithm_cache_path = config.setting("engine.algo_cache");
   if (!settings.algorithm_cache_path.empty() && settings.algorithm != AlgorithmPolicy::exhaustive)
     throw UsageError("[engine] algo_cache applies to algo = exhaustive (the measured search) only");

@@ -231,7 +231,7 @@ class Convolution final : public LayerImpl {
       const double epilogue_ms =
           fused ? (kernel_epilogue ? 2.0 : 4.0) * static_cast<double>(y.bytes()) / kMemoryBandwidth * 1e3 : 0.0;
       // Near-ties and NaN (not timed) keep cuDNN's (algorithm_cache.hpp's tie rule).
-      if (clearly_faster(forward_im2col_ms + epilogue_ms, forward.time_ms)) {
+      if (clearly_faster(forward_im2col_ms + epilogue_ms, forward.time_ms, ctx.config.search_tie)) {
         forward_im2col = true;
         fused = false;
       }
@@ -262,7 +262,7 @@ class Convolution final : public LayerImpl {
     if (ctx.config.algorithm == AlgorithmPolicy::exhaustive && gemm_weight_gradient_applies() && ctx.blas != nullptr) {
       filter_gemm_ms = measured_times_ms(ctx, "cublas_gemm.backward-filter " + filter_signature, {"cublas_gemm"},
                                          [&] { return std::vector<float>{time_gemm_weight_gradient(ctx)}; })[0];
-      filter_gemm = clearly_faster(filter_gemm_ms, filter.time_ms);  // near-ties and NaN keep cuDNN's
+      filter_gemm = clearly_faster(filter_gemm_ms, filter.time_ms, ctx.config.search_tie);  // near-ties and NaN keep cuDNN's
     }
     if (im2col_gemm_applies(ctx, dy)) {
       const Im2colGemm shape = im2col_shape(dy);
@@ -276,7 +276,7 @@ class Convolution final : public LayerImpl {
                                                                               ctx.stream);
                                                 })};
       })[0];
-      filter_im2col = clearly_faster(filter_im2col_ms, filter.time_ms);
+      filter_im2col = clearly_faster(filter_im2col_ms, filter.time_ms, ctx.config.search_tie);
     }
     if (filter_im2col) ctx.need_workspace(im2col_shape(dy).weight_gradient_workspace_bytes());
     else if (!filter_gemm) ctx.need_workspace(filter.workspace_bytes);
@@ -382,7 +382,7 @@ class Convolution final : public LayerImpl {
     }
     std::ostringstream why;
     why << names[static_cast<std::size_t>(best)] << " " << times[static_cast<std::size_t>(best)] << "ms";
-    if (!clearly_faster(times[static_cast<std::size_t>(best)], incumbent_ms) || !graph->build(best)) {
+    if (!clearly_faster(times[static_cast<std::size_t>(best)], incumbent_ms, ctx.config.search_tie) || !graph->build(best)) {
       out.note = why.str() + ">=" + std::to_string(incumbent_ms) + "ms";
       return;
     }
@@ -614,7 +614,7 @@ class Convolution final : public LayerImpl {
     });
     bias_cudnn_ms = times[0];
     bias_kernel_ms = times[1];
-    bias_gradient_kernel = clearly_faster(bias_kernel_ms, bias_cudnn_ms);  // near-ties keep cuDNN's
+    bias_gradient_kernel = clearly_faster(bias_kernel_ms, bias_cudnn_ms, ctx.config.search_tie);  // near-ties keep cuDNN's
   }
 
   // The relu after it is applied here: by cuDNN's fused call or by our epilogue kernel; in a
