@@ -454,7 +454,8 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
                 --set "matrix.batches=${SWEEP_BATCHES:-1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192}"
                 --set matrix.phases=inference,training
                 --set measure.min_steps="${STUDY_STEPS:-50}" --set measure.target_ci=0.02
-                --set engine.algo=exhaustive --set engine.cuda_graphs=true)
+                --set engine.algo=exhaustive --set engine.cuda_graphs=true
+                --set measure.oom_boundary=stop)  # each series smallest batch first; past its first oom, none runs
       fi
       # The worker commands (a default in ${VAR:-...} would end at the "}" of {workers}).
       default_pytorch='python3 -u {workers}/pytorch/worker.py' default_jax='python3 -u {workers}/jax/worker.py'

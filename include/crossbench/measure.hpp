@@ -24,6 +24,9 @@ struct MeasureOptions {
   // headline is the repetition whose median is the median of the N medians, and every
   // repetition's median is kept (CellResult::repetition_medians_ms).
   int repetitions = 1;
+  // measure.oom_boundary = stop: a batch sweep's cells past the first batch of their series that ran out
+  // of memory are recorded oom without running (src/cluster/oom_boundary.hpp); false: every cell runs.
+  bool stop_at_oom_boundary = false;
 };
 
 // Device telemetry over the timed steps of a cell (any engine on a GPU: the

@@ -447,6 +447,7 @@ void derive_command_values(const CommandLine&, const CanonicalValues&, CheckOpti
 // each (rows marked DerivedValue): every command's, then the command's own.
 //   engine.bucket_mb        → EngineConfig::bucket_bytes ([MiB] → [bytes])
 //   measure.layer_times     → MeasureOptions::layer_times (not "false"); run: layer_times_shown ("all": 0, every layer)
+//   measure.oom_boundary    → MeasureOptions::stop_at_oom_boundary ("stop")
 //   engine.algo_cache       → named absolutely in the settings (a file every rank reads and writes)
 //   output.path, --output   → JobOptions::output (run: --output first); default results/<job name>.h5
 //   engine.compile_cache    → "<output>" replaced by the cube's path, absolute; check: none unless set
@@ -458,6 +459,7 @@ void derive_compound_values(const std::string& command, const CommandLine& line,
                             CanonicalValues& keys, Command& options) {
   options.engine.bucket_bytes = std::stoll(keys.at("engine.bucket_mb")) << 20;
   options.measure.layer_times = keys.at("measure.layer_times") != "false";
+  options.measure.stop_at_oom_boundary = keys.at("measure.oom_boundary") == "stop";
   if (const std::string& cache = keys.at("engine.algo_cache"); !cache.empty())
     keys["engine.algo_cache"] = std::filesystem::absolute(cache).string();
   const auto* output_path = find_setting(settings, "output.path");

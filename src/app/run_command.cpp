@@ -26,6 +26,7 @@
 #include "cluster/data_parallel.hpp"
 #include "cluster/journal.hpp"
 #include "cluster/mpi_session.hpp"
+#include "cluster/oom_boundary.hpp"
 #include "cluster/output_lock.hpp"
 #include "cluster/plan.hpp"
 #include "cluster/reporter.hpp"
@@ -155,14 +156,17 @@ struct RankCellsDone {
   bool interrupted = false;
   int results_sent = 0;
 };
+// `earlier`: the results a resumed journal keeps (rank 0's), from which the OOM boundary starts.
 RankCellsDone run_rank_cells(const RunOptions& options, const MpiSession& mpi, const StopRequest& stop,
                              StopBroadcast& stop_broadcast, const Plan& plan, const Device& device,
-                             ResultChannel& channel, RankZeroInbox* inbox) {
+                             ResultChannel& channel, RankZeroInbox* inbox, const std::vector<CellResult>& earlier) {
   EngineConfig engine_config = options.engine;
   engine_config.threads = device.kind == DeviceKind::cpu ? device.compute_units : 1;
   std::map<std::string, std::unique_ptr<Engine>> engines;
   std::map<std::string, Network> networks;
   RankCellsDone done;
+  OomBoundary oom_boundary;  // measure.oom_boundary = stop
+  for (const CellResult& result : earlier) oom_boundary.note(result);
   for (const auto& planned : plan.cells_of(mpi.rank())) {
     stop_broadcast.poll();
     // The ranks of a data-parallel cell decide together (run_data_parallel_cell).
@@ -174,7 +178,12 @@ RankCellsDone run_rank_cells(const RunOptions& options, const MpiSession& mpi, c
     if (!engines.count(engine_name)) engines[engine_name] = make_engine(engine_name, device, engine_config);
     if (!networks.count(planned.cell.network)) networks.emplace(planned.cell.network, make_network(planned.cell.network));
     CellResult result;
-    {
+    const auto oom_batch = options.measure.stop_at_oom_boundary && !planned.data_parallel()
+                               ? oom_boundary.exceeded_by(device.key(), planned.cell)
+                               : std::nullopt;
+    if (oom_batch && planned.unrunnable_reason.empty()) {
+      result = OomBoundary::past_boundary(device.key(), planned.cell, mpi.rank(), *oom_batch);
+    } else {
       const Heartbeat heartbeat(options.quiet ? 0.0 : options.heartbeat_s, mpi.rank(), describe(planned.cell));
       if (!planned.unrunnable_reason.empty()) {
         result.device_key = device.key();
@@ -199,6 +208,7 @@ RankCellsDone run_rank_cells(const RunOptions& options, const MpiSession& mpi, c
                           device, options.measure, mpi.rank());
       }
     }
+    oom_boundary.note(result);
     if (planned.unrunnable_reason.empty() && planned.data_parallel() && planned.rank != mpi.rank())
       continue;  // the group's first rank reports the cell
     if (inbox == nullptr) {
@@ -223,7 +233,7 @@ int run_on_ranks(const RunOptions& options, const MpiSession& mpi, const StopReq
   ResultChannel channel(mpi);
 
   if (mpi.rank() != 0) {
-    const RankCellsDone done = run_rank_cells(options, mpi, stop, stop_broadcast, plan, device, channel, nullptr);
+    const RankCellsDone done = run_rank_cells(options, mpi, stop, stop_broadcast, plan, device, channel, nullptr, {});
     stop_broadcast.poll();
     const bool interrupted = done.interrupted || stop.requested();
     channel.send_finished(done.results_sent, interrupted, stop.signal_number());
@@ -235,7 +245,8 @@ int run_on_ranks(const RunOptions& options, const MpiSession& mpi, const StopReq
   Collector collector(plan, resume.earlier, make_reporters(options, mpi, plan, devices, resume, std::move(segment)),
                       this_segment);
   RankZeroInbox inbox{collector};
-  const bool stopped_early = run_rank_cells(options, mpi, stop, stop_broadcast, plan, device, channel, &inbox).interrupted;
+  const bool stopped_early =
+      run_rank_cells(options, mpi, stop, stop_broadcast, plan, device, channel, &inbox, resume.earlier).interrupted;
   inbox.interrupted = inbox.interrupted || stopped_early;
   while (inbox.ranks_finished < mpi.size()) {
     if (auto message = channel.poll()) {

@@ -1,4 +1,5 @@
 #include "cluster/plan.hpp"
+#include "cluster/oom_boundary.hpp"
 
 #include <algorithm>
 #include <map>
@@ -217,6 +218,8 @@ Plan make_plan(const JobOptions& options, const std::vector<Device>& rank_device
     place_data_parallel_cells(plan, group, cells, parallel);
     place_single_cells(plan, group, cells, single);
   }
+  // measure.oom_boundary = stop: each series smallest batch first, so that its first oom ends it.
+  if (options.measure.stop_at_oom_boundary) order_series_by_batch(plan.cells);
   if (!tally.selected_any)
     throw UsageError("--filter '" + options.cell_filter + "' matches no cell of the matrix; it is searched in names "
                      "such as '" + tally.example_cell + "' (engine/network/precision/b<batch>/phase/r<replica>; "
