@@ -19,14 +19,10 @@
 #include "engines/cudnn/cudnn_engine.hpp"
 #include "engines/cudnn/graph.hpp"
 #include "engines/cudnn/handles.hpp"
+#include "search_test_problem.hpp"
 
 namespace crossbench::cudnn {
 namespace {
-
-#define SKIP_WITHOUT_GPU()                                                                   \
-  do {                                                                                       \
-    if (visible_gpu_count() == 0) GTEST_SKIP() << "no GPU visible: the cuDNN engine cannot run here"; \
-  } while (false)
 
 std::size_t device_l2_bytes() {
   int device = 0, l2 = 0;
@@ -51,23 +47,16 @@ TEST_P(ColdSearch, PicksACandidateWithATwiceL2FlushBuffer) {
   config.search_l2 = SearchL2::cold;
   AlgorithmCache cache{std::filesystem::path(), MeasurementContext{}};
 
-  const int n = 8, c = 64, h = 28, w = 28, k = 64;
-  const TensorDesc x = make_tensor_desc(), y = make_tensor_desc();
-  const FilterDesc filter = make_filter_desc();
-  const ConvDesc conv = make_conv_desc();
-  ASSERT_EQ(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w), CUDNN_STATUS_SUCCESS);
-  ASSERT_EQ(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, k, h, w), CUDNN_STATUS_SUCCESS);
-  ASSERT_EQ(cudnnSetFilter4dDescriptor(filter, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, k, c, 3, 3), CUDNN_STATUS_SUCCESS);
-  ASSERT_EQ(cudnnSetConvolution2dDescriptor(conv, 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
-            CUDNN_STATUS_SUCCESS);
-  ASSERT_EQ(cudnnSetConvolutionMathType(conv, initial_math_type(Precision::fp32)), CUDNN_STATUS_SUCCESS);
-  const ConvolutionProblem problem{x, filter, conv, y};
+  SearchTestProblem layer;
+  layer.describe();
+  if (HasFatalFailure()) return;
+  const ConvolutionProblem problem = layer.problem();
 
   std::size_t flush_bytes = 0;
   {
     SetupContext ctx(dnn, stream, config, Precision::fp32, std::int64_t{256} << 20);
     ctx.algorithm_cache = &cache;
-    const std::int64_t activation = std::int64_t{n} * c * h * w * 4, weights = std::int64_t{k} * c * 9 * 4;
+    const std::int64_t activation = SearchTestProblem::activation_bytes, weights = SearchTestProblem::weight_bytes;
     ctx.reserve_arena(activation, weights, activation);
     EXPECT_EQ(ctx.l2_flush_bytes(), 0u) << "allocated with the arena, on first use";
     const std::string signature = problem_signature(ctx, problem);

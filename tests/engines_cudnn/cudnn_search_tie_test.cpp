@@ -19,14 +19,10 @@
 #include "engines/cudnn/cudnn_engine.hpp"
 #include "engines/cudnn/graph.hpp"
 #include "engines/cudnn/handles.hpp"
+#include "search_test_problem.hpp"
 
 namespace crossbench::cudnn {
 namespace {
-
-#define SKIP_WITHOUT_GPU()                                                                   \
-  do {                                                                                       \
-    if (visible_gpu_count() == 0) GTEST_SKIP() << "no GPU visible: the cuDNN engine cannot run here"; \
-  } while (false)
 
 // A 3x3 convolution, 64 -> 64 channels on 28x28, batch 8, fp32 NCHW, searched forward: first with a
 // margin of 0.001 (the record's fastest median first), then replayed from the same cache under 0.5
@@ -38,18 +34,11 @@ TEST(CudnnSearchTie, TheRunsMarginOrdersAMeasuredAndAReplayedRecord) {
   ASSERT_EQ(cudnnSetStream(dnn, stream), CUDNN_STATUS_SUCCESS);
   AlgorithmCache cache{std::filesystem::path(), MeasurementContext{}};
 
-  const int n = 8, c = 64, h = 28, w = 28, k = 64;
-  const TensorDesc x = make_tensor_desc(), y = make_tensor_desc();
-  const FilterDesc filter = make_filter_desc();
-  const ConvDesc conv = make_conv_desc();
-  ASSERT_EQ(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w), CUDNN_STATUS_SUCCESS);
-  ASSERT_EQ(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, k, h, w), CUDNN_STATUS_SUCCESS);
-  ASSERT_EQ(cudnnSetFilter4dDescriptor(filter, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, k, c, 3, 3), CUDNN_STATUS_SUCCESS);
-  ASSERT_EQ(cudnnSetConvolution2dDescriptor(conv, 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
-            CUDNN_STATUS_SUCCESS);
-  ASSERT_EQ(cudnnSetConvolutionMathType(conv, initial_math_type(Precision::fp32)), CUDNN_STATUS_SUCCESS);
-  const ConvolutionProblem problem{x, filter, conv, y};
-  const std::int64_t activation = std::int64_t{n} * c * h * w * 4, weights = std::int64_t{k} * c * 9 * 4;
+  SearchTestProblem layer;
+  layer.describe();
+  if (HasFatalFailure()) return;
+  const ConvolutionProblem problem = layer.problem();
+  const std::int64_t activation = SearchTestProblem::activation_bytes, weights = SearchTestProblem::weight_bytes;
 
   std::string key;
   std::vector<MeasuredCandidate> recorded;
