@@ -39,6 +39,12 @@ constexpr double kSharedWorkerPreparationSeconds = 1.0;
 // (0.01-0.2), eager PyTorch 0.12 s (0.10-0.17), JAX 0.33 s (0.22-0.53). No pytorch-compile cell has run
 // since the cut (before it: 5-6 s, the interpreter's shutdown waiting on Inductor's compile pool, which
 // the cut skips): taken as JAX's until a run measures it.
+// [s] eager PyTorch on a GPU: cudnn.benchmark times every algorithm of each convolution shape at its first
+// step, inside the warm-up: a base + per distinct convolution and direction. Fitted to the H200 study's 56
+// eager cells (timed_s less steps x median: inference 0.4-3.2 s, training 0.9-24 s): 1.0 + 0.07 s; with
+// it 41 of the 56 cells are within 25% of their wall (30 without; in-sample).
+constexpr double kTorchBenchmarkBaseSeconds = 1.0;
+constexpr double kTorchBenchmarkSecondsPerConvolution = 0.07;
 constexpr double kNativeFinishSeconds = 0.04;
 constexpr double kTorchFinishSeconds = 0.12;
 constexpr double kJaxFinishSeconds = 0.33;
@@ -143,13 +149,14 @@ double warm_compile_seconds(double cold_s) {
   return std::min(cold_s, std::max(kWarmCompileFloorSeconds, cold_s * kWarmCompileFraction));
 }
 
-int distinct_layers(const Network& network) {
+int distinct_layers(const Network& network, std::optional<LayerKind> only) {
   std::set<std::string> signatures;
   const auto& layers = network.layers();
   const auto shape = [](const TensorShape& s) {
     return std::to_string(s.channels) + "x" + std::to_string(s.height) + "x" + std::to_string(s.width);
   };
   for (const Layer& layer : layers) {
+    if (only && layer.kind != *only) continue;
     const LayerParams& p = layer.params;
     std::string signature = std::string(to_string(layer.kind)) + ":" + shape(layer.output);
     for (const int input : layer.inputs) signature += "<" + shape(layers[static_cast<std::size_t>(input)].output);
@@ -252,6 +259,11 @@ CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, c
   const double flops_per_second =
       std::max(device.peak_fp32_tflops, 1e-3) * 1e12 * kAssumedEfficiency * precision_speedup(device, cell.precision);
   estimate.steps_s = steps * flops_per_image * static_cast<double>(cell.batch) / flops_per_second;
+  if (cell.engine == "pytorch" && device.kind == DeviceKind::gpu) {  // cudnn.benchmark in the first warm-up step
+    const int directions = cell.phase == Phase::training ? 3 : 1;
+    estimate.steps_s += kTorchBenchmarkBaseSeconds + kTorchBenchmarkSecondsPerConvolution * directions *
+                                                         distinct_layers(network, LayerKind::convolution);
+  }
   // The cell time limit includes preparation: nothing runs longer than it.
   const double limit_s = measure.cell_time_limit_s;
   if (estimate.total_s() > limit_s) {  // the limit cuts the cell off: no check, a killed worker

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,8 +56,9 @@ inline constexpr double kWarmCompileFloorSeconds = 4.5;
 // kWarmCompileFloorSeconds, at most the cold compile itself.
 [[nodiscard]] double warm_compile_seconds(double cold_s);
 
-// The layers of a network that differ in kind, input and output shapes or parameters.
-[[nodiscard]] int distinct_layers(const Network& network);
+// The layers of a network that differ in kind, input and output shapes or parameters; of one kind only
+// where `only` names it.
+[[nodiscard]] int distinct_layers(const Network& network, std::optional<LayerKind> only = std::nullopt);
 
 // What the plan knows of the run's compile cache (engine.compile_cache, resolved): the files in
 // each framework's part of it. "warm" is the directory's, not each cell's: a cell whose graph it
@@ -94,7 +96,7 @@ struct AlgorithmCacheState {
 struct CellEstimate {
   double preparation_s = 0;  // prepare() without the search: primitives, buffers, a worker's start and model
   double search_s = 0;       // measured choices: exhaustive algorithm search, torch.compile, jit
-  double steps_s = 0;        // warm-up + min_steps steps at an assumed fraction of the device's peak
+  double steps_s = 0;        // warm-up + min_steps steps at an assumed fraction of the device's peak (eager on a GPU: + cudnn.benchmark's first-step search)
   double cold_compile_s = 0; // a framework cell's compile from a cold cache (search_s when cold); 0: none
   // What search_s is: "exhaustive search", "torch.compile (cold)", "jax.jit (warm cache)"; empty: none.
   std::string search_kind;

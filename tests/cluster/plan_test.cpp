@@ -183,6 +183,11 @@ TEST(CostModel, DistinctLayersCountRepeatedBlocksOnce) {
   EXPECT_EQ(distinct_layers(make_network("resnet152")), 57);
   EXPECT_EQ(distinct_layers(make_network("googlenet")), 109);
   EXPECT_EQ(distinct_layers(make_network("alexnet")), 21);
+  // Of one kind: the convolutions cudnn.benchmark searches once per shape (a ResNet's 53-155 are 23).
+  EXPECT_EQ(distinct_layers(make_network("resnet50"), LayerKind::convolution), 23);
+  EXPECT_EQ(distinct_layers(make_network("resnet152"), LayerKind::convolution), 23);
+  EXPECT_EQ(distinct_layers(make_network("googlenet"), LayerKind::convolution), 49);
+  EXPECT_EQ(distinct_layers(make_network("vgg11"), LayerKind::convolution), 7);
 }
 
 TEST(CostModel, FrameworkCellsPayTheirCompileByEngineAndPhase) {
@@ -233,6 +238,26 @@ TEST(CostModel, EachEngineEndsItsCellAsTheH200StudyMeasuredAndACappedCellHasNoEn
   EXPECT_TRUE(capped.capped);
   EXPECT_EQ(capped.finish_s, 0);
   EXPECT_LE(capped.total_s(), 2.0 + 1e-9);
+}
+
+TEST(CostModel, EagerPyTorchOnAGpuPaysCudnnBenchmarksFirstStepSearch) {
+  // cudnn.benchmark times each convolution shape's algorithms in the first warm-up step: 1 s + 0.07 s per
+  // distinct convolution and direction (the H200 study's eager cells); none on a CPU, none for a compiled step.
+  JobOptions options = framework_options({"resnet50"});
+  Device gpu = cpu_device("");
+  gpu.kind = DeviceKind::gpu;
+  gpu.peak_fp32_tflops = 67;
+  const Network network = make_network("resnet50");
+  const auto steps_of = [&](const std::string& engine, Phase phase, const Device& device) {
+    return model_cell_estimate(network, {engine, "resnet50", Precision::bf16, 64, phase}, device, options.measure,
+                               options.engine)
+        .steps_s;
+  };
+  const auto flops_only = [&](Phase phase) { return steps_of("pytorch-compile", phase, gpu); };
+  EXPECT_NEAR(steps_of("pytorch", Phase::training, gpu) - flops_only(Phase::training), 1.0 + 0.07 * 3 * 23, 1e-9);
+  EXPECT_NEAR(steps_of("pytorch", Phase::inference, gpu) - flops_only(Phase::inference), 1.0 + 0.07 * 23, 1e-9);
+  EXPECT_DOUBLE_EQ(steps_of("pytorch", Phase::training, cpu_device("")),
+                   steps_of("pytorch-compile", Phase::training, cpu_device("")));
 }
 
 TEST(CostModel, NativeEnginesArePlannedUnsupportedForTheMixedPrecisionRecipes) {
