@@ -84,7 +84,8 @@
 #             cudnn (exhaustive search, CUDA graphs), one algorithm cache for both; cubes $OUT/b256_*.h5
 #   repro     seed2017's cudnn row in $REPRO_PRECISIONS (default fp32,tf32,bf16) in $REPRO_RUNS (3) independent
 #             cold processes, no cache shared, one after the other; then bench/repro_cubes.py (max/min of
-#             each cell's medians, the cold wall time of each run)
+#             each cell's medians, the cold wall time of each run); $REPRO_ARGS adds settings, $REPRO_NAME
+#             (default repro) names the files (<name>_<run>.h5, .log, <name>.md) so that two arms share a call
 # Environment: STEPS (timed steps, default 50), WARMUP (10), TLIMIT (seconds per stage, 240);
 # SEED_ALGO, SEED_PRECISIONS (fp32,tf32,fp16,bf16), SEED_CI (0.02), SEED_ARGS and SEED_OUT (the seed
 # stage's cube and log name, default seed; a key is --set once: SEED_ARGS must not repeat these;
@@ -239,18 +240,21 @@ for stage in "$@"; do
         grep -E " ok | oom | failed " "$OUT/b256_$update.log" | head -2
       done ;;
     repro)
+      # REPRO_NAME (default repro) names the arm's files, so that two arms (e.g. REPRO_ARGS="--set
+      # engine.search_tie=0.001" beside the default) run in one call without overwriting each other.
+      arm=${REPRO_NAME:-repro}
       for run in $(seq 1 "${REPRO_RUNS:-3}"); do
         repro_start=$SECONDS
         timeout "$TLIMIT" $CB run --job jobs/seed2017.ini --set matrix.engines=cudnn --algo exhaustive \
           --set engine.cuda_graphs=true --set matrix.precisions="${REPRO_PRECISIONS:-fp32,tf32,bf16}" \
           --set measure.min_steps="$STEPS" --set measure.target_ci=0.02 ${REPRO_ARGS:-} \
-          --output "$OUT/repro_$run.h5" >"$OUT/repro_$run.log" 2>&1
-        echo "repro run $run exit $?"
-        echo "seed wall_s $((SECONDS - repro_start))" | tee -a "$OUT/repro_$run.log"
+          --output "$OUT/${arm}_$run.h5" >"$OUT/${arm}_$run.log" 2>&1
+        echo "$arm run $run exit $?"
+        echo "seed wall_s $((SECONDS - repro_start))" | tee -a "$OUT/${arm}_$run.log"
       done
       # max/min needs two runs at least: with REPRO_RUNS=1 the stage is one cold wall and 42 medians.
       if [ "${REPRO_RUNS:-3}" -ge 2 ]; then
-        python3 bench/repro_cubes.py "$OUT"/repro_*.h5 --logs "$OUT"/repro_*.log 2>&1 | tee "$OUT/repro.md" | tail -60
+        python3 bench/repro_cubes.py "$OUT/${arm}"_[0-9]*.h5 --logs "$OUT/${arm}"_[0-9]*.log 2>&1 | tee "$OUT/$arm.md" | tail -60
       fi ;;
     fwcmp)
       for precision in ${FWCMP_PRECISIONS:-tf32 bf16}; do
