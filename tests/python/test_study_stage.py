@@ -8,6 +8,8 @@ import pathlib
 import subprocess
 import sys
 
+import h5py
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "analysis"))
 from crossbench_analysis.cube import load  # noqa: E402
@@ -91,6 +93,9 @@ def test_the_sweep_stage_is_its_own_cube_beside_the_study(tmp_path, crossbench_b
     cells = load(study / "sweep.h5").cells
     assert sorted(set(cells["batch"])) == [1, 2] and set(cells["precision"]) == {"tf32", "bf16"}
     assert len(cells) == 8
+    # Past a series' first oom, no larger batch runs (measure.oom_boundary = stop, recorded).
+    with h5py.File(study / "sweep.h5", "r") as f:
+        assert f.attrs["measure_oom_boundary"] in (b"stop", "stop")
 
 
 def test_the_default_folder_is_carried_by_the_working_tree():
