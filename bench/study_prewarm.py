@@ -14,8 +14,9 @@ them warm: what it times is unchanged, its untimed compile is shorter, and each 
 (`preparation_s`) as evidence of the cold cost.
 
 Which cells: `crossbench plan --json` of the same matrix, less every cell the journal has a
-result for (what `--resume` skips), the compiling engines only, longest estimate first (the
-order the run's scheduler takes them), dealt round-robin to the processes. A process that does
+result for (what `--resume` skips), the compiling engines only, in the plan's order (the order the
+run's scheduler takes them: longest estimate first, each series smallest batch first under
+measure.oom_boundary = stop), dealt round-robin to the processes. A process that does
 not finish by the budget is stopped: whatever it compiled is in the cache already. With
 --run-s (the seconds the timed run will have after the prewarm), only the compiling cells the
 timed run can reach are compiled: the remaining cells of every engine in the scheduler's order,
@@ -119,15 +120,16 @@ def remaining_cells(command, matrix, journal, run_s=None):
 
 
 def select_cells(plan, finished, run_s=None):
-    """From `crossbench plan --json` output: the compiling cells not in `finished`, longest estimate
-    first; with `run_s`, only those whose start, in the scheduler's order over every engine's
-    remaining cells (prewarmed compiles at WARM_COMPILE_FRACTION), lies within REACH x run_s."""
+    """From `crossbench plan --json` output: the compiling cells not in `finished`, in the plan's order,
+    which is the order the run takes them (longest estimate first; with measure.oom_boundary = stop
+    each series smallest batch first, so the batches a series' first oom ends are compiled last); with
+    `run_s`, only those whose start, in that order over every engine's remaining cells (prewarmed
+    compiles at WARM_COMPILE_FRACTION), lies within REACH x run_s."""
     remaining = []
     for cell in plan["cells"]:
         key = (cell["engine"], cell["network"], cell["precision"], int(cell["batch"]), cell["phase"])
         if not cell.get("unsupported") and key not in finished:
             remaining.append((float(cell["estimated_s"]), key, cell))
-    remaining.sort(key=lambda entry: -entry[0])  # stable: the plan's order among equal estimates
     chosen, start = [], 0.0
     for estimate, key, cell in remaining:
         compiling = key[0] in COMPILING

@@ -129,6 +129,16 @@ def test_the_run_s_reach_keeps_the_compiling_cells_the_timed_run_starts():
     assert study_prewarm.select_cells(plan, finished, run_s=1.0) == everything[:1]  # the first always starts
 
 
+def test_the_cells_come_in_the_plans_order_which_is_the_runs():
+    # measure.oom_boundary = stop: the plan runs a series smallest batch first although its larger
+    # batches have the longer estimates; the prewarm compiles what the run reaches first, first.
+    plan = {"cells": [dict(plan_cell("pytorch-compile", "resnet50", 20.0, 10.0), batch=1),
+                      dict(plan_cell("pytorch-compile", "resnet50", 60.0, 30.0), batch=256),
+                      dict(plan_cell("pytorch-compile", "resnet50", 90.0, 40.0), batch=8192)]}
+    assert [key[3] for key in study_prewarm.select_cells(plan, set())] == [1, 256, 8192]
+    assert [key[3] for key in study_prewarm.select_cells(plan, set(), run_s=20.0)] == [1, 256]
+
+
 def test_the_prewarm_workers_allocate_on_demand_unless_the_caller_chose(monkeypatch):
     monkeypatch.delenv("XLA_PYTHON_CLIENT_PREALLOCATE", raising=False)
     assert study_prewarm.prewarm_environment()["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
