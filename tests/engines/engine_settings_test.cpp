@@ -70,14 +70,14 @@ TEST(EngineSettings, TheSearchL2PolicyIsAKeyOfItsOwn) {
   EXPECT_EQ(cudnn::cudnn_settings(config).search_l2, cudnn::SearchL2::warm);
 }
 
-// engine.search_tie: the measured search's tie margin, 0.03 unless set, held to (0, 0.5].
+// engine.search_tie: the measured search's tie margin, 0.001 unless set, held to (0, 0.5].
 TEST(EngineSettings, TheSearchTieIsAFractionOfItsOwn) {
   EngineConfig config;
-  EXPECT_EQ(config.setting("engine.search_tie"), "0.03");
+  EXPECT_EQ(config.setting("engine.search_tie"), "0.001");
   EXPECT_DOUBLE_EQ(cudnn::cudnn_settings(config).search_tie, cudnn::kTieFraction);
   EXPECT_DOUBLE_EQ(cudnn::CudnnSettings{}.search_tie, cudnn::kTieFraction);
-  config.settings = {{"engine.algo", "exhaustive"}, {"engine.search_tie", "0.001"}};
-  EXPECT_DOUBLE_EQ(cudnn::cudnn_settings(config).search_tie, 0.001);
+  config.settings = {{"engine.algo", "exhaustive"}, {"engine.search_tie", "0.03"}};
+  EXPECT_DOUBLE_EQ(cudnn::cudnn_settings(config).search_tie, 0.03);
   for (const char* bad : {"0", "-0.01", "0.6", "a few", ""}) {
     config.settings["engine.search_tie"] = bad;
     try {

@@ -17,6 +17,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The margin these tests reason in (3%: a candidate 2% faster is a tie); the run's default is kTieFraction.
+constexpr double kMargin = 0.03;
+
 MeasuredCandidate candidate(const std::string& name, int algorithm, double median, int heuristic_rank = -1,
                             std::size_t workspace = 0) {
   MeasuredCandidate c;
@@ -95,7 +98,7 @@ TEST(MeasuredChoice, MedianOfOddAndEvenCountsDropsNaN) {
 TEST(MeasuredChoice, ClearlyFasterWinsByMedian) {
   std::vector<MeasuredCandidate> c = {candidate("a", 0, 1.00, 0), candidate("b", 1, 0.80, 1),
                                       candidate("c", 2, 0.90, 2)};
-  order_by_median(c);
+  order_by_median(c, kMargin);
   EXPECT_EQ(names(c), (std::vector<std::string>{"b", "c", "a"}));
 }
 
@@ -103,21 +106,21 @@ TEST(MeasuredChoice, NearTieGoesToTheHeuristicsOrder) {
   // b is 2% faster: a tie within 3%, so a (cuDNN's first choice) stays first.
   std::vector<MeasuredCandidate> c = {candidate("b", 1, 0.98, 1), candidate("a", 0, 1.00, 0),
                                       candidate("c", 2, 1.50, 2)};
-  order_by_median(c);
+  order_by_median(c, kMargin);
   EXPECT_EQ(names(c), (std::vector<std::string>{"a", "b", "c"}));
 }
 
 TEST(MeasuredChoice, TieBrokenByWorkspaceThenAlgorithmWhenUnlisted) {
   std::vector<MeasuredCandidate> c = {candidate("big", 3, 1.00, -1, 1 << 20), candidate("small", 5, 1.01, -1, 1024),
                                       candidate("listed", 7, 1.02, 4, 1 << 30), candidate("none", 2, 1.01, -1, 1024)};
-  order_by_median(c);
+  order_by_median(c, kMargin);
   EXPECT_EQ(names(c), (std::vector<std::string>{"listed", "none", "small", "big"}));
 }
 
 TEST(MeasuredChoice, FailedCandidatesAreDropped) {
   std::vector<MeasuredCandidate> c = {candidate("failed", 0, std::nan(""), 0), candidate("ok", 1, 2.0, 1),
                                       candidate("inf", 2, INFINITY, 2)};
-  order_by_median(c);
+  order_by_median(c, kMargin);
   EXPECT_EQ(names(c), (std::vector<std::string>{"ok"}));
 }
 
@@ -139,7 +142,7 @@ TEST(MeasuredChoice, NoiseDoesNotFlipTheChoiceAcrossProcesses) {
     std::vector<MeasuredCandidate> c = {candidate("second_choice", 1, measure(1.00), 1),
                                         candidate("first_choice", 0, measure(0.995), 0)};
     if (c[0].median_ms < c[1].median_ms) ++plain_flips;
-    order_by_median(c);
+    order_by_median(c, kMargin);
     ASSERT_EQ(c.front().name, "first_choice") << "process " << process;
   }
   EXPECT_GT(plain_flips, 10);  // the noise is real: without the rule the choice would differ
@@ -167,11 +170,11 @@ TEST(MeasuredChoice, ATieOfZeroTakesTheFastestMedianAndAMarginMovesTheBoundary) 
 }
 
 TEST(MeasuredChoice, ClearlyFasterNeedsMoreThanTheMargin) {
-  EXPECT_TRUE(clearly_faster(0.90, 1.00));
-  EXPECT_FALSE(clearly_faster(0.98, 1.00));
-  EXPECT_FALSE(clearly_faster(1.10, 1.00));
-  EXPECT_FALSE(clearly_faster(std::nan(""), 1.00));
-  EXPECT_FALSE(clearly_faster(0.5, std::nan("")));
+  EXPECT_TRUE(clearly_faster(0.90, 1.00, kMargin));
+  EXPECT_FALSE(clearly_faster(0.98, 1.00, kMargin));
+  EXPECT_FALSE(clearly_faster(1.10, 1.00, kMargin));
+  EXPECT_FALSE(clearly_faster(std::nan(""), 1.00, kMargin));
+  EXPECT_FALSE(clearly_faster(0.5, std::nan(""), kMargin));
 }
 
 // ---- The key -------------------------------------------------------------------

@@ -522,6 +522,14 @@ TEST(CudnnKernels, FusedBatchNormGridFillsTheDevice) {
       EXPECT_EQ(kernels::batch_norm_tickets(channels, type), grid.tiles) << rows << "x" << channels;
       EXPECT_GE(static_cast<std::int64_t>(grid.chunks) * grid.rows_per_chunk, rows);
       EXPECT_LT(static_cast<std::int64_t>(grid.chunks - 1) * grid.rows_per_chunk, rows);
+      // The apply pass: whole rows per tile (a contiguous range per block), the forward's wave.
+      const kernels::BatchNormPassGrid& apply = grid.apply;
+      const std::int64_t vectors = channels * static_cast<std::int64_t>(size_of(type)) / 16;
+      EXPECT_EQ(apply.tile_vectors, std::min<std::int64_t>(vectors, 256)) << rows << "x" << channels;
+      EXPECT_EQ(static_cast<std::int64_t>(apply.tiles) * apply.tile_vectors, vectors) << rows << "x" << channels;
+      EXPECT_GE(static_cast<std::int64_t>(apply.tiles) * apply.chunks, 264) << rows << "x" << channels;
+      EXPECT_GE(static_cast<std::int64_t>(apply.chunks) * apply.rows_per_chunk, rows);
+      EXPECT_LT(static_cast<std::int64_t>(apply.chunks - 1) * apply.rows_per_chunk, rows);
       // The backward's own grid: wide tiles, more blocks.
       const kernels::BatchNormPassGrid& backward = grid.backward;
       EXPECT_GE(static_cast<std::int64_t>(backward.tiles) * backward.chunks, 264) << rows << "x" << channels;

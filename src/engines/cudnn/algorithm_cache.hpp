@@ -31,8 +31,10 @@
 namespace crossbench::cudnn {
 
 // Candidates whose medians lie within this fraction of the fastest are a tie: the default of
-// engine.search_tie, which a run may set (0.001: the fastest median but for equal ones).
-inline constexpr double kTieFraction = 0.03;
+// engine.search_tie, which a run may set. 0.001 takes the fastest median but for equal ones: three cold
+// processes agreed within 1.5% on OverFeat and AlexNet tf32 with it, against 5.4% with 0.03, whose edge flipped
+// near-tied choices by the whole margin (bench/results/2026-12-03/call37).
+inline constexpr double kTieFraction = 0.001;
 
 // Who measured: a record applies only to the same device and libraries.
 struct MeasurementContext {
@@ -83,11 +85,11 @@ double median_ms(std::vector<double> samples);
 // first, except that every candidate within `tie_fraction` of the fastest is
 // a tie, ordered by heuristic rank (unlisted last), smaller workspace, then
 // algorithm and name. The rest follow by median, ties broken the same way.
-void order_by_median(std::vector<MeasuredCandidate>& candidates, double tie_fraction = kTieFraction);
+void order_by_median(std::vector<MeasuredCandidate>& candidates, double tie_fraction);
 
 // Whether a challenger beats the incumbent by more than the tie margin (NaN
 // on either side: no). Near-ties keep the incumbent, so noise cannot flip a choice.
-bool clearly_faster(double challenger_ms, double incumbent_ms, double tie_fraction = kTieFraction);
+[[nodiscard]] bool clearly_faster(double challenger_ms, double incumbent_ms, double tie_fraction);
 
 class AlgorithmCache {
  public:

@@ -29,6 +29,12 @@ constexpr int kMergeAhead = 8;        // partials a thread of a tile's last bloc
 // (tf32) and 2.98 -> 3.51 ms (bf16) with narrow tiles, 3 blocks per SM and 80 registers, while the forward's
 // took 3.71 -> 3.48 and 2.59 -> 2.15 (bench/results/2026-12-02/call10, same GPU, same call).
 constexpr int kBackwardMaxTileVectors = 32;
+// The forward's apply pass reduces nothing, so its tiles need not be narrow: a tile spans a whole row (up to a
+// block's 256 vectors) and a block's chunk is one contiguous range of x, the residual and y. With the
+// statistics' narrow tiles (4 vectors, 64 bytes of every row) each row's 512 bytes (C = 256, bf16) were read by
+// 8 blocks at unrelated times: on an H200, ResNet-50 bf16 at batch 256, the bn_add_relu forward moved 2.7 TB/s
+// and bn_relu's 3.0-3.5 against the backward's 3.9 (bench/results/2026-12-03/call37).
+constexpr int kApplyMaxTileVectors = kBlock;
 constexpr int kBackwardBlocksPerSm = 8;
 constexpr int kBackwardMinRowsPerThread = 8;
 constexpr int kFinalChannels = 32;  // the backward's merge kernel: channels per block (one 128-byte row of partials)
@@ -593,10 +599,12 @@ void forward_typed(const BatchNormReluForward& a, const BatchNormGrid& grid, flo
   check_launch("batch-norm statistics");
   const T* x = static_cast<const T*>(a.x);
   T* y = static_cast<T*>(a.y);
+  const Geometry apply = geometry_of(grid, grid.apply, kVector<T>);
   if (a.residual != nullptr)
-    apply_kernel<T, true><<<pass_blocks(grid), kBlock, 0, stream>>>(x, static_cast<const T*>(a.residual), y, g, a);
+    apply_kernel<T, true><<<pass_blocks(grid.apply), kBlock, 0, stream>>>(x, static_cast<const T*>(a.residual), y,
+                                                                          apply, a);
   else
-    apply_kernel<T, false><<<pass_blocks(grid), kBlock, 0, stream>>>(x, nullptr, y, g, a);
+    apply_kernel<T, false><<<pass_blocks(grid.apply), kBlock, 0, stream>>>(x, nullptr, y, apply, a);
   check_launch("batch-norm + relu forward");
 }
 
@@ -697,6 +705,7 @@ BatchNormGrid batch_norm_grid(std::int64_t rows, std::int64_t channels, DType ty
   grid.tiles = forward.tiles;
   grid.chunks = forward.chunks;
   grid.rows_per_chunk = forward.rows_per_chunk;
+  grid.apply = pass_grid(rows, vectors, multiprocessors, kApplyMaxTileVectors, kBlocksPerSm, kMinRowsPerThread);
   grid.backward = pass_grid(rows, vectors, multiprocessors, kBackwardMaxTileVectors, kBackwardBlocksPerSm,
                             kBackwardMinRowsPerThread);
   return grid;

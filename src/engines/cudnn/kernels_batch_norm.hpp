@@ -70,11 +70,13 @@ struct BatchNormPassGrid {
   std::int64_t rows_per_chunk = 0;
 };
 
-// The launch geometry of one tensor's kernels (see the header comment): the forward's (the base: narrow
-// tiles, one wave of 3 blocks per SM) and the backward's (wide tiles, 8 blocks per SM asked for).
+// The launch geometry of one tensor's kernels (see the header comment): the forward's statistics (the base:
+// narrow tiles, one wave of 3 blocks per SM), the forward's apply pass (whole rows per tile, the same wave) and
+// the backward's (wide tiles, 8 blocks per SM asked for).
 struct BatchNormGrid : BatchNormPassGrid {
   std::int64_t rows = 0;      // M = N*H*W
   std::int64_t channels = 0;  // C
+  BatchNormPassGrid apply;
   BatchNormPassGrid backward;
   // [bytes] of scratch the kernels need (the larger of the forward's partials and the backward's partials with
   // two coefficients per channel); it may be shared with other ops between launches (the tickets may not).
@@ -83,6 +85,8 @@ struct BatchNormGrid : BatchNormPassGrid {
 // Each pass: enough blocks to fill `multiprocessors` SMs (forward one wave of 3
 // per SM, backward 8 per SM asked for), but at least 4 (forward) or 8
 // (backward) rows per thread, so the partials stay a few percent of the tensor.
+// The apply pass has no partials: its tiles span whole rows (up to 256 vectors), so that a block reads and
+// writes one contiguous range of each tensor.
 [[nodiscard]] BatchNormGrid batch_norm_grid(std::int64_t rows, std::int64_t channels, DType type,
                                             int multiprocessors);
 // The counters one forward launch of C channels of `type` draws tickets from (one per channel
