@@ -26,7 +26,8 @@
 #   fwcmp     the cudnn rows beside pytorch-compile (torch.compile reduce-overhead) rows in one cube per
 #             precision ($FWCMP_PRECISIONS, default tf32 bf16; $FWCMP_NETWORKS; $FWCMP_PHASES, default training),
 #             the cudnn cells replaying $FWCMP_CACHE_DIR/algo_graph_<precision>.json (a graphab stage's cache);
-#             cubes $OUT/fwcmp$FWCMP_TAG_<precision>.h5
+#             cubes $OUT/fwcmp$FWCMP_TAG_<precision>.h5; $FWCMP_ARGS are more run options (e.g. "--set
+#             engine.compile_mode=max-autotune" for the max-autotune rows beside cudnn)
 #   oldtk     a CUDA 12 or 11.8 build packed by bench/gpu_bundle_toolkit.sh: its gpu tests, then seed2017
 #             in fp32 and tf32 (cube $OUT/${SEED_OUT:-seed-oldtk}.h5), on the bundle's cudart and cuBLAS and
 #             PyTorch's cuDNN 9 and NCCL; says which library is missing instead of running without it
@@ -265,7 +266,7 @@ for stage in "$@"; do
           --set "matrix.networks=${FWCMP_NETWORKS:-overfeat,vgg11,alexnet,resnet50}" \
           --set "matrix.phases=${FWCMP_PHASES:-training}" \
           --set "workers.pytorch-compile=python3 -u {workers}/pytorch/worker.py --compile" \
-          --set measure.min_steps="$STEPS" --set measure.warmup=5 --set measure.target_ci=0.02 \
+          --set measure.min_steps="$STEPS" --set measure.warmup=5 --set measure.target_ci=0.02 ${FWCMP_ARGS:-} \
           --algo-cache "$cache" --output "$OUT/fwcmp${FWCMP_TAG:-}_$precision.h5" >"$OUT/fwcmp${FWCMP_TAG:-}_$precision.log" 2>&1
         echo "fwcmp $precision exit $?"
         grep -E "cudnn|pytorch-compile" "$OUT/fwcmp${FWCMP_TAG:-}_$precision.log" | grep -E " ok | oom | failed | timeout " | tail -20
