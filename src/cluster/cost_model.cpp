@@ -49,7 +49,12 @@ constexpr double kNativeFinishSeconds = 0.04;
 constexpr double kTorchFinishSeconds = 0.12;
 constexpr double kJaxFinishSeconds = 0.33;
 constexpr double kTorchCompileFinishSeconds = kJaxFinishSeconds;
-constexpr double kSearchSecondsPerConvolution = 0.125; // [s] exhaustive search per convolution and direction (cold.h5: 194 s / 1548)
+// [s] exhaustive search per convolution search a process has not measured yet (convolution_searches' keys:
+// one per distinct convolution, direction, precision and batch): the H200's three cold processes of seed2017 x
+// fp32, tf32, bf16 (bench/results/2026-12-03/call38, repro_*.h5) searched 801 such keys in 63.4, 69.5 and
+// 76.7 s of search_s. (The first model, 0.125 s per convolution and direction of every cell, cold.h5's 194 s
+// over 1548, counted a repeated layer and every later cell's replays again: it planned that run at 10m53s.)
+constexpr double kSearchSecondsPerConvolution = 0.087;
 
 double precision_speedup(const Device& device, Precision precision) {
   if (device.kind == DeviceKind::cpu)
@@ -66,11 +71,6 @@ double precision_speedup(const Device& device, Precision precision) {
     case Precision::amp_bf16: return 5.6;  // 16-bit math; the casts and fp32 master weights cost about nothing
   }
   return 1.0;
-}
-
-int convolutions(const Network& network) {
-  return static_cast<int>(std::count_if(network.layers().begin(), network.layers().end(),
-                                        [](const Layer& layer) { return layer.kind == LayerKind::convolution; }));
 }
 
 // Preparation and search by engine: a native engine builds primitives (and,
@@ -102,7 +102,6 @@ void add_preparation(CellEstimate& estimate, const Network& network, const CellS
   estimate.preparation_s = kNativePreparationSeconds;
   estimate.finish_s = kNativeFinishSeconds;
   if (device.kind == DeviceKind::gpu && engine.setting("engine.algo") == "exhaustive") {
-    const int directions = cell.phase == Phase::training ? 3 : 1;  // forward; backward data and filter
     if (const auto held = algorithms.records_for(device, cell.batch); held > 0) {
       // Replayed: which layers the file lacks is the engine's to know (signatures of its descriptors);
       // a file that holds this device's records at this batch is taken to hold the cell's.
@@ -110,7 +109,8 @@ void add_preparation(CellEstimate& estimate, const Network& network, const CellS
                              std::to_string(cell.batch) + " in " + algorithms.file + ")";
       return;
     }
-    estimate.search_s = kSearchSecondsPerConvolution * convolutions(network) * directions;
+    estimate.searches = convolution_searches(network, cell);
+    estimate.search_s = kSearchSecondsPerConvolution * static_cast<double>(estimate.searches.size());
     estimate.search_kind = "exhaustive search";
   }
 }
@@ -149,26 +149,46 @@ double warm_compile_seconds(double cold_s) {
   return std::min(cold_s, std::max(kWarmCompileFloorSeconds, cold_s * kWarmCompileFraction));
 }
 
-int distinct_layers(const Network& network, std::optional<LayerKind> only) {
-  std::set<std::string> signatures;
+// A layer's kind, input and output shapes and parameters: equal for layers a framework or an
+// engine treats alike.
+std::string layer_signature(const Network& network, const Layer& layer) {
   const auto& layers = network.layers();
   const auto shape = [](const TensorShape& s) {
     return std::to_string(s.channels) + "x" + std::to_string(s.height) + "x" + std::to_string(s.width);
   };
-  for (const Layer& layer : layers) {
-    if (only && layer.kind != *only) continue;
-    const LayerParams& p = layer.params;
-    std::string signature = std::string(to_string(layer.kind)) + ":" + shape(layer.output);
-    for (const int input : layer.inputs) signature += "<" + shape(layers[static_cast<std::size_t>(input)].output);
-    for (const double value : {static_cast<double>(p.out_channels), static_cast<double>(p.kernel),
-                               static_cast<double>(p.stride), static_cast<double>(p.padding), p.bias ? 1.0 : 0.0,
-                               p.ceil_mode ? 1.0 : 0.0, static_cast<double>(p.lrn_size), p.lrn_alpha, p.lrn_beta,
-                               p.lrn_k, p.dropout_rate, p.bn_epsilon})
-      signature += "," + std::to_string(value);
-    signatures.insert(signature);
-  }
+  const LayerParams& p = layer.params;
+  std::string signature = std::string(to_string(layer.kind)) + ":" + shape(layer.output);
+  for (const int input : layer.inputs) signature += "<" + shape(layers[static_cast<std::size_t>(input)].output);
+  for (const double value : {static_cast<double>(p.out_channels), static_cast<double>(p.kernel),
+                             static_cast<double>(p.stride), static_cast<double>(p.padding), p.bias ? 1.0 : 0.0,
+                             p.ceil_mode ? 1.0 : 0.0, static_cast<double>(p.lrn_size), p.lrn_alpha, p.lrn_beta,
+                             p.lrn_k, p.dropout_rate, p.bn_epsilon})
+    signature += "," + std::to_string(value);
+  return signature;
+}
+
+int distinct_layers(const Network& network, std::optional<LayerKind> only) {
+  std::set<std::string> signatures;
+  for (const Layer& layer : network.layers())
+    if (!only || layer.kind == *only) signatures.insert(layer_signature(network, layer));
   return static_cast<int>(signatures.size());
 }
+
+std::vector<std::string> convolution_searches(const Network& network, const CellSpec& cell) {
+  std::vector<const char*> directions{"forward"};
+  if (cell.phase == Phase::training) directions = {"forward", "backward_data", "backward_filter"};
+  std::set<std::string> keys;
+  for (const Layer& layer : network.layers()) {
+    if (layer.kind != LayerKind::convolution) continue;
+    const std::string signature = layer_signature(network, layer);
+    for (const char* direction : directions)
+      keys.insert(std::string(to_string(cell.precision)) + " b" + std::to_string(cell.batch) + " " + direction + " " +
+                  signature);
+  }
+  return {keys.begin(), keys.end()};
+}
+
+double search_seconds_per_convolution() { return kSearchSecondsPerConvolution; }
 
 std::int64_t CompileCacheState::entries_for(const std::string& engine) const {
   if (engine == "pytorch-compile") return inductor_entries;

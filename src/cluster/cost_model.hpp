@@ -60,6 +60,16 @@ inline constexpr double kWarmCompileFloorSeconds = 4.5;
 // where `only` names it.
 [[nodiscard]] int distinct_layers(const Network& network, std::optional<LayerKind> only = std::nullopt);
 
+// What a native GPU engine's exhaustive search times for a cell: one key per distinct convolution
+// (distinct_layers' signature) and direction it runs (forward; in training also the data and filter
+// gradients), "<precision> b<batch> <direction> <layer>". The engine keeps what it measured for the
+// rest of its process (its in-memory algorithm cache), so a convolution repeated in the network is
+// searched once, and one a later cell of the same rank meets again at the same precision and batch
+// is replayed (Plan: account_search_reuse).
+[[nodiscard]] std::vector<std::string> convolution_searches(const Network& network, const CellSpec& cell);
+// [s] per key of convolution_searches that the process has not searched yet.
+[[nodiscard]] double search_seconds_per_convolution();
+
 // What the plan knows of the run's compile cache (engine.compile_cache, resolved): the files in
 // each framework's part of it. "warm" is the directory's, not each cell's: a cell whose graph it
 // does not hold still compiles cold, so `plan --calibrate` on a cube of the cache's run is the
@@ -98,6 +108,9 @@ struct CellEstimate {
   double search_s = 0;       // measured choices: exhaustive algorithm search, torch.compile, jit
   double steps_s = 0;        // warm-up + min_steps steps at an assumed fraction of the device's peak (eager on a GPU: + cudnn.benchmark's first-step search)
   double cold_compile_s = 0; // a framework cell's compile from a cold cache (search_s when cold); 0: none
+  // A native engine's measured search: its convolution_searches keys, of which the plan counts those
+  // new to the rank's process (search_s); empty where nothing is searched (heuristic, a replayed file).
+  std::vector<std::string> searches;
   // What search_s is: "exhaustive search", "torch.compile (cold)", "jax.jit (warm cache)"; empty: none.
   std::string search_kind;
   // Why the cell cannot run on the device ("cudnn is a GPU engine; this device is a CPU"); empty: it can.

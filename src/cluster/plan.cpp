@@ -175,6 +175,31 @@ void place_single_cells(Plan& plan, const DeviceGroup& group, std::vector<Planne
   }
 }
 
+// A rank runs its single-device cells in one process, and a native engine keeps the searches it
+// measured for the rest of that process: a cell's exhaustive search times only the convolutions
+// (convolution_searches keys) that no earlier cell of its rank searched. Walks the plan's cells in
+// order and takes from each search (and its rank's load) what an earlier cell of the rank searched.
+// Data-parallel cells, capped ones and those estimated from recorded times keep their estimates.
+void account_search_reuse(Plan& plan) {
+  std::map<int, std::set<std::string>> searched;  // per rank
+  for (PlannedCell& planned : plan.cells) {
+    const std::vector<std::string>& keys = planned.model.searches;
+    if (planned.data_parallel() || planned.rank < 0 || keys.empty() || planned.model.capped) continue;
+    std::set<std::string>& seen = searched[planned.rank];
+    std::size_t fresh = 0;
+    for (const std::string& key : keys) fresh += seen.insert(key).second ? 1 : 0;
+    if (fresh == keys.size()) continue;
+    planned.model.search_s = search_seconds_per_convolution() * static_cast<double>(fresh);
+    planned.model.search_kind = "exhaustive search (" + std::to_string(fresh) + " of " + std::to_string(keys.size()) +
+                                " convolution searches new to rank " + std::to_string(planned.rank) + ")";
+    if (planned.estimate_source != kEstimateModel) continue;
+    const double saved_s = planned.estimated_s - planned.model.total_s();
+    planned.estimated_s -= saved_s;
+    plan.rank_load_s[static_cast<std::size_t>(planned.rank)] -= saved_s;
+    plan.total_s -= saved_s;
+  }
+}
+
 }  // namespace
 
 Plan make_plan(const JobOptions& options, const std::vector<Device>& rank_devices, const std::set<std::string>& done,
@@ -220,6 +245,7 @@ Plan make_plan(const JobOptions& options, const std::vector<Device>& rank_device
   }
   // measure.oom_boundary = stop: each series smallest batch first, so that its first oom ends it.
   if (options.measure.stop_at_oom_boundary) order_series_by_batch(plan.cells);
+  account_search_reuse(plan);
   if (!tally.selected_any)
     throw UsageError("--filter '" + options.cell_filter + "' matches no cell of the matrix; it is searched in names "
                      "such as '" + tally.example_cell + "' (engine/network/precision/b<batch>/phase/r<replica>; "

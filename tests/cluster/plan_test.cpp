@@ -347,8 +347,12 @@ TEST(CostModel, AWarmAlgorithmCacheReplaysTheNativeSearch) {
   const CellEstimate searched = model_cell_estimate(network, cell, gpu, options.measure, options.engine);
   const CellEstimate replayed = model_cell_estimate(network, cell, gpu, options.measure, options.engine, {}, algorithms);
   EXPECT_EQ(searched.search_kind, "exhaustive search");
-  EXPECT_GT(searched.search_s, 10);  // 53 convolutions x 3 directions x 0.125 s
+  // ResNet-50's 53 convolutions are 23 distinct ones, each searched once per direction.
+  EXPECT_EQ(distinct_layers(network, LayerKind::convolution), 23);
+  EXPECT_EQ(searched.searches.size(), 3u * 23u);
+  EXPECT_DOUBLE_EQ(searched.search_s, search_seconds_per_convolution() * 3 * 23);
   EXPECT_EQ(replayed.search_s, 0);
+  EXPECT_TRUE(replayed.searches.empty());
   EXPECT_NE(replayed.search_kind.find("replayed: 2 records for this device at batch 64"), std::string::npos)
       << replayed.search_kind;
   EXPECT_DOUBLE_EQ(replayed.steps_s, searched.steps_s);
@@ -361,6 +365,67 @@ TEST(CostModel, AWarmAlgorithmCacheReplaysTheNativeSearch) {
   other.model = "NVIDIA A100";
   EXPECT_EQ(model_cell_estimate(network, cell, other, options.measure, options.engine, {}, algorithms).search_kind,
             "exhaustive search");
+}
+
+// A rank's process keeps the searches it measured: a later cell of the rank searches only the
+// convolutions no earlier cell of the rank searched (ResNet-101's are ResNet-50's, and inference's
+// forward searches are training's), while another rank searches its own.
+TEST(Plan, ALaterCellOfARankSearchesOnlyWhatNoEarlierCellSearched) {
+  const auto& catalog = engine_catalog();
+  const auto cudnn = std::find_if(catalog.begin(), catalog.end(), [](const EngineInfo& e) { return e.name == "cudnn"; });
+  if (cudnn == catalog.end() || !cudnn->built) GTEST_SKIP() << "cudnn is not built into this binary";
+  Device gpu;
+  gpu.kind = DeviceKind::gpu;
+  gpu.model = "NVIDIA H200";
+  gpu.architecture = "90";
+  gpu.compute_units = 132;
+  gpu.memory_bytes = 140LL << 30;
+  gpu.peak_fp32_tflops = 67;
+  JobOptions options = seed_like_options();
+  options.matrix.engines = {"cudnn"};
+  options.matrix.networks = {"resnet50", "resnet101"};
+  options.matrix.precisions = {Precision::bf16};
+  options.engine.settings["engine.algo"] = "exhaustive";
+  const double per_search = search_seconds_per_convolution();
+  const auto fresh_searches = [&](const PlannedCell& planned) {
+    return static_cast<int>(std::lround(planned.model.search_s / per_search));
+  };
+  const Plan one = make_plan(options, std::vector<Device>(1, gpu));
+  ASSERT_EQ(one.cells.size(), 4u);
+  std::set<std::string> union_of_keys;
+  double sum_s = 0;
+  for (const PlannedCell& planned : one.cells) {
+    union_of_keys.insert(planned.model.searches.begin(), planned.model.searches.end());
+    sum_s += planned.estimated_s;
+  }
+  int searched = 0;
+  for (const PlannedCell& planned : one.cells) searched += fresh_searches(planned);
+  EXPECT_EQ(searched, static_cast<int>(union_of_keys.size()));  // each key once in the rank's process
+  EXPECT_EQ(fresh_searches(one.cells.front()), static_cast<int>(one.cells.front().model.searches.size()));
+  int reused_cells = 0;
+  for (const PlannedCell& planned : one.cells)
+    if (fresh_searches(planned) < static_cast<int>(planned.model.searches.size())) {
+      ++reused_cells;
+      EXPECT_NE(planned.model.search_kind.find("new to rank 0"), std::string::npos) << planned.model.search_kind;
+      EXPECT_DOUBLE_EQ(planned.estimated_s, planned.model.total_s());
+    }
+  EXPECT_EQ(reused_cells, 3);
+  EXPECT_NEAR(one.rank_load_s[0], sum_s, 1e-9);
+  EXPECT_NEAR(one.total_s, sum_s, 1e-9);
+  EXPECT_NEAR(one.makespan_s, sum_s, 1e-9);
+
+  // Two ranks: each rank's first cell searches all of its keys.
+  const Plan two = make_plan(options, std::vector<Device>(2, gpu));
+  std::map<int, int> firsts;
+  for (const PlannedCell& planned : two.cells)
+    if (!firsts.count(planned.rank)) {
+      firsts[planned.rank] = 1;
+      EXPECT_EQ(fresh_searches(planned), static_cast<int>(planned.model.searches.size())) << describe(planned.cell);
+    }
+  EXPECT_EQ(firsts.size(), 2u);
+  double loads = 0;
+  for (const double load : two.rank_load_s) loads += load;
+  EXPECT_NEAR(loads, two.total_s, 1e-9);
 }
 
 TEST(Plan, CalibrationTakesARecordedPreparationOfTheSameEngineNetworkAndPhase) {
