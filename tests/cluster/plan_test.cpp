@@ -54,6 +54,18 @@ JobOptions seed_like_options() {
   return options;
 }
 
+// An H200 as the plan sees it (no GPU needed: the cost model is host arithmetic).
+Device h200_device() {
+  Device gpu;
+  gpu.kind = DeviceKind::gpu;
+  gpu.model = "NVIDIA H200";
+  gpu.architecture = "90";
+  gpu.compute_units = 132;
+  gpu.memory_bytes = 140LL << 30;
+  gpu.peak_fp32_tflops = 67;
+  return gpu;
+}
+
 Device cpu_device(const std::string& tag) {
   Device device;
   device.model = "Test CPU";
@@ -315,13 +327,7 @@ TEST(CostModel, AWarmAlgorithmCacheReplaysTheNativeSearch) {
   const auto& catalog = engine_catalog();
   const auto cudnn = std::find_if(catalog.begin(), catalog.end(), [](const EngineInfo& e) { return e.name == "cudnn"; });
   if (cudnn == catalog.end() || !cudnn->built) GTEST_SKIP() << "cudnn is not built into this binary";
-  Device gpu;
-  gpu.kind = DeviceKind::gpu;
-  gpu.model = "NVIDIA H200";
-  gpu.architecture = "90";
-  gpu.compute_units = 132;
-  gpu.memory_bytes = 140LL << 30;
-  gpu.peak_fp32_tflops = 67;
+  const Device gpu = h200_device();
   EXPECT_EQ(measurement_device(gpu), "NVIDIA H200 cc=90 sms=132");
   const auto path = std::filesystem::temp_directory_path() / ("plan_test_algorithms_" + std::to_string(::getpid()) + ".json");
   std::ofstream(path) << R"({"format": "crossbench-algorithm-cache/1", "records": [
@@ -374,13 +380,7 @@ TEST(Plan, ALaterCellOfARankSearchesOnlyWhatNoEarlierCellSearched) {
   const auto& catalog = engine_catalog();
   const auto cudnn = std::find_if(catalog.begin(), catalog.end(), [](const EngineInfo& e) { return e.name == "cudnn"; });
   if (cudnn == catalog.end() || !cudnn->built) GTEST_SKIP() << "cudnn is not built into this binary";
-  Device gpu;
-  gpu.kind = DeviceKind::gpu;
-  gpu.model = "NVIDIA H200";
-  gpu.architecture = "90";
-  gpu.compute_units = 132;
-  gpu.memory_bytes = 140LL << 30;
-  gpu.peak_fp32_tflops = 67;
+  const Device gpu = h200_device();
   JobOptions options = seed_like_options();
   options.matrix.engines = {"cudnn"};
   options.matrix.networks = {"resnet50", "resnet101"};
