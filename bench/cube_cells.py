@@ -15,8 +15,9 @@ def _text(value):
 
 
 def cudnn_cells(path, engine_name="cudnn"):
-    """{(network, precision, phase, batch): {"median_ms", "loss", "peak_memory_bytes", "decisions"}}
-    for every measured cell of `engine_name` at gpus = 1 and replica 0 of the first device."""
+    """{(network, precision, phase, batch): {"median_ms", "loss", "peak_memory_bytes", "decisions",
+    "mean_sm_clock_mhz", "throttled"}} for every measured cell of `engine_name` at gpus = 1 and replica 0 of
+    the first device (the clock NaN and throttled -1 where the cube has no telemetry)."""
     cells = {}
     with h5py.File(path, "r") as cube:
         names = {d: [_text(v) for v in cube[d][()]]
@@ -27,6 +28,8 @@ def cudnn_cells(path, engine_name="cudnn"):
         gpus_axis = ((list(cube["gpus"][()]).index(1),) if "gpus" in cube else ())
         median, peak, message = cube["median_ms"][()], cube["peak_memory_bytes"][()], cube["message"][()]
         decisions = cube["decisions"][()] if "decisions" in cube else None
+        clock = cube["mean_sm_clock_mhz"][()] if "mean_sm_clock_mhz" in cube else None
+        throttled = cube["throttled"][()] if "throttled" in cube else None
         engine = names["engine"].index(engine_name)
         for i_n, network in enumerate(names["network"]):
             for i_p, precision in enumerate(names["precision"]):
@@ -39,5 +42,7 @@ def cudnn_cells(path, engine_name="cudnn"):
                         loss = float(text.rsplit("loss ", 1)[1]) if "loss " in text else float("nan")
                         cells[(network, precision, phase, int(batch))] = {
                             "median_ms": float(median[at]), "loss": loss, "peak_memory_bytes": float(peak[at]),
-                            "decisions": _text(decisions[at]) if decisions is not None else ""}
+                            "decisions": _text(decisions[at]) if decisions is not None else "",
+                            "mean_sm_clock_mhz": float(clock[at]) if clock is not None else float("nan"),
+                            "throttled": int(throttled[at]) if throttled is not None else -1}
     return cells

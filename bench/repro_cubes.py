@@ -6,7 +6,9 @@
 For every cell measured in all the cubes: the medians, max ÷ min of them (the
 target is <= 1.02), whether the plans agree (the cell's `decisions` with every
 measured time taken out: the same algorithms, layouts and fusions), and the
-algorithm cache's hits and misses per cube; last/1st and its geometric mean
+algorithm cache's hits and misses per cube, and each cube's mean SM clock over the timed steps
+(a T after it: a power or thermal throttle reason fired; the H200's throttled cells are where the
+spread was largest, bench/results/2026-12-03/call38); last/1st and its geometric mean
 compare two settings (e.g. --layout nchw then nhwc). With --logs: the wall time each
 seed log records (gpu_session.sh's seed stage ends its log with
 "seed wall_s N"). Exit 1 when a cell's spread exceeds --limit.
@@ -40,6 +42,13 @@ def plan_of(decisions):
     return " ".join(text.split())
 
 
+def clock_text(cell):
+    """The cell's mean SM clock over its timed steps, T when throttled, - when not recorded."""
+    clock = cell.get("mean_sm_clock_mhz", float("nan"))
+    text = "-" if math.isnan(clock) else f"{clock:.0f}"
+    return text + ("T" if cell.get("throttled", -1) == 1 else "")
+
+
 def spread_table(cubes, limit, engine="cudnn"):
     cells = [cudnn_cells(path, engine) for path in cubes]
     common = sorted(set.intersection(*(set(c) for c in cells)))
@@ -51,14 +60,16 @@ def spread_table(cubes, limit, engine="cudnn"):
         same_plan = len({plan_of(c[key]["decisions"]) for c in cells}) == 1
         uses = [CACHE_USE.search(c[key]["decisions"]) for c in cells]
         cache = " ".join(f"{u.group(1)}/{u.group(2)}" if u else "-" for u in uses)
-        rows.append((key, medians, ratio, same_plan, cache))
+        clocks = " ".join(clock_text(c[key]) for c in cells)
+        rows.append((key, medians, ratio, same_plan, cache, clocks))
     print(f"{'network':10} {'precision':9} {'phase':9} {'batch':>5}  "
           + "  ".join(f"{'cube' + str(i + 1):>8}" for i in range(len(cubes)))
-          + f"  {'max/min':>7}  {'last/1st':>8}  plan  cache hits/misses")
-    for (network, precision, phase, batch), medians, ratio, same_plan, cache in rows:
+          + f"  {'max/min':>7}  {'last/1st':>8}  plan  cache hits/misses  SM clock [MHz]")
+    for (network, precision, phase, batch), medians, ratio, same_plan, cache, clocks in rows:
         flag = "" if ratio <= limit else "  <-- over " + str(limit)
         print(f"{network:10} {precision:9} {phase:9} {batch:5}  " + "  ".join(f"{m:8.3f}" for m in medians)
-              + f"  {ratio:7.4f}  {medians[-1] / medians[0]:8.4f}  {'same' if same_plan else 'DIFF':4}  {cache}{flag}")
+              + f"  {ratio:7.4f}  {medians[-1] / medians[0]:8.4f}  {'same' if same_plan else 'DIFF':4}  {cache}"
+              + f"  {clocks}{flag}")
     over = sum(1 for r in rows if r[2] > limit)
     if rows:  # e.g. cube1 = --layout nchw, cube2 = --layout nhwc: below 1, the last is faster
         geomean = math.exp(sum(math.log(r[1][-1] / r[1][0]) for r in rows) / len(rows))

@@ -46,6 +46,18 @@ def test_spread_is_max_over_min_of_each_cells_medians(cubes):
         assert float(fields[7]) == pytest.approx(b[phase] / a[phase], abs=5e-4)
         assert fields[8] == "same"  # the same engine and options: the same plan
     assert "2 cells in all 2 cubes" in result.stdout
+    # A CPU cube records no SM clock: the column says so for each cube, and nothing is marked throttled.
+    assert "SM clock [MHz]" in result.stdout
+    for fields in lines.values():
+        assert fields[-2:] == ["-", "-"]
+
+
+def test_the_clock_column_names_each_cubes_clock_and_throttle():
+    sys.path.insert(0, str(REPO / "bench"))
+    from repro_cubes import clock_text  # noqa: E402
+    assert clock_text({"mean_sm_clock_mhz": 1932.4, "throttled": 1}) == "1932T"
+    assert clock_text({"mean_sm_clock_mhz": 1980.0, "throttled": 0}) == "1980"
+    assert clock_text({"mean_sm_clock_mhz": float("nan"), "throttled": -1}) == "-"
 
 
 def test_a_spread_over_the_limit_fails(cubes):
