@@ -603,6 +603,10 @@ std::vector<PoolCase> pool_cases() {
       {"3x3s2p1 overlapping", 2, 16, 7, 7, {3, 2, 1}, 4, 4},
       {"3x3s2 ceil mode", 2, 8, 6, 6, {3, 2, 0}, 3, 3},  // the last window covers rows 4..6 of 0..5
       {"3x3s2 alexnet", 2, 16, 13, 13, {3, 2, 0}, 6, 6},
+      // 3x3 s2 runs a thread per 2 x 2 inputs: odd and even sizes, blocks past the last row and column, tiles.
+      {"3x3s2p1 resnet, several tiles per row", 2, 64, 8, 42, {3, 2, 1}, 4, 21},
+      {"3x3s2p1 odd input", 1, 16, 9, 11, {3, 2, 1}, 5, 6},
+      {"3x3s2 ceil mode, even input", 1, 8, 8, 10, {3, 2, 0}, 4, 5},  // the last windows run past the input
       {"3x3s1p1 scalar channels", 2, 6, 5, 5, {3, 1, 1}, 5, 5},
       {"3x3s1p1 several tiles per row", 1, 64, 3, 20, {3, 1, 1}, 3, 20},
       // A window size the forward knows only at run time (2 and 3 are compiled in).
