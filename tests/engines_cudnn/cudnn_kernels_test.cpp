@@ -856,5 +856,87 @@ TEST(CudnnKernels, Im2colGemmConvolutionMatchesTheHost) {
     expect_im2col_gemm_matches_the_host(window.kernel, window.stride, window.pad);
 }
 
+// The NHWC forward as chunked im2col + GEMM (Im2colGemmNhwc): a first layer's
+// three real channels stored as four or eight (the zero-padded input: x's and
+// w's padding channels hold values here, which the columns must skip; a bf16
+// pixel of eight channels and an fp32 pixel of four are one 16-byte vector,
+// loaded whole, the others element by element), ResNet's 7x7 stride-2 window
+// and AlexNet's 11x11 stride-4 one (64-row tiles in bf16), on small images and
+// on ones of several 128-row tiles with a ragged last tile, chunks of 1, 2 and
+// the whole batch (the last one ragged), an output whose pixels are wider than
+// its channels (a concat slice: the other channels must stay untouched), in
+// fp32, tf32 and bf16, each element against a double-precision host sum over
+// the stored values.
+TEST(CudnnKernels, Im2colGemmNhwcForwardMatchesTheHost) {
+  SKIP_WITHOUT_GPU();
+  const CublasHandle blas = make_cublas_handle();
+  const std::int64_t n = 3, real_c = 3, k = 12;
+  const std::int64_t pixel_stride = 16, first_channel = 2;  // y is channels 2..13 of 16
+  struct Window {
+    std::int64_t kernel, stride, pad;
+  };
+  for (const Window window : {Window{7, 2, 3}, Window{11, 4, 2}})
+    for (const std::int64_t h : {15, 40})
+      for (const std::int64_t stored_c : {4, 8}) {
+        const std::int64_t kernel = window.kernel, stride = window.stride, pad = window.pad;
+        const std::int64_t w = h + 3, p = (h + 2 * pad - kernel) / stride + 1, q = (w + 2 * pad - kernel) / stride + 1;
+        const std::vector<float> x = random_values(static_cast<std::size_t>(n * h * w * stored_c), 31),
+                                 weights = random_values(static_cast<std::size_t>(k * kernel * kernel * stored_c), 32);
+        for (Precision precision : {Precision::fp32, Precision::tf32, Precision::bf16})
+          for (const std::int64_t chunk : {std::int64_t{1}, std::int64_t{2}, n}) {
+            SCOPED_TRACE("window " + std::to_string(kernel) + ", height " + std::to_string(h) + ", " +
+                         std::to_string(stored_c) + " stored channels, " + std::string(to_string(precision)) +
+                         ", chunks of " + std::to_string(chunk) + " images");
+            const DType type = precision == Precision::bf16 ? DType::bf16 : DType::f32;
+            const double tolerance = precision == Precision::fp32 ? 1e-5 : precision == Precision::tf32 ? 1e-2 : 2e-2;
+            Im2colGemmNhwc shape;
+            shape.precision = precision;
+            shape.element_bytes = size_of(type);
+            shape.x_dims = {n, stored_c, h, w};
+            shape.x_strides = {h * w * stored_c, 1, w * stored_c, stored_c};
+            shape.channels = real_c;
+            shape.y_dims = {n, k, p, q};
+            shape.y_strides = {p * q * pixel_stride, 1, q * pixel_stride, pixel_stride};
+            shape.kernel = static_cast<int>(kernel);
+            shape.stride = static_cast<int>(stride);
+            shape.padding = static_cast<int>(pad);
+            shape.chunk_images = chunk;
+            ASSERT_TRUE(shape.supported());
+            ASSERT_EQ(shape.padded_taps() % (16 / shape.element_bytes), 0);
+            DeviceArray device_x(x, type), device_w(weights, type),
+                device_y(std::vector<float>(static_cast<std::size_t>(n * p * q * pixel_stride), 7.0f), type),
+                workspace(std::vector<float>(shape.forward_workspace_bytes() / 4 + 1, 5.0f), DType::f32);
+            im2col_gemm_nhwc_forward(blas, shape, device_x.get(), device_w.get(),
+                                     static_cast<char*>(device_y.get()) + first_channel * shape.element_bytes,
+                                     workspace.get(), nullptr);
+            const std::vector<float> y = device_y.values();
+            const auto x_at = [&](std::int64_t in, std::int64_t ih, std::int64_t iw, std::int64_t ic) -> double {
+              if (ih < 0 || ih >= h || iw < 0 || iw >= w) return 0.0;
+              return stored(x[static_cast<std::size_t>(((in * h + ih) * w + iw) * stored_c + ic)], type);
+            };
+            for (std::int64_t in = 0; in < n; ++in)
+              for (std::int64_t op = 0; op < p; ++op)
+                for (std::int64_t oq = 0; oq < q; ++oq)
+                  for (std::int64_t ch = 0; ch < pixel_stride; ++ch) {
+                    const std::size_t at = static_cast<std::size_t>(((in * p + op) * q + oq) * pixel_stride + ch);
+                    if (ch < first_channel || ch >= first_channel + k) {
+                      ASSERT_EQ(y[at], 7.0f) << "the forward wrote outside its channel slice at channel " << ch;
+                      continue;
+                    }
+                    double sum = 0;
+                    for (std::int64_t r = 0; r < kernel; ++r)
+                      for (std::int64_t s = 0; s < kernel; ++s)
+                        for (std::int64_t ic = 0; ic < real_c; ++ic)
+                          sum += stored(weights[static_cast<std::size_t>(
+                                            (((ch - first_channel) * kernel + r) * kernel + s) * stored_c + ic)],
+                                        type) *
+                                 x_at(in, op * stride - pad + r, oq * stride - pad + s, ic);
+                    ASSERT_NEAR(y[at], sum, tolerance * (1 + std::abs(sum)))
+                        << "y[" << in << "][" << op << "][" << oq << "][" << ch << "]";
+                  }
+          }
+      }
+}
+
 }  // namespace
 }  // namespace crossbench::cudnn

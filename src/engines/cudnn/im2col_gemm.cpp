@@ -1,5 +1,6 @@
 #include "engines/cudnn/im2col_gemm.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #include "core/cuda/cudnn_check.hpp"
@@ -79,6 +80,52 @@ void im2col_gemm_weight_gradient(cublasHandle_t blas, const Im2colGemm& g, const
       to_int(images), gemm_compute_type(g.precision), CUBLAS_GEMM_DEFAULT));
   // The sum over images in fp32, whatever the precision.
   kernels::sum_padded_matrices(partials, images, g.y_dims[1], g.taps(), g.padded_taps(), dw, stream);
+}
+
+namespace {
+
+cudaDataType_t cuda_data_type(const Im2colGemmNhwc& g) {
+  if (g.element_bytes == 4) return CUDA_R_32F;
+  return g.precision == Precision::fp16 ? CUDA_R_16F : CUDA_R_16BF;
+}
+
+}  // namespace
+
+std::int64_t Im2colGemmNhwc::images_within(std::int64_t bytes) const {
+  const std::int64_t per_image = std::max<std::int64_t>(1, column_bytes_per_image());
+  return std::clamp<std::int64_t>(bytes / per_image, 1, std::max<std::int64_t>(1, x_dims[0]));
+}
+
+bool Im2colGemmNhwc::supported() const {
+  constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+  const bool nhwc = x_strides[1] == 1 && y_strides[1] == 1 && y_strides[3] >= y_dims[1] &&
+                    y_strides[2] == y_dims[3] * y_strides[3] && y_strides[0] == y_dims[2] * y_strides[2];
+  const bool sizes = element_bytes == (precision == Precision::fp16 || precision == Precision::bf16 ? 2 : 4) &&
+                     channels >= 1 && channels <= x_dims[1] && chunk_images >= 1 && chunk_images <= x_dims[0];
+  return nhwc && sizes && chunk_images * positions() <= kIntMax && padded_taps() <= kIntMax &&
+         y_strides[3] <= kIntMax && x_dims[2] * x_strides[2] <= kIntMax;
+}
+
+void im2col_gemm_nhwc_forward(cublasHandle_t blas, const Im2colGemmNhwc& g, const void* x, const void* w, void* y,
+                              void* workspace, cudaStream_t stream) {
+  if (!g.supported()) throw Error("im2col_gemm_nhwc_forward: a shape or layout it does not take");
+  const kernels::ConvolutionGeometry geometry{g.kernel, g.stride, g.padding, g.y_dims[2], g.y_dims[3]};
+  void* packed = static_cast<char*>(workspace) + g.column_bytes();
+  kernels::pack_filter_taps(w, g.element_bytes, g.y_dims[1], g.kernel * g.kernel, g.x_dims[1], g.channels,
+                            g.padded_taps(), packed, stream);
+  const cudaDataType_t type = cuda_data_type(g);
+  const float one = 1.0f, zero = 0.0f;
+  for (std::int64_t first = 0; first < g.x_dims[0]; first += g.chunk_images) {
+    const std::int64_t images = std::min(g.chunk_images, g.x_dims[0] - first);
+    kernels::im2col_nhwc(x, g.element_bytes, g.x_dims, g.x_strides, g.channels, geometry, first, images,
+                         g.padded_taps(), workspace, stream);
+    // Column-major: Y^T (K x rows, ld = the pixel stride) = op_T(W': CRS' x K, ld CRS') columns^T (CRS' x rows, ld CRS').
+    CB_CHECK_CUBLAS(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, to_int(g.y_dims[1]), to_int(images * g.positions()),
+                                 to_int(g.padded_taps()), &one, packed, type, to_int(g.padded_taps()), workspace, type,
+                                 to_int(g.padded_taps()), &zero,
+                                 static_cast<char*>(y) + first * g.y_strides[0] * g.element_bytes, type,
+                                 to_int(g.y_strides[3]), gemm_compute_type(g.precision), CUBLAS_GEMM_DEFAULT));
+  }
 }
 
 }  // namespace crossbench::cudnn

@@ -64,6 +64,55 @@ struct Im2colGemm {
   bool supported() const;
 };
 
+// The forward over NHWC tensors (any precision) as one GEMM per chunk of
+// images: Y (rows = the chunk's N*P*Q positions, K) = columns (rows x CRS') W'^T,
+// CRS' = C*R*S padded to whole 16-byte vectors, W' the filter packed as K x
+// CRS' (kernels::pack_filter_taps) at the end of the workspace. NHWC's output
+// rows are the GEMM's rows, so nothing is transposed or summed. It is for
+// first layers: three input channels stored as eight (graph_builder's
+// zero-padded input) and a large window, where cuDNN 9.19's best implicit GEMM
+// is poor: on an H200 in bf16, ResNet-50's conv1 (7x7, stride 2) took 1.71 ms
+// at batch 256 (35 TFLOP/s) and this 1.40; at batch 64 AlexNet's conv1 (11x11,
+// stride 4) 0.252 against 0.204, OverFeat's 0.454 against 0.215
+// (bench/results/2026-12-03/call41). `channels` is the real channel count: the
+// padding channels are zeros in x and w, so the columns skip them (C*R*S = 147
+// where the stored channels would make 392). The search times chunks whose
+// columns are about 16 and 40 MiB (an H100's or H200's L2 holds them between
+// im2col's write and the GEMM's read) and the largest chunk the workspace
+// limit holds; the whole batch won at 64 and 256 images, except AlexNet (18).
+struct Im2colGemmNhwc {
+  Precision precision = Precision::fp32;
+  std::int64_t element_bytes = 4;           // 2 (fp16, bf16) or 4 (fp32 data)
+  std::array<std::int64_t, 4> x_dims{};     // (N, C stored, H, W)
+  std::array<std::int64_t, 4> x_strides{};  // [elements] (image, 1, row, pixel)
+  std::int64_t channels = 0;                // the real input channels (<= x_dims[1])
+  std::array<std::int64_t, 4> y_dims{};     // (N, K, P, Q)
+  std::array<std::int64_t, 4> y_strides{};  // [elements] (image, 1, row, pixel): pixels may be wider than K (a concat slice)
+  int kernel = 1, stride = 1, padding = 0;
+  std::int64_t chunk_images = 1;            // images per im2col + GEMM
+
+  std::int64_t positions() const { return y_dims[2] * y_dims[3]; }  // P*Q
+  std::int64_t taps() const { return channels * kernel * kernel; }  // C*R*S
+  std::int64_t padded_taps() const {
+    const std::int64_t vector = 16 / element_bytes;
+    return (taps() + vector - 1) / vector * vector;
+  }
+  std::int64_t column_bytes_per_image() const { return positions() * padded_taps() * element_bytes; }
+  // The columns of one chunk, then the packed filter (256-byte aligned).
+  std::int64_t column_bytes() const { return (chunk_images * column_bytes_per_image() + 255) / 256 * 256; }
+  std::size_t forward_workspace_bytes() const {
+    return static_cast<std::size_t>(column_bytes() + y_dims[1] * padded_taps() * element_bytes);
+  }
+  // The most images whose columns fit `bytes` (at least one), at most the batch.
+  std::int64_t images_within(std::int64_t bytes) const;
+  // Whether the layouts are NHWC as above and a chunk's GEMM fits cuBLAS's 32-bit sizes.
+  bool supported() const;
+};
+
+// y = conv(x, w) (no bias) over NHWC; `workspace` holds forward_workspace_bytes().
+void im2col_gemm_nhwc_forward(cublasHandle_t blas, const Im2colGemmNhwc& g, const void* x, const void* w, void* y,
+                              void* workspace, cudaStream_t stream);
+
 // y = conv(x, w) (no bias) on `stream`, the handle's stream; `workspace` holds
 // forward_workspace_bytes(). Throws Error (CB_CHECK_CUBLAS) on failure.
 void im2col_gemm_forward(cublasHandle_t blas, const Im2colGemm& g, const float* x, const float* w, float* y,

@@ -35,6 +35,73 @@ __global__ void im2col_kernel(const float* x, std::int64_t rows, int channels_ta
   }
 }
 
+// ---- im2col over NHWC: a thread per 16-byte vector of a column row -------------------
+
+// Word: the element's bits (uint16_t for 16-bit data, uint32_t for fp32), copied.
+// Vector v of row `row` covers taps [v*V, v*V + V); the thread finds (r, s, c)
+// of its first tap once and steps c, s, r after each (no division per element);
+// consecutive threads write consecutive 16-byte vectors of the columns.
+// Measured against a tiled version (a thread building a whole row in shared
+// memory, pixels loaded as 16-byte vectors, the tile written out coalesced) on
+// an H200 (bench/results/2026-12-03/call41 and call42): the tiled one was no
+// faster for ResNet-50's conv1 at batch 256 (the GEMM dominates) and slower at
+// batch 64 (AlexNet's conv1 in bf16 0.204 -> 0.309 ms, GoogLeNet's 0.363 ->
+// 0.377, tf32 twice as slow): a thread per vector keeps more loads in flight.
+template <typename Word>
+__global__ void im2col_nhwc_kernel(const Word* x, std::int64_t vectors, int vectors_per_row, int channels,
+                                   int height, int width, std::int64_t x_image_stride, int x_row_stride,
+                                   int x_pixel_stride, ConvolutionGeometry g, std::int64_t first_image,
+                                   Word* columns) {
+  constexpr int kV = 16 / sizeof(Word);
+  const int taps = channels * g.kernel * g.kernel;
+  const int out_w = static_cast<int>(g.out_w), positions = static_cast<int>(g.out_h * g.out_w);
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < vectors;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t row = i / vectors_per_row;
+    const int v = static_cast<int>(i - row * vectors_per_row);
+    const std::int64_t n = row / positions;
+    const int pq = static_cast<int>(row - n * positions);
+    const int p = pq / out_w, q = pq - p * out_w;
+    const Word* image = x + (first_image + n) * x_image_stride;
+    int tap = v * kV;
+    int c = tap % channels, rs = tap / channels;
+    int r = rs / g.kernel, s = rs - r * g.kernel;
+    union {
+      uint4 vector;
+      Word words[kV];
+    } out;
+#pragma unroll
+    for (int e = 0; e < kV; ++e, ++tap) {
+      Word value = 0;
+      if (tap < taps) {
+        const int ih = p * g.stride - g.padding + r, iw = q * g.stride - g.padding + s;
+        if (ih >= 0 && ih < height && iw >= 0 && iw < width) value = image[ih * x_row_stride + iw * x_pixel_stride + c];
+        if (++c == channels) {
+          c = 0;
+          if (++s == g.kernel) {
+            s = 0;
+            ++r;
+          }
+        }
+      }
+      out.words[e] = value;
+    }
+    reinterpret_cast<uint4*>(columns)[i] = out.vector;
+  }
+}
+
+template <typename Word>
+__global__ void pack_filter_taps_kernel(const Word* w, std::int64_t filters, int window_taps, int stored_channels,
+                                        int channels, int padded_taps, Word* packed) {
+  const int taps = window_taps * channels;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < filters * padded_taps;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t k = i / padded_taps;
+    const int t = static_cast<int>(i - k * padded_taps);
+    packed[i] = t < taps ? w[(k * window_taps + t / channels) * stored_channels + t % channels] : Word{0};
+  }
+}
+
 __global__ void pad_rows_kernel(const float* src, std::int64_t rows, std::int64_t length, std::int64_t padded_length,
                                 float* dst) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < rows * padded_length;
@@ -74,6 +141,57 @@ void im2col(const float* x, std::array<std::int64_t, 4> dims, std::array<std::in
                                                  static_cast<int>(dims[3]), x_strides[0], x_strides[1],
                                                  static_cast<int>(x_strides[2]), g, columns);
   check_launch("im2col");
+}
+
+void im2col_nhwc(const void* x, std::int64_t element_bytes, std::array<std::int64_t, 4> dims,
+                 std::array<std::int64_t, 4> x_strides, std::int64_t channels, ConvolutionGeometry g,
+                 std::int64_t first_image, std::int64_t images, std::int64_t padded_taps, void* columns,
+                 cudaStream_t stream) {
+  constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+  if (element_bytes != 2 && element_bytes != 4) throw Error("im2col_nhwc: elements of 2 or 4 bytes only");
+  const std::int64_t vector_elements = 16 / element_bytes;
+  if (x_strides[1] != 1) throw Error("im2col_nhwc: the input's channels are not contiguous (not NHWC)");
+  if (channels < 1 || channels > dims[1] || channels > x_strides[3] || padded_taps < channels * g.kernel * g.kernel ||
+      padded_taps % vector_elements != 0)
+    throw Error("im2col_nhwc: the real channels exceed the stored ones, or the padded taps are too few or not whole "
+                "16-byte vectors");
+  if (dims[2] * x_strides[2] > kIntMax || g.out_h * g.out_w > kIntMax || padded_taps / vector_elements > kIntMax)
+    throw Error("im2col_nhwc: an image beyond 2^31 - 1 elements");
+  if (first_image < 0 || images < 0 || first_image + images > dims[0])
+    throw Error("im2col_nhwc: images outside the batch");
+  if (reinterpret_cast<std::uintptr_t>(columns) % 16 != 0) throw Error("im2col_nhwc: columns not 16-byte aligned");
+  const std::int64_t vectors_per_row = padded_taps / vector_elements;
+  const std::int64_t vectors = images * g.out_h * g.out_w * vectors_per_row;
+  if (vectors == 0) return;
+  const auto launch = [&](auto word) {
+    using Word = decltype(word);
+    im2col_nhwc_kernel<Word><<<blocks_for(vectors), kThreads, 0, stream>>>(
+        static_cast<const Word*>(x), vectors, static_cast<int>(vectors_per_row), static_cast<int>(channels),
+        static_cast<int>(dims[2]), static_cast<int>(dims[3]), x_strides[0], static_cast<int>(x_strides[2]),
+        static_cast<int>(x_strides[3]), g, first_image, static_cast<Word*>(columns));
+  };
+  if (element_bytes == 2) launch(std::uint16_t{});
+  else launch(std::uint32_t{});
+  check_launch("im2col_nhwc");
+}
+
+void pack_filter_taps(const void* w, std::int64_t element_bytes, std::int64_t filters, std::int64_t window_taps,
+                      std::int64_t stored_channels, std::int64_t channels, std::int64_t padded_taps, void* packed,
+                      cudaStream_t stream) {
+  if (element_bytes != 2 && element_bytes != 4) throw Error("pack_filter_taps: elements of 2 or 4 bytes only");
+  if (channels < 1 || channels > stored_channels || padded_taps < window_taps * channels)
+    throw Error("pack_filter_taps: the real channels exceed the stored ones, or the padded taps are too few");
+  const std::int64_t count = filters * padded_taps;
+  if (count == 0) return;
+  const auto launch = [&](auto word) {
+    using Word = decltype(word);
+    pack_filter_taps_kernel<Word><<<blocks_for(count), kThreads, 0, stream>>>(
+        static_cast<const Word*>(w), filters, static_cast<int>(window_taps), static_cast<int>(stored_channels),
+        static_cast<int>(channels), static_cast<int>(padded_taps), static_cast<Word*>(packed));
+  };
+  if (element_bytes == 2) launch(std::uint16_t{});
+  else launch(std::uint32_t{});
+  check_launch("pack_filter_taps");
 }
 
 void pad_rows(const float* src, std::int64_t rows, std::int64_t length, std::int64_t padded_length, float* dst,

@@ -28,6 +28,27 @@ struct ConvolutionGeometry {
 void im2col(const float* x, std::array<std::int64_t, 4> dims, std::array<std::int64_t, 4> x_strides,
             ConvolutionGeometry g, std::int64_t padded_taps, float* columns, cudaStream_t stream);
 
+// im2col of an NHWC tensor (any element type: the values are copied, not
+// converted) for convolution as one GEMM over output positions
+// (im2col_gemm.hpp's Im2colGemmNhwc): row (n - first_image) * P*Q + p*Q + q of
+// `columns` holds, at (r*S + s)*C + c, x[n, p*stride - pad + r, q*stride - pad
+// + s, c] (0 outside the image) for c < `channels` (the real channels; x may
+// store more, zero-padded), then zeros up to `padded_taps` (a multiple of
+// 16 / element bytes: rows of 16-byte vectors). x: dims (N, C_stored, H, W),
+// element strides (image, 1, row, pixel). Images [first_image, first_image +
+// images).
+void im2col_nhwc(const void* x, std::int64_t element_bytes, std::array<std::int64_t, 4> dims,
+                 std::array<std::int64_t, 4> x_strides, std::int64_t channels, ConvolutionGeometry g,
+                 std::int64_t first_image, std::int64_t images, std::int64_t padded_taps, void* columns,
+                 cudaStream_t stream);
+
+// The NHWC filter w (K x R x S x C_stored, packed) as a K x padded_taps
+// matrix for im2col_nhwc's columns: row k holds w[k, r, s, c] at (r*S + s)*C +
+// c for c < `channels`, then zeros.
+void pack_filter_taps(const void* w, std::int64_t element_bytes, std::int64_t filters, std::int64_t window_taps,
+                      std::int64_t stored_channels, std::int64_t channels, std::int64_t padded_taps, void* packed,
+                      cudaStream_t stream);
+
 // dst (rows x padded_length) = src (rows x length), zero-padded on the right.
 void pad_rows(const float* src, std::int64_t rows, std::int64_t length, std::int64_t padded_length, float* dst,
               cudaStream_t stream);

@@ -27,7 +27,11 @@
 // where they are faster than cuDNN's best (the forward: than cuDNN's best plus
 // the epilogue pass its fused call would have saved). Decisions say
 // "fwd=im2col_gemm(...)" and "bwd_filter=im2col_gemm(...)" (for a 1x1
-// convolution the GEMM reads the input directly, without columns).
+// convolution the GEMM reads the input directly, without columns). Over NHWC
+// (tf32 and 16-bit cells) it times the forward of a first layer (at most
+// kIm2colNhwcMaxChannels real input channels) as one GEMM per chunk of images
+// over NHWC im2col columns (Im2colGemmNhwc), for a few chunk sizes, and keeps
+// the fastest where it is clearly faster: "fwd=im2col_gemm(chunk=N ...)".
 //
 // The measured search (exhaustive) also times the direction as a cuDNN Graph
 // API graph (graph_api_convolution.hpp): the first kGraphCandidates engine
@@ -90,6 +94,11 @@ constexpr double kMemoryBandwidth = 3.0e12;  // [bytes/s] a conservative HBM fig
 constexpr int kGraphCandidates = 6;
 // The residual graph's engines compile at runtime (seconds each, in every cold process): its first two.
 constexpr int kResidualGraphCandidates = 2;
+// The NHWC im2col + GEMM forward is offered to convolutions of at most this many real input channels (first
+// layers: 3), where the columns stay narrow (C*R*S); their chunks: columns of about these sizes [bytes], which an
+// H100's or H200's L2 cache (50 / 60 MB) can hold between im2col's write and the GEMM's read.
+constexpr std::int64_t kIm2colNhwcMaxChannels = 4;
+constexpr std::int64_t kIm2colChunkBytes[] = {std::int64_t{16} << 20, std::int64_t{40} << 20};
 
 class Convolution final : public LayerImpl {
  public:
@@ -98,6 +107,7 @@ class Convolution final : public LayerImpl {
   Precision precision = Precision::fp32;
   bool nhwc = false;
   std::int64_t kernel = 1, stride = 1, padding = 0;
+  std::int64_t channels = 0;  // the input's real channels (x may store more, zero-padded: Builder::input_channels)
   Tensor x, y, w, bias;
   bool has_bias = false;          // a bias is added (the layer's own, or a folded batch-norm's shift)
   bool folds_batch_norm = false;  // inference: the batch-norm after it is folded in (bias = its shift)
@@ -128,8 +138,9 @@ class Convolution final : public LayerImpl {
   AlgorithmChoice forward, data, filter;
   bool filter_gemm = false;      // the weight gradient as one cuBLAS GEMM (1x1, NHWC)
   float filter_gemm_ms = NAN;    // its measured time on the search arena [ms]
-  bool forward_im2col = false;   // the forward as im2col + GEMM (fp32 NCHW)
-  float forward_im2col_ms = NAN; // [ms] on the search arena
+  bool forward_im2col = false;   // the forward as im2col + GEMM (fp32 NCHW, or NHWC: forward_nhwc_chunk)
+  float forward_im2col_ms = NAN; // [ms] on the search arena (NHWC: its fastest chunk's)
+  std::int64_t forward_nhwc_chunk = 0;  // NHWC im2col + GEMM: images per chunk (the search's fastest)
   bool filter_im2col = false;    // the weight gradient as im2col + GEMM (fp32 NCHW)
   float filter_im2col_ms = NAN;  // [ms] on the search arena
   std::string forward_times, filter_times, data_times;  // exhaustive: the re-timed candidates [ms]
@@ -235,8 +246,12 @@ class Convolution final : public LayerImpl {
         forward_im2col = true;
         fused = false;
       }
+    } else if (im2col_nhwc_applies(ctx)) {
+      choose_im2col_nhwc(ctx, forward_signature);
     }
-    ctx.need_workspace(forward_im2col ? im2col_shape(y).forward_workspace_bytes() : forward.workspace_bytes);
+    ctx.need_workspace(!forward_im2col ? forward.workspace_bytes
+                       : nhwc      ? im2col_nhwc_shape(forward_nhwc_chunk).forward_workspace_bytes()
+                                   : im2col_shape(y).forward_workspace_bytes());
     if (!forward_im2col) {
       // The legacy choice's time with the epilogue pass a fused graph saves (as the fusion estimate above).
       const bool graph_epilogue = fusion_candidate && has_bias;
@@ -580,6 +595,64 @@ class Convolution final : public LayerImpl {
     g.padding = static_cast<int>(padding);
     return g;
   }
+  // NHWC im2col + GEMM forward (Im2colGemmNhwc): first layers only, few real input channels and a window.
+  bool im2col_nhwc_applies(const SetupContext& ctx) const {
+    return ctx.config.algorithm == AlgorithmPolicy::exhaustive && ctx.blas != nullptr && nhwc && kernel > 1 &&
+           channels >= 1 && channels <= kIm2colNhwcMaxChannels && im2col_nhwc_shape(1).supported();
+  }
+  Im2colGemmNhwc im2col_nhwc_shape(std::int64_t chunk_images) const {
+    Im2colGemmNhwc g;
+    g.precision = precision;
+    g.element_bytes = size_of(x.type);
+    g.x_dims = x.dims;
+    g.x_strides = x.strides;
+    g.channels = channels;
+    g.y_dims = y.dims;
+    g.y_strides = y.strides;
+    g.kernel = static_cast<int>(kernel);
+    g.stride = static_cast<int>(stride);
+    g.padding = static_cast<int>(padding);
+    g.chunk_images = chunk_images;
+    return g;
+  }
+  // Times the NHWC im2col + GEMM forward with chunks of kIm2colChunkBytes' columns and with the largest chunk
+  // the workspace limit holds (the whole batch where it fits), and takes the fastest where it is clearly
+  // faster than cuDNN's best (plus the epilogue pass cuDNN's fused call would have saved, as above).
+  void choose_im2col_nhwc(SetupContext& ctx, const std::string& forward_signature) {
+    const Im2colGemmNhwc one = im2col_nhwc_shape(1);
+    // The search arena's workspace is the limit (asking the arena for it would allocate one on a warm cache).
+    const std::int64_t packed_filter_bytes = static_cast<std::int64_t>(one.forward_workspace_bytes()) - one.column_bytes();
+    const std::int64_t within_limit = ctx.config.workspace_limit_bytes - kCublasWorkspace - packed_filter_bytes - 256;
+    std::vector<std::int64_t> chunks;
+    for (const std::int64_t bytes : kIm2colChunkBytes) chunks.push_back(one.images_within(bytes));
+    if (within_limit >= one.column_bytes_per_image()) chunks.push_back(one.images_within(within_limit));
+    std::sort(chunks.begin(), chunks.end());
+    chunks.erase(std::unique(chunks.begin(), chunks.end()), chunks.end());
+    std::vector<std::string> names;
+    for (const std::int64_t images : chunks) names.push_back("chunk=" + std::to_string(images));
+    const std::vector<float> times = measured_times_ms(ctx, "im2col_gemm_nhwc.forward " + forward_signature, names, [&] {
+      std::vector<float> measured;
+      for (const std::int64_t images : chunks) {
+        const Im2colGemmNhwc shape = im2col_nhwc_shape(images);
+        measured.push_back(time_on_arena(ctx, shape.forward_workspace_bytes(),
+                                         [&](const SetupContext::Arena& a, void* scratch) {
+                                           im2col_gemm_nhwc_forward(ctx.blas, shape, a.x, a.w, a.y, scratch, ctx.stream);
+                                         }));
+      }
+      return measured;
+    });
+    for (std::size_t i = 0; i < chunks.size(); ++i)
+      if (!std::isnan(times[i]) && (std::isnan(forward_im2col_ms) || times[i] < forward_im2col_ms)) {
+        forward_im2col_ms = times[i];
+        forward_nhwc_chunk = chunks[i];
+      }
+    const double epilogue_ms =
+        fused ? (kernel_epilogue ? 2.0 : 4.0) * static_cast<double>(y.bytes()) / kMemoryBandwidth * 1e3 : 0.0;
+    if (clearly_faster(forward_im2col_ms + epilogue_ms, forward.time_ms, ctx.config.search_tie)) {
+      forward_im2col = true;
+      fused = false;
+    }
+  }
   float time_gemm_weight_gradient(SetupContext& ctx) const {
     return time_on_arena(ctx, 0, [&](const SetupContext::Arena& a, void*) {
       gemm_weight_gradient(ctx.blas, gemm_shape(), a.x, a.y, a.w);
@@ -635,6 +708,9 @@ class Convolution final : public LayerImpl {
       text << "graph(" << graph_forward.name << " " << graph_forward.time_ms << "ms<" << graph_forward.incumbent_ms << "ms "
            << forward_algorithm_name(forward.algorithm) << " " << forward.time_ms << "ms"
            << (graph_forward.incumbent_ms > forward.time_ms + 1e-9 ? "+epilogue" : "") << ")";
+    else if (forward_im2col && nhwc)
+      text << "im2col_gemm(chunk=" << forward_nhwc_chunk << " " << forward_im2col_ms << "ms<" << forward.time_ms << "ms "
+           << forward_algorithm_name(forward.algorithm) << ")";
     else if (forward_im2col)
       text << "im2col_gemm(" << forward_im2col_ms << "ms<" << forward.time_ms << "ms "
            << forward_algorithm_name(forward.algorithm) << ")";
@@ -694,6 +770,12 @@ class Convolution final : public LayerImpl {
       if (residual_graph) residual_note = fallback;
       graph_forward.graph.reset();
       residual_graph = false;
+    }
+    if (forward_im2col && nhwc) {
+      im2col_gemm_nhwc_forward(e.blas, im2col_nhwc_shape(forward_nhwc_chunk), e.ptr(x), e.ptr(w), e.ptr(y), e.workspace,
+                               e.stream);
+      run_epilogue(e);
+      return;
     }
     if (forward_im2col) {
       im2col_gemm_forward(e.blas, im2col_shape(y), e.ptr_as<const float>(x), e.ptr_as<const float>(w),
@@ -780,6 +862,7 @@ void forward_convolution(Builder& b, int index) {
   c->kernel = layer.params.kernel;
   c->stride = layer.params.stride;
   c->padding = layer.params.padding;
+  c->channels = b.layer(from).output.channels;
   c->has_bias = layer.params.bias;
   c->training = b.training;
   c->fusion_candidate = b.state(index).fusable_relu >= 0;
