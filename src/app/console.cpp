@@ -202,6 +202,38 @@ void print_table(std::ostream& out, DeviceLegend& legend, const std::vector<Cell
   out << std::flush;
 }
 
+namespace {
+
+// "  by kind: convolution 5.570+10.760 ms (49.8%); batch_norm ...": the cell's layer times summed per layer
+// kind, largest first (where a step goes, e.g. a batch-norm pass against the convolutions), over every layer
+// (the table above may list only the slowest).
+void print_kind_sums(std::ostream& out, const std::vector<LayerTime>& layers, double step_ms) {
+  struct KindSum {
+    std::string kind;
+    double forward_ms = 0, backward_ms = 0;
+  };
+  std::vector<KindSum> sums;
+  for (const LayerTime& t : layers) {
+    const std::string kind = t.kind.empty() ? "?" : t.kind;
+    auto it = std::find_if(sums.begin(), sums.end(), [&](const KindSum& k) { return k.kind == kind; });
+    if (it == sums.end()) it = sums.insert(sums.end(), KindSum{kind});
+    it->forward_ms += t.forward_ms;
+    it->backward_ms += t.backward_ms;
+  }
+  std::stable_sort(sums.begin(), sums.end(), [](const KindSum& a, const KindSum& b) {
+    return a.forward_ms + a.backward_ms > b.forward_ms + b.backward_ms;
+  });
+  out << "  by kind:";
+  for (std::size_t i = 0; i < sums.size(); ++i) {
+    const KindSum& k = sums[i];
+    out << (i == 0 ? " " : "; ") << k.kind << " " << number(k.forward_ms, "%.3f") << "+" << number(k.backward_ms, "%.3f")
+        << " ms (" << number(step_ms > 0 ? 100.0 * (k.forward_ms + k.backward_ms) / step_ms : NAN, "%.1f") << "%)";
+  }
+  out << "\n";
+}
+
+}  // namespace
+
 void print_layer_times(std::ostream& out, const std::vector<CellResult>& results, int repetitions, int shown) {
   out << "\nLayer times (--layer-times): each layer's median over " << repetitions
       << " profiled steps, run after the timed steps (never part of the headline);\n"
@@ -262,6 +294,7 @@ void print_layer_times(std::ostream& out, const std::vector<CellResult>& results
                     number(step_ms > 0 ? 100.0 * (rest_forward + rest_backward) / step_ms : NAN, "%.1f").c_str());
       out << line << "\n";
     }
+    print_kind_sums(out, sorted, step_ms);
   }
   out << std::flush;
 }

@@ -77,6 +77,40 @@ def test_printed_tables_list_every_layer_sorted_by_time(profiled_run):
     assert re.search(r"onednn\s+alexnet\s+fp32\s+1\s+1 training\s+ok\s+[0-9.]+", stdout)
 
 
+def kind_sums(stdout):
+    """{phase: {kind: (forward, backward, share)}} from each cell's "by kind:" line."""
+    sums, current = {}, None
+    for line in stdout.splitlines():
+        heading = re.match(r".* \| onednn alexnet fp32 batch 1 (inference|training): layers sum", line)
+        if heading:
+            current = heading.group(1)
+            continue
+        if current is not None and line.startswith("  by kind: "):
+            sums[current] = {m.group(1): (float(m.group(2)), float(m.group(3)), float(m.group(4)))
+                             for m in re.finditer(r"(\S+) ([0-9.]+)\+([0-9.]+) ms \(([0-9.]+)%\)", line)}
+    return sums
+
+
+def test_printed_kind_sums_add_up_the_layers_of_each_kind(profiled_run):
+    """After each cell's table, one line sums its layers per kind (forward + backward, share of the step),
+    largest first: each kind's sums are its printed rows' sums, and the shares add up to 100%."""
+    result, _ = profiled_run
+    tables, sums = layer_tables(result.stdout), kind_sums(result.stdout)
+    assert set(sums) == {"inference", "training"}, result.stdout
+    for phase, rows in tables.items():
+        kinds = sums[phase]
+        assert set(kinds) == {row[1] for row in rows}, (phase, kinds)
+        for kind, (forward, backward, _) in kinds.items():
+            of_kind = [row for row in rows if row[1] == kind]
+            # Each printed value is rounded to 3 decimals.
+            assert abs(forward - sum(row[2] for row in of_kind)) <= 1e-3 * (len(of_kind) + 1), (phase, kind)
+            assert abs(backward - sum(row[3] for row in of_kind)) <= 1e-3 * (len(of_kind) + 1), (phase, kind)
+        assert abs(sum(share for _, _, share in kinds.values()) - 100.0) < 0.1 * len(kinds), (phase, kinds)
+        totals = [forward + backward for forward, backward, _ in kinds.values()]
+        assert all(a >= b - 2e-3 for a, b in zip(totals, totals[1:])), (phase, totals)
+        assert "convolution" in kinds and kinds["convolution"][0] > 0, (phase, kinds)
+
+
 def test_cube_holds_layer_times_that_xarray_and_h5py_read(profiled_run):
     _, output = profiled_run
     cube = xarray.open_dataset(output)

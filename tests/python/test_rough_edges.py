@@ -79,7 +79,8 @@ def test_heartbeat_while_a_cell_runs(tmp_path, run_crossbench):
 def layer_rows(stdout: str) -> list[str]:
     block = stdout.split("Layer times (--layer-times)", 1)[1]
     rows = block.split("forward_ms", 1)[1].splitlines()[1:]
-    return [r for r in rows if r.startswith("  ")]
+    # The cell's "  by kind:" line sums the layers per kind after its rows (test_layer_times.py).
+    return [r for r in rows if r.startswith("  ") and not r.startswith("  by kind: ")]
 
 
 def test_layer_times_prints_the_top_10_or_all(tmp_path, run_crossbench):
@@ -98,6 +99,12 @@ def test_layer_times_prints_the_top_10_or_all(tmp_path, run_crossbench):
     rows = layer_rows(top.stdout)
     assert len(rows) == 11 and rows[-1].strip().startswith(f"({layers - 10} more layers)"), rows
     assert "the 10 slowest layers per cell" in top.stdout
+    # The per-kind sums cover every layer, listed or not: the same kinds with the top 10 and with all.
+    def kinds_of(stdout):
+        lines = [ln for ln in stdout.splitlines() if ln.startswith("  by kind: ")]
+        assert len(lines) == 1, lines
+        return sorted(re.findall(r"(\S+) [0-9.]+\+[0-9.]+ ms", lines[0]))
+    assert kinds_of(top.stdout) == kinds_of(everything.stdout)
     assert len(layer_rows(everything.stdout)) == layers
 
 
