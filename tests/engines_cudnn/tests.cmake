@@ -20,6 +20,9 @@ if(CROSSBENCH_ENABLE_CUDA)
                           ${CMAKE_CURRENT_LIST_DIR}/cudnn_kernels_lrn_rows_test.cpp)
   crossbench_test(cudnn_support_test LABEL cpu LINKS crossbench_engines
                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_support_test.cpp)
+  # The NHWC im2col + GEMM forward's sizes and refusals: host arithmetic.
+  crossbench_test(cudnn_im2col_shape_test LABEL cpu LINKS crossbench_engines
+                  SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_im2col_shape_test.cpp)
   crossbench_test(cudnn_plan_test LABEL cpu LINKS crossbench_engines
                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_plan_test.cpp)
   if(CROSSBENCH_ENABLE_ONEDNN)
