@@ -701,8 +701,9 @@ class Convolution final : public LayerImpl {
           m.workspace_bytes = plan ? im2col_nhwc_lt_workspace_bytes(shape, *plan) : 0;
           m.median_ms = !plan ? NAN : time_on_arena(ctx, m.workspace_bytes, [&](const SetupContext::Arena& a, void* scratch) {
             CB_CHECK_CUBLAS(im2col_gemm_nhwc_forward_lt(ctx.lt, matmul, *plan, shape, a.x, a.w, a.y,
-                                                        has_bias ? static_cast<char*>(a.w) + bias_at : nullptr, scratch,
-                                                        ctx.stream));
+                                                        lt_adds_bias() ? static_cast<char*>(a.w) + bias_at : nullptr,
+                                                        scratch, ctx.stream));
+            if (has_bias && !lt_adds_bias()) epilogue_on(ctx.dnn, ctx.stream, a.y, static_cast<char*>(a.w) + bias_at);
           });
           m.repetitions = kRetimeRepetitions;
           measured.push_back(m);
@@ -745,6 +746,9 @@ class Convolution final : public LayerImpl {
     nhwc_matmul.reset();
     nhwc_plan.reset();
   }
+  // Whether the cuBLASLt forward's epilogue adds the bias (else, with a bias, our epilogue runs after it:
+  // a bias of another type than y, or a residual add after it).
+  bool lt_adds_bias() const { return nhwc_epilogue != CUBLASLT_EPILOGUE_DEFAULT; }
   // The bias (and the relu of a group, with our kernel) after an unfused forward, on given pointers (the arena's
   // in the search; run_epilogue's at run time).
   void epilogue_on(cudnnHandle_t dnn, cudaStream_t stream, void* py, const void* pbias) const {
@@ -823,7 +827,7 @@ class Convolution final : public LayerImpl {
     const bool bias_relu_epilogue = fusion_candidate && has_bias;
     if (residual_graph) text << "+bias+add+relu";
     else if (fused || (graph_forward.graph && bias_relu_epilogue)) text << "+bias+relu";
-    else if (forward_im2col && nhwc_plan && has_bias)
+    else if (forward_im2col && nhwc_plan && lt_adds_bias())
       text << (nhwc_epilogue == CUBLASLT_EPILOGUE_RELU_BIAS ? "+bias+relu(epilogue)" : "+bias(epilogue)");
     else if (kernel_epilogue) text << (bias_relu_epilogue ? "+bias+relu(kernel)" : "+bias(kernel)");
     if (adds_residual && !residual_graph) text << "+add+relu(kernel, unfused: " << residual_note << ")";
@@ -879,9 +883,12 @@ class Convolution final : public LayerImpl {
     }
     if (forward_im2col && nhwc && nhwc_plan) {
       const cublasStatus_t status = im2col_gemm_nhwc_forward_lt(e.lt, *nhwc_matmul, *nhwc_plan, im2col_nhwc_shape(forward_nhwc_chunk),
-                                                                e.ptr(x), e.ptr(w), e.ptr(y), has_bias ? e.ptr(bias) : nullptr,
+                                                                e.ptr(x), e.ptr(w), e.ptr(y), lt_adds_bias() ? e.ptr(bias) : nullptr,
                                                                 e.workspace, e.stream);
-      if (status == CUBLAS_STATUS_SUCCESS) return;  // the bias (and relu) in its epilogue
+      if (status == CUBLAS_STATUS_SUCCESS) {
+        if (!lt_adds_bias()) run_epilogue(e);  // else the bias (and relu) were in its epilogue
+        return;
+      }
       if (!e.probing) CB_CHECK_CUBLAS(status);
       nhwc_note = std::string("plan ") + nhwc_plan->name + " refused at run time: " + cublas_status_name(status);
       nhwc_plan.reset();  // prepare()'s validation pass: cublasGemmEx and our epilogue from now on
