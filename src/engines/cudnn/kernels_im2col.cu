@@ -44,9 +44,10 @@ __global__ void im2col_kernel(const float* x, std::int64_t rows, int channels_ta
 // Measured against a tiled version (a thread building a whole row in shared
 // memory, pixels loaded as 16-byte vectors, the tile written out coalesced) on
 // an H200 (bench/results/2026-12-03/call41 and call42): the tiled one was no
-// faster for ResNet-50's conv1 at batch 256 (the GEMM dominates) and slower at
+// faster for ResNet-50's conv1 at batch 256 (1.42 ms, against 1.40 on another
+// GPU whose clock ran 5% higher) and slower at
 // batch 64 (AlexNet's conv1 in bf16 0.204 -> 0.309 ms, GoogLeNet's 0.363 ->
-// 0.377, tf32 twice as slow): a thread per vector keeps more loads in flight.
+// 0.377, tf32 twice as slow). Why is not measured (no profiler on the machine).
 template <typename Word>
 __global__ void im2col_nhwc_kernel(const Word* x, std::int64_t vectors, int vectors_per_row, int channels,
                                    int height, int width, std::int64_t x_image_stride, int x_row_stride,
