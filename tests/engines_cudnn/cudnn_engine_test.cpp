@@ -1057,6 +1057,15 @@ std::vector<FcFusionSetting> fc_fusion_settings() {
 // Two SGD steps (learning rate 1e-2), so the second step's forward adds
 // non-zero biases (they are initialised to zeros) through the epilogue;
 // the test starts both sessions' second step from the same weights.
+// One layer's part of a session's decisions ("<layer>:..." up to the next "; "), empty where it has none.
+std::string layer_decisions(const std::string& decisions, const std::string& layer) {
+  const std::string tag = "; " + layer + ":";
+  const std::size_t begin = decisions.find(tag);
+  if (begin == std::string::npos) return "";
+  const std::size_t end = decisions.find("; ", begin + 2);
+  return decisions.substr(begin + 2, end == std::string::npos ? std::string::npos : end - begin - 2);
+}
+
 std::unique_ptr<Session> fc_session(const Network& network, Precision precision, bool fc_epilogues,
                                     AlgorithmPolicy algorithm = AlgorithmPolicy::heuristic,
                                     const std::string& algorithm_cache = "", bool fuse = true) {
@@ -1123,10 +1132,19 @@ TEST_P(FullyConnectedFusion, MatchesTheUnfusedOpsElementByElement) {
   EXPECT_EQ(fused_decisions.find("fc_bias_relu["), std::string::npos) << what << ": " << fused_decisions;
   EXPECT_NE(unfused_decisions.find("(turned off (CudnnSettings::fc_epilogues)) x2"), std::string::npos)
       << unfused_decisions;
-  EXPECT_EQ(unfused_decisions.find("cublasLt("), std::string::npos) << "fc_epilogues false: the legacy path alone";
+  // The fully-connected layers' own decisions: the first convolution may take a cuBLASLt plan of its own.
+  for (const char* layer : {"fc6", "fc7"}) {
+    ASSERT_FALSE(layer_decisions(unfused_decisions, layer).empty()) << layer << " in " << unfused_decisions;
+    EXPECT_EQ(layer_decisions(unfused_decisions, layer).find("cublasLt("), std::string::npos)
+        << "fc_epilogues false: the legacy path alone in " << layer << ": " << layer_decisions(unfused_decisions, layer);
+  }
   // engine.fuse false: the legacy path alone too.
   const auto off_session = fc_session(network, setting.precision, true, AlgorithmPolicy::heuristic, "", false);
-  EXPECT_EQ(off_session->record().decisions.find("cublasLt("), std::string::npos) << "--fuse false: the legacy path alone";
+  for (const char* layer : {"fc6", "fc7"}) {
+    const std::string off = layer_decisions(off_session->record().decisions, layer);
+    ASSERT_FALSE(off.empty()) << layer << " in " << off_session->record().decisions;
+    EXPECT_EQ(off.find("cublasLt("), std::string::npos) << "--fuse false: the legacy path alone in " << layer << ": " << off;
+  }
   if (c.algorithm == AlgorithmPolicy::heuristic) {
     // cuBLASLt's first heuristic plan for fc6 and fc7: the bias and relu in the forward GEMM, the bias
     // gradient in the weight gradient's (where cuBLASLt lists a plan: the decisions say why not).

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "crossbench/error.hpp"
 #include "engines/cudnn/im2col_gemm.hpp"
 
 namespace crossbench::cudnn {
@@ -85,6 +86,43 @@ TEST(Im2colGemmNhwcShape, RefusesWhatItCannotRun) {
   EXPECT_FALSE(huge.supported());
   huge.chunk_images = 1000;
   EXPECT_TRUE(huge.supported());
+}
+
+// The cuBLASLt GEMM of one chunk (branch stemlt): Y^T (K x rows, ld the pixel stride) = W'^T columns^T.
+TEST(Im2colGemmNhwcShape, CublasLtChunkGemmIsTheChunksRowsAndDividesTheBatch) {
+  Im2colGemmNhwc g = resnet_stem(256, Precision::bf16, 8);
+  g.chunk_images = 8;
+  const LtGemmShape s = im2col_nhwc_lt_shape(g, CUBLASLT_EPILOGUE_RELU_BIAS, 256, 128);
+  EXPECT_EQ(s.trans_a, CUBLAS_OP_T);
+  EXPECT_EQ(s.trans_b, CUBLAS_OP_N);
+  EXPECT_EQ(s.m, 64);
+  EXPECT_EQ(s.n, 8 * 112 * 112);
+  EXPECT_EQ(s.k, 152);
+  EXPECT_EQ(s.lda, 152);
+  EXPECT_EQ(s.ldb, 152);
+  EXPECT_EQ(s.ldd, 64);
+  EXPECT_EQ(s.a_type, CUDA_R_16BF);
+  EXPECT_EQ(s.d_type, CUDA_R_16BF);
+  EXPECT_EQ(s.bias_type, CUDA_R_16BF);
+  EXPECT_EQ(s.compute, CUBLAS_COMPUTE_32F);
+  EXPECT_EQ(s.epilogue, CUBLASLT_EPILOGUE_RELU_BIAS);
+  EXPECT_EQ(s.align_bias, 128);
+  EXPECT_EQ(s.align_d, 256);  // 8 images of 112 x 112 x 64 bf16: a multiple of 256 bytes
+  // A concat slice starting 32 channels in (64 bytes) keeps its alignment through every chunk.
+  Im2colGemmNhwc slice = g;
+  slice.y_strides = {112 * 112 * 96, 1, 112 * 96, 96};
+  EXPECT_EQ(im2col_nhwc_lt_shape(slice, CUBLASLT_EPILOGUE_BIAS, 64, 256).align_d, 64);
+  EXPECT_EQ(im2col_nhwc_lt_shape(slice, CUBLASLT_EPILOGUE_BIAS, 64, 256).ldd, 96);
+  // tf32: fp32 data, TF32 compute.
+  Im2colGemmNhwc tf32 = resnet_stem(64, Precision::tf32, 3);
+  tf32.chunk_images = 16;
+  const LtGemmShape t = im2col_nhwc_lt_shape(tf32, CUBLASLT_EPILOGUE_DEFAULT, 256, 256);
+  EXPECT_EQ(t.a_type, CUDA_R_32F);
+  EXPECT_EQ(t.compute, CUBLAS_COMPUTE_32F_FAST_TF32);
+  EXPECT_EQ(t.k, 148);
+  // Every chunk is one GEMM shape: a chunk that does not divide the batch is refused.
+  g.chunk_images = 10;
+  EXPECT_THROW((void)im2col_nhwc_lt_shape(g, CUBLASLT_EPILOGUE_DEFAULT, 256, 256), Error);
 }
 
 }  // namespace

@@ -30,6 +30,7 @@
 #include "engines/cudnn/gemm_weight_gradient.hpp"
 #include "engines/cudnn/graph_api_convolution.hpp"
 #include "engines/cudnn/handles.hpp"
+#include "engines/cudnn/cublaslt_matmul.hpp"
 #include "engines/cudnn/im2col_gemm.hpp"
 #include "engines/cudnn/kernels_batch_norm.hpp"
 #include "engines/cudnn/kernels_elementwise.hpp"
@@ -935,6 +936,85 @@ TEST(CudnnKernels, Im2colGemmNhwcForwardMatchesTheHost) {
                         << "y[" << in << "][" << op << "][" << oq << "][" << ch << "]";
                   }
           }
+      }
+}
+
+// The same forward with each chunk's GEMM a cuBLASLt plan (branch stemlt):
+// its heuristic's first plans, the bias (BIAS) or bias and relu (RELU_BIAS) in
+// the epilogue, or none; chunks of 1 and 3 images of 3, three real channels
+// stored as eight, a concat-slice output, fp32, tf32 and bf16, element by
+// element against the host.
+TEST(CudnnKernels, Im2colGemmNhwcCublasLtForwardMatchesTheHost) {
+  SKIP_WITHOUT_GPU();
+  const LtHandle lt = make_cublaslt_handle();
+  const std::int64_t n = 3, real_c = 3, stored_c = 8, k = 12, kernel = 7, stride = 2, pad = 3, h = 16, w = 19;
+  const std::int64_t p = (h + 2 * pad - kernel) / stride + 1, q = (w + 2 * pad - kernel) / stride + 1;
+  const std::int64_t pixel_stride = 16, first_channel = 2;
+  const std::vector<float> x = random_values(static_cast<std::size_t>(n * h * w * stored_c), 41),
+                           weights = random_values(static_cast<std::size_t>(k * kernel * kernel * stored_c), 42),
+                           bias = random_values(static_cast<std::size_t>(k), 43);
+  for (Precision precision : {Precision::fp32, Precision::tf32, Precision::bf16})
+    for (const cublasLtEpilogue_t epilogue :
+         {CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_RELU_BIAS})
+      for (const std::int64_t chunk : {std::int64_t{1}, n}) {
+        SCOPED_TRACE(std::string(to_string(precision)) + ", epilogue " + std::to_string(epilogue) + ", chunks of " +
+                     std::to_string(chunk));
+        const DType type = precision == Precision::bf16 ? DType::bf16 : DType::f32;
+        const double tolerance = precision == Precision::fp32 ? 1e-5 : precision == Precision::tf32 ? 1e-2 : 2e-2;
+        Im2colGemmNhwc shape;
+        shape.precision = precision;
+        shape.element_bytes = size_of(type);
+        shape.x_dims = {n, stored_c, h, w};
+        shape.x_strides = {h * w * stored_c, 1, w * stored_c, stored_c};
+        shape.channels = real_c;
+        shape.y_dims = {n, k, p, q};
+        shape.y_strides = {p * q * pixel_stride, 1, q * pixel_stride, pixel_stride};
+        shape.kernel = static_cast<int>(kernel);
+        shape.stride = static_cast<int>(stride);
+        shape.padding = static_cast<int>(pad);
+        shape.chunk_images = chunk;
+        const int align_y = alignment_of(static_cast<std::size_t>(first_channel * shape.element_bytes));
+        const LtMatmul matmul = LtMatmul::create(im2col_nhwc_lt_shape(shape, epilogue, align_y, 256));
+        const std::vector<LtPlan> plans = matmul.heuristic(lt.get(), 2, std::size_t{32} << 20);
+        ASSERT_FALSE(plans.empty()) << "cuBLASLt lists no plan";
+        for (const LtPlan& plan : plans) {
+          SCOPED_TRACE(plan.name);
+          DeviceArray device_x(x, type), device_w(weights, type), device_bias(bias, type),
+              device_y(std::vector<float>(static_cast<std::size_t>(n * p * q * pixel_stride), 7.0f), type),
+              workspace(std::vector<float>(im2col_nhwc_lt_workspace_bytes(shape, plan) / 4 + 1, 5.0f), DType::f32);
+          ASSERT_EQ(im2col_gemm_nhwc_forward_lt(lt.get(), matmul, plan, shape, device_x.get(), device_w.get(),
+                                                static_cast<char*>(device_y.get()) + first_channel * shape.element_bytes,
+                                                epilogue == CUBLASLT_EPILOGUE_DEFAULT ? nullptr : device_bias.get(),
+                                                workspace.get(), nullptr),
+                    CUBLAS_STATUS_SUCCESS);
+          const std::vector<float> y = device_y.values();
+          for (std::int64_t in = 0; in < n; ++in)
+            for (std::int64_t op = 0; op < p; ++op)
+              for (std::int64_t oq = 0; oq < q; ++oq)
+                for (std::int64_t ch = 0; ch < pixel_stride; ++ch) {
+                  const std::size_t at = static_cast<std::size_t>(((in * p + op) * q + oq) * pixel_stride + ch);
+                  if (ch < first_channel || ch >= first_channel + k) {
+                    ASSERT_EQ(y[at], 7.0f) << "the forward wrote outside its channel slice at channel " << ch;
+                    continue;
+                  }
+                  double sum = 0;
+                  for (std::int64_t r = 0; r < kernel; ++r)
+                    for (std::int64_t s = 0; s < kernel; ++s) {
+                      const std::int64_t ih = op * stride - pad + r, iw = oq * stride - pad + s;
+                      if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
+                      for (std::int64_t ic = 0; ic < real_c; ++ic)
+                        sum += stored(weights[static_cast<std::size_t>(
+                                          (((ch - first_channel) * kernel + r) * kernel + s) * stored_c + ic)],
+                                      type) *
+                               stored(x[static_cast<std::size_t>(((in * h + ih) * w + iw) * stored_c + ic)], type);
+                    }
+                  if (epilogue != CUBLASLT_EPILOGUE_DEFAULT)
+                    sum += stored(bias[static_cast<std::size_t>(ch - first_channel)], type);
+                  if (epilogue == CUBLASLT_EPILOGUE_RELU_BIAS) sum = std::max(sum, 0.0);
+                  ASSERT_NEAR(y[at], sum, tolerance * (1 + std::abs(sum)))
+                      << "y[" << in << "][" << op << "][" << oq << "][" << ch << "]";
+                }
+        }
       }
 }
 

@@ -128,4 +128,52 @@ void im2col_gemm_nhwc_forward(cublasHandle_t blas, const Im2colGemmNhwc& g, cons
   }
 }
 
+LtGemmShape im2col_nhwc_lt_shape(const Im2colGemmNhwc& g, cublasLtEpilogue_t epilogue, int align_y, int align_bias) {
+  if (!g.supported() || g.x_dims[0] % g.chunk_images != 0)
+    throw Error("im2col_nhwc_lt_shape: a shape it does not take, or chunks that do not divide the batch");
+  LtGemmShape s;
+  // Column-major, as im2col_gemm_nhwc_forward: Y^T (K x rows, ld the pixel stride) = op_T(W') columns^T.
+  s.trans_a = CUBLAS_OP_T;
+  s.trans_b = CUBLAS_OP_N;
+  s.m = to_int(g.y_dims[1]);
+  s.n = to_int(g.chunk_images * g.positions());
+  s.k = to_int(g.padded_taps());
+  s.a_type = s.b_type = s.d_type = s.bias_type = cuda_data_type(g);
+  s.lda = s.ldb = to_int(g.padded_taps());
+  s.ldd = to_int(g.y_strides[3]);
+  s.compute = gemm_compute_type(g.precision);
+  s.epilogue = epilogue;
+  // The packed filter sits at column_bytes() (a multiple of 256) and the columns at the workspace's start;
+  // each chunk's output starts chunk_images images after the previous one's.
+  s.align_a = s.align_b = 256;
+  s.align_d = std::min(align_y, alignment_of(static_cast<std::size_t>(g.chunk_images * g.y_strides[0] * g.element_bytes)));
+  s.align_bias = align_bias;
+  return s;
+}
+
+std::size_t im2col_nhwc_lt_workspace_bytes(const Im2colGemmNhwc& g, const LtPlan& plan) {
+  return (g.forward_workspace_bytes() + 255) / 256 * 256 + plan.workspace_bytes;
+}
+
+cublasStatus_t im2col_gemm_nhwc_forward_lt(cublasLtHandle_t lt, const LtMatmul& matmul, const LtPlan& plan,
+                                           const Im2colGemmNhwc& g, const void* x, const void* w, void* y,
+                                           const void* bias, void* workspace, cudaStream_t stream) {
+  if (!g.supported() || g.x_dims[0] % g.chunk_images != 0)
+    throw Error("im2col_gemm_nhwc_forward_lt: a shape it does not take, or chunks that do not divide the batch");
+  const kernels::ConvolutionGeometry geometry{g.kernel, g.stride, g.padding, g.y_dims[2], g.y_dims[3]};
+  void* packed = static_cast<char*>(workspace) + g.column_bytes();
+  void* lt_workspace = static_cast<char*>(workspace) + (g.forward_workspace_bytes() + 255) / 256 * 256;
+  kernels::pack_filter_taps(w, g.element_bytes, g.y_dims[1], g.kernel * g.kernel, g.x_dims[1], g.channels,
+                            g.padded_taps(), packed, stream);
+  for (std::int64_t first = 0; first < g.x_dims[0]; first += g.chunk_images) {
+    kernels::im2col_nhwc(x, g.element_bytes, g.x_dims, g.x_strides, g.channels, geometry, first, g.chunk_images,
+                         g.padded_taps(), workspace, stream);
+    const cublasStatus_t status =
+        matmul.run(lt, plan, packed, workspace, static_cast<char*>(y) + first * g.y_strides[0] * g.element_bytes,
+                   const_cast<void*>(bias), lt_workspace, stream);
+    if (status != CUBLAS_STATUS_SUCCESS) return status;
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 }  // namespace crossbench::cudnn

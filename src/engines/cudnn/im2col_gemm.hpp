@@ -30,6 +30,7 @@
 #include <cstdint>
 
 #include "crossbench/cell.hpp"
+#include "engines/cudnn/cublaslt_matmul.hpp"
 
 namespace crossbench::cudnn {
 
@@ -112,6 +113,24 @@ struct Im2colGemmNhwc {
 // y = conv(x, w) (no bias) over NHWC; `workspace` holds forward_workspace_bytes().
 void im2col_gemm_nhwc_forward(cublasHandle_t blas, const Im2colGemmNhwc& g, const void* x, const void* w, void* y,
                               void* workspace, cudaStream_t stream);
+
+// The chunk GEMM of `g` through cuBLASLt, with the bias (CUBLASLT_EPILOGUE_BIAS),
+// the bias and the relu (RELU_BIAS) or nothing (DEFAULT) in its epilogue, for
+// an output whose address (and each chunk's) has at least `align_y` bytes of
+// alignment and a bias with `align_bias`. Every chunk is the same GEMM, so
+// g.chunk_images must divide the batch.
+[[nodiscard]] LtGemmShape im2col_nhwc_lt_shape(const Im2colGemmNhwc& g, cublasLtEpilogue_t epilogue, int align_y,
+                                               int align_bias);
+// The workspace of the cuBLASLt forward: g's (columns and packed filter, 256-byte aligned), then the plan's.
+[[nodiscard]] std::size_t im2col_nhwc_lt_workspace_bytes(const Im2colGemmNhwc& g, const LtPlan& plan);
+// y = epilogue(conv(x, w) [+ bias]) with `plan` of `matmul` (made from
+// im2col_nhwc_lt_shape(g, ...)); `workspace` holds im2col_nhwc_lt_workspace_bytes.
+// Returns cuBLASLt's status of the first chunk's GEMM it refused, else
+// CUBLAS_STATUS_SUCCESS: the caller checks it (CB_CHECK_CUBLAS) or falls back.
+[[nodiscard]] cublasStatus_t im2col_gemm_nhwc_forward_lt(cublasLtHandle_t lt, const LtMatmul& matmul,
+                                                         const LtPlan& plan, const Im2colGemmNhwc& g, const void* x,
+                                                         const void* w, void* y, const void* bias, void* workspace,
+                                                         cudaStream_t stream);
 
 // y = conv(x, w) (no bias) on `stream`, the handle's stream; `workspace` holds
 // forward_workspace_bytes(). Throws Error (CB_CHECK_CUBLAS) on failure.

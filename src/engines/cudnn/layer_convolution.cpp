@@ -72,12 +72,14 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <vector>
 
 #include "crossbench/error.hpp"
 #include "engines/cudnn/algorithm_cache.hpp"
 #include "engines/cudnn/algorithms.hpp"
+#include "engines/cudnn/cublaslt_matmul.hpp"
 #include "engines/cudnn/gemm_weight_gradient.hpp"
 #include "engines/cudnn/graph_api_convolution.hpp"
 #include "engines/cudnn/graph.hpp"
@@ -99,6 +101,16 @@ constexpr int kResidualGraphCandidates = 2;
 // H100's or H200's L2 cache (50 / 60 MB) can hold between im2col's write and the GEMM's read.
 constexpr std::int64_t kIm2colNhwcMaxChannels = 4;
 constexpr std::int64_t kIm2colChunkBytes[] = {std::int64_t{16} << 20, std::int64_t{40} << 20};
+// cuBLASLt heuristic plans timed per chunk size for the NHWC im2col forward's GEMM (with its bias epilogue).
+constexpr int kIm2colLtCandidates = 4;
+
+std::int64_t round_up_256(std::int64_t bytes) { return (bytes + 255) / 256 * 256; }
+// The largest divisor of `n` that is at most `at_most` (at least 1).
+std::int64_t largest_divisor_at_most(std::int64_t n, std::int64_t at_most) {
+  for (std::int64_t d = std::min(n, at_most); d > 1; --d)
+    if (n % d == 0) return d;
+  return 1;
+}
 
 class Convolution final : public LayerImpl {
  public:
@@ -141,6 +153,11 @@ class Convolution final : public LayerImpl {
   bool forward_im2col = false;   // the forward as im2col + GEMM (fp32 NCHW, or NHWC: forward_nhwc_chunk)
   float forward_im2col_ms = NAN; // [ms] on the search arena (NHWC: its fastest chunk's)
   std::int64_t forward_nhwc_chunk = 0;  // NHWC im2col + GEMM: images per chunk (the search's fastest)
+  // NHWC im2col + GEMM through a cuBLASLt plan, its epilogue adding the bias (and the relu of a group).
+  std::optional<LtMatmul> nhwc_matmul;
+  std::optional<LtPlan> nhwc_plan;
+  cublasLtEpilogue_t nhwc_epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  std::string nhwc_note;  // why the cuBLASLt plan was dropped at run time
   bool filter_im2col = false;    // the weight gradient as im2col + GEMM (fp32 NCHW)
   float filter_im2col_ms = NAN;  // [ms] on the search arena
   std::string forward_times, filter_times, data_times;  // exhaustive: the re-timed candidates [ms]
@@ -169,7 +186,8 @@ class Convolution final : public LayerImpl {
       y_bytes = std::max(y_bytes, dy.span_bytes());
       if (data_gradient) x_bytes = std::max(x_bytes, dx.span_bytes());
     }
-    ctx.reserve_arena(x_bytes, w.bytes(), y_bytes);
+    // w, then the bias at round_up_256(w.bytes()): the NHWC im2col forward is timed with its epilogue.
+    ctx.reserve_arena(x_bytes, round_up_256(w.bytes()) + (has_bias ? bias.bytes() : 0), y_bytes);
   }
 
   ConvDesc make_conv(Precision p) const {
@@ -250,6 +268,7 @@ class Convolution final : public LayerImpl {
       choose_im2col_nhwc(ctx, forward_signature);
     }
     ctx.need_workspace(!forward_im2col ? forward.workspace_bytes
+                       : nhwc_plan ? im2col_nhwc_lt_workspace_bytes(im2col_nhwc_shape(forward_nhwc_chunk), *nhwc_plan)
                        : nhwc      ? im2col_nhwc_shape(forward_nhwc_chunk).forward_workspace_bytes()
                                    : im2col_shape(y).forward_workspace_bytes());
     if (!forward_im2col) {
@@ -615,43 +634,128 @@ class Convolution final : public LayerImpl {
     g.chunk_images = chunk_images;
     return g;
   }
-  // Times the NHWC im2col + GEMM forward with chunks of kIm2colChunkBytes' columns and with the largest chunk
-  // the workspace limit holds (the whole batch where it fits), and takes the fastest where it is clearly
-  // faster than cuDNN's best (plus the epilogue pass cuDNN's fused call would have saved, as above).
+  // The NHWC im2col + GEMM forward's candidates, each timed whole (the bias, and the relu of a group,
+  // included): cublasGemmEx with chunks of kIm2colChunkBytes' columns and with the largest chunk the workspace
+  // limit holds, then our bias(+relu) kernel; and cuBLASLt's first kIm2colLtCandidates plans with the bias
+  // (and relu) in the GEMM's epilogue, for the chunk sizes that divide the batch nearest those. The fastest
+  // (the tie rule keeps cublasGemmEx) replaces cuDNN's forward where it is clearly faster than cuDNN's best
+  // plus the bias pass cuDNN's unfused call leaves (modelled, as above).
   void choose_im2col_nhwc(SetupContext& ctx, const std::string& forward_signature) {
     const Im2colGemmNhwc one = im2col_nhwc_shape(1);
+    const std::int64_t batch = x.dims[0];
     // The search arena's workspace is the limit (asking the arena for it would allocate one on a warm cache).
     const std::int64_t packed_filter_bytes = static_cast<std::int64_t>(one.forward_workspace_bytes()) - one.column_bytes();
     const std::int64_t within_limit = ctx.config.workspace_limit_bytes - kCublasWorkspace - packed_filter_bytes - 256;
-    std::vector<std::int64_t> chunks;
+    std::vector<std::int64_t> chunks, lt_chunks;
     for (const std::int64_t bytes : kIm2colChunkBytes) chunks.push_back(one.images_within(bytes));
     if (within_limit >= one.column_bytes_per_image()) chunks.push_back(one.images_within(within_limit));
-    std::sort(chunks.begin(), chunks.end());
-    chunks.erase(std::unique(chunks.begin(), chunks.end()), chunks.end());
-    std::vector<std::string> names;
-    for (const std::int64_t images : chunks) names.push_back("chunk=" + std::to_string(images));
-    const std::vector<float> times = measured_times_ms(ctx, "im2col_gemm_nhwc.forward " + forward_signature, names, [&] {
-      std::vector<float> measured;
+    for (const std::int64_t images : chunks) lt_chunks.push_back(largest_divisor_at_most(batch, images));
+    for (auto* list : {&chunks, &lt_chunks}) {
+      std::sort(list->begin(), list->end());
+      list->erase(std::unique(list->begin(), list->end()), list->end());
+    }
+    const bool bias_epilogue = has_bias && !adds_residual && bias.type == y.type;
+    nhwc_epilogue = !bias_epilogue ? CUBLASLT_EPILOGUE_DEFAULT
+                    : fusion_candidate ? CUBLASLT_EPILOGUE_RELU_BIAS
+                                       : CUBLASLT_EPILOGUE_BIAS;
+    const int align_y = alignment_of(static_cast<std::size_t>(y.offset));
+    const int align_bias = has_bias ? alignment_of(static_cast<std::size_t>(bias.offset)) : 256;
+    const auto lt_shape = [&](std::int64_t images) {
+      return im2col_nhwc_lt_shape(im2col_nhwc_shape(images), nhwc_epilogue, align_y, align_bias);
+    };
+    const std::int64_t bias_at = round_up_256(w.bytes());
+    std::ostringstream key;
+    key << "im2col_gemm_nhwc.forward epilogue=" << static_cast<unsigned>(nhwc_epilogue) << " relu=" << fusion_candidate
+        << " align=" << align_y << "," << align_bias << " workspace_limit=" << ctx.config.workspace_limit_bytes << " "
+        << forward_signature;
+    const MeasuredChoice record = measured_choice(ctx, key.str(), [&] {
+      std::vector<MeasuredCandidate> measured;
       for (const std::int64_t images : chunks) {
         const Im2colGemmNhwc shape = im2col_nhwc_shape(images);
-        measured.push_back(time_on_arena(ctx, shape.forward_workspace_bytes(),
-                                         [&](const SetupContext::Arena& a, void* scratch) {
-                                           im2col_gemm_nhwc_forward(ctx.blas, shape, a.x, a.w, a.y, scratch, ctx.stream);
-                                         }));
+        MeasuredCandidate m;
+        m.name = "gemm chunk=" + std::to_string(images);
+        m.heuristic_rank = 0;  // a tie keeps cublasGemmEx
+        m.workspace_bytes = shape.forward_workspace_bytes();
+        m.median_ms = time_on_arena(ctx, shape.forward_workspace_bytes(), [&](const SetupContext::Arena& a, void* scratch) {
+          im2col_gemm_nhwc_forward(ctx.blas, shape, a.x, a.w, a.y, scratch, ctx.stream);
+          if (has_bias) epilogue_on(ctx.dnn, ctx.stream, a.y, static_cast<char*>(a.w) + bias_at);
+        });
+        m.repetitions = kRetimeRepetitions;
+        measured.push_back(m);
+      }
+      if (ctx.lt == nullptr) return measured;
+      for (const std::int64_t images : lt_chunks) {
+        const Im2colGemmNhwc shape = im2col_nhwc_shape(images);
+        const LtMatmul matmul = LtMatmul::create(lt_shape(images));
+        // What the limit leaves a plan after cuBLAS's own workspace, the columns and the packed filter.
+        const std::int64_t lt_limit = ctx.config.workspace_limit_bytes - kCublasWorkspace -
+                                      round_up_256(static_cast<std::int64_t>(shape.forward_workspace_bytes()));
+        if (lt_limit < 0) continue;
+        const std::vector<LtPlan> plans = matmul.heuristic(ctx.lt, kIm2colLtCandidates, static_cast<std::size_t>(lt_limit));
+        for (std::size_t i = 0; i < plans.size(); ++i) {
+          MeasuredCandidate m;
+          m.name = "cublasLt chunk=" + std::to_string(images) + " " + plans[i].name;
+          m.heuristic_rank = 1 + static_cast<int>(i);
+          // Timed as it will run: rebuilt from its name, as a replay from the cache does.
+          const std::optional<LtPlan> plan = matmul.from_name(ctx.lt, plans[i].name);
+          m.workspace_bytes = plan ? im2col_nhwc_lt_workspace_bytes(shape, *plan) : 0;
+          m.median_ms = !plan ? NAN : time_on_arena(ctx, m.workspace_bytes, [&](const SetupContext::Arena& a, void* scratch) {
+            CB_CHECK_CUBLAS(im2col_gemm_nhwc_forward_lt(ctx.lt, matmul, *plan, shape, a.x, a.w, a.y,
+                                                        lt_adds_bias() ? static_cast<char*>(a.w) + bias_at : nullptr,
+                                                        scratch, ctx.stream));
+            if (has_bias && !lt_adds_bias()) epilogue_on(ctx.dnn, ctx.stream, a.y, static_cast<char*>(a.w) + bias_at);
+          });
+          m.repetitions = kRetimeRepetitions;
+          measured.push_back(m);
+        }
       }
       return measured;
     });
-    for (std::size_t i = 0; i < chunks.size(); ++i)
-      if (!std::isnan(times[i]) && (std::isnan(forward_im2col_ms) || times[i] < forward_im2col_ms)) {
-        forward_im2col_ms = times[i];
-        forward_nhwc_chunk = chunks[i];
+    // The fastest candidate this process can run (the record is ordered by the tie rule).
+    for (const MeasuredCandidate& m : record.candidates) {
+      if (std::isnan(m.median_ms)) continue;
+      std::istringstream name(m.name);
+      std::string how, chunk;
+      name >> how >> chunk;
+      const std::int64_t images = chunk.rfind("chunk=", 0) == 0 ? std::stoll(chunk.substr(6)) : 0;
+      if (images < 1 || images > batch || !im2col_nhwc_shape(images).supported()) continue;
+      if (how == "cublasLt") {
+        if (ctx.lt == nullptr || batch % images != 0) continue;
+        std::string plan_name;
+        std::getline(name >> std::ws, plan_name);
+        LtMatmul matmul = LtMatmul::create(lt_shape(images));
+        std::optional<LtPlan> plan = matmul.from_name(ctx.lt, plan_name);
+        if (!plan) continue;
+        nhwc_matmul.emplace(std::move(matmul));
+        nhwc_plan = std::move(plan);
+      } else if (how != "gemm") {
+        continue;
       }
-    const double epilogue_ms =
-        fused ? (kernel_epilogue ? 2.0 : 4.0) * static_cast<double>(y.bytes()) / kMemoryBandwidth * 1e3 : 0.0;
-    if (clearly_faster(forward_im2col_ms + epilogue_ms, forward.time_ms, ctx.config.search_tie)) {
+      forward_im2col_ms = static_cast<float>(m.median_ms);
+      forward_nhwc_chunk = images;
+      break;
+    }
+    // cuDNN's forward with the pass its unfused call leaves (the bias, and the relu with our kernel).
+    const double cudnn_epilogue_ms =
+        has_bias && !fused ? (kernel_epilogue ? 2.0 : 4.0) * static_cast<double>(y.bytes()) / kMemoryBandwidth * 1e3 : 0.0;
+    if (forward_nhwc_chunk > 0 && clearly_faster(forward_im2col_ms, forward.time_ms + cudnn_epilogue_ms, ctx.config.search_tie)) {
       forward_im2col = true;
       fused = false;
+      return;
     }
+    nhwc_matmul.reset();
+    nhwc_plan.reset();
+  }
+  // Whether the cuBLASLt forward's epilogue adds the bias (else, with a bias, our epilogue runs after it:
+  // a bias of another type than y, or a residual add after it).
+  bool lt_adds_bias() const { return nhwc_epilogue != CUBLASLT_EPILOGUE_DEFAULT; }
+  // The bias (and the relu of a group, with our kernel) after an unfused forward, on given pointers (the arena's
+  // in the search; run_epilogue's at run time).
+  void epilogue_on(cudnnHandle_t dnn, cudaStream_t stream, void* py, const void* pbias) const {
+    if (kernel_epilogue)
+      kernels::bias_activation(py, y.type, y.dims, y.strides, pbias, fusion_candidate, stream);
+    else
+      CB_CHECK_CUDNN(cudnnAddTensor(dnn, &kOne, bd, pbias, &kOne, yd, py));
   }
   float time_gemm_weight_gradient(SetupContext& ctx) const {
     return time_on_arena(ctx, 0, [&](const SetupContext::Arena& a, void*) {
@@ -693,7 +797,10 @@ class Convolution final : public LayerImpl {
   // The relu after it is applied here: by cuDNN's fused call or by our epilogue kernel; in a
   // conv_bn_add_relu group always (the fused graph, or our add+relu kernel after the bias).
   bool relu_fused() const override {
-    return adds_residual || (fusion_candidate && has_bias && (fused || kernel_epilogue || graph_forward.graph != nullptr));
+    return adds_residual ||
+           (fusion_candidate && has_bias &&
+            (fused || kernel_epilogue || graph_forward.graph != nullptr ||
+             (forward_im2col && nhwc_plan && nhwc_epilogue == CUBLASLT_EPILOGUE_RELU_BIAS)));
   }
 
   const char* math(const AlgorithmChoice& c) const {
@@ -709,8 +816,8 @@ class Convolution final : public LayerImpl {
            << forward_algorithm_name(forward.algorithm) << " " << forward.time_ms << "ms"
            << (graph_forward.incumbent_ms > forward.time_ms + 1e-9 ? "+epilogue" : "") << ")";
     else if (forward_im2col && nhwc)
-      text << "im2col_gemm(chunk=" << forward_nhwc_chunk << " " << forward_im2col_ms << "ms<" << forward.time_ms << "ms "
-           << forward_algorithm_name(forward.algorithm) << ")";
+      text << "im2col_gemm(chunk=" << forward_nhwc_chunk << (nhwc_plan ? " cublasLt(" + nhwc_plan->name + ")" : "") << " "
+           << forward_im2col_ms << "ms<" << forward.time_ms << "ms " << forward_algorithm_name(forward.algorithm) << ")";
     else if (forward_im2col)
       text << "im2col_gemm(" << forward_im2col_ms << "ms<" << forward.time_ms << "ms "
            << forward_algorithm_name(forward.algorithm) << ")";
@@ -720,9 +827,12 @@ class Convolution final : public LayerImpl {
     const bool bias_relu_epilogue = fusion_candidate && has_bias;
     if (residual_graph) text << "+bias+add+relu";
     else if (fused || (graph_forward.graph && bias_relu_epilogue)) text << "+bias+relu";
+    else if (forward_im2col && nhwc_plan && lt_adds_bias())
+      text << (nhwc_epilogue == CUBLASLT_EPILOGUE_RELU_BIAS ? "+bias+relu(epilogue)" : "+bias(epilogue)");
     else if (kernel_epilogue) text << (bias_relu_epilogue ? "+bias+relu(kernel)" : "+bias(kernel)");
     if (adds_residual && !residual_graph) text << "+add+relu(kernel, unfused: " << residual_note << ")";
     if (!fallback.empty()) text << "(unfused: " << fallback << ")";
+    if (!nhwc_note.empty()) text << "[cublasLt: " << nhwc_note << "]";
     if (!forward_im2col && !std::isnan(forward_im2col_ms)) text << "[im2col_gemm " << forward_im2col_ms << "ms>=" << forward.time_ms << "ms]";
     if (!forward_times.empty()) text << "{" << forward_times << "}";
     if (!forward_refused.empty()) text << "[refused " << forward_refused << "]";
@@ -771,6 +881,18 @@ class Convolution final : public LayerImpl {
       graph_forward.graph.reset();
       residual_graph = false;
     }
+    if (forward_im2col && nhwc && nhwc_plan) {
+      const cublasStatus_t status = im2col_gemm_nhwc_forward_lt(e.lt, *nhwc_matmul, *nhwc_plan, im2col_nhwc_shape(forward_nhwc_chunk),
+                                                                e.ptr(x), e.ptr(w), e.ptr(y), lt_adds_bias() ? e.ptr(bias) : nullptr,
+                                                                e.workspace, e.stream);
+      if (status == CUBLAS_STATUS_SUCCESS) {
+        if (!lt_adds_bias()) run_epilogue(e);  // else the bias (and relu) were in its epilogue
+        return;
+      }
+      if (!e.probing) CB_CHECK_CUBLAS(status);
+      nhwc_note = std::string("plan ") + nhwc_plan->name + " refused at run time: " + cublas_status_name(status);
+      nhwc_plan.reset();  // prepare()'s validation pass: cublasGemmEx and our epilogue from now on
+    }
     if (forward_im2col && nhwc) {
       im2col_gemm_nhwc_forward(e.blas, im2col_nhwc_shape(forward_nhwc_chunk), e.ptr(x), e.ptr(w), e.ptr(y), e.workspace,
                                e.stream);
@@ -805,10 +927,7 @@ class Convolution final : public LayerImpl {
   // the residual add and the relu, one pass of our add+relu kernel.
   void run_epilogue(const Exec& e) {
     if (!has_bias) return;
-    if (kernel_epilogue)
-      kernels::bias_activation(e.ptr(y), y.type, y.dims, y.strides, e.ptr(bias), fusion_candidate, e.stream);
-    else
-      CB_CHECK_CUDNN(cudnnAddTensor(e.dnn, &kOne, bd, e.ptr(bias), &kOne, yd, e.ptr(y)));
+    epilogue_on(e.dnn, e.stream, e.ptr(y), e.ptr(bias));
     if (adds_residual) kernels::add_relu(e.ptr(y), e.ptr(residual), e.ptr(y), y.type, y.elements(), e.stream);
   }
 
