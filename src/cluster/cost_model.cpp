@@ -36,9 +36,9 @@ constexpr double kSharedWorkerPreparationSeconds = 1.0;
 // [s] a cell's end, after its last timed step: the check, the worker's exit and its group's kill, the
 // Runner's sweep for strays; the H200 study's cells after 2a50465 (a worker ends with exit alone; segments
 // 11-12, finished_utc - started_utc - preparation_s - timed_s, warm-up included): cudnn median 0.04 s
-// (0.01-0.2), eager PyTorch 0.12 s (0.10-0.17), JAX 0.33 s (0.22-0.53). No pytorch-compile cell has run
-// since the cut (before it: 5-6 s, the interpreter's shutdown waiting on Inductor's compile pool, which
-// the cut skips): taken as JAX's until a run measures it.
+// (0.01-0.2), eager PyTorch 0.12 s (0.10-0.17), JAX 0.33 s (0.22-0.53). pytorch-compile (reduce-overhead):
+// 0.13 s (0.10-0.18, six cells of bench/results/2026-12-03/call45's harness check; before the cut 5-6 s, the
+// interpreter's shutdown waiting on Inductor's compile pool, which the cut skips).
 // [s] eager PyTorch on a GPU: cudnn.benchmark times every algorithm of each convolution shape at its first
 // step, inside the warm-up: a base + per distinct convolution and direction. Fitted to the H200 study's 56
 // eager cells (timed_s less steps x median: inference 0.4-3.2 s, training 0.9-24 s): 1.0 + 0.07 s; with
@@ -48,7 +48,7 @@ constexpr double kTorchBenchmarkSecondsPerConvolution = 0.07;
 constexpr double kNativeFinishSeconds = 0.04;
 constexpr double kTorchFinishSeconds = 0.12;
 constexpr double kJaxFinishSeconds = 0.33;
-constexpr double kTorchCompileFinishSeconds = kJaxFinishSeconds;
+constexpr double kTorchCompileFinishSeconds = 0.13;
 // [s] exhaustive search per convolution search a process has not measured yet (convolution_searches' keys:
 // one per distinct convolution, direction, precision and batch): the H200's three cold processes of seed2017 x
 // fp32, tf32, bf16 (bench/results/2026-12-03/call38, repro_*.h5) searched 801 such keys in 63.4, 69.5 and
