@@ -15,6 +15,8 @@
 #include <unistd.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -617,6 +619,17 @@ TEST_P(ResidualConvolutionFusion, MatchesTheUnfusedOps) {
     EXPECT_LT(fused->op_count(), unfused->op_count()) << what;
   }
   EXPECT_NE(unfused->record().decisions.find("fusions=none;refused="), std::string::npos) << unfused->record().decisions;
+  // The identical convolutions of a stage's blocks share one Graph API graph (GraphConvolutionCache): at
+  // least one request in two is answered with a graph an earlier layer created.
+  if (cudnn::graph_api_available()) {
+    const std::size_t at = decisions.find(" graph_api_graphs=");
+    ASSERT_NE(at, std::string::npos) << what << ": " << decisions;
+    int graphs = 0, shared = 0;
+    ASSERT_EQ(std::sscanf(decisions.c_str() + at, " graph_api_graphs=%d(shared %d)", &graphs, &shared), 2)
+        << decisions.substr(at, 60);
+    EXPECT_GT(graphs, 0) << what;
+    EXPECT_GE(shared, static_cast<int>(blocks) / 2) << what << ": " << decisions.substr(at, 60);
+  }
   fused->step();
   unfused->step();
   const std::vector<float> fused_logits = fused->logits_storage(), unfused_logits = unfused->logits_storage();

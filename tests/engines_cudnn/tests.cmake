@@ -23,6 +23,9 @@ if(CROSSBENCH_ENABLE_CUDA)
   # The NHWC im2col + GEMM forward's sizes and refusals: host arithmetic.
   crossbench_test(cudnn_im2col_shape_test LABEL cpu LINKS crossbench_engines
                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_im2col_shape_test.cpp)
+  # The key by which a session's identical convolutions share one Graph API graph: host arithmetic.
+  crossbench_test(cudnn_graph_key_test LABEL cpu LINKS crossbench_engines
+                  SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_graph_key_test.cpp)
   crossbench_test(cudnn_plan_test LABEL cpu LINKS crossbench_engines
                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_plan_test.cpp)
   if(CROSSBENCH_ENABLE_ONEDNN)

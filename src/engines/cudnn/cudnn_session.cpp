@@ -99,6 +99,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const C
     ctx.blas = blas_;
     ctx.lt = lt_;
     ctx.algorithm_cache = algorithm_cache;
+    ctx.graph_convolutions = &graph_convolutions_;
     for (auto& impl : impls_) impl->plan_search(ctx);
     for (auto& impl : impls_) impl->setup(ctx);
     arena_peak_bytes_ = ctx.arena_peak_bytes();
@@ -151,6 +152,10 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const C
     text << " algo_cache=" << (algorithm_cache->file_backed() ? algorithm_cache->path().string() : "memory")
          << "(hits=" << counts_after.hits - counts_before.hits
          << ",misses=" << counts_after.misses - counts_before.misses << ") search_tie=" << config.search_tie;
+  // How many Graph API graphs the layers' searches created, and how many requests an identical layer's
+  // graph (or refusal) answered.
+  if (graph_convolutions_.graphs() > 0)
+    text << " graph_api_graphs=" << graph_convolutions_.graphs() << "(shared " << graph_convolutions_.shared() << ")";
   if (const std::string l2 = search_l2_decision(config); !l2.empty()) text << " " << l2;  // every timed search run L2-cold
   if (b.input.dims[1] != b.input_channels)
     text << " input_channels=" << b.input_channels << "->" << b.input.dims[1] << "(zero-padded)";

@@ -15,6 +15,7 @@
 #include "engines/cudnn/cudnn_settings.hpp"
 #include "engines/cudnn/event_timer.hpp"
 #include "engines/cudnn/graph.hpp"
+#include "engines/cudnn/graph_api_convolution.hpp"
 
 namespace crossbench::cudnn {
 
@@ -85,6 +86,9 @@ class CudnnSession final : public Session {
   MemoryPool pool_;
   std::vector<Op> ops_;
   std::vector<Parameter> parameters_;
+  // The Graph API graphs the layers' plans run in, one per distinct problem (released after the layers,
+  // before the handles).
+  GraphConvolutionCache graph_convolutions_;
   std::vector<std::unique_ptr<LayerImpl>> impls_;
   std::size_t forward_end_ = 0, loss_end_ = 0, backward_end_ = 0;
   Tensor logits_;

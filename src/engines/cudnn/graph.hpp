@@ -82,6 +82,7 @@ struct Parameter {
 };
 
 class AlgorithmCache;  // algorithm_cache.hpp
+class GraphConvolutionCache;  // graph_api_convolution.hpp
 
 // What a layer's setup() sees: the handles, the choices of the run and, for
 // the measured algorithm search, scratch memory (see SetupContext::arena).
@@ -97,6 +98,7 @@ class SetupContext {
   cublasHandle_t blas = nullptr;  // on `stream`: measured GEMM candidates (a 1x1 convolution's weight gradient)
   cublasLtHandle_t lt = nullptr;  // cuBLASLt: the fully-connected layers' plans (heuristic and measured)
   AlgorithmCache* algorithm_cache = nullptr;  // measured choices: replayed, shared across layers and cells, saved
+  GraphConvolutionCache* graph_convolutions = nullptr;  // the session's Graph API graphs, one per distinct problem
 
   void need_workspace(std::size_t bytes) { workspace_bytes_ = std::max(workspace_bytes_, bytes); }
   std::size_t workspace_bytes() const { return workspace_bytes_; }

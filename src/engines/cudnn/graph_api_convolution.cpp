@@ -1,5 +1,6 @@
 #include "engines/cudnn/graph_api_convolution.hpp"
 
+#include <sstream>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -186,6 +187,53 @@ std::int64_t GraphConvolution::workspace_bytes(int) const { return 0; }
 bool GraphConvolution::run(cudnnHandle_t, int, void*, void*, void*, void*, void*, void*, bool) const { return false; }
 
 #endif
+
+namespace {
+
+void append_tensor(std::ostringstream& key, const char* role, const Tensor& t) {
+  key << role << '=' << name_of(t.type);
+  for (const std::int64_t d : t.dims) key << ',' << d;
+  key << '/';
+  for (const std::int64_t s : t.strides) key << ',' << s;
+  key << ';';
+}
+
+}  // namespace
+
+std::string graph_problem_key(const GraphConvolutionProblem& p) {
+  std::ostringstream key;
+  key << static_cast<int>(p.direction) << ';' << to_string(p.precision) << ';';
+  append_tensor(key, "x", p.x);
+  append_tensor(key, "w", p.w);
+  append_tensor(key, "y", p.y);
+  if (p.bias_relu) {  // the graph reads the bias (and the residual) only with its epilogue
+    append_tensor(key, "bias", p.bias);
+    if (p.residual.valid()) append_tensor(key, "residual", p.residual);
+  }
+  key << "pad=" << p.padding << ";stride=" << p.stride << ";workspace<=" << p.workspace_limit_bytes;
+  return key.str();
+}
+
+std::shared_ptr<GraphConvolution> GraphConvolutionCache::get(cudnnHandle_t handle,
+                                                             const GraphConvolutionProblem& problem) {
+  const std::string key = graph_problem_key(problem);
+  if (const auto found = graphs_.find(key); found != graphs_.end()) {
+    ++shared_;
+    if (!found->second.graph) throw Error(found->second.refusal);
+    return found->second.graph;
+  }
+  Entry entry;
+  try {
+    entry.graph = GraphConvolution::create(handle, problem);
+  } catch (const OutOfMemory&) {
+    throw;  // not a property of the problem: never remembered
+  } catch (const Error& e) {
+    entry.refusal = e.what();
+    graphs_.emplace(key, std::move(entry));
+    throw;
+  }
+  return graphs_.emplace(key, std::move(entry)).first->second.graph;
+}
 
 GraphConvolution::GraphConvolution(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 GraphConvolution::~GraphConvolution() = default;

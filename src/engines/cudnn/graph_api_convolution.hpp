@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "crossbench/cell.hpp"
 #include "engines/cudnn/tensor.hpp"
@@ -67,6 +68,32 @@ class GraphConvolution {
   struct Impl;
   explicit GraphConvolution(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+};
+
+// Everything a graph depends on, and nothing of where its tensors live: direction, precision, the dims,
+// strides and types of x, w, y (and of the bias and residual the graph reads), padding, stride and the
+// workspace limit. Two problems with the same key have the same graph and the same engine configurations.
+[[nodiscard]] std::string graph_problem_key(const GraphConvolutionProblem& problem);
+
+// A session's Graph API graphs, one per distinct problem (graph_problem_key): identical convolutions
+// share one graph and the plans built in it. Why: the residual graph of a conv_bn_add_relu group has only
+// runtime-compiled (NVRTC) engines, and creating and building one again for every identical block cost
+// 0.17-0.19 s per residual block in tf32, 13 s of ResNet-152 inference's search on an H200 with every
+// measured choice a cache hit (bench/results/2026-12-03/call43). A refusal is remembered like a graph.
+class GraphConvolutionCache {
+ public:
+  // The graph of `problem`, created on the first request; throws Error (cuDNN's refusal, on every request).
+  [[nodiscard]] std::shared_ptr<GraphConvolution> get(cudnnHandle_t handle, const GraphConvolutionProblem& problem);
+  [[nodiscard]] int graphs() const { return static_cast<int>(graphs_.size()); }  // created (or refused)
+  [[nodiscard]] int shared() const { return shared_; }  // requests answered with an existing graph or refusal
+
+ private:
+  struct Entry {
+    std::shared_ptr<GraphConvolution> graph;
+    std::string refusal;  // cuDNN's reason, where graph is null
+  };
+  std::unordered_map<std::string, Entry> graphs_;
+  int shared_ = 0;
 };
 
 }  // namespace crossbench::cudnn

@@ -165,7 +165,7 @@ class Convolution final : public LayerImpl {
   std::string forward_refused, filter_refused, data_refused;
   // The Graph API's measured plan of each direction, where it won (else null: the legacy choice).
   struct GraphPlan {
-    std::unique_ptr<GraphConvolution> graph;
+    std::shared_ptr<GraphConvolution> graph;  // shared by the session's identical convolutions
     int plan = -1;
     float time_ms = NAN;  // [ms] median in context
     // [ms] what it was clearly faster than: the legacy choice's median, plus, for a graph that fuses
@@ -376,9 +376,11 @@ class Convolution final : public LayerImpl {
     problem.padding = static_cast<int>(padding);
     problem.stride = static_cast<int>(stride);
     problem.workspace_limit_bytes = ctx.config.workspace_limit_bytes;
-    std::unique_ptr<GraphConvolution> graph;
+    std::shared_ptr<GraphConvolution> graph;
     try {
-      graph = GraphConvolution::create(ctx.dnn, problem);
+      // One graph per distinct problem in the session: a plan an identical layer built is built here too.
+      graph = ctx.graph_convolutions != nullptr ? ctx.graph_convolutions->get(ctx.dnn, problem)
+                                                : std::shared_ptr<GraphConvolution>(GraphConvolution::create(ctx.dnn, problem));
     } catch (const OutOfMemory&) {
       throw;
     } catch (const Error& e) {
