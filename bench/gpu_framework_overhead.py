@@ -13,9 +13,10 @@ The standalone loops are written here, not borrowed from the workers: the networ
 `crossbench export-network` built by the workers' graph builders (src/workers/pytorch/model.py,
 the Network class of src/workers/jax/worker.py), the precision's recipe of DESIGN.md (tf32: fp32
 tensors with TF32 math; bf16: pure bf16 weights, activations and gradients, batch-norm in fp32,
-channels_last for PyTorch), weights drawn at random on the device (the synthetic values take
-numpy seconds per cell and do not change a dense kernel's time), torch.backends.cudnn.benchmark
-on; training = forward + fp32 cross-entropy + backward, no update; inference = eval under
+channels_last for PyTorch), the worker's own values by default (--data synthetic: crossbench's
+synthetic weights, input and labels, numpy seconds per cell; --data random: uniform values drawn on
+the device, as a framework's users start from: a kernel's time can depend on the values, and the
+harness check compares like with like), torch.backends.cudnn.benchmark on; training = forward + fp32 cross-entropy + backward, no update; inference = eval under
 no_grad. PyTorch: CUDA events around each step, one synchronisation after the last;
 torch.compile compiles the layers once (untimed) and each step starts with
 torch.compiler.cudagraph_mark_step_begin(). JAX: one jitted step (dropout masks fixed on the
@@ -62,6 +63,7 @@ VARIANTS = {  # variant: (crossbench engine, extra --set)
     "jax": ("jax", []),
 }
 TARGET = 0.03  # crossbench within 3% of the standalone loop
+DATA = ("synthetic", "random")  # --data: the worker's own values, or values drawn on the device
 IN_FLIGHT = 3  # JAX: steps queued on the device beyond the one the host waits on
 
 
@@ -98,27 +100,56 @@ def pipelined_step_ms(dispatch, wait, steps, in_flight=IN_FLIGHT):
 
 # ---- Standalone loops (run in a child process: --standalone VARIANT) ---------------------------
 
-def torch_cell(torch, graph, precision, phase, batch, device, variant="eager"):
+def random_parameters(torch, model):
+    """Uniform weights drawn on the device (bound sqrt(6 / fan-in)), zero biases, batch-norm at gamma 1,
+    beta 0 and fresh running statistics: values a framework's users start from (--data random)."""
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, (torch.nn.Conv2d, torch.nn.Linear)):
+                bound = math.sqrt(6.0 / module.weight[0].numel())
+                module.weight.uniform_(-bound, bound)
+                if module.bias is not None:
+                    module.bias.zero_()
+            elif isinstance(module, torch.nn.BatchNorm2d):
+                module.weight.fill_(1)
+                module.bias.zero_()
+                module.reset_running_stats()
+
+
+def torch_cell(torch, graph, precision, phase, batch, device, variant="eager", data="synthetic"):
     """One PyTorch cell as the worker builds it, from the worker's own ``Recipe`` (src/workers/pytorch/
     worker.py): its TF32 switches, parameter dtype, autocast (amp-*) and channels_last rule, and
-    cudnn.benchmark on; the model, its input and labels, the step, and the cudagraph step mark
-    (None in eager). The step is the worker's: gradients set to None, forward and the fp32 loss under
+    cudnn.benchmark on; the model, its input and labels (the worker's synthetic values, or with
+    data="random" values drawn on the device), the step, and the cudagraph step mark (None in
+    eager). The step is the worker's: gradients set to None, forward and the fp32 loss under
     the recipe's autocast, backward, no update (update = none); inference under no_grad.
     tests/python/test_framework_overhead.py holds it equal to the worker's session on the CPU."""
     sys.path.insert(0, str(WORKERS))
     from pytorch import model as pt_model
     from pytorch import worker as pt_worker
 
+    if data not in DATA:
+        raise ValueError(f"data {data!r}: one of {', '.join(DATA)}")
     recipe = pt_worker.Recipe(torch, precision)
     recipe.apply_math_flags(torch)
     torch.backends.cudnn.benchmark = True
     cuda = str(device).startswith("cuda")
     training = phase == "training"
-    model = pt_model.CrossbenchModel(str(graph), seed=42, device=device, dtype=recipe.parameter_dtype,
-                                     channels_last=recipe.sixteen_bit_compute and cuda)  # the worker's layout=auto
+    synthetic_reset = pt_model.CrossbenchModel.reset_parameters
+    if data == "random":  # skip the synthetic generator's numpy seconds: the values are drawn below
+        pt_model.CrossbenchModel.reset_parameters = lambda self, seed=None: None
+    try:
+        model = pt_model.CrossbenchModel(str(graph), seed=42, device=device, dtype=recipe.parameter_dtype,
+                                         channels_last=recipe.sixteen_bit_compute and cuda)  # the worker's layout=auto
+    finally:
+        pt_model.CrossbenchModel.reset_parameters = synthetic_reset
     model.train(training)
-    x = model.prepare_input((torch.rand(batch, *model._outputs[0], device=device) * 2 - 1).to(recipe.parameter_dtype))
-    labels = torch.randint(0, model.classes, (batch,), device=device)
+    if data == "synthetic":
+        x, labels = model.synthetic_input(batch), model.synthetic_labels(batch)
+    else:
+        random_parameters(torch, model)
+        x = model.prepare_input((torch.rand(batch, *model._outputs[0], device=device) * 2 - 1).to(recipe.parameter_dtype))
+        labels = torch.randint(0, model.classes, (batch,), device=device)
     mark = None
     if variant != "eager":
         model.use_device_dropout_step()  # dropout masks inside the compiled graph (model.py)
@@ -150,24 +181,6 @@ def torch_cell(torch, graph, precision, phase, batch, device, variant="eager"):
 def torch_cells(args, variant):
     import torch
 
-    sys.path.insert(0, str(WORKERS))
-    from pytorch import model as pt_model
-
-    @torch.no_grad()
-    def random_weights(self, seed=None):
-        for module in self.modules():
-            if isinstance(module, (torch.nn.Conv2d, torch.nn.Linear)):
-                bound = math.sqrt(6.0 / module.weight[0].numel())
-                module.weight.uniform_(-bound, bound)
-                if module.bias is not None:
-                    module.bias.zero_()
-            elif isinstance(module, torch.nn.BatchNorm2d):
-                module.weight.fill_(1)
-                module.bias.zero_()
-                module.reset_running_stats()
-        self.step = 0
-
-    pt_model.CrossbenchModel.reset_parameters = random_weights
     for network, precision, phase in cells_of(args):
         started = time.time()
         model = x = labels = None
@@ -177,7 +190,7 @@ def torch_cells(args, variant):
                 from pytorch import worker as pt_worker
                 cache = pt_worker.InductorCache(torch, args.compile_cache)
             model, x, labels, step, mark = torch_cell(torch, graph_path(args, network), precision, phase, args.batch,
-                                                      "cuda", variant)
+                                                      "cuda", variant, args.data)
             tick = time.perf_counter()
             for _ in range(3 if mark is not None else 1):
                 step()
@@ -207,7 +220,8 @@ def torch_cells(args, variant):
         torch.cuda.empty_cache()
         if variant != "eager":
             torch._dynamo.reset()
-        yield dict(network=network, precision=precision, phase=phase, seconds=time.time() - started, **row)
+        yield dict(network=network, precision=precision, phase=phase, seconds=time.time() - started, data=args.data,
+                   **row)
 
 
 def jax_cells(args):
@@ -286,7 +300,8 @@ def jax_cells(args):
                        message=text[:300])
         params = x = masks = None
         jax.clear_caches()
-        yield dict(network=network, precision=precision, phase=phase, seconds=time.time() - started, **row)
+        yield dict(network=network, precision=precision, phase=phase, seconds=time.time() - started, data="random",
+                   **row)
 
 
 def real_parameter_shape(parameter, graph, index, slot):
@@ -440,7 +455,7 @@ def compile_cache_of(args, variant):
 def passthrough(args, variant=None):
     words = ["--networks", args.networks, "--precisions", args.precisions, "--phases", args.phases,
              "--batch", str(args.batch), "--warmup", str(args.warmup), "--steps", str(args.steps),
-             "--graphs-dir", args.graphs_dir]
+             "--graphs-dir", args.graphs_dir, "--data", args.data]
     if variant is not None:
         words += ["--compile-cache", compile_cache_of(args, variant)]
     return words
@@ -485,6 +500,9 @@ def main():
                              "process of its own; the table adds each cell's median ratio (default 1)")
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--data", choices=DATA, default="synthetic",
+                        help="the standalone loops' weights, input and labels: the worker's synthetic values (default), "
+                             "or random values drawn on the device (PyTorch; JAX always draws them)")
     parser.add_argument("--cell-time-limit", type=float, default=600, help="crossbench's per-cell limit [s]")
     parser.add_argument("--crossbench", default=".bundle/run .bundle/bin/crossbench",
                         help="the command that runs the crossbench binary")
@@ -522,7 +540,7 @@ def main():
             rows.append(dict(network=key[0], precision=key[1], phase=key[2], variant=variant, repeat=repeat,
                              standalone_ms=row["median_ms"], standalone_status=row["status"],
                              compile_s=row.get("compile_s"), compile_cache=row.get("compile_cache"),
-                             standalone_timing=row.get("timing"),
+                             standalone_timing=row.get("timing"), standalone_data=row.get("data"),
                              crossbench_ms=theirs.get(key, {}).get("median_ms", math.nan)))
         if args.out:
             pathlib.Path(args.out).write_text(json.dumps(rows, indent=1, allow_nan=True))

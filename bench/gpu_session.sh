@@ -41,7 +41,8 @@
 #   frameworks bench/gpu_framework_overhead.py: each framework in a standalone loop next to the same
 #             cells through crossbench ($FW_VARIANTS of eager,reduce-overhead,max-autotune,jax;
 #             $FW_NETWORKS, default resnet50; $FW_PRECISIONS tf32,bf16; $FW_STEPS 100; $FW_REPEATS 1: each
-#             pair again, fresh processes, and the median ratio); the table with ratios
+#             pair again, fresh processes, and the median ratio; $FW_DATA synthetic: the standalone loops
+#             read the worker's values, random: their own); the table with ratios
 #   jaxclock  bench/gpu_jax_clock.py (issue 26 item 4, one clock for all engines): the JAX worker's own step
 #             (alexnet, resnet50 x tf32, bf16 x training, inference, batch 64; $JAXCLOCK_NETWORKS,
 #             $JAXCLOCK_PRECISIONS, $JAXCLOCK_PHASES) timed (a) host, (b) by the GPU's own kernel timestamps
@@ -80,7 +81,9 @@
 #             (default vgg11:tf32:training,vgg11:bf16:training,googlenet:tf32:inference,googlenet:bf16:inference,
 #             resnet50:tf32:inference); one cube and log per cell under $OUT/layerdiag/
 #   torchkernels bench/gpu_torch_kernels.py: the same kind of cells ($TK_CELLS) run by the PyTorch worker
-#             ($TK_MODES, default reduce-overhead) under torch.profiler: the kernel classes and top kernels
+#             ($TK_MODES, default reduce-overhead) under torch.profiler: the kernel classes and top kernels;
+#             $TK_DATA (synthetic; synthetic,random: both, the same kernels on other values), $TK_ROUNDS (1)
+#             interleaved, $TK_COMPILE_CACHE (none: each session compiles cold)
 #   b256      ResNet-50 bf16 training at batch 256 (issue 24's images/s target), update none and sgd,
 #             cudnn (exhaustive search, CUDA graphs), one algorithm cache for both; cubes $OUT/b256_*.h5
 #   repro     seed2017's cudnn row in $REPRO_PRECISIONS (default fp32,tf32,bf16) in $REPRO_RUNS (3) independent
@@ -228,6 +231,7 @@ for stage in "$@"; do
     torchkernels)
       timeout "$TLIMIT" python3 -u bench/gpu_torch_kernels.py --crossbench "$CB" \
         --cells "${TK_CELLS:-vgg11:tf32:training,googlenet:bf16:inference}" --modes "${TK_MODES:-reduce-overhead}" \
+        --data "${TK_DATA:-synthetic}" --rounds "${TK_ROUNDS:-1}" --compile-cache "${TK_COMPILE_CACHE:-none}" \
         --budget-s "${TK_BUDGET_S:-150}" --out "$OUT/torchkernels.json" 2>&1 | grep -vE "Warning|warn\(" |
         tee "$OUT/torchkernels.log" | head -120 ;;
     b256)
@@ -354,7 +358,8 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
         --compile-cache "${FW_COMPILE_CACHE:-/tmp/crossbench-frameworks-cache}" \
         --variants "${FW_VARIANTS:-eager,reduce-overhead,jax}" --networks "${FW_NETWORKS:-resnet50}" \
         --precisions "${FW_PRECISIONS:-tf32,bf16}" --phases "${FW_PHASES:-inference,training}" \
-        --steps "${FW_STEPS:-100}" --repeats "${FW_REPEATS:-1}" --warmup "$WARMUP" --out "$OUT/frameworks.json" 2>&1 |
+        --steps "${FW_STEPS:-100}" --repeats "${FW_REPEATS:-1}" --warmup "$WARMUP" --data "${FW_DATA:-synthetic}" \
+        --out "$OUT/frameworks.json" 2>&1 |
         grep --line-buffered -v Warning | tee "$OUT/frameworks.log" | tail -60 ;;
     jaxevents)
       # $CROSSBENCH_BUILD_DIR as the tests read it: the bundle's binary (through .bundle/run) and library.

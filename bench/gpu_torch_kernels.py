@@ -25,6 +25,7 @@ import traceback
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
+import gpu_framework_overhead  # noqa: E402
 import worker_in_process  # noqa: E402
 
 CLASSES = (  # first match wins; on the kernel's name
@@ -51,18 +52,26 @@ def load_worker():
     return worker_in_process.load_worker("pytorch")
 
 
-def request_for(graph, network, precision, phase, batch, mode):
+def request_for(graph, network, precision, phase, batch, mode, compile_cache="none"):
     return worker_in_process.prepare_request(graph, network, precision, phase, batch,
-                                             engine__compile_mode=mode if mode != "eager" else "reduce-overhead")
+                                             engine__compile_mode=mode if mode != "eager" else "reduce-overhead",
+                                             engine__compile_cache=compile_cache)
 
 
-def profile_cell(torch, worker, graph, network, precision, phase, args, mode):
+def profile_cell(torch, worker, graph, network, precision, phase, args, mode, data="synthetic"):
     adapter = worker.PytorchAdapter(compile_model=mode != "eager")
     adapter.hello()  # the worker protocol's first request: imports torch (adapter.torch)
     tick = time.perf_counter()
-    session = adapter.prepare(request_for(graph, network, precision, phase, args.batch, mode))
+    session = adapter.prepare(request_for(graph, network, precision, phase, args.batch, mode, args.compile_cache))
     prepare_s = time.perf_counter() - tick
     try:
+        if data == "random":
+            # The standalone loop's --data random values, written over the session's synthetic ones in
+            # place (the compiled graph and its CUDA graphs read the same tensors): the same kernels on
+            # other values.
+            gpu_framework_overhead.random_parameters(torch, session.model)
+            with torch.no_grad():
+                session.x.uniform_(-1, 1)
         session.run_steps(args.warmup, 1e9, True)
         untraced = sorted(session.run_steps(args.steps, 1e9, False))
         from torch.profiler import ProfilerActivity, profile
@@ -87,7 +96,7 @@ def profile_cell(torch, worker, graph, network, precision, phase, args, mode):
     for name, ms in kernels.items():
         by_class[classify(name)] = by_class.get(classify(name), 0.0) + ms
     top = sorted(kernels.items(), key=lambda kv: -kv[1])[:args.top]
-    return dict(network=network, precision=precision, phase=phase, mode=mode, batch=args.batch,
+    return dict(network=network, precision=precision, phase=phase, mode=mode, data=data, batch=args.batch,
                 prepare_s=prepare_s, median_ms=untraced[len(untraced) // 2], kernel_ms_per_step=sum(kernels.values()),
                 classes_ms=dict(sorted(by_class.items(), key=lambda kv: -kv[1])),
                 top_kernels_ms=[[name[:160], ms] for name, ms in top], kernel_count=len(kernels),
@@ -98,6 +107,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cells", default="vgg11:tf32:training", help="network:precision:phase,...")
     parser.add_argument("--modes", default="reduce-overhead", help="eager, reduce-overhead, max-autotune (comma list)")
+    parser.add_argument("--data", default="synthetic",
+                        help="the values the steps read (comma list): synthetic (the worker's own), random (drawn on "
+                             "the device, as bench/gpu_framework_overhead.py --data random)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="every cell's modes and data this many times, interleaved, each a session of its own")
+    parser.add_argument("--compile-cache", default="none",
+                        help="engine.compile_cache of the sessions (none: each compiles cold)")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--steps", type=int, default=20)
@@ -107,6 +123,9 @@ def main():
     parser.add_argument("--graphs-dir", default="/tmp/crossbench-graphs")
     parser.add_argument("--out")
     args = parser.parse_args()
+    for data in args.data.split(","):
+        if data not in gpu_framework_overhead.DATA:
+            parser.error(f"--data {data!r}: one of {', '.join(gpu_framework_overhead.DATA)}")
     started = time.monotonic()
     worker = load_worker()
     hello = worker.PytorchAdapter(compile_model=False).hello()  # imports torch into the worker module
@@ -121,21 +140,23 @@ def main():
             subprocess.run(args.crossbench.split() + ["export-network", network, "--output", str(path)], check=True,
                            stdout=subprocess.DEVNULL)
         graph = json.loads(path.read_text())
-        for mode in args.modes.split(","):
+        for _, mode, data in ((r, m, d) for r in range(args.rounds) for m in args.modes.split(",")
+                              for d in args.data.split(",")):
             if time.monotonic() - started > args.budget_s:
-                rows.append(dict(network=network, precision=precision, phase=phase, mode=mode, status="skipped"))
+                rows.append(dict(network=network, precision=precision, phase=phase, mode=mode, data=data,
+                                 status="skipped"))
                 continue
             try:
-                row = profile_cell(torch, worker, graph, network, precision, phase, args, mode)
+                row = profile_cell(torch, worker, graph, network, precision, phase, args, mode, data)
                 row["status"] = "ok"
-                print(f"=== {network} {precision} {phase} {mode}: step {row['median_ms']:.3f} ms (untraced), "
+                print(f"=== {network} {precision} {phase} {mode} data={data}: step {row['median_ms']:.3f} ms (untraced), "
                       f"kernels {row['kernel_ms_per_step']:.3f} ms/step, prepare {row['prepare_s']:.0f} s", flush=True)
                 for label, ms in row["classes_ms"].items():
                     print(f"    {label:14s} {ms:8.3f}", flush=True)
                 for name, ms in row["top_kernels_ms"]:
                     print(f"      {ms:8.3f}  {name[:140]}", flush=True)
             except Exception as error:  # noqa: BLE001 (a failed cell is data)
-                row = dict(network=network, precision=precision, phase=phase, mode=mode, status="failed",
+                row = dict(network=network, precision=precision, phase=phase, mode=mode, data=data, status="failed",
                            message=f"{type(error).__name__}: {error}"[:500])
                 print(f"=== {cell} {mode}: failed: {row['message']}\n{traceback.format_exc(limit=4)[-1200:]}", flush=True)
             rows.append(row)

@@ -99,3 +99,43 @@ def test_the_standalone_side_runs_a_process_per_cell_like_the_workers(monkeypatc
     rows = overhead.standalone_rows(args, "eager", order)
     assert set(rows) == set(order)
     assert children == ([order] if shared else [[cell] for cell in order])
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_the_standalone_loop_times_the_workers_own_values_unless_told_random(precision, tmp_path):
+    # A kernel's time can depend on the values it reads (the harness check compares like with like):
+    # --data synthetic (the default) gives the standalone loop the worker's weights, input and labels
+    # bit for bit; --data random draws its own.
+    request = prepare_request(precision, "training")
+    graph = tmp_path / "small.json"
+    graph.write_text(json.dumps(request["graph"]))
+    session = pt_worker.PytorchSession(torch, request, compile_model=False)
+    model, x, labels, _, _ = overhead.torch_cell(torch, graph, precision, "training", session.batch, "cpu")
+    worker_parameters = list(session.model.parameters())
+    assert len(worker_parameters) == len(list(model.parameters())) > 0
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), worker_parameters))
+    assert torch.equal(x, session.x) and torch.equal(labels, session.labels)
+    model, x, labels, _, _ = overhead.torch_cell(torch, graph, precision, "training", session.batch, "cpu",
+                                                 data="random")
+    weights = [p for p in model.parameters() if p.dim() > 1]
+    assert weights and not any(torch.equal(a, b) for a, b in zip(weights, [p for p in worker_parameters if p.dim() > 1]))
+    assert not torch.equal(x, session.x) and x.shape == session.x.shape and x.dtype == session.x.dtype
+    assert -1 <= float(x.min()) < float(x.max()) <= 1
+    with pytest.raises(ValueError, match="one of synthetic, random"):
+        overhead.torch_cell(torch, graph, precision, "training", 2, "cpu", data="zeros")
+
+
+def test_the_kernel_profile_runs_the_workers_session_on_either_values(tmp_path):
+    # bench/gpu_torch_kernels.py --data synthetic,random: the worker's session, its values replaced in
+    # place by the standalone loop's random ones for the second; both timed and profiled.
+    spec = importlib.util.spec_from_file_location("gpu_torch_kernels", REPO / "bench" / "gpu_torch_kernels.py")
+    kernels = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kernels)
+    request = prepare_request("fp32", "inference")
+    worker = kernels.load_worker()
+    worker.PytorchAdapter(compile_model=False).hello()
+    args = type("Args", (), dict(batch=2, warmup=1, steps=2, top=5, compile_cache="none"))
+    rows = [kernels.profile_cell(torch, worker, request["graph"], "small", "fp32", "inference", args, "eager", data)
+            for data in ("synthetic", "random")]
+    assert [row["data"] for row in rows] == ["synthetic", "random"]
+    assert all(row["median_ms"] > 0 and row["kernel_count"] > 0 for row in rows)
