@@ -181,6 +181,7 @@ def torch_cell(torch, graph, precision, phase, batch, device, variant="eager", d
 def torch_cells(args, variant):
     import torch
 
+    sys.path.insert(0, str(WORKERS))  # the workers' modules (InductorCache below, the model in torch_cell)
     for network, precision, phase in cells_of(args):
         started = time.time()
         model = x = labels = None
@@ -218,7 +219,7 @@ def torch_cells(args, variant):
             row = dict(status="failed", median_ms=math.nan, message=f"{type(error).__name__}: {error}"[:300])
         model = x = labels = None
         torch.cuda.empty_cache()
-        if variant != "eager":
+        if variant != "eager" and hasattr(torch, "_dynamo"):  # a torch without torch.compile failed the cell above
             torch._dynamo.reset()
         yield dict(network=network, precision=precision, phase=phase, seconds=time.time() - started, data=args.data,
                    **row)
@@ -375,7 +376,8 @@ def standalone_child(args, variant, cells):
                 row = json.loads(line[len("STANDALONE "):])
                 rows[(row["network"], row["precision"], row["phase"])] = row
                 print(f"  standalone {variant:15s} {row['network']:10s} {row['precision']:5s} {row['phase']:9s} "
-                      f"{row['median_ms']:9.3f} ms  {row['status']}", flush=True)
+                      f"{row['median_ms']:9.3f} ms  {row['status']}"
+                      + (f": {row['message']}" if row.get("message") else ""), flush=True)
             else:
                 print("  " + line.rstrip(), flush=True)
     return rows
@@ -541,6 +543,7 @@ def main():
                              standalone_ms=row["median_ms"], standalone_status=row["status"],
                              compile_s=row.get("compile_s"), compile_cache=row.get("compile_cache"),
                              standalone_timing=row.get("timing"), standalone_data=row.get("data"),
+                             standalone_message=row.get("message"),
                              crossbench_ms=theirs.get(key, {}).get("median_ms", math.nan)))
         if args.out:
             pathlib.Path(args.out).write_text(json.dumps(rows, indent=1, allow_nan=True))

@@ -80,6 +80,10 @@
 #             (--layer-times all; exhaustive search, CUDA graphs): $DIAG_CELLS, network:precision:phase list
 #             (default vgg11:tf32:training,vgg11:bf16:training,googlenet:tf32:inference,googlenet:bf16:inference,
 #             resnet50:tf32:inference); one cube and log per cell under $OUT/layerdiag/
+#   telemetryab the Runner's telemetry thread on and off: $TAB_ENGINES (cudnn,pytorch-compile) x $TAB_NETWORKS
+#             (alexnet,resnet50) x $TAB_PRECISIONS (tf32,bf16) x $TAB_PHASES (inference) with
+#             measure.telemetry_interval_ms = 10 and 0 ($TAB_INTERVALS), $TAB_ROUNDS (2) rounds interleaved;
+#             cubes $OUT/telemetryab/i<interval>_r<round>.h5, bench/telemetry_ab.py's table $OUT/telemetryab.md
 #   torchkernels bench/gpu_torch_kernels.py: the same kind of cells ($TK_CELLS) run by the PyTorch worker
 #             ($TK_MODES, default reduce-overhead) under torch.profiler: the kernel classes and top kernels;
 #             $TK_DATA (synthetic; synthetic,random: both, the same kernels on other values), $TK_ROUNDS (1)
@@ -228,6 +232,25 @@ for stage in "$@"; do
         echo "layerdiag $name exit $?"
         grep -E " ok | oom | failed " "$OUT/layerdiag/$name.log" | head -2
       done ;;
+    telemetryab)
+      # The Runner's NVML sampling thread beside the timed steps, on (measure.telemetry_interval_ms
+      # $TAB_INTERVALS' first, the default 10) and off (0), interleaved over $TAB_ROUNDS rounds, each run
+      # a process of its own; one algorithm cache and one compile cache, so only the first run searches
+      # and compiles (untimed); then bench/telemetry_ab.py.
+      mkdir -p "$OUT/telemetryab"
+      for round in $(seq 1 "${TAB_ROUNDS:-2}"); do
+        for interval in ${TAB_INTERVALS:-10 0}; do
+          timeout "$TLIMIT" $CB run --job jobs/seed2017.ini --set "matrix.engines=${TAB_ENGINES:-cudnn,pytorch-compile}" \
+            --set "matrix.networks=${TAB_NETWORKS:-alexnet,resnet50}" --set "matrix.precisions=${TAB_PRECISIONS:-tf32,bf16}" \
+            --set "matrix.phases=${TAB_PHASES:-inference}" --algo exhaustive --set engine.cuda_graphs=true \
+            --set "workers.pytorch-compile=python3 -u {workers}/pytorch/worker.py --compile" \
+            --set measure.min_steps="$STEPS" --set measure.target_ci=0.02 --set measure.telemetry_interval_ms=$interval \
+            --algo-cache /tmp/telemetryab_algorithms.json --compile-cache /tmp/telemetryab_compile_cache \
+            --output "$OUT/telemetryab/i${interval}_r$round.h5" >"$OUT/telemetryab/i${interval}_r$round.log" 2>&1
+          echo "telemetryab interval ${interval} ms round $round exit $?"
+        done
+      done
+      python3 bench/telemetry_ab.py "$OUT"/telemetryab/i*_r*.h5 2>&1 | tee "$OUT/telemetryab.md" ;;
     torchkernels)
       timeout "$TLIMIT" python3 -u bench/gpu_torch_kernels.py --crossbench "$CB" \
         --cells "${TK_CELLS:-vgg11:tf32:training,googlenet:bf16:inference}" --modes "${TK_MODES:-reduce-overhead}" \

@@ -19,6 +19,9 @@ struct MeasureOptions {
   // output check of an ok cell. It never feeds the headline statistics.
   bool layer_times = false;
   int layer_time_repetitions = 10;   // profiled steps; each layer's time is their median
+  // [ms] between two telemetry samples (clocks, power, temperature) during the timed steps;
+  // 0: a sample at each end of them only, no sampling thread (src/core/telemetry.cpp).
+  int telemetry_interval_ms = 10;
   // --repetitions N: each single-device cell measured N times on the same device, each
   // in a fresh session (and a fresh worker process for worker engines); the cell's
   // headline is the repetition whose median is the median of the N medians, and every

@@ -48,7 +48,10 @@ class TelemetrySampler {
  public:
   // The device is found by UUID ("GPU-…"), else by PCI bus id. A CPU device
   // (or a GPU NVML does not know) gives an unavailable sampler.
-  explicit TelemetrySampler(const Device& device);
+  // interval: between two clock/power/temperature samples during the timed steps
+  // (measure.telemetry_interval_ms); zero: one sample as they begin and one as they
+  // end, and no sampling thread beside the steps.
+  explicit TelemetrySampler(const Device& device, std::chrono::milliseconds interval = std::chrono::milliseconds(10));
   ~TelemetrySampler();
   TelemetrySampler(const TelemetrySampler&) = delete;
   TelemetrySampler& operator=(const TelemetrySampler&) = delete;
@@ -66,8 +69,10 @@ class TelemetrySampler {
   void* device_ = nullptr;  // nvmlDevice_t
   std::string why_;
   unsigned long long energy_begin_mj_ = 0;  // [mJ]
+  std::chrono::milliseconds interval_;
   std::chrono::steady_clock::time_point begin_time_;
   bool energy_ok_ = false;
+  bool begun_ = false;  // begin() ran on an available sampler and end() has not
   std::vector<TelemetrySample> samples_;
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -34,7 +34,9 @@ std::string estimate_legend(const Plan& plan) {
           "  a framework cell's compile, cold [s] = base + per distinct layer x distinct layers + per layer x layers "
           "(fitted to the H200's recorded compiles):\n";
   for (const CompileModel& model : compile_models())
-    text << "    " << model.engine << " " << to_string(model.phase) << " (" << model.kind << "): " << std::fixed
+    text << "    " << model.engine << " " << to_string(model.phase) << " (" << model.kind
+         << (*model.compile_mode != '\0' ? std::string(", engine.compile_mode = ") + model.compile_mode : std::string())
+         << "): " << std::fixed
          << std::setprecision(2) << model.base_s << " + " << model.per_distinct_layer_s << " x distinct + "
          << model.per_layer_s << " x layers\n";
   const CompileCacheState& cache = plan.compile_cache;

@@ -37,7 +37,9 @@ struct CompileModel {
   double base_s;
   double per_distinct_layer_s;
   double per_layer_s;
-  const char* kind;  // what compiles: "torch.compile", "jax.jit"
+  const char* kind;  // what compiles: "torch.compile", "torch.compile max-autotune", "jax.jit"
+  // engine.compile_mode the model is for (pytorch-compile); empty: any (jax).
+  const char* compile_mode = "";
 };
 [[nodiscard]] const std::vector<CompileModel>& compile_models();
 

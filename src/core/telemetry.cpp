@@ -176,7 +176,7 @@ Telemetry summarize_telemetry(const std::vector<TelemetrySample>& samples, doubl
   return t;
 }
 
-TelemetrySampler::TelemetrySampler(const Device& device) {
+TelemetrySampler::TelemetrySampler(const Device& device, std::chrono::milliseconds interval) : interval_(interval) {
   if (device.kind != DeviceKind::gpu) {
     why_ = "the device is a CPU";
     return;
@@ -222,7 +222,7 @@ void TelemetrySampler::run() {
     const TelemetrySample s = sample();
     lock.lock();
     samples_.push_back(s);
-    wake_.wait_for(lock, std::chrono::milliseconds(10), [this] { return stop_; });
+    wake_.wait_for(lock, interval_, [this] { return stop_; });
   }
 }
 
@@ -234,11 +234,17 @@ void TelemetrySampler::begin() {
   stop_ = false;
   energy_ok_ = n.energy != nullptr && n.energy(device_, &energy_begin_mj_) == 0;
   begin_time_ = std::chrono::steady_clock::now();
-  thread_ = std::thread([this] { run(); });
+  begun_ = true;
+  if (interval_.count() > 0) {
+    thread_ = std::thread([this] { run(); });
+  } else {
+    samples_.push_back(sample());  // the steps' start; end() adds their end
+  }
 }
 
 Telemetry TelemetrySampler::end() {
-  if (!available() || !thread_.joinable()) return {};
+  if (!available() || !begun_) return {};
+  begun_ = false;
   stop_thread();
   const nvml::Library& n = nvml::library();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin_time_).count();

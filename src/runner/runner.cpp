@@ -315,7 +315,7 @@ CellResult run_cell_unstamped(Engine* engine, const std::string& engine_name, co
   try {
     const double preparation_s = seconds_since(start);
     // Telemetry on the rank's device (a worker runs on it too), for every engine.
-    TelemetrySampler telemetry(device);
+    TelemetrySampler telemetry(device, std::chrono::milliseconds(options.telemetry_interval_ms));
     const Measurement measurement = measure(*session, options, preparation_s, agreement, &telemetry);
     const OutputCheck check = session->check();
     result.peak_memory_bytes = static_cast<double>(session->memory().peak_bytes);

@@ -69,6 +69,20 @@ TEST(TelemetrySampler, SamplesTheRanksGpuThroughNvml) {
   EXPECT_NE(t.throttled, -1);
 }
 
+TEST(TelemetrySampler, AZeroIntervalSamplesTheEndsOnlyWithNoThreadBetween) {
+  if (visible_gpu_count() == 0) GTEST_SKIP() << "no GPU visible to this process";
+  const Device gpu = probe_gpu(0, "");
+  TelemetrySampler sampler(gpu, std::chrono::milliseconds(0));  // measure.telemetry_interval_ms = 0
+  if (!sampler.available()) GTEST_SKIP() << "NVML unavailable: " << sampler.why_unavailable();
+  sampler.begin();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // 10 samples at the default interval
+  const Telemetry t = sampler.end();
+  EXPECT_EQ(t.samples, 2);
+  EXPECT_GT(t.mean_sm_clock_mhz, 0);
+  EXPECT_GT(t.energy_j, 0);
+  EXPECT_TRUE(std::isnan(sampler.end().energy_j));  // ended: a second end() measures nothing
+}
+
 TEST(TelemetrySampler, AGpuNvmlDoesNotKnowIsUnavailableWithTheReason) {
   Device unknown;
   unknown.kind = DeviceKind::gpu;

@@ -139,3 +139,16 @@ def test_the_kernel_profile_runs_the_workers_session_on_either_values(tmp_path):
             for data in ("synthetic", "random")]
     assert [row["data"] for row in rows] == ["synthetic", "random"]
     assert all(row["median_ms"] > 0 and row["kernel_count"] > 0 for row in rows)
+
+
+def test_a_compiled_standalone_cell_finds_the_workers_modules(monkeypatch, tmp_path):
+    # torch_cells imports the worker's InductorCache before torch_cell runs: src/workers must be on
+    # sys.path by then, whichever module imported first (a reduce-overhead cell failed so in call 49).
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if pathlib.Path(p).resolve() != WORKERS.resolve()])
+    for name in [n for n in sys.modules if n == "pytorch" or n.startswith("pytorch.")]:
+        monkeypatch.delitem(sys.modules, name)
+    args = type("Args", (), dict(order="net/fp32/inference", compile_cache="none", data="synthetic", batch=2,
+                                 graphs_dir=str(tmp_path), warmup=0, steps=1))
+    rows = list(overhead.torch_cells(args, "reduce-overhead"))
+    assert len(rows) == 1
+    assert "No module named" not in rows[0].get("message", ""), rows[0]
