@@ -1081,7 +1081,8 @@ std::string layer_decisions(const std::string& decisions, const std::string& lay
 
 std::unique_ptr<Session> fc_session(const Network& network, Precision precision, bool fc_epilogues,
                                     AlgorithmPolicy algorithm = AlgorithmPolicy::heuristic,
-                                    const std::string& algorithm_cache = "", bool fuse = true) {
+                                    const std::string& algorithm_cache = "", bool fuse = true,
+                                    Phase phase = Phase::training, int batch = 16) {
   EngineConfig config;
   config.seed = 42;
   config.update = Update::sgd;
@@ -1091,7 +1092,7 @@ std::unique_ptr<Session> fc_session(const Network& network, Precision precision,
   settings.algorithm_cache_path = algorithm_cache;
   settings.fuse = fuse;
   settings.fc_epilogues = fc_epilogues;
-  const CellSpec cell{"cudnn", network.name(), precision, 16, Phase::training, 0};
+  const CellSpec cell{"cudnn", network.name(), precision, batch, phase, 0};
   return make_cudnn_engine(probe_gpu(0, ""), config, settings)->prepare(network, cell);
 }
 
@@ -1237,6 +1238,44 @@ TEST_P(FullyConnectedFusion, MatchesTheUnfusedOpsElementByElement) {
   }
   std::cerr << what << ": worst element error over its tensor's largest |value| " << worst_overall << " (bound "
             << setting.bound << ")\n";
+}
+
+// Strict fp32 inference under the measured search: the fully-connected forwards are searched among
+// cuBLASLt's plans (split-K ones included) and the legacy path, as seed2017's alexnet fp32 inference
+// cell runs them (batch 64), and the logits of the timed path (check(): the CUDA graph step() replays)
+// match the legacy GEMMs' (engine.fuse's fc epilogues off) element by element to the fp32 bound.
+// Training keeps the legacy GEMMs in strict fp32 (layer_fully_connected.cpp, call7).
+TEST(FullyConnectedFusionFp32, InferenceSearchesTheForwardPlansAndMatchesTheLegacyGemms) {
+  SKIP_WITHOUT_GPU();
+  const Network network = make_network("alexnet");
+  const std::string cache =
+      (std::filesystem::temp_directory_path() / ("cb_fc_fp32_inference_" + std::to_string(::getpid()) + ".json")).string();
+  std::filesystem::remove(cache);
+  const auto fused = fc_session(network, Precision::fp32, true, AlgorithmPolicy::exhaustive, cache, true,
+                                Phase::inference, 64);
+  const auto legacy = fc_session(network, Precision::fp32, false, AlgorithmPolicy::exhaustive, cache, true,
+                                 Phase::inference, 64);
+  const std::string decisions = fused->record().decisions;
+  std::cerr << "alexnet fp32 inference exhaustive fused decisions: " << decisions << "\n";
+  EXPECT_EQ(decisions.find("legacy GEMMs (call7)"), std::string::npos) << decisions;
+  for (const char* layer : {"fc6", "fc7"})
+    EXPECT_NE(layer_decisions(decisions, layer).find("fwd="), std::string::npos) << layer << " in " << decisions;
+  auto* searched = dynamic_cast<cudnn::CudnnSession*>(fused.get());
+  auto* reference = dynamic_cast<cudnn::CudnnSession*>(legacy.get());
+  ASSERT_NE(searched, nullptr);
+  ASSERT_NE(reference, nullptr);
+  EXPECT_TRUE(reference->check().finite);  // the timed path's step, then its outputs
+  EXPECT_TRUE(searched->check().finite);
+  const std::vector<float> want = reference->logits_storage();
+  const std::vector<float> got = searched->logits_storage();
+  ASSERT_EQ(want.size(), got.size());
+  ASSERT_FALSE(want.empty());
+  std::size_t mismatches = 0, first = 0;
+  const double worst = worst_error(want, got, 1e-4, mismatches, first);
+  std::cerr << "alexnet fp32 inference logits: worst element error over the largest |value| " << worst << "\n";
+  EXPECT_EQ(mismatches, 0u) << "first at " << first << " (" << want[first] << " legacy, " << got[first]
+                            << " searched); worst " << worst;
+  std::filesystem::remove(cache);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cudnn, FullyConnectedFusion, ::testing::Range<std::size_t>(0, fc_fusion_cases().size()),

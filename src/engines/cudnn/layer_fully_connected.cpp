@@ -236,14 +236,16 @@ class FullyConnected final : public LayerImpl {
 
   void setup(SetupContext& ctx) override {
     if (!lt_allowed || ctx.lt == nullptr) return;
-    if (precision == Precision::fp32 && ctx.config.algorithm == AlgorithmPolicy::exhaustive) {
+    if (precision == Precision::fp32 && training && ctx.config.algorithm == AlgorithmPolicy::exhaustive) {
       // On the H200 the measured search's cuBLASLt choices for AlexNet in strict fp32 (split-K 8 forwards)
       // left its fully-connected weight gradients up to 10% of a tensor's largest value from cublasGemmEx's,
       // with the logits alike to 1e-4, where the heuristic's first plan agrees to 1e-6 (FullyConnectedFusion,
       // bench/results/2026-12-02/call7). One relu7 unit on the other side of 0 moves a whole sample's fc6
-      // gradient, so that may be a flip, not a defect; until a test tells the two apart, strict fp32 under the
-      // search keeps the legacy GEMMs (with the group's bias+relu kernel).
-      forward.note = weights.note = "strict fp32 under the measured search: the legacy GEMMs (call7)";
+      // gradient, so that may be a flip, not a defect; until a test tells the two apart, strict fp32 training
+      // under the search keeps the legacy GEMMs (with the group's bias+relu kernel). Inference has no
+      // gradient to flip: its forwards are searched, split-K plans included, where cublasGemmEx runs AlexNet's
+      // fc6 and fc7 at batch 64 at 9.4 TFLOPS (16 output tiles on 132 SMs; bench/results/2026-12-04/call49).
+      forward.note = weights.note = "strict fp32 training under the measured search: the legacy GEMMs (call7)";
       return;
     }
     if (has_bias || relu) {
