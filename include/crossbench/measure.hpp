@@ -38,6 +38,7 @@ struct MeasureOptions {
 struct Telemetry {
   double energy_j = std::numeric_limits<double>::quiet_NaN();               // energy counter difference [J]
   double mean_sm_clock_mhz = std::numeric_limits<double>::quiet_NaN();      // [MHz]
+  double min_sm_clock_mhz = std::numeric_limits<double>::quiet_NaN();       // [MHz] the lowest sample
   double mean_memory_clock_mhz = std::numeric_limits<double>::quiet_NaN();  // [MHz]
   double mean_power_w = std::numeric_limits<double>::quiet_NaN();           // [W]
   double max_temperature_c = std::numeric_limits<double>::quiet_NaN();      // [°C]

@@ -159,7 +159,10 @@ Telemetry summarize_telemetry(const std::vector<TelemetrySample>& samples, doubl
   double hottest = NAN;
   bool throttled = false;
   for (const TelemetrySample& s : samples) {
-    if (std::isfinite(s.sm_mhz)) sm += s.sm_mhz, ++sm_count;
+    if (std::isfinite(s.sm_mhz)) {
+      sm += s.sm_mhz, ++sm_count;
+      if (!(s.sm_mhz >= t.min_sm_clock_mhz)) t.min_sm_clock_mhz = s.sm_mhz;  // NaN until the first
+    }
     if (std::isfinite(s.memory_mhz)) memory += s.memory_mhz, ++memory_count;
     if (std::isfinite(s.power_w)) power += s.power_w, ++power_count;
     if (std::isfinite(s.temperature_c)) hottest = std::isfinite(hottest) ? std::max(hottest, s.temperature_c) : s.temperature_c;

@@ -17,6 +17,7 @@ TEST(SummarizeTelemetry, MeansHottestAndThrottleFromTheSamples) {
   const std::vector<TelemetrySample> samples{{1980, 2619, 600, 55, 0}, {1800, 2619, 700, 61, 0x4}, {NAN, 2619, NAN, NAN, 0}};
   const Telemetry t = summarize_telemetry(samples, 2.0, 1234.5, true);
   EXPECT_DOUBLE_EQ(t.mean_sm_clock_mhz, (1980.0 + 1800.0) / 2);  // NaN readings are skipped, not zeros
+  EXPECT_DOUBLE_EQ(t.min_sm_clock_mhz, 1800.0);  // the lowest reading: a dip the mean would hide
   EXPECT_DOUBLE_EQ(t.mean_memory_clock_mhz, 2619.0);
   EXPECT_DOUBLE_EQ(t.mean_power_w, 650.0);
   EXPECT_DOUBLE_EQ(t.max_temperature_c, 61.0);
@@ -38,6 +39,7 @@ TEST(SummarizeTelemetry, ShortSpansTakePowerTimesTime) {
 TEST(SummarizeTelemetry, NothingReadableStaysUnknown) {
   const Telemetry t = summarize_telemetry({{NAN, NAN, NAN, NAN, 0}}, 5.0, std::nullopt, false);
   EXPECT_TRUE(std::isnan(t.mean_sm_clock_mhz));
+  EXPECT_TRUE(std::isnan(t.min_sm_clock_mhz));
   EXPECT_TRUE(std::isnan(t.energy_j));
   EXPECT_TRUE(std::isnan(t.max_temperature_c));
   EXPECT_EQ(t.throttled, -1);

@@ -1258,6 +1258,8 @@ TEST(FullyConnectedFusionFp32, InferenceSearchesTheForwardPlansAndMatchesTheLega
   const std::string decisions = fused->record().decisions;
   std::cerr << "alexnet fp32 inference exhaustive fused decisions: " << decisions << "\n";
   EXPECT_EQ(decisions.find("legacy GEMMs (call7)"), std::string::npos) << decisions;
+  // The first session searched (the cache was empty): its decisions give the SM clock during the search.
+  EXPECT_NE(decisions.find(" search_sm_clock="), std::string::npos) << decisions;
   for (const char* layer : {"fc6", "fc7"})
     EXPECT_NE(layer_decisions(decisions, layer).find("fwd="), std::string::npos) << layer << " in " << decisions;
   auto* searched = dynamic_cast<cudnn::CudnnSession*>(fused.get());

@@ -13,6 +13,7 @@
 
 #include "core/nvtx.hpp"
 #include "crossbench/error.hpp"
+#include "crossbench/telemetry.hpp"
 #include "engines/cudnn/fault_injection.hpp"
 #include "engines/cudnn/tensor_compare.hpp"
 #include "engines/cudnn/kernels_elementwise.hpp"
@@ -21,6 +22,8 @@
 namespace crossbench::cudnn {
 namespace {
 
+// [ms] between two SM clock samples while a cell's measured search runs (its decisions' search_sm_clock).
+constexpr int kSearchClockIntervalMs = 10;  // the Runner's default: measured not to move a step (call 50)
 
 std::string cell_text(const Network& network, const CellSpec& cell) {
   return "cuDNN " + network.name() + " " + std::string(to_string(cell.phase)) + " " +
@@ -92,6 +95,11 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const C
     algorithm_cache = own_algorithm_cache_.get();
   }
   const AlgorithmCache::Counts counts_before = algorithm_cache->counts();
+  // The device's SM clock while the candidates are timed (issue 24's reproducibility: one legacy
+  // algorithm measured 0.079 ms in one cold process's search and 0.111 ms in another's, call 38, as if
+  // the clocks were still ramping up after the host's own work between two layers' searches).
+  TelemetrySampler search_clocks(device, std::chrono::milliseconds(kSearchClockIntervalMs));
+  if (config.algorithm == AlgorithmPolicy::exhaustive) search_clocks.begin();
   const auto search_began = std::chrono::steady_clock::now();
   {
     // config_, not config: data parallel runs its steps (and so times its candidates) without graphs.
@@ -109,6 +117,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const C
   // cache): its wall time is the cell's search_s; with the heuristic policy it
   // is only the descriptors' setup.
   record_.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - search_began).count();
+  const Telemetry search_telemetry = search_clocks.end();  // all unknown where it never began
   const AlgorithmCache::Counts counts_after = algorithm_cache->counts();
   pool_.grow(workspace_buffer_, static_cast<std::int64_t>(workspace_bytes_));
 
@@ -152,6 +161,11 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const C
     text << " algo_cache=" << (algorithm_cache->file_backed() ? algorithm_cache->path().string() : "memory")
          << "(hits=" << counts_after.hits - counts_before.hits
          << ",misses=" << counts_after.misses - counts_before.misses << ") search_tie=" << config.search_tie;
+  // Only where something was measured: a replay times nothing.
+  if (counts_after.misses > counts_before.misses && std::isfinite(search_telemetry.mean_sm_clock_mhz))
+    text << " search_sm_clock=" << std::lround(search_telemetry.min_sm_clock_mhz) << ".."
+         << std::lround(search_telemetry.mean_sm_clock_mhz) << "MHz(min..mean of " << search_telemetry.samples
+         << " samples" << (search_telemetry.throttled == 1 ? ", throttled" : "") << ")";
   // How many Graph API graphs the layers' searches created, and how many requests an identical layer's
   // graph (or refusal) answered.
   if (graph_convolutions_.graphs() > 0)
