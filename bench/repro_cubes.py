@@ -8,7 +8,8 @@ target is <= 1.02), whether the plans agree (the cell's `decisions` with every
 measured time taken out: the same algorithms, layouts and fusions), and the
 algorithm cache's hits and misses per cube, and each cube's mean SM clock over the timed steps
 (a T after it: a power or thermal throttle reason fired; the H200's throttled cells are where the
-spread was largest, bench/results/2026-12-03/call38); last/1st and its geometric mean
+spread was largest, bench/results/2026-12-03/call38) and, where the cell searched, the SM clock
+while it did (min..mean, the decisions' search_sm_clock); last/1st and its geometric mean
 compare two settings (e.g. --layout nchw then nhwc). With --logs: the wall time each
 seed log records (gpu_session.sh's seed stage ends its log with
 "seed wall_s N"). Exit 1 when a cell's spread exceeds --limit.
@@ -27,11 +28,13 @@ from cube_cells import cudnn_cells  # noqa: E402
 
 CACHE_USE = re.compile(r"algo_cache=\S*?\(hits=(\d+),misses=(\d+)\)")
 WALL = re.compile(r"^seed wall_s (\d+(?:\.\d+)?)", re.MULTILINE)
+# The SM clock while the cell's measured search ran (a cudnn cell that searched): min..mean [MHz].
+SEARCH_CLOCK = re.compile(r" ?search_sm_clock=(\d+)\.\.(\d+)MHz\([^)]*\)")
 
 
 def plan_of(decisions):
     """The decisions without what is measured: the choice itself, comparable across runs."""
-    text = CACHE_USE.sub("", decisions)
+    text = SEARCH_CLOCK.sub("", CACHE_USE.sub("", decisions))
     text = re.sub(r"\{[^}]*\}", "", text)           # re-timed candidates' medians
     text = re.sub(r"\[[^\]]*\]", "", text)           # losing candidates, refusals and their times
     # Every measured time, the names beside it kept: a Graph API engine configuration
@@ -49,6 +52,12 @@ def clock_text(cell):
     return text + ("T" if cell.get("throttled", -1) == 1 else "")
 
 
+def search_clock_text(decisions):
+    """The SM clock while the cell searched, min..mean [MHz]; - where it did not search (or did not say)."""
+    found = SEARCH_CLOCK.search(decisions)
+    return f"{found.group(1)}..{found.group(2)}" if found else "-"
+
+
 def spread_table(cubes, limit, engine="cudnn"):
     cells = [cudnn_cells(path, engine) for path in cubes]
     common = sorted(set.intersection(*(set(c) for c in cells)))
@@ -61,15 +70,16 @@ def spread_table(cubes, limit, engine="cudnn"):
         uses = [CACHE_USE.search(c[key]["decisions"]) for c in cells]
         cache = " ".join(f"{u.group(1)}/{u.group(2)}" if u else "-" for u in uses)
         clocks = " ".join(clock_text(c[key]) for c in cells)
-        rows.append((key, medians, ratio, same_plan, cache, clocks))
+        search_clocks = " ".join(search_clock_text(c[key]["decisions"]) for c in cells)
+        rows.append((key, medians, ratio, same_plan, cache, clocks, search_clocks))
     print(f"{'network':10} {'precision':9} {'phase':9} {'batch':>5}  "
           + "  ".join(f"{'cube' + str(i + 1):>8}" for i in range(len(cubes)))
-          + f"  {'max/min':>7}  {'last/1st':>8}  plan  cache hits/misses  SM clock [MHz]")
-    for (network, precision, phase, batch), medians, ratio, same_plan, cache, clocks in rows:
+          + f"  {'max/min':>7}  {'last/1st':>8}  plan  cache hits/misses  SM clock [MHz]  search SM clock [MHz]")
+    for (network, precision, phase, batch), medians, ratio, same_plan, cache, clocks, search_clocks in rows:
         flag = "" if ratio <= limit else "  <-- over " + str(limit)
         print(f"{network:10} {precision:9} {phase:9} {batch:5}  " + "  ".join(f"{m:8.3f}" for m in medians)
               + f"  {ratio:7.4f}  {medians[-1] / medians[0]:8.4f}  {'same' if same_plan else 'DIFF':4}  {cache}"
-              + f"  {clocks}{flag}")
+              + f"  {clocks}  {search_clocks}{flag}")
     over = sum(1 for r in rows if r[2] > limit)
     if rows:  # e.g. cube1 = --layout nchw, cube2 = --layout nhwc: below 1, the last is faster
         geomean = math.exp(sum(math.log(r[1][-1] / r[1][0]) for r in rows) / len(rows))

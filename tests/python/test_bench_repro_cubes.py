@@ -46,10 +46,11 @@ def test_spread_is_max_over_min_of_each_cells_medians(cubes):
         assert float(fields[7]) == pytest.approx(b[phase] / a[phase], abs=5e-4)
         assert fields[8] == "same"  # the same engine and options: the same plan
     assert "2 cells in all 2 cubes" in result.stdout
-    # A CPU cube records no SM clock: the column says so for each cube, and nothing is marked throttled.
-    assert "SM clock [MHz]" in result.stdout
+    # A CPU cube records no SM clock, nor one of a search: the columns say so for each cube, and nothing
+    # is marked throttled.
+    assert "SM clock [MHz]" in result.stdout and "search SM clock [MHz]" in result.stdout
     for fields in lines.values():
-        assert fields[-2:] == ["-", "-"]
+        assert fields[-4:] == ["-", "-", "-", "-"]
 
 
 def test_the_clock_column_names_each_cubes_clock_and_throttle():
@@ -66,6 +67,18 @@ def test_a_spread_over_the_limit_fails(cubes):
     if all(a[p] == b[p] for p in a):
         pytest.skip("both runs measured identical medians")
     assert result.returncode == 1 and "over 1.0" in result.stdout
+
+
+def test_the_search_clock_is_read_and_is_no_part_of_the_plan():
+    sys.path.insert(0, str(REPO / "bench"))
+    from repro_cubes import search_clock_text  # noqa: E402
+    searched = ("algo=exhaustive algo_cache=memory(hits=0,misses=9) search_tie=0.001 search_sm_clock=1755..1961MHz"
+                "(min..mean of 84 samples, throttled) graph_api_graphs=3(shared 1); conv1:fwd=IMPLICIT_GEMM/tc")
+    replayed = ("algo=exhaustive algo_cache=/c.json(hits=9,misses=0) search_tie=0.001 graph_api_graphs=3(shared 1); "
+                "conv1:fwd=IMPLICIT_GEMM/tc")
+    assert search_clock_text(searched) == "1755..1961"
+    assert search_clock_text(replayed) == "-"
+    assert plan_of(searched) == plan_of(replayed) and "search_sm_clock" not in plan_of(searched)
 
 
 def test_plan_ignores_measured_times_and_cache_use():
