@@ -127,6 +127,39 @@ TEST(EngineSettings, TheSearchL2PolicyIsPartOfTheCacheKey) {
     EXPECT_NE(cudnn::search_timing_context(graphs, SearchL2::warm), cudnn::search_timing_context(graphs, SearchL2::cold));
 }
 
+// engine.search_warmup_ms: records of their own where above 0; 0 keeps the keys measured before it.
+TEST(EngineSettings, TheSearchWarmupIsPartOfTheCacheKey) {
+  using cudnn::SearchL2;
+  EXPECT_EQ(cudnn::search_timing_context(true, SearchL2::warm, 0), " timing=graphed");
+  EXPECT_EQ(cudnn::search_timing_context(true, SearchL2::warm, 5), " timing=graphed warmup=5ms");
+  EXPECT_EQ(cudnn::search_timing_context(false, SearchL2::cold, 20), " timing=eager l2=cold warmup=20ms");
+  EXPECT_NE(cudnn::search_timing_context(true, SearchL2::warm, 5), cudnn::search_timing_context(true, SearchL2::warm, 10));
+}
+
+TEST(EngineSettings, TheSearchWarmupIsReadAndInTheDecisions) {
+  EngineConfig config;
+  config.settings = {{"engine.algo", "exhaustive"}, {"engine.search_warmup_ms", "5"}};
+  cudnn::CudnnSettings settings = cudnn::cudnn_settings(config);
+  EXPECT_EQ(settings.search_warmup_ms, 5);
+  EXPECT_EQ(cudnn::search_warmup_decision(settings), "search_warmup=5ms");
+  settings.search_warmup_ms = 0;
+  EXPECT_EQ(cudnn::search_warmup_decision(settings), "");  // the searches before the option, unmarked
+  config.settings = {{"engine.algo", "exhaustive"}};
+  EXPECT_EQ(cudnn::cudnn_settings(config).search_warmup_ms, 0) << "the schema's default";
+}
+
+TEST(EngineSettings, ASearchWarmupNeedsTheMeasuredSearch) {
+  EngineConfig config;
+  config.settings = {{"engine.search_warmup_ms", "5"}};  // algo = heuristic: nothing is timed
+  try {
+    check_engine_settings(config);
+    FAIL() << "search_warmup_ms with the heuristic accepted";
+  } catch (const UsageError& error) {
+    EXPECT_NE(std::string(error.what()).find("search_warmup_ms applies to algo = exhaustive"), std::string::npos)
+        << error.what();
+  }
+}
+
 TEST(EngineSettings, AColdSearchIsInTheDecisions) {
   cudnn::CudnnSettings settings;
   settings.algorithm = cudnn::AlgorithmPolicy::exhaustive;

@@ -10,11 +10,13 @@ crossbench_test(cudnn_algorithm_cache_test LABEL cpu LINKS crossbench_core
 if(CROSSBENCH_ENABLE_CUDA)
   crossbench_test(cudnn_engine_test LABEL gpu LINKS crossbench_runner crossbench_engines
                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_engine_test.cpp)
-  # The measured search's policies: engine.search_l2 = cold (the L2 flushed before every timed run)
-  # and engine.search_tie (the margin, applied when measured and when replayed). One binary: the
+  # The measured search's policies: engine.search_l2 = cold (the L2 flushed before every timed run),
+  # engine.search_tie (the margin, applied when measured and when replayed) and
+  # engine.search_warmup_ms (each candidate run untimed first). One binary: the
   # GPU bundle carries each test binary whole.
   crossbench_test(cudnn_search_test LABEL gpu LINKS crossbench_engines
-                  SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_search_l2_test.cpp ${CMAKE_CURRENT_LIST_DIR}/cudnn_search_tie_test.cpp)
+                  SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_search_l2_test.cpp ${CMAKE_CURRENT_LIST_DIR}/cudnn_search_tie_test.cpp
+                          ${CMAKE_CURRENT_LIST_DIR}/cudnn_search_warmup_test.cpp)
   crossbench_test(cudnn_kernels_test LABEL gpu LINKS crossbench_engines
                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_kernels_test.cpp
                           ${CMAKE_CURRENT_LIST_DIR}/cudnn_kernels_lrn_rows_test.cpp)

@@ -2,6 +2,7 @@
 #include "engines/cudnn/algorithms.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <sstream>
 #include <vector>
@@ -93,8 +94,38 @@ std::vector<double> intervals_ms(const std::vector<Event>& events, std::size_t s
   return samples;
 }
 
+// engine.search_warmup_ms: `launch` (one untimed run of a candidate, or one replay of its runs'
+// graph) enqueued back to back until at least that much GPU time has passed, so that the timed
+// runs that follow find the clocks of a busy GPU, not those after the host's pause between two
+// searches (graph builds, NVRTC, heuristics queries). Enqueued in rounds sized from the time so
+// far (events around them), then once more, not waited for, so the GPU is still busy as the
+// timed runs are enqueued right behind. At 0: `launch` once where `at_least_once`, else nothing
+// (the searches before the option). false where a launch failed.
+constexpr long kMaxWarmupLaunches = 100000;  // per round: a bound for a candidate that runs in no time at all
+bool warm_up(SetupContext& ctx, const std::function<bool()>& launch, bool at_least_once) {
+  const double warmup_ms = ctx.config.search_warmup_ms;
+  if (warmup_ms <= 0) return !at_least_once || launch();
+  const Event start = make_event(), stop = make_event();
+  CB_CHECK_CUDA(cudaEventRecord(start, ctx.stream));
+  long launched = 0, round = 1;
+  for (int rounds = 0; rounds < 8; ++rounds) {  // the clocks rise as it runs: a round or two more
+    for (long i = 0; i < round; ++i, ++launched)
+      if (!launch()) return false;
+    CB_CHECK_CUDA(cudaEventRecord(stop, ctx.stream));
+    CB_CHECK_CUDA(cudaEventSynchronize(stop));
+    float elapsed_ms = 0;  // [ms] since the first launch
+    CB_CHECK_CUDA(cudaEventElapsedTime(&elapsed_ms, start, stop));
+    if (elapsed_ms >= warmup_ms) break;
+    const double per_launch_ms = std::max(static_cast<double>(elapsed_ms) / static_cast<double>(launched), 1e-4);
+    round = static_cast<long>(std::clamp(std::ceil((warmup_ms - elapsed_ms) / per_launch_ms), 1.0,
+                                         static_cast<double>(kMaxWarmupLaunches)));
+  }
+  return launch();  // busy while the host enqueues the timed runs
+}
+
 // kRetimeRepetitions runs back to back, an event between each two, captured
-// as one CUDA graph and replayed twice (the first replay untimed): how a
+// as one CUDA graph and replayed twice (the first replay untimed, and more of
+// them under engine.search_warmup_ms): how a
 // graphed step runs them, with no host launch gap in the times. Under
 // engine.search_l2 = cold each run has an event pair of its own and the L2
 // flush (a memset node) before its start event, outside its timed interval.
@@ -137,7 +168,10 @@ std::vector<double> graphed_runs(SetupContext& ctx, const std::function<bool()>&
     return {};
   }
   const GraphExec replay(exec);
-  CB_CHECK_CUDA(cudaGraphLaunch(replay, stream));
+  (void)warm_up(ctx, [&] {  // the first replay untimed (and engine.search_warmup_ms)
+    CB_CHECK_CUDA(cudaGraphLaunch(replay, stream));
+    return true;
+  }, true);
   CB_CHECK_CUDA(cudaGraphLaunch(replay, stream));
   CB_CHECK_CUDA(cudaStreamSynchronize(stream));  // the events were recorded by the graph's nodes
   return intervals_ms(events, cold ? 2 : 1);
@@ -149,6 +183,10 @@ std::vector<double> graphed_runs(SetupContext& ctx, const std::function<bool()>&
 // Empty where a run fails.
 std::vector<double> eager_runs(SetupContext& ctx, const std::function<bool()>& run) {
   const cudaStream_t stream = ctx.stream;
+  if (!warm_up(ctx, run, false)) {  // engine.search_warmup_ms (median_in_context_ms ran it once already)
+    CB_CHECK_CUDA(cudaStreamSynchronize(stream));
+    return {};
+  }
   if (ctx.l2_cold()) {
     std::vector<Event> events;
     for (int i = 0; i < 2 * kRetimeRepetitions; ++i) events.push_back(make_event());
@@ -222,7 +260,7 @@ std::vector<AlgorithmChoice> screened(SetupContext& ctx, const std::vector<Algor
 // Graphed and eager runs are different timing contexts (median_in_context_ms), and so are
 // L2-warm and L2-cold runs (engine.search_l2): each has its own records.
 std::string timing_of(const SetupContext& ctx) {
-  return search_timing_context(ctx.config.cuda_graphs, ctx.config.search_l2);
+  return search_timing_context(ctx.config.cuda_graphs, ctx.config.search_l2, ctx.config.search_warmup_ms);
 }
 
 bool same(const AlgorithmChoice& a, const AlgorithmChoice& b) { return a.algorithm == b.algorithm && a.math == b.math; }

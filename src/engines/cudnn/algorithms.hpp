@@ -85,7 +85,8 @@ std::vector<AlgorithmChoice> backward_data_candidates(SetupContext& ctx, const C
 std::vector<AlgorithmChoice> backward_filter_candidates(SetupContext& ctx, const ConvolutionProblem& p);
 
 // The median [ms] of kRetimeRepetitions runs of `run` in the context the
-// step runs in, after one untimed run: on the session's stream, back to back
+// step runs in, after one untimed run (and, under engine.search_warmup_ms,
+// untimed runs for that much GPU time right before): on the session's stream, back to back
 // with an event between each two, captured as one CUDA graph and replayed
 // where the cell's steps are graphed (else, or where capture is refused,
 // enqueued eagerly), so host launch gaps that a graphed step does not have

@@ -171,6 +171,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const C
   if (graph_convolutions_.graphs() > 0)
     text << " graph_api_graphs=" << graph_convolutions_.graphs() << "(shared " << graph_convolutions_.shared() << ")";
   if (const std::string l2 = search_l2_decision(config); !l2.empty()) text << " " << l2;  // every timed search run L2-cold
+  if (const std::string warmup = search_warmup_decision(config); !warmup.empty()) text << " " << warmup;
   if (b.input.dims[1] != b.input_channels)
     text << " input_channels=" << b.input_channels << "->" << b.input.dims[1] << "(zero-padded)";
   for (const auto& impl : impls_) {

@@ -19,16 +19,26 @@ CudnnSettings cudnn_settings(const EngineConfig& config) {
   settings.fuse = config.setting("engine.fuse") == "true";
   settings.search_l2 = config.setting("engine.search_l2") == "cold" ? SearchL2::cold : SearchL2::warm;
   settings.search_tie = std::stod(config.setting("engine.search_tie"));  // the schema has checked its range
+  settings.search_warmup_ms = std::stoi(config.setting("engine.search_warmup_ms"));  // and this one's
   settings.algorithm_cache_path = config.setting("engine.algo_cache");
   if (!settings.algorithm_cache_path.empty() && settings.algorithm != AlgorithmPolicy::exhaustive)
     throw UsageError("[engine] algo_cache applies to algo = exhaustive (the measured search) only");
   if (settings.search_l2 == SearchL2::cold && settings.algorithm != AlgorithmPolicy::exhaustive)
     throw UsageError("[engine] search_l2 = cold applies to algo = exhaustive (the measured search) only");
+  if (settings.search_warmup_ms > 0 && settings.algorithm != AlgorithmPolicy::exhaustive)
+    throw UsageError("[engine] search_warmup_ms applies to algo = exhaustive (the measured search) only");
   return settings;
 }
 
-std::string search_timing_context(bool cuda_graphs, SearchL2 l2) {
-  return std::string(cuda_graphs ? " timing=graphed" : " timing=eager") + (l2 == SearchL2::cold ? " l2=cold" : "");
+std::string search_timing_context(bool cuda_graphs, SearchL2 l2, int warmup_ms) {
+  return std::string(cuda_graphs ? " timing=graphed" : " timing=eager") + (l2 == SearchL2::cold ? " l2=cold" : "") +
+         (warmup_ms > 0 ? " warmup=" + std::to_string(warmup_ms) + "ms" : "");
+}
+
+std::string search_warmup_decision(const CudnnSettings& settings) {
+  return settings.algorithm == AlgorithmPolicy::exhaustive && settings.search_warmup_ms > 0
+             ? "search_warmup=" + std::to_string(settings.search_warmup_ms) + "ms"
+             : "";
 }
 
 std::string search_l2_decision(const CudnnSettings& settings) {

@@ -28,6 +28,7 @@ struct CudnnSettings {
   bool graph_api = true;              // engine.graph_api: exhaustive: Graph API engine configurations are candidates too
   bool fuse = true;                   // engine.fuse: lower the kit's fused groups (off: every layer its own ops)
   SearchL2 search_l2 = SearchL2::warm;  // engine.search_l2: exhaustive: the L2 state of every timed search run
+  int search_warmup_ms = 0;          // engine.search_warmup_ms: exhaustive: untimed GPU time of each candidate before its timed runs [ms]
   double search_tie = kTieFraction;  // engine.search_tie (its schema default is kTieFraction's value): exhaustive: medians within this fraction of the fastest are a tie
   // Not schema keys: tests turn one fusion off to hold it to the unfused ops
   // with everything else alike (ReluPoolFusion, FullyConnectedFusion): with
@@ -50,11 +51,14 @@ void check_cudnn_settings(const EngineConfig& config);
 // algorithm cache key (algorithms.cpp): graphed or eager runs, and " l2=cold"
 // under SearchL2::cold. Warm adds nothing, so caches measured before
 // engine.search_l2 existed (warm) stay valid, and a record measured warm is
-// never replayed as cold, nor the reverse.
-std::string search_timing_context(bool cuda_graphs, SearchL2 l2);
+// never replayed as cold, nor the reverse; likewise " warmup=<ms>ms" where
+// engine.search_warmup_ms is above 0 (0, the searches before it, adds nothing).
+std::string search_timing_context(bool cuda_graphs, SearchL2 l2, int warmup_ms = 0);
 // The search's L2 policy for a cell's decisions: "search_l2=cold" under cold
 // with the measured search, else empty (warm is today's search, unmarked).
 std::string search_l2_decision(const CudnnSettings& settings);
+// "search_warmup=<ms>ms" with the measured search and a warm-up above 0, else empty.
+std::string search_warmup_decision(const CudnnSettings& settings);
 
 // What the engine's code sees: the settings every engine shares and its own.
 struct CudnnConfig : EngineConfig, CudnnSettings {
