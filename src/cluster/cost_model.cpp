@@ -282,6 +282,12 @@ CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, c
     unsupported.unsupported = "data-parallel (gpus > 1) cells are training only";
     return unsupported;
   }
+  if (native) {  // what the engine itself will refuse at once (cuDNN: a tensor of 2^31 elements or more)
+    if (const Support support = native_engine_support(cell.engine, device, cell); !support.supported) {
+      unsupported.unsupported = support.reason;
+      return unsupported;
+    }
+  }
 
   CellEstimate estimate;
   add_preparation(estimate, network, cell, device, engine, native, cache, algorithms);

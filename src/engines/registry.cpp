@@ -58,6 +58,14 @@ std::unique_ptr<Engine> make_engine(std::string_view name, const Device& device,
   return nullptr;
 }
 
+Support native_engine_support(std::string_view name, const Device& device, const CellSpec& cell) {
+#if CROSSBENCH_HAVE_CUDA
+  if (name == "cudnn") return cudnn::supports(device, cell);
+#endif
+  (void)name, (void)device, (void)cell;
+  return Support::yes();
+}
+
 void check_engine_settings(const EngineConfig& config) {
   // The cuDNN engine's keys are checked in every build: a job file means the same on every machine.
   cudnn::check_cudnn_settings(config);

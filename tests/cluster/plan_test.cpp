@@ -312,6 +312,32 @@ TEST(CostModel, NativeEnginesArePlannedUnsupportedForTheMixedPrecisionRecipes) {
   }
 }
 
+TEST(CostModel, TheCudnnEnginesRefusalsArePlannedAsTheRunWillRecordThem) {
+  // A batch sweep past cuDNN's 2^31-element tensors: VGG-11's conv1_1 output (64 x 224 x 224 an image)
+  // at batch 1024 is 3.3e9 elements, so the run records the cell unsupported at once; the plan said
+  // 274 s for bf16 training at batch 8192 before it asked the engine (the studysweep matrix: 36 min of
+  // cudnn cells planned, 14 with the refusals).
+  const auto& catalog = engine_catalog();
+  const auto cudnn = std::find_if(catalog.begin(), catalog.end(), [](const EngineInfo& e) { return e.name == "cudnn"; });
+  ASSERT_NE(cudnn, catalog.end());
+  if (!cudnn->built) GTEST_SKIP() << "cudnn is not built into this binary: " << cudnn->description;
+  JobOptions options = framework_options({"vgg11"});
+  options.matrix.engines = {"cudnn"};
+  options.matrix.precisions = {Precision::bf16};
+  options.matrix.batches = {512, 1024};
+  const Plan plan = make_plan(options, std::vector<Device>(1, h200_device()));
+  ASSERT_EQ(plan.cells.size(), 4u);
+  for (const auto& planned : plan.cells) {
+    const bool refused = planned.cell.batch == 1024;
+    EXPECT_EQ(planned.model.unsupported.find("beyond the 2^31 - 1 that cuDNN's tensor descriptors hold") !=
+                  std::string::npos,
+              refused)
+        << planned.cell.batch << " " << to_string(planned.cell.phase) << ": '" << planned.model.unsupported << "'";
+    if (refused) EXPECT_DOUBLE_EQ(planned.model.total_s(), kUnsupportedCellSeconds);
+    else EXPECT_GT(planned.model.total_s(), 1.0) << "batch 512 runs: " << planned.model.total_s() << " s";
+  }
+}
+
 TEST(CostModel, AWarmCompileCacheShortensItsFrameworksCompiles) {
   const auto directory = std::filesystem::temp_directory_path() / ("plan_test_cache_" + std::to_string(::getpid()));
   std::filesystem::create_directories(directory / "triton" / "kernel");
