@@ -913,14 +913,21 @@ std::string without_cache_use(const std::string& decisions, int& hits, int& miss
   return decisions.substr(0, at) + decisions.substr(end + 1);
 }
 
-// The decisions without their " search_arena=SIZE" token: the only part of a
-// plan that differs between a search and its replay.
-std::string without_search_arena(const std::string& decisions) {
-  const auto at = decisions.find(" search_arena=");
-  if (at == std::string::npos) return decisions;
-  const auto value = decisions.find('=', at) + 1;
-  const auto end = decisions.find(' ', decisions.find(' ', value) + 1);  // "1.02 GiB": number, space, unit
-  return decisions.substr(0, at) + (end == std::string::npos ? "" : decisions.substr(end));
+// The decisions without what only a search says: its " search_arena=SIZE" and
+// " search_sm_clock=MIN..MEANMHz(...)" tokens, the only parts of a plan that
+// differ between a search and its replay (a replay measures nothing).
+std::string without_search_only(const std::string& decisions) {
+  std::string plan = decisions;
+  if (const auto at = plan.find(" search_arena="); at != std::string::npos) {
+    const auto value = plan.find('=', at) + 1;
+    const auto end = plan.find(' ', plan.find(' ', value) + 1);  // "1.02 GiB": number, space, unit
+    plan = plan.substr(0, at) + (end == std::string::npos ? "" : plan.substr(end));
+  }
+  if (const auto at = plan.find(" search_sm_clock="); at != std::string::npos) {
+    const auto end = plan.find(')', at);  // "...MHz(min..mean of N samples[, throttled])"
+    plan = plan.substr(0, at) + (end == std::string::npos ? "" : plan.substr(end + 1));
+  }
+  return plan;
 }
 
 // A bf16 training cell measured with --algo-cache FILE (and CUDA graphs),
@@ -955,7 +962,7 @@ void expect_the_cache_replays(const std::string& network_name, std::int64_t batc
     EXPECT_EQ(misses, 0) << again->record().decisions;
     EXPECT_EQ(again_plan.find("search_arena="), std::string::npos) << "every choice remembered: no search arena";
     // Every layer's choice and its candidates' medians (the header differs only by the arena).
-    EXPECT_EQ(again_plan, without_search_arena(cold_plan));
+    EXPECT_EQ(again_plan, without_search_only(cold_plan));
   }
   ASSERT_TRUE(std::filesystem::exists(file));
   // A new engine (as a new process): the file replays the plan, with no search at all.
@@ -967,7 +974,7 @@ void expect_the_cache_replays(const std::string& network_name, std::int64_t batc
   EXPECT_GT(hits, 0);
   EXPECT_EQ(warm_plan.find("search_arena="), std::string::npos) << "a warm cache allocates no search arena";
   // Every layer's choice and its candidates' medians, replayed exactly.
-  EXPECT_EQ(without_search_arena(cold_plan), warm_plan);
+  EXPECT_EQ(without_search_only(cold_plan), warm_plan);
   // The same algorithms compute the same numbers (the weight gradients'
   // algorithms may sum in a different order: relative 1e-3).
   const OutputCheck warm_check = session->check();
