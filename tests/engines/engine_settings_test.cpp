@@ -160,6 +160,25 @@ TEST(EngineSettings, ASearchWarmupNeedsTheMeasuredSearch) {
   }
 }
 
+TEST(EngineSettings, TheInStepChoiceNeedsTheMeasuredSearchAndGraphs) {
+  EngineConfig config;
+  config.settings = {{"engine.algo", "exhaustive"}, {"engine.cuda_graphs", "true"}, {"engine.search_in_step", "true"}};
+  EXPECT_TRUE(cudnn::cudnn_settings(config).search_in_step);
+  config.settings = {{"engine.algo", "exhaustive"}};
+  EXPECT_FALSE(cudnn::cudnn_settings(config).search_in_step) << "off by default";
+  for (const auto& [algo, graphs] : {std::pair{"heuristic", "true"}, std::pair{"exhaustive", "false"}}) {
+    config.settings = {{"engine.algo", algo}, {"engine.cuda_graphs", graphs}, {"engine.search_in_step", "true"}};
+    try {
+      check_engine_settings(config);
+      FAIL() << "search_in_step accepted with algo = " << algo << ", cuda_graphs = " << graphs;
+    } catch (const UsageError& error) {
+      EXPECT_NE(std::string(error.what()).find("search_in_step applies to algo = exhaustive with cuda_graphs = true"),
+                std::string::npos)
+          << error.what();
+    }
+  }
+}
+
 TEST(EngineSettings, AColdSearchIsInTheDecisions) {
   cudnn::CudnnSettings settings;
   settings.algorithm = cudnn::AlgorithmPolicy::exhaustive;

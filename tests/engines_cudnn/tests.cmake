@@ -16,7 +16,8 @@ if(CROSSBENCH_ENABLE_CUDA)
   # GPU bundle carries each test binary whole.
   crossbench_test(cudnn_search_test LABEL gpu LINKS crossbench_engines
                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_search_l2_test.cpp ${CMAKE_CURRENT_LIST_DIR}/cudnn_search_tie_test.cpp
-                          ${CMAKE_CURRENT_LIST_DIR}/cudnn_search_warmup_test.cpp)
+                          ${CMAKE_CURRENT_LIST_DIR}/cudnn_search_warmup_test.cpp
+                          ${CMAKE_CURRENT_LIST_DIR}/cudnn_search_in_step_test.cpp)
   crossbench_test(cudnn_kernels_test LABEL gpu LINKS crossbench_engines
                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_kernels_test.cpp
                           ${CMAKE_CURRENT_LIST_DIR}/cudnn_kernels_lrn_rows_test.cpp)

@@ -143,6 +143,14 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const C
   timer_->watch(communicator_);
   if (communicator_ != nullptr) timer_->time_exposed_communication(backward_done_, averages_done_);
   if (config.cuda_graphs) capture_graph();
+  std::string in_step;  // engine.search_in_step: near-tied plans timed inside the captured step
+  if (config_.search_in_step && graph_exec_ && config_.algorithm == AlgorithmPolicy::exhaustive) {
+    const std::string cell_key = network.name() + " " + std::string(to_string(cell.precision)) + " b" +
+                                 std::to_string(cell.batch) + " " + std::string(to_string(cell.phase)) +
+                                 " layout=" + (b.nhwc ? "nhwc" : "nchw") + " fuse=" + (config_.fuse ? "on" : "off") +
+                                 search_timing_context(true, config_.search_l2, config_.search_warmup_ms);
+    in_step = choose_in_step(*algorithm_cache, cell_key);
+  }
 
   std::ostringstream text;
   text << recipe_of(cell.precision) << " layout=" << (b.nhwc ? "nhwc" : "nchw") << " graphs=" << (graph_exec_ ? "on" : "off")
@@ -172,6 +180,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const C
     text << " graph_api_graphs=" << graph_convolutions_.graphs() << "(shared " << graph_convolutions_.shared() << ")";
   if (const std::string l2 = search_l2_decision(config); !l2.empty()) text << " " << l2;  // every timed search run L2-cold
   if (const std::string warmup = search_warmup_decision(config); !warmup.empty()) text << " " << warmup;
+  if (!in_step.empty()) text << " " << in_step;
   if (b.input.dims[1] != b.input_channels)
     text << " input_channels=" << b.input_channels << "->" << b.input.dims[1] << "(zero-padded)";
   for (const auto& impl : impls_) {

@@ -65,6 +65,11 @@ class CudnnSession final : public Session {
   void run(std::size_t begin, std::size_t end, bool check, bool probing = false);
   void initialise(const Network& network, const Builder& b);
   void capture_graph();
+  // engine.search_in_step (cudnn_session_in_step.cpp): the layers' near-tied choices timed inside the
+  // captured step, each kept where the step runs faster with it; recorded in (and replayed from) `cache`
+  // under `cell_key`. Returns the decisions' "in_step=..." (empty: no choice to make).
+  std::string choose_in_step(AlgorithmCache& cache, const std::string& cell_key);
+  double median_graphed_step_ms();  // [ms] of kStepTimedReplays replays of graph_exec_ after a few untimed
   std::size_t step_end() const { return training_ ? ops_.size() : forward_end_; }
   void set_dropout_step(std::uint64_t step);
   void add_gradient_averaging();

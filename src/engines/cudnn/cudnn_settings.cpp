@@ -20,11 +20,15 @@ CudnnSettings cudnn_settings(const EngineConfig& config) {
   settings.search_l2 = config.setting("engine.search_l2") == "cold" ? SearchL2::cold : SearchL2::warm;
   settings.search_tie = std::stod(config.setting("engine.search_tie"));  // the schema has checked its range
   settings.search_warmup_ms = std::stoi(config.setting("engine.search_warmup_ms"));  // and this one's
+  settings.search_in_step = config.setting("engine.search_in_step") == "true";
   settings.algorithm_cache_path = config.setting("engine.algo_cache");
   if (!settings.algorithm_cache_path.empty() && settings.algorithm != AlgorithmPolicy::exhaustive)
     throw UsageError("[engine] algo_cache applies to algo = exhaustive (the measured search) only");
   if (settings.search_l2 == SearchL2::cold && settings.algorithm != AlgorithmPolicy::exhaustive)
     throw UsageError("[engine] search_l2 = cold applies to algo = exhaustive (the measured search) only");
+  if (settings.search_in_step && (settings.algorithm != AlgorithmPolicy::exhaustive || !settings.cuda_graphs))
+    throw UsageError("[engine] search_in_step applies to algo = exhaustive with cuda_graphs = true (it times the "
+                     "graphed step)");
   if (settings.search_warmup_ms > 0 && settings.algorithm != AlgorithmPolicy::exhaustive)
     throw UsageError("[engine] search_warmup_ms applies to algo = exhaustive (the measured search) only");
   return settings;

@@ -28,6 +28,7 @@ struct CudnnSettings {
   bool graph_api = true;              // engine.graph_api: exhaustive: Graph API engine configurations are candidates too
   bool fuse = true;                   // engine.fuse: lower the kit's fused groups (off: every layer its own ops)
   SearchL2 search_l2 = SearchL2::warm;  // engine.search_l2: exhaustive: the L2 state of every timed search run
+  bool search_in_step = false;  // engine.search_in_step: exhaustive + graphs: near-tied Graph API plans timed inside the step
   int search_warmup_ms = 0;          // engine.search_warmup_ms: exhaustive: untimed GPU time of each candidate before its timed runs [ms]
   double search_tie = kTieFraction;  // engine.search_tie (its schema default is kTieFraction's value): exhaustive: medians within this fraction of the fastest are a tie
   // Not schema keys: tests turn one fusion off to hold it to the unfused ops

@@ -166,6 +166,18 @@ struct LayerState : kit::LayerState<Tensor> {  // out, grad and the kit's flags 
   LayerImpl* impl = nullptr;
 };
 
+// engine.search_in_step: one op of a layer whose configuration the search found near-tied with others,
+// so that the session can time each inside the graphed step (CudnnSession::choose_in_step) and keep the
+// step's fastest. Layers whose `key` is equal (identical convolutions sharing one Graph API problem, in
+// one direction) are one choice: an option is applied to all of them at once.
+struct StepChoice {
+  std::string key;                   // the op's problem and direction (its algorithm cache signature)
+  std::string what;                  // "conv5:fwd", for decisions
+  std::vector<std::string> options;  // configuration names; [0] is the search's choice
+  std::vector<float> search_ms;      // each option's median in the search [ms]
+  std::function<void(std::size_t)> use;  // the op runs options[i] from its next run on
+};
+
 // Per-layer state kept for setup() and backward (descriptors, saved tensors, algorithms).
 class LayerImpl {
  public:
@@ -180,6 +192,8 @@ class LayerImpl {
   // (read by the relu's op at run time: the choice is final only after setup
   // and prepare()'s validation pass).
   virtual bool relu_fused() const { return false; }
+  // engine.search_in_step, after setup(): the layer's near-tied choices (none by default).
+  virtual std::vector<StepChoice> step_choices() { return {}; }
 };
 
 // Build-time context shared by the per-layer builders.

@@ -96,6 +96,12 @@ constexpr double kMemoryBandwidth = 3.0e12;  // [bytes/s] a conservative HBM fig
 constexpr int kGraphCandidates = 6;
 // The residual graph's engines compile at runtime (seconds each, in every cold process): its first two.
 constexpr int kResidualGraphCandidates = 2;
+// engine.search_in_step: the Graph API plans timed within this fraction of the chosen one are its near
+// ties, timed again inside the step; at most kInStepOptions plans a choice (the chosen one included).
+// The H200's OverFeat tf32 conv5: two configurations 0.6% apart in the search, 3% apart in the step
+// (bench/results/2026-12-05/call52).
+constexpr double kInStepWindow = 0.02;
+constexpr std::size_t kInStepOptions = 3;
 // The NHWC im2col + GEMM forward is offered to convolutions of at most this many real input channels (first
 // layers: 3), where the columns stay narrow (C*R*S); their chunks: columns of about these sizes [bytes], which an
 // H100's or H200's L2 cache (50 / 60 MB) can hold between im2col's write and the GEMM's read.
@@ -172,6 +178,16 @@ class Convolution final : public LayerImpl {
     // the epilogue, the bias and add+relu passes it saves (modelled from y's bytes, not measured)
     double incumbent_ms = NAN;
     std::string name, note;  // the plan; why none was taken (refused graph, slower: its best time)
+    // engine.search_in_step: [0] the plan above, then the plans the search timed within kInStepWindow of
+    // it that agree with the reference; `signature` keys the choice (the graph's problem and direction).
+    struct Option {
+      int plan = -1;
+      std::string name;
+      float time_ms = NAN;  // [ms] the search's median
+    };
+    std::vector<Option> options;
+    std::string signature;
+    std::string in_step;  // decisions: the step's choice where it replaced the search's
   };
   GraphPlan graph_forward, graph_data, graph_filter;
   bool fused = false;            // cudnnConvolutionBiasActivationForward
@@ -442,6 +458,62 @@ class Convolution final : public LayerImpl {
     out.name = names[static_cast<std::size_t>(best)];
     out.graph = std::move(graph);
     ctx.need_workspace(static_cast<std::size_t>(out.graph->workspace_bytes(best)));
+    if (ctx.config.search_in_step) add_step_options(ctx, direction, bias_relu, with_residual, signature, names, times, out);
+  }
+
+  // engine.search_in_step: the plans of out.graph the search timed within kInStepWindow of out's, each
+  // agreeing with the reference as out's does (the same cached check), nearest first, at most
+  // kInStepOptions in all; their workspaces are reserved so that any of them can run in the step.
+  void add_step_options(SetupContext& ctx, GraphDirection direction, bool bias_relu, bool with_residual,
+                        const std::string& signature, const std::vector<std::string>& names,
+                        const std::vector<float>& times, GraphPlan& out) {
+    out.signature = signature;
+    out.options = {{out.plan, out.name, out.time_ms}};
+    std::vector<int> near;
+    for (std::size_t i = 0; i < times.size(); ++i)
+      if (static_cast<int>(i) != out.plan && !std::isnan(times[i]) && times[i] <= out.time_ms * (1 + kInStepWindow))
+        near.push_back(static_cast<int>(i));
+    std::stable_sort(near.begin(), near.end(), [&](int a, int b) { return times[static_cast<std::size_t>(a)] < times[static_cast<std::size_t>(b)]; });
+    for (const int plan : near) {
+      if (out.options.size() >= kInStepOptions) break;
+      const std::string& plan_name = names[static_cast<std::size_t>(plan)];
+      if (!out.graph->build(plan)) continue;
+      const double difference = measured_times_ms(ctx, "agreement.graph_api." + plan_name + " " + signature, {plan_name}, [&] {
+        return std::vector<float>{cacheable_difference(
+            graph_plan_difference(ctx, *out.graph, plan, direction, bias_relu, with_residual))};
+      })[0];
+      if (!(difference <= plan_agreement_bound(precision))) continue;  // NaN: not checked, not taken
+      out.options.push_back({plan, plan_name, times[static_cast<std::size_t>(plan)]});
+      ctx.need_workspace(static_cast<std::size_t>(out.graph->workspace_bytes(plan)));
+    }
+    if (out.options.size() < 2) out.options.clear();  // nothing near-tied: no choice to make in the step
+  }
+
+  // The step choice of one direction's graph plan, where it has near-tied options.
+  static void add_step_choice(std::vector<StepChoice>& choices, GraphPlan& plan, const std::string& what) {
+    if (!plan.graph || plan.options.size() < 2) return;
+    StepChoice choice;
+    choice.key = plan.signature;
+    choice.what = what;
+    for (const GraphPlan::Option& option : plan.options) {
+      choice.options.push_back(option.name);
+      choice.search_ms.push_back(option.time_ms);
+    }
+    choice.use = [&plan](std::size_t i) {
+      const GraphPlan::Option& option = plan.options.at(i);
+      plan.plan = option.plan;
+      plan.name = option.name;
+      plan.time_ms = option.time_ms;
+    };
+    choices.push_back(std::move(choice));
+  }
+
+  std::vector<StepChoice> step_choices() override {
+    std::vector<StepChoice> choices;
+    add_step_choice(choices, graph_forward, name + ":fwd");
+    add_step_choice(choices, graph_data, name + ":bwd_data");
+    add_step_choice(choices, graph_filter, name + ":bwd_filter");
+    return choices;
   }
 
   // The measured candidates (fastest first) less the faster ones whose output on the search arena,
