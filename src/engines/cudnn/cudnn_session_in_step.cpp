@@ -116,6 +116,7 @@ std::string CudnnSession::choose_in_step(AlgorithmCache& cache, const std::strin
     const std::size_t captured = measured ? first.options.size() - 1 : 0;  // the option the step graph holds now
     if (best != captured) switch_to(group, best);
     if (measured) kept_ms = step_ms[best];
+    else if (best != 0) kept_ms = NAN;  // a replayed switch: the step the next measured choice starts from is new
     // One token, no spaces: "conv4:fwd(x3)[eng51_a=1.406ms*|eng51_b=1.449ms]", x3: three alike layers,
     // the options' step medians, * the one kept.
     text << (text.tellp() > 0 ? "," : "") << first.what;
