@@ -93,7 +93,10 @@
 #   repro     seed2017's cudnn row in $REPRO_PRECISIONS (default fp32,tf32,bf16) in $REPRO_RUNS (3) independent
 #             cold processes, no cache shared, one after the other; then bench/repro_cubes.py (max/min of
 #             each cell's medians, the cold wall time of each run); $REPRO_ARGS adds settings, $REPRO_NAME
-#             (default repro) names the files (<name>_<run>.h5, .log, <name>.md) so that two arms share a call
+#             (default repro) names the files (<name>_<run>.h5, .log, <name>.md) so that two arms share a call;
+#             REPRO_SAME_PLANS=1: every run replays one algorithm cache ($OUT/<name>_algorithms.json), which
+#             the first run measures, so that the runs differ in nothing the search chooses (the process's
+#             own spread: the later runs' max/min with identical plans)
 # Environment: STEPS (timed steps, default 50), WARMUP (10), TLIMIT (seconds per stage, 240);
 # SEED_ALGO, SEED_PRECISIONS (fp32,tf32,fp16,bf16), SEED_CI (0.02), SEED_ARGS and SEED_OUT (the seed
 # stage's cube and log name, default seed; a key is --set once: SEED_ARGS must not repeat these;
@@ -271,11 +274,16 @@ for stage in "$@"; do
       # REPRO_NAME (default repro) names the arm's files, so that two arms (e.g. REPRO_ARGS="--set
       # engine.search_tie=0.001" beside the default) run in one call without overwriting each other.
       arm=${REPRO_NAME:-repro}
+      same_plans=()
+      if [ "${REPRO_SAME_PLANS:-0}" = 1 ]; then
+        rm -f "$OUT/${arm}_algorithms.json"
+        same_plans=(--algo-cache "$OUT/${arm}_algorithms.json")
+      fi
       for run in $(seq 1 "${REPRO_RUNS:-3}"); do
         repro_start=$SECONDS
         timeout "$TLIMIT" $CB run --job jobs/seed2017.ini --set matrix.engines=cudnn --algo exhaustive \
           --set engine.cuda_graphs=true --set matrix.precisions="${REPRO_PRECISIONS:-fp32,tf32,bf16}" \
-          --set measure.min_steps="$STEPS" --set measure.target_ci=0.02 ${REPRO_ARGS:-} \
+          --set measure.min_steps="$STEPS" --set measure.target_ci=0.02 ${REPRO_ARGS:-} "${same_plans[@]}" \
           --output "$OUT/${arm}_$run.h5" >"$OUT/${arm}_$run.log" 2>&1
         echo "$arm run $run exit $?"
         echo "seed wall_s $((SECONDS - repro_start))" | tee -a "$OUT/${arm}_$run.log"
