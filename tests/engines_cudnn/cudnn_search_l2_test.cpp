@@ -38,9 +38,11 @@ class ColdSearch : public ::testing::TestWithParam<bool> {};  // CUDA graphs: th
 TEST_P(ColdSearch, PicksACandidateWithATwiceL2FlushBuffer) {
   SKIP_WITHOUT_GPU();
   const bool graphs = GetParam();
-  const CudnnHandle dnn = make_cudnn_handle();
-  const Stream stream = make_stream();
-  ASSERT_EQ(cudnnSetStream(dnn, stream), CUDNN_STATUS_SUCCESS);
+  const SearchTestHandles handles;
+  handles.bind();
+  if (HasFatalFailure()) return;
+  const CudnnHandle& dnn = handles.dnn;
+  const Stream& stream = handles.stream;
   CudnnConfig config;
   config.algorithm = AlgorithmPolicy::exhaustive;
   config.cuda_graphs = graphs;
@@ -56,8 +58,7 @@ TEST_P(ColdSearch, PicksACandidateWithATwiceL2FlushBuffer) {
   {
     SetupContext ctx(dnn, stream, config, Precision::fp32, std::int64_t{256} << 20);
     ctx.algorithm_cache = &cache;
-    const std::int64_t activation = SearchTestProblem::activation_bytes, weights = SearchTestProblem::weight_bytes;
-    ctx.reserve_arena(activation, weights, activation);
+      SearchTestProblem::reserve(ctx);
     EXPECT_EQ(ctx.l2_flush_bytes(), 0u) << "allocated with the arena, on first use";
     const std::string signature = problem_signature(ctx, problem);
 

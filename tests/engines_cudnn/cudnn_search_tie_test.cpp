@@ -29,16 +29,17 @@ namespace {
 // (the heuristic's preference among everything within 50%), and the record itself untouched by either.
 TEST(CudnnSearchTie, TheRunsMarginOrdersAMeasuredAndAReplayedRecord) {
   SKIP_WITHOUT_GPU();
-  const CudnnHandle dnn = make_cudnn_handle();
-  const Stream stream = make_stream();
-  ASSERT_EQ(cudnnSetStream(dnn, stream), CUDNN_STATUS_SUCCESS);
+  const SearchTestHandles handles;
+  handles.bind();
+  if (HasFatalFailure()) return;
+  const CudnnHandle& dnn = handles.dnn;
+  const Stream& stream = handles.stream;
   AlgorithmCache cache{std::filesystem::path(), MeasurementContext{}};
 
   SearchTestProblem layer;
   layer.describe();
   if (HasFatalFailure()) return;
   const ConvolutionProblem problem = layer.problem();
-  const std::int64_t activation = SearchTestProblem::activation_bytes, weights = SearchTestProblem::weight_bytes;
 
   std::string key;
   std::vector<MeasuredCandidate> recorded;
@@ -48,7 +49,7 @@ TEST(CudnnSearchTie, TheRunsMarginOrdersAMeasuredAndAReplayedRecord) {
     config.search_tie = margin;
     SetupContext ctx(dnn, stream, config, Precision::fp32, std::int64_t{256} << 20);
     ctx.algorithm_cache = &cache;
-    ctx.reserve_arena(activation, weights, activation);
+    SearchTestProblem::reserve(ctx);
     key = "conv.forward " + problem_signature(ctx, problem) + " timing=eager";
     const auto forward = forward_candidates(ctx, problem);
     ASSERT_FALSE(forward.empty());

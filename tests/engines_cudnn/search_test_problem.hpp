@@ -1,4 +1,4 @@
-// The convolution both search tests time (cudnn_search_l2_test, cudnn_search_tie_test): 3x3, 64 -> 64
+// The convolution the search tests time (cudnn_search_l2_test, _tie_test, _warmup_test): 3x3, 64 -> 64
 // channels on 28x28, batch 8, fp32 NCHW, padding 1 (the kind of layer whose choice the H200 measured
 // misleading warm, and small enough to search in a second).
 #pragma once
@@ -10,6 +10,7 @@
 
 #include "crossbench/device.hpp"
 #include "engines/cudnn/algorithms.hpp"
+#include "engines/cudnn/graph.hpp"
 #include "engines/cudnn/handles.hpp"
 
 #define SKIP_WITHOUT_GPU()                                                                            \
@@ -37,6 +38,15 @@ struct SearchTestProblem {
     ASSERT_EQ(cudnnSetConvolutionMathType(conv, initial_math_type(Precision::fp32)), CUDNN_STATUS_SUCCESS);
   }
   ConvolutionProblem problem() const { return {x, filter, conv, y}; }
+  // The search arena this problem needs (x and y activations, the filter).
+  static void reserve(SetupContext& ctx) { ctx.reserve_arena(activation_bytes, weight_bytes, activation_bytes); }
+};
+
+// A cuDNN handle bound to a stream of its own, as a session's (each test checks the binding with bind()).
+struct SearchTestHandles {
+  CudnnHandle dnn = make_cudnn_handle();
+  Stream stream = make_stream();
+  void bind() const { ASSERT_EQ(cudnnSetStream(dnn, stream), CUDNN_STATUS_SUCCESS); }
 };
 
 }  // namespace crossbench::cudnn
