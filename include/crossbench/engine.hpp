@@ -167,8 +167,10 @@ const std::vector<EngineInfo>& engine_catalog();
 // What a built native engine says of a cell on a device, from the Device record alone (no device is
 // touched): the cudnn engine's answer (capabilities, precisions, cuDNN's 2^31-element tensors), so
 // that `plan` records the cells a run will refuse as the run does; yes for onednn (its bf16 depends on
-// the ISA of the CPU it runs on, which a device record does not hold) and for any other name.
-[[nodiscard]] Support native_engine_support(std::string_view name, const Device& device, const CellSpec& cell);
+// the ISA of the CPU it runs on, which a device record does not hold) and for any other name. `config`:
+// the run's engine settings (cuDNN's engine.layout decides how the input batch is stored).
+[[nodiscard]] Support native_engine_support(std::string_view name, const Device& device, const CellSpec& cell,
+                                            const EngineConfig& config);
 // The native engine of a device kind: cudnn (gpu), onednn (cpu).
 std::string_view native_engine(DeviceKind kind);
 // Creates a built engine for a rank's device: a native one from the catalogue,

@@ -11,6 +11,9 @@ namespace crossbench {
 
 struct MeasureOptions {
   int warmup_steps = 10;             // untimed
+  // [ms] untimed warm-up of at least this long after the warm-up steps, so that the device's clocks
+  // settle for the cell's own work before the first timed step; 0: the steps only.
+  int warmup_ms = 0;
   int min_steps = 100;               // timed steps before the stopping rule applies
   int max_steps = 10000;             // timed steps at most
   double target_ci = 0.01;           // stop when the relative half-width of the median's 95% CI is below this
@@ -55,6 +58,8 @@ struct Measurement {
   std::vector<double> exposed_communication_ms;  // data parallel: per timed step [ms]
   Telemetry telemetry;      // over the timed steps
   std::string stop_reason;  // "ci_target", "max_steps", "time_limit"
+  int warmup_steps = 0;     // untimed steps run before the first timed one
+  double warmup_ms = 0;     // [ms] their time (a worker's batches: the host's wall time of each request)
   bool reached_min_steps = false;
 };
 

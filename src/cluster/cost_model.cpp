@@ -283,7 +283,7 @@ CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, c
     return unsupported;
   }
   if (native) {  // what the engine itself will refuse at once (cuDNN: a tensor of 2^31 elements or more)
-    if (const Support support = native_engine_support(cell.engine, device, cell); !support.supported) {
+    if (const Support support = native_engine_support(cell.engine, device, cell, engine); !support.supported) {
       unsupported.unsupported = support.reason;
       return unsupported;
     }
@@ -297,6 +297,9 @@ CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, c
   const double flops_per_second =
       std::max(device.peak_fp32_tflops, 1e-3) * 1e12 * kAssumedEfficiency * precision_speedup(device, cell.precision);
   estimate.steps_s = steps * flops_per_image * static_cast<double>(cell.batch) / flops_per_second;
+  // measure.warmup_ms: the warm-up lasts at least that long, whatever its steps take [s].
+  const double warmup_steps_s = measure.warmup_steps * flops_per_image * static_cast<double>(cell.batch) / flops_per_second;
+  estimate.steps_s += std::max(0.0, measure.warmup_ms / 1e3 - warmup_steps_s);
   if (cell.engine == "pytorch" && device.kind == DeviceKind::gpu) {  // cudnn.benchmark in the first warm-up step
     const int directions = cell.phase == Phase::training ? 3 : 1;
     estimate.steps_s += kTorchBenchmarkBaseSeconds + kTorchBenchmarkSecondsPerConvolution * directions *

@@ -28,6 +28,7 @@ std::vector<OptionSpec> make_schema() {
       {"matrix.gpus", "--gpus", T::integers, "1", 1, 4096, {}, "devices of one key training together, data parallel, comma-separated (batch is per device)", false, "", all, MatrixAxis{}},
       // [measure]
       {"measure.warmup", "", T::integer, "10", 0, 1000000, {}, "untimed warm-up steps", true, "measure_warmup_steps", measured, &MeasureOptions::warmup_steps},
+      {"measure.warmup_ms", "", T::integer, "0", 0, 600000, {}, "untimed warm-up of at least this long, after the warm-up steps: more steps until it has lasted that long, so that the device's clocks settle for the cell's own work before the first timed step (0: the steps only) [ms]", true, "measure_warmup_ms", measured, &MeasureOptions::warmup_ms},
       {"measure.min_steps", "", T::integer, "100", 1, 10000000, {}, "timed steps before the stopping rule applies", true, "measure_min_steps", measured, &MeasureOptions::min_steps},
       {"measure.max_steps", "", T::integer, "10000", 1, 10000000, {}, "timed steps at most", true, "measure_max_steps", measured, &MeasureOptions::max_steps},
       {"measure.target_ci", "", T::number, "0.01", 0, 1, {}, "stop when the 95% CI half-width of the median is below this fraction of it", true, "measure_target_ci", measured, &MeasureOptions::target_ci},

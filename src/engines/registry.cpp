@@ -58,11 +58,12 @@ std::unique_ptr<Engine> make_engine(std::string_view name, const Device& device,
   return nullptr;
 }
 
-Support native_engine_support(std::string_view name, const Device& device, const CellSpec& cell) {
+Support native_engine_support(std::string_view name, const Device& device, const CellSpec& cell,
+                              const EngineConfig& config) {
 #if CROSSBENCH_HAVE_CUDA
-  if (name == "cudnn") return cudnn::supports(device, cell);
+  if (name == "cudnn") return cudnn::supports(device, cell, cudnn::cudnn_settings(config).layout);
 #endif
-  (void)name, (void)device, (void)cell;
+  (void)name, (void)device, (void)cell, (void)config;
   return Support::yes();
 }
 

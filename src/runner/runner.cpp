@@ -134,9 +134,12 @@ Measurement measure(Session& session, const MeasureOptions& options, double seco
   // through the timer too, so that an asynchronous engine has finished its
   // warm-up work before the first timed step starts.
   RemoteSteps* const remote = session.remote_steps();
+  double warmup_ms = 0;  // [ms] the warm-up's step time so far: the steps' own times (agreed over a group)
   const auto run_batch = [&](std::size_t count, bool warmup) -> bool {
     if (remote != nullptr) {
+      const auto batch_start = Clock::now();
       const RemoteBatch elsewhere = remote->run_steps(static_cast<int>(count), std::max(seconds_left(), 0.0), warmup);
+      if (warmup) warmup_ms += seconds_since(batch_start) * 1e3;  // a worker is one device: no group to agree with
       if (elsewhere.steps_per_sample < 1)
         throw Error("the worker's batch says " + std::to_string(elsewhere.steps_per_sample) + " steps per sample");
       if (!warmup) {
@@ -152,6 +155,7 @@ Measurement measure(Session& session, const MeasureOptions& options, double seco
     }
     for (std::size_t i = 0; i < count; ++i) {
       const StepFacts step = agreed_step();
+      if (warmup) warmup_ms += step.ms;
       if (!warmup) {
         measurement.samples_ms.push_back(step.ms);
         if (!std::isnan(step.exposed_ms)) measurement.exposed_communication_ms.push_back(step.exposed_ms);
@@ -165,6 +169,20 @@ Measurement measure(Session& session, const MeasureOptions& options, double seco
   {
     const nvtx::Range range("warm-up");
     no_time_left = options.warmup_steps > 0 && run_batch(static_cast<std::size_t>(options.warmup_steps), true);
+    measurement.warmup_steps = options.warmup_steps;
+    // measure.warmup_ms: more untimed steps until the warm-up has lasted that long, so that the device's
+    // clocks settle for this cell's own work (a short step's 10 warm-up steps last a few ms, spent in
+    // whatever power state the previous cell left). Each batch is sized from the step time seen so far.
+    // The count derives only from step times agreed over a data-parallel group (agreed_step), so every
+    // rank runs the same warm-up steps and no collective waits for a rank that stopped.
+    while (!no_time_left && warmup_ms < options.warmup_ms) {
+      const double ms_per_step = measurement.warmup_steps > 0 ? warmup_ms / measurement.warmup_steps : 0;
+      const double wanted = ms_per_step > 0 ? std::ceil((options.warmup_ms - warmup_ms) / ms_per_step) : 1;
+      const auto count = static_cast<std::size_t>(std::clamp(wanted, 1.0, 10000.0));
+      no_time_left = run_batch(count, true);
+      measurement.warmup_steps += static_cast<int>(count);
+    }
+    measurement.warmup_ms = warmup_ms;
   }
 
   const auto min_steps = static_cast<std::size_t>(std::max(options.min_steps, 1));
@@ -241,6 +259,8 @@ void summarize_cell(CellResult& result, const Network& network, const Measuremen
                    sample_kind +
                    format(" (95%% CI of the median ±%.2f%%); loss %.6g",
                           100.0 * relative_ci_half_width(result.statistics), check.loss);
+  if (options.warmup_ms > 0)  // measure.warmup_ms: what the warm-up took to last that long
+    result.message += format("; warm-up %.0f steps in %.0f ms", measurement.warmup_steps, measurement.warmup_ms);
 }
 
 std::string unsupported_reason(const Engine* engine, const std::string& engine_name, const Device& device,

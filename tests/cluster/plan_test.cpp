@@ -338,6 +338,37 @@ TEST(CostModel, TheCudnnEnginesRefusalsArePlannedAsTheRunWillRecordThem) {
   }
 }
 
+TEST(CostModel, TheCudnnEnginesRefusalsCountTheInputBatchAsItIsStored) {
+  // 16-bit NHWC stores AlexNet's 3-channel images with 8 channels for the tensor cores: at batch 8192 that
+  // is 8 x 224 x 224 x 8192 = 3.3e9 elements, which cuDNN's descriptors cannot hold (the H200 sweep's bf16
+  // cells at 8192 failed there, bench/results/2026-12-06), where tf32's largest tensor, conv1's output
+  // (1.6e9), fits; NCHW (engine.layout = nchw) stores the 3 channels and runs the bf16 cell too.
+  const auto& catalog = engine_catalog();
+  const auto cudnn = std::find_if(catalog.begin(), catalog.end(), [](const EngineInfo& e) { return e.name == "cudnn"; });
+  ASSERT_NE(cudnn, catalog.end());
+  if (!cudnn->built) GTEST_SKIP() << "cudnn is not built into this binary: " << cudnn->description;
+  for (const std::string layout : {"auto", "nchw"}) {
+    JobOptions options = framework_options({"alexnet"});
+    options.matrix.engines = {"cudnn"};
+    options.matrix.precisions = {Precision::tf32, Precision::bf16};
+    options.matrix.batches = {4096, 8192};
+    options.matrix.phases = {Phase::inference};
+    options.engine.settings["engine.layout"] = layout;
+    const Plan plan = make_plan(options, std::vector<Device>(1, h200_device()));
+    ASSERT_EQ(plan.cells.size(), 4u);
+    for (const auto& planned : plan.cells) {
+      const bool refused = layout == "auto" && planned.cell.precision == Precision::bf16 && planned.cell.batch == 8192;
+      EXPECT_EQ(planned.model.unsupported.find("beyond the 2^31 - 1 that cuDNN's tensor descriptors hold") !=
+                    std::string::npos,
+                refused)
+          << layout << " " << to_string(planned.cell.precision) << " " << planned.cell.batch << ": '"
+          << planned.model.unsupported << "'";
+      if (refused) EXPECT_NE(planned.model.unsupported.find("3288334336 elements"), std::string::npos)
+                       << planned.model.unsupported;
+    }
+  }
+}
+
 TEST(CostModel, AWarmCompileCacheShortensItsFrameworksCompiles) {
   const auto directory = std::filesystem::temp_directory_path() / ("plan_test_cache_" + std::to_string(::getpid()));
   std::filesystem::create_directories(directory / "triton" / "kernel");

@@ -1329,6 +1329,19 @@ TEST(CudnnEngine, OutOfMemoryThenTheNextCellRuns) {
                                    device, options, 0);
   EXPECT_EQ(huge.status, Status::oom) << huge.message;
   std::cerr << "vgg16 b8192: " << to_string(huge.status) << ": " << huge.message << "\n";
+  // The same in NHWC (tf32), whose descriptors cuDNN refused before any allocation (the H200 sweep's
+  // vgg11 tf32 training at 8192 failed so, bench/results/2026-12-06): oom, said before a descriptor is made.
+  const Network vgg11 = make_network("vgg11");
+  const CellResult huge_nhwc = run_cell(engine.get(), "cudnn", vgg11, {"cudnn", "vgg11", Precision::tf32, 8192,
+                                                                        Phase::training, 0},
+                                        device, options, 0);
+  EXPECT_EQ(huge_nhwc.status, Status::oom) << huge_nhwc.message;
+  // AlexNet's input batch as 16-bit NHWC stores it (8 channels) passes 2^31 elements at 8192 and fits in
+  // memory: unsupported, as `plan` says, never a failure.
+  const CellResult padded = run_cell(engine.get(), "cudnn", make_network("alexnet"),
+                                     {"cudnn", "alexnet", Precision::bf16, 8192, Phase::inference, 0}, device, options, 0);
+  EXPECT_EQ(padded.status, Status::unsupported) << padded.message;
+  std::cerr << "alexnet bf16 b8192: " << to_string(padded.status) << ": " << padded.message << "\n";
 
   // Its largest tensor has more than 2^31 elements but the cell might fit: unsupported (cuDNN's 32-bit
   // descriptors), or oom — never a failure.

@@ -64,6 +64,39 @@ TEST(Measure, WarmupIsNotRecordedAndConstantTimesStopAtMinSteps) {
   EXPECT_TRUE(m.reached_min_steps);
 }
 
+TEST(Measure, AWarmupInMillisecondsRunsStepsUntilItHasLastedThatLong) {
+  // 4 ms steps: the 2 warm-up steps last 8 ms; measure.warmup_ms = 50 adds ceil(42 / 4) = 11 more,
+  // sized from the step time seen, so the warm-up is 13 steps and 52 ms, none of them a sample.
+  ScriptedSession session([](int) { return 4.0; });
+  MeasureOptions options;
+  options.warmup_steps = 2;
+  options.warmup_ms = 50;
+  options.min_steps = 20;
+  const Measurement m = measure(session, options);
+  EXPECT_EQ(m.warmup_steps, 13);
+  EXPECT_DOUBLE_EQ(m.warmup_ms, 52.0);
+  ASSERT_EQ(m.samples_ms.size(), 20u);
+  EXPECT_EQ(session.steps(), 13 + 20);
+
+  // No warm-up steps: one step first, to learn the step time (4 ms), then ceil(6 / 4) = 2 more.
+  ScriptedSession from_none([](int) { return 4.0; });
+  options.warmup_steps = 0;
+  options.warmup_ms = 10;
+  const Measurement n = measure(from_none, options);
+  EXPECT_EQ(n.warmup_steps, 3);
+  EXPECT_DOUBLE_EQ(n.warmup_ms, 12.0);
+  EXPECT_EQ(from_none.steps(), 3 + 20);
+
+  // 0 (the default): the warm-up steps alone, however short.
+  ScriptedSession steps_only([](int) { return 4.0; });
+  options.warmup_steps = 5;
+  options.warmup_ms = 0;
+  const Measurement o = measure(steps_only, options);
+  EXPECT_EQ(o.warmup_steps, 5);
+  EXPECT_DOUBLE_EQ(o.warmup_ms, 20.0);
+  EXPECT_EQ(steps_only.steps(), 5 + 20);
+}
+
 TEST(Measure, NoisyTimesRunToMaxSteps) {
   // Alternating 1 ms and 3 ms: the median's CI stays [1, 3], far above 1%.
   ScriptedSession session([](int call) { return call % 2 ? 1.0 : 3.0; });

@@ -6,6 +6,7 @@
 #include <cudnn.h>
 
 #include <climits>
+#include <cstdio>
 #include <iostream>
 #include <new>
 
@@ -41,9 +42,22 @@ std::string version_text(std::size_t v) {  // cuDNN 9: major * 10000 + minor * 1
   return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
 }
 
+std::string gib_text(double bytes) {  // [GiB], one decimal
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", bytes / static_cast<double>(1ULL << 30));
+  return text;
+}
+
 std::string cuda_version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
 
-Support element_limit(const Device& device, const CellSpec& cell);
+// The cell's largest tensor as the engine stores it, and a lower bound of its memory (below).
+struct LargestTensor {
+  std::string name;            // the layer whose output it is
+  double elements = 0;         // at the cell's batch
+  double lower_bound_bytes = 0;  // weights (and their gradients), this tensor (and its gradient)
+};
+LargestTensor largest_tensor(const Network& network, const CellSpec& cell, Layout layout);
+Support element_limit(const Device& device, const CellSpec& cell, Layout layout);
 
 // Where the measured choices apply: the device (name, compute capability,
 // SMs) and the libraries that ran them (cuDNN, cuBLAS, CUDA runtime).
@@ -71,10 +85,22 @@ class CudnnEngine final : public Engine {
 
   std::string_view name() const override { return "cudnn"; }
   DeviceKind device_kind() const override { return DeviceKind::gpu; }
-  Support supports(const Device& device, const CellSpec& cell) const override { return cudnn::supports(device, cell); }
+  Support supports(const Device& device, const CellSpec& cell) const override {
+    return cudnn::supports(device, cell, config_.layout);
+  }
 
   std::unique_ptr<Session> prepare(const Network& network, const CellSpec& cell, Communicator* communicator) override {
     fault_injection::arm(describe(cell));  // test-only faults (CROSSBENCH_GPU_FAULT) apply to this cell or not
+    // supports() let a cell past cuDNN's 2^31 elements through only because it cannot fit in the
+    // device's memory: say so before any descriptor of it is made (cuDNN would refuse that first).
+    if (const LargestTensor largest = largest_tensor(network, cell, config_.layout);
+        largest.elements > static_cast<double>(INT32_MAX))
+      throw OutOfMemory("cuDNN " + describe(cell) + " needs at least " + gib_text(largest.lower_bound_bytes) +
+                        " GiB (the weights and layer '" + largest.name + "' of " +
+                        std::to_string(static_cast<long long>(largest.elements)) +
+                        " elements, with their gradients in training), beyond the " +
+                        gib_text(static_cast<double>(device_.memory_bytes)) + " GiB of " + device_.model +
+                        "; that layer is also beyond the 2^31 - 1 elements that cuDNN's tensor descriptors hold");
     try {
       auto session = std::make_unique<CudnnSession>(network, cell, config_, device_, communicator, &algorithm_cache_);
       save_algorithm_cache();
@@ -108,32 +134,56 @@ class CudnnEngine final : public Engine {
 // more cannot be described (cudnnSetTensor4dDescriptorEx fails). PyTorch
 // splits such batches; this engine does not, and says so — unless the cell
 // could not fit in the device's memory anyway, which prepare() reports as `oom`.
-Support element_limit(const Device& device, const CellSpec& cell) {
+// The tensors counted are those the engine stores: every layer's output, and the
+// input batch as 16-bit NHWC stores it for convolutions, its channels padded to 8
+// (graph_builder.cpp forward_input; AlexNet bf16 at batch 8192: 8 x 224 x 224 x
+// 8192 = 3.3e9 elements where the 3-channel image is 1.2e9).
+LargestTensor largest_tensor(const Network& network, const CellSpec& cell, Layout layout) {
+  const bool nhwc = layout == Layout::nhwc || (layout == Layout::automatic && cell.precision != Precision::fp32);
+  const bool sixteen_bit = cell.precision == Precision::fp16 || cell.precision == Precision::bf16;
+  const auto stored_elements = [&](int index) {
+    const Layer& layer = network.layers()[static_cast<std::size_t>(index)];
+    if (layer.kind != LayerKind::input || !nhwc || !sixteen_bit || layer.output.channels % 8 == 0)
+      return layer.output.elements();
+    for (const Layer& reader : network.layers())
+      for (int from : reader.inputs)
+        if (from == index && reader.kind != LayerKind::convolution) return layer.output.elements();
+    TensorShape padded = layer.output;
+    padded.channels = (padded.channels + 7) / 8 * 8;
+    return padded.elements();
+  };
+  LargestTensor largest;
+  std::int64_t most = -1;
+  for (std::size_t i = 0; i < network.layers().size(); ++i)
+    if (const std::int64_t elements = stored_elements(static_cast<int>(i)); elements > most) {
+      most = elements;
+      largest.name = network.layers()[i].name;
+    }
+  largest.elements = static_cast<double>(most) * static_cast<double>(cell.batch);
+  const double bytes = sixteen_bit ? 2 : 4;
+  const double copies = cell.phase == Phase::training ? 2 : 1;
+  largest.lower_bound_bytes = copies * bytes * (static_cast<double>(network.parameters()) + largest.elements);
+  return largest;
+}
+
+Support element_limit(const Device& device, const CellSpec& cell, Layout layout) {
   Network network;
   try {
     network = make_network(cell.network);
   } catch (const std::exception&) {
     return Support::yes();  // not a registry network (tests build their own): prepare() checks
   }
-  const std::int64_t limit = INT32_MAX;
-  const Layer* largest = &network.layers().front();
-  for (const Layer& layer : network.layers())
-    if (layer.output.elements() > largest->output.elements()) largest = &layer;
-  const double elements = static_cast<double>(largest->output.elements()) * static_cast<double>(cell.batch);
-  if (elements <= static_cast<double>(limit)) return Support::yes();
-  // A lower bound of the cell's memory: weights (and their gradients), the largest activation (and its gradient).
-  const double bytes = cell.precision == Precision::fp16 || cell.precision == Precision::bf16 ? 2 : 4;
-  const double copies = cell.phase == Phase::training ? 2 : 1;
-  const double lower_bound = copies * bytes * (static_cast<double>(network.parameters()) + elements);
-  if (lower_bound > static_cast<double>(device.memory_bytes)) return Support::yes();  // prepare(): oom
-  return Support::no("layer '" + largest->name + "' has " + std::to_string(static_cast<long long>(elements)) +
+  const LargestTensor largest = largest_tensor(network, cell, layout);
+  if (largest.elements <= static_cast<double>(INT32_MAX)) return Support::yes();
+  if (largest.lower_bound_bytes > static_cast<double>(device.memory_bytes)) return Support::yes();  // prepare(): oom
+  return Support::no("layer '" + largest.name + "' has " + std::to_string(static_cast<long long>(largest.elements)) +
                      " elements at batch " + std::to_string(cell.batch) +
                      ", beyond the 2^31 - 1 that cuDNN's tensor descriptors hold (this engine does not split batches)");
 }
 
 }  // namespace
 
-Support supports(const Device& device, const CellSpec& cell) {
+Support supports(const Device& device, const CellSpec& cell, Layout layout) {
   if (device.kind != DeviceKind::gpu) return Support::no("cudnn runs on GPUs; this device is a CPU");
   int major = 0, minor = 0;
   if (!parse_capability(device.architecture, major, minor))
@@ -144,18 +194,18 @@ Support supports(const Device& device, const CellSpec& cell) {
                        device.model + " (compute capability " + cc + "): use " + compat::toolkit_for_older_gpus());
   switch (cell.precision) {
     case Precision::fp32:
-      return element_limit(device, cell);
+      return element_limit(device, cell, layout);
     case Precision::tf32:
-      if (major >= 8) return element_limit(device, cell);
+      if (major >= 8) return element_limit(device, cell, layout);
       return Support::no("tf32 needs tensor cores with TF32 (compute capability 8.0 or later); " + device.model +
                          " is " + cc);
     case Precision::bf16:
-      if (major >= 8) return element_limit(device, cell);
+      if (major >= 8) return element_limit(device, cell, layout);
       return Support::no("bf16 needs compute capability 8.0 or later; " + device.model + " is " + cc);
     case Precision::amp_fp16: case Precision::amp_bf16:  // DESIGN.md: amp-* is the frameworks' recipe
       return Support::no(mixed_precision_refusal(cell.precision, "cudnn", cell.precision == Precision::amp_fp16 ? "fp16" : "bf16"));
     case Precision::fp16:
-      if (major >= 7) return element_limit(device, cell);
+      if (major >= 7) return element_limit(device, cell, layout);
       return Support::no("fp16 tensor-core convolutions need compute capability 7.0 or later; " + device.model +
                          " is " + cc);
   }

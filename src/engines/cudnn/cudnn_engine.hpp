@@ -16,8 +16,9 @@ std::unique_ptr<Engine> make_cudnn_engine(const Device& device, const EngineConf
                                           const cudnn::CudnnSettings& settings);
 
 namespace cudnn {
-// What the engine supports on a device (no GPU needed: it reads the Device).
-Support supports(const Device& device, const CellSpec& cell);
+// What the engine supports on a device (no GPU needed: it reads the Device), with the
+// engine.layout it runs (the input batch it stores depends on it).
+Support supports(const Device& device, const CellSpec& cell, Layout layout = Layout::automatic);
 // cuDNN, cuBLAS, CUDA runtime and driver, NVML versions for the cube's attributes.
 std::vector<std::pair<std::string, std::string>> library_versions();
 }  // namespace cudnn

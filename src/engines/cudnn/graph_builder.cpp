@@ -78,6 +78,18 @@ TensorDesc describe_tensor(const Tensor& t) {
     if (t.dims[static_cast<std::size_t>(i)] > INT_MAX || t.strides[static_cast<std::size_t>(i)] > INT_MAX)
       throw Error("cuDNN engine: tensor " + shape_text(t) +
                   " exceeds the 32-bit dimensions of cuDNN's tensor descriptors");
+  // A tensor of 2^31 elements or more is refused by cuDNN (NOT_SUPPORTED): the engine's limit, not a fault.
+  // supports() turns such cells away before they are prepared; this names the tensor should one get here.
+  double elements = 1, extent = 1;
+  for (std::size_t i = 0; i < 4; ++i) {
+    elements *= static_cast<double>(t.dims[i]);
+    extent += static_cast<double>(t.dims[i] - 1) * static_cast<double>(t.strides[i]);
+  }
+  if (std::max(elements, extent) > static_cast<double>(INT_MAX))
+    throw Unsupported("cuDNN engine: tensor " + shape_text(t) + " spans " +
+                      std::to_string(static_cast<long long>(std::max(elements, extent))) +
+                      " elements, beyond the 2^31 - 1 that cuDNN's tensor descriptors hold (this engine does not "
+                      "split batches)");
   TensorDesc desc = make_tensor_desc();
   CB_CHECK_CUDNN(cudnnSetTensor4dDescriptorEx(
       desc, cudnn_type(t.type), static_cast<int>(t.dims[0]), static_cast<int>(t.dims[1]), static_cast<int>(t.dims[2]),
