@@ -39,7 +39,7 @@ def cudnn_cells(path, engine_name="cudnn"):
                         if math.isnan(median[at]):
                             continue
                         text = _text(message[at])
-                        loss = float(text.rsplit("loss ", 1)[1]) if "loss " in text else float("nan")
+                        loss = float(text.rsplit("loss ", 1)[1].split(";")[0].split()[0]) if "loss " in text else float("nan")
                         cells[(network, precision, phase, int(batch))] = {
                             "median_ms": float(median[at]), "loss": loss, "peak_memory_bytes": float(peak[at]),
                             "decisions": _text(decisions[at]) if decisions is not None else "",

@@ -257,10 +257,10 @@ void summarize_cell(CellResult& result, const Network& network, const Measuremen
                                       : " steps";
   result.message = "stopped by " + measurement.stop_reason + format(" after %.0f", static_cast<double>(result.steps)) +
                    sample_kind +
-                   format(" (95%% CI of the median ±%.2f%%); loss %.6g",
-                          100.0 * relative_ci_half_width(result.statistics), check.loss);
+                   format(" (95%% CI of the median ±%.2f%%)", 100.0 * relative_ci_half_width(result.statistics));
   if (options.warmup_ms > 0)  // measure.warmup_ms: what the warm-up took to last that long
     result.message += format("; warm-up %.0f steps in %.0f ms", measurement.warmup_steps, measurement.warmup_ms);
+  result.message += format("; loss %.6g", check.loss);  // last: readers take the number after "loss "
 }
 
 std::string unsupported_reason(const Engine* engine, const std::string& engine_name, const Device& device,
