@@ -354,13 +354,17 @@ def fig_batch_efficiency(d: pd.DataFrame, device: str, precision: str, engines: 
                 for r in bad.itertuples():
                     seen_status.add(r.status)
                     marks.append((r.batch, r.status, "v"))
-                for bx, st, marker in marks:
+                labelled = set()  # a series' run of marks of one status is labelled once, at its first batch
+                for bx, st, marker in sorted(marks, key=lambda m: m[0]):
                     level = oom_at.setdefault(bx, [])
                     y = 0.95 - 0.08 * len(level)
                     level.append(st)
                     ax.plot([bx], [y], marker=marker, ms=9 if marker == "X" else 8, color=color, transform=trans,
                             markeredgecolor=STATUS_STYLE.get(st, ("", "k"))[1], markeredgewidth=1.5,
                             ls="none", clip_on=False, zorder=5)
+                    if st in labelled:
+                        continue  # the label's text would overlap the marks of the neighbouring batches
+                    labelled.add(st)
                     ax.text(bx / 1.2, y, label(st), transform=trans, ha="right", va="center",
                             fontsize=7.5, color=STATUS_STYLE.get(st, ("", "k"))[1], fontweight="bold")
                 if ok.empty:
