@@ -156,10 +156,14 @@ std::vector<std::string> merge_warnings(const std::vector<MergeInput>& inputs) {
     if (!option.changes_numbers || option.recorded_as.empty()) continue;
     std::set<std::string> values;
     std::string shown;
+    // A setting an input does not record was added to the schema after that cube was written; its default
+    // is the behaviour that build had (a new key's default keeps the old behaviour: resume's rule too).
     for (const MergeInput& input : inputs) {
       const auto found = input.contents.attributes.find(option.recorded_as);
-      const std::string value = found == input.contents.attributes.end() ? "(not recorded)" : found->second;
-      if (values.insert(value).second) shown += (shown.empty() ? "" : ", ") + ("'" + value + "'");
+      const bool recorded = found != input.contents.attributes.end();
+      const std::string value = recorded ? found->second : option.default_value;
+      if (values.insert(value).second)
+        shown += (shown.empty() ? "" : ", ") + ("'" + value + "'") + (recorded ? "" : " (not recorded: the default)");
     }
     if (values.size() > 1) differing.push_back(option.recorded_as + " (" + shown + ")");
   }

@@ -76,6 +76,22 @@ TEST(CubeMerge, UnionOfAxesAndCellsWithEachInputsProvenance) {
   EXPECT_TRUE(found);
 }
 
+TEST(CubeMerge, ASettingAnOlderCubeDoesNotRecordIsItsDefault) {
+  // measure.warmup_ms came after a.h5 was written: its default (0) is what that build did, so a cube that
+  // records 0 measured alike (the H200 sweep and its retry, bench/results/2026-12-06); 1000 differs.
+  CubeContents a = retagged(sample_cube(), "site=a", "aaaaaaaaaaaa");
+  CubeContents b = retagged(sample_cube(), "site=b", "bbbbbbbbbbbb");
+  a.attributes.erase("measure_warmup_ms");
+  b.attributes["measure_warmup_ms"] = "0";
+  for (const std::string& warning : merge_warnings({{"a.h5", a}, {"b.h5", b}}))
+    EXPECT_EQ(warning.find("measure_warmup_ms"), std::string::npos) << warning;
+  b.attributes["measure_warmup_ms"] = "1000";
+  bool named = false;
+  for (const std::string& warning : merge_warnings({{"a.h5", a}, {"b.h5", b}}))
+    named = named || warning.find("measure_warmup_ms ('0' (not recorded: the default), '1000')") != std::string::npos;
+  EXPECT_TRUE(named);
+}
+
 TEST(CubeMerge, ACellInTwoInputsIsRefusedUnlessToldWhichWins) {
   const CubeContents a = sample_cube();
   CubeContents b = sample_cube();
