@@ -61,9 +61,10 @@
 #             ($STUDY_BATCHES); one cube, study.h5, in $STUDY_DIR (default bench/results/2026-12-02/study,
 #             carried by the working tree) with its journal and log, continued in the next call with
 #             --resume --allow-build-change (each call's run segment names its GPU and build); the workers'
-#             compile caches in $STUDY_DIR/compile-cache (back in $OUT/study/compile-cache.tar while under
-#             $STUDY_CACHE_MAX_MB, 48; else the log says the next call compiles cold; STUDY_COMPILE_CACHE=/tmp/...
-#             keeps it out of the tree); $STUDY_NP ranks; stops cleanly at $TLIMIT (exit 3: call again);
+#             compile caches in $STUDY_DIR/compile-cache (git-ignored; packed, back in
+#             $OUT/study/compile-cache.tar.xz while the pack is under $STUDY_CACHE_MAX_MB, 24, and carried as
+#             $STUDY_DIR/compile-cache.tar.xz, unpacked at the next call's start; else the log says the next call
+#             compiles cold; STUDY_COMPILE_CACHE=/tmp/... keeps it out of the tree); $STUDY_NP ranks; stops cleanly at $TLIMIT (exit 3: call again);
 #             STUDY_PREWARM_S=150 first compiles the next framework cells side by side for that long
 #             at most (only those the timed run can reach in the rest of the stage)
 #             (bench/study_prewarm.py, $STUDY_PREWARM_PROCS processes) so that the timed run compiles warm;
@@ -464,11 +465,18 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
       if [ "$stage" = study ]; then name=${STUDY_NAME:-study}; else name=sweep; fi
       cube="$dir/$name.h5"
       mkdir -p "$dir"
-      # The workers' compile caches (engine.compile_cache), shared by both stages: in the tree, so that
-      # the next call compiles warm, as long as the cache fits what a call carries and brings back
-      # (64 MiB in all: $STUDY_CACHE_MAX_MB, 48, is its share); a larger one comes back no more and
-      # the next call compiles cold (STUDY_COMPILE_CACHE=/tmp/... keeps it out of the tree).
+      # The workers' compile caches (engine.compile_cache), shared by both stages: $dir/compile-cache
+      # (git-ignored, so it never travels as it is), carried between calls packed as
+      # $dir/compile-cache.tar.xz, so that the next call compiles warm: Inductor's generated code
+      # and cubins pack to a fraction of their size, and the pack must fit what a call carries
+      # beside the bundle (64 MiB in all: $STUDY_CACHE_MAX_MB, 24, is its share of it); a larger
+      # one comes back no more and the next call compiles cold (STUDY_COMPILE_CACHE=/tmp/... keeps
+      # the cache out of the tree and does not pack it).
       cache=${STUDY_COMPILE_CACHE:-$dir/compile-cache}
+      packed="$dir/compile-cache.tar.xz"
+      if [ "$cache" = "$dir/compile-cache" ] && [ -f "$packed" ] && [ ! -d "$cache" ]; then
+        tar -C "$dir" -xJf "$packed" && echo "$name: unpacked $packed ($(du -sm "$cache" | cut -f1) MiB)"
+      fi
       echo "$name: compile cache $cache ($(find "$cache" -type f 2>/dev/null | wc -l) files)"
       runner=$CB
       [ "${STUDY_NP:-1}" -gt 1 ] && runner=".bundle/run mpirun --allow-run-as-root --oversubscribe -np $STUDY_NP .bundle/bin/crossbench"
@@ -569,11 +577,14 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
         "$dir/$beside_prefix"*.log "$OUT/$name/" 2>/dev/null
       [ -f "$dir/algorithms.json" ] && cp -p "$dir/algorithms.json" "$OUT/$name/"
       if [ "$cache" = "$dir/compile-cache" ] && [ -d "$cache" ]; then
+        XZ_OPT=${XZ_OPT:--T0} tar -C "$dir" -cJf "$OUT/$name/compile-cache.tar.xz" compile-cache
         cache_mb=$(du -sm "$cache" | cut -f1)
-        if [ "$cache_mb" -le "${STUDY_CACHE_MAX_MB:-48}" ]; then
-          tar -C "$dir" -cf "$OUT/$name/compile-cache.tar" compile-cache
+        packed_kib=$(du -sk "$OUT/$name/compile-cache.tar.xz" | cut -f1)
+        if [ "$packed_kib" -le $((${STUDY_CACHE_MAX_MB:-24} * 1024)) ]; then
+          echo "$name: compile cache $cache_mb MiB, packed $((packed_kib / 1024)) MiB: back in $OUT/$name/compile-cache.tar.xz"
         else
-          echo "$name: compile cache $cache_mb MiB: too large to come back (STUDY_CACHE_MAX_MB=${STUDY_CACHE_MAX_MB:-48}); the next call compiles cold (each cell's decisions say so)"
+          rm -f "$OUT/$name/compile-cache.tar.xz"
+          echo "$name: compile cache $cache_mb MiB, packed $((packed_kib / 1024)) MiB: too large to come back (STUDY_CACHE_MAX_MB=${STUDY_CACHE_MAX_MB:-24}); the next call compiles cold (each cell's decisions say so)"
         fi
       fi
       if [ -f "$cube" ]; then

@@ -58,8 +58,12 @@ struct Measurement {
   std::vector<double> exposed_communication_ms;  // data parallel: per timed step [ms]
   Telemetry telemetry;      // over the timed steps
   std::string stop_reason;  // "ci_target", "max_steps", "time_limit"
-  int warmup_steps = 0;     // untimed steps run before the first timed one
-  double warmup_ms = 0;     // [ms] their time (a worker's batches: the host's wall time of each request)
+  // Untimed steps run before the first timed one (a worker's samples times its steps per sample;
+  // a batch cut short by the time limit: the steps it ran).
+  int warmup_steps = 0;
+  // [ms] their time: the steps' own times, each the group's maximum in a data-parallel group
+  // (what measure.warmup_ms is compared with); a worker's batches: the host's wall time of each request.
+  double warmup_ms = 0;
   bool reached_min_steps = false;
 };
 

@@ -135,6 +135,9 @@ Measurement measure(Session& session, const MeasureOptions& options, double seco
   // warm-up work before the first timed step starts.
   RemoteSteps* const remote = session.remote_steps();
   double warmup_ms = 0;  // [ms] the warm-up's step time so far: the steps' own times (agreed over a group)
+  // The warm-up's batches so far in run_batch's unit (a step here, a sample of a worker), as run:
+  // a batch cut short by the time limit counts what it ran.
+  std::size_t warmup_units = 0;
   const auto run_batch = [&](std::size_t count, bool warmup) -> bool {
     if (remote != nullptr) {
       const auto batch_start = Clock::now();
@@ -142,6 +145,10 @@ Measurement measure(Session& session, const MeasureOptions& options, double seco
       if (warmup) warmup_ms += seconds_since(batch_start) * 1e3;  // a worker is one device: no group to agree with
       if (elsewhere.steps_per_sample < 1)
         throw Error("the worker's batch says " + std::to_string(elsewhere.steps_per_sample) + " steps per sample");
+      if (warmup) {  // a sample of the JAX worker's marks spans steps_per_sample steps
+        warmup_units += elsewhere.samples_ms.size();
+        measurement.warmup_steps += static_cast<int>(elsewhere.samples_ms.size()) * elsewhere.steps_per_sample;
+      }
       if (!warmup) {
         // Samples of different lengths would not be one distribution: one cell, one kind of sample.
         if (!measurement.samples_ms.empty() && elsewhere.steps_per_sample != measurement.steps_per_sample)
@@ -155,7 +162,11 @@ Measurement measure(Session& session, const MeasureOptions& options, double seco
     }
     for (std::size_t i = 0; i < count; ++i) {
       const StepFacts step = agreed_step();
-      if (warmup) warmup_ms += step.ms;
+      if (warmup) {
+        warmup_ms += step.ms;
+        ++warmup_units;
+        ++measurement.warmup_steps;
+      }
       if (!warmup) {
         measurement.samples_ms.push_back(step.ms);
         if (!std::isnan(step.exposed_ms)) measurement.exposed_communication_ms.push_back(step.exposed_ms);
@@ -169,18 +180,19 @@ Measurement measure(Session& session, const MeasureOptions& options, double seco
   {
     const nvtx::Range range("warm-up");
     no_time_left = options.warmup_steps > 0 && run_batch(static_cast<std::size_t>(options.warmup_steps), true);
-    measurement.warmup_steps = options.warmup_steps;
     // measure.warmup_ms: more untimed steps until the warm-up has lasted that long, so that the device's
     // clocks settle for this cell's own work (a short step's 10 warm-up steps last a few ms, spent in
-    // whatever power state the previous cell left). Each batch is sized from the step time seen so far.
-    // The count derives only from step times agreed over a data-parallel group (agreed_step), so every
-    // rank runs the same warm-up steps and no collective waits for a rank that stopped.
+    // whatever power state the previous cell left). Each batch is sized from the time per step (per
+    // sample of a worker) seen so far, so a worker needs few requests; none seen yet: one step first.
+    // "Lasted" is the steps' own times here, not each rank's host clock: in a data-parallel group those
+    // are the agreed ones (agreed_step, the group's maximum per step), identical on every rank, and so
+    // are out_of_time and the counts sized from them; every rank runs the same warm-up steps and no
+    // collective waits for a rank that stopped. A worker (one device, no group) counts its requests'
+    // host wall time.
     while (!no_time_left && warmup_ms < options.warmup_ms) {
-      const double ms_per_step = measurement.warmup_steps > 0 ? warmup_ms / measurement.warmup_steps : 0;
-      const double wanted = ms_per_step > 0 ? std::ceil((options.warmup_ms - warmup_ms) / ms_per_step) : 1;
-      const auto count = static_cast<std::size_t>(std::clamp(wanted, 1.0, 10000.0));
-      no_time_left = run_batch(count, true);
-      measurement.warmup_steps += static_cast<int>(count);
+      const double ms_per_unit = warmup_units > 0 ? warmup_ms / static_cast<double>(warmup_units) : 0;
+      const double wanted = ms_per_unit > 0 ? std::ceil((options.warmup_ms - warmup_ms) / ms_per_unit) : 1;
+      no_time_left = run_batch(static_cast<std::size_t>(std::clamp(wanted, 1.0, 10000.0)), true);
     }
     measurement.warmup_ms = warmup_ms;
   }

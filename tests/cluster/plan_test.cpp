@@ -293,6 +293,29 @@ TEST(CostModel, EagerPyTorchOnAGpuPaysCudnnBenchmarksFirstStepSearch) {
                    steps_of("pytorch-compile", Phase::training, cpu_device("")));
 }
 
+TEST(CostModel, AWarmupInMillisecondsLastsAtLeastThatLongWhateverItsStepsTake) {
+  // measure.warmup_ms: the warm-up steps' modelled time, topped up to warmup_ms; none where the steps
+  // alone last longer.
+  JobOptions options = framework_options({"resnet50"});
+  Device gpu = cpu_device("");
+  gpu.kind = DeviceKind::gpu;
+  gpu.peak_fp32_tflops = 67;
+  const Network network = make_network("resnet50");
+  const CellSpec cell{"pytorch-compile", "resnet50", Precision::bf16, 64, Phase::inference};
+  const auto steps_s = [&](int warmup_ms) {
+    MeasureOptions measure = options.measure;
+    measure.warmup_ms = warmup_ms;
+    return model_cell_estimate(network, cell, gpu, measure, options.engine).steps_s;
+  };
+  const double without = steps_s(0);
+  const double warmup_steps_s =
+      without * options.measure.warmup_steps / (options.measure.warmup_steps + options.measure.min_steps);
+  ASSERT_LT(warmup_steps_s, 60.0);
+  EXPECT_NEAR(steps_s(60000) - without, 60.0 - warmup_steps_s, 1e-9);
+  ASSERT_GT(warmup_steps_s, 1e-3);
+  EXPECT_DOUBLE_EQ(steps_s(1), without);  // 1 ms: the steps alone last longer
+}
+
 TEST(CostModel, NativeEnginesArePlannedUnsupportedForTheMixedPrecisionRecipes) {
   // cell.hpp: only framework workers run amp-*; a native engine's supports() refuses them, and the plan
   // says so up front instead of estimating a cell that will cost nothing (the H200 study's cudnn

@@ -5,6 +5,7 @@ cleanly (exit 3, the running cell not_run) so that the next call measures the re
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -189,3 +190,40 @@ def test_the_timed_run_waits_for_the_job_beside_the_prewarm(tmp_path, crossbench
     from datetime import datetime
     began = datetime.fromisoformat(segment["attributes"]["started"].replace("Z", "+00:00")).timestamp()
     assert began >= created - 0.5, (began, created)
+
+
+def test_the_compile_cache_travels_packed_and_the_next_call_compiles_warm(tmp_path, crossbench_binary,
+                                                                          jax_interpreter):
+    """The cache stays out of what a call carries (STUDY_DIR/compile-cache is git-ignored) and comes back
+    packed (compile-cache.tar.xz): carried into STUDY_DIR, the next call unpacks it and compiles warm
+    (the JAX worker on the CPU; a second cube of the same cells, STUDY_NAME=again)."""
+    import shutil
+    from crossbench_analysis import cube_extras
+    from crossbench_analysis.cube import CELL_DIMS
+
+    study = tmp_path / "tree" / "study"
+    cells = dict(STUDY_ENGINES="jax", STUDY_NETWORKS="alexnet", STUDY_PRECISIONS="fp32", STUDY_BATCHES="1",
+                 STUDY_GRACE="1", STUDY_JAX_WORKER=f"{jax_interpreter} -u {{workers}}/jax/worker.py",
+                 STUDY_STEPS="2", STUDY_ARGS="--set measure.max_steps=2 --set measure.warmup=1")
+    first = stage(tmp_path, crossbench_binary, study, **cells)
+    assert first.returncode == 0, first.stdout + first.stderr
+    pack = tmp_path / "out" / "study" / "compile-cache.tar.xz"
+    assert f"back in {tmp_path / 'out'}/study/compile-cache.tar.xz" in first.stdout, first.stdout
+    ignored = subprocess.run(["git", "check-ignore", "-q", "bench/results/x/compile-cache/f"], cwd=REPO)
+    assert ignored.returncode == 0, "the unpacked cache must not travel with the working tree"
+    # The next call: a fresh machine has no unpacked cache, only what the tree carried.
+    shutil.rmtree(study / "compile-cache")
+    shutil.copy(pack, study / "compile-cache.tar.xz")
+    second = stage(tmp_path, crossbench_binary, study, STUDY_NAME="again", **cells)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert f"again: unpacked {study}/compile-cache.tar.xz" in second.stdout, second.stdout
+    hits = {}
+    for name in ("study", "again"):
+        loaded = load(study / f"{name}.h5")
+        table = loaded.cells.merge(cube_extras.decisions(loaded), on=list(CELL_DIMS))
+        assert len(table) == 2 and set(table["status"]) == {"ok"}
+        found = [re.search(r"persistent cache hits=(\d+) of (\d+) compiles", d) for d in table["decisions"]]
+        assert all(found), list(table["decisions"])
+        hits[name] = [(int(m.group(1)), int(m.group(2))) for m in found]
+    assert sum(h for h, _ in hits["study"]) == 0, hits  # the first call compiled everything
+    assert all(h == n and n > 0 for h, n in hits["again"]), hits  # the next one, from the carried pack

@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <span>
 #include <thread>
 
 #include "crossbench/error.hpp"
@@ -95,6 +97,72 @@ TEST(Measure, AWarmupInMillisecondsRunsStepsUntilItHasLastedThatLong) {
   EXPECT_EQ(o.warmup_steps, 5);
   EXPECT_DOUBLE_EQ(o.warmup_ms, 20.0);
   EXPECT_EQ(steps_only.steps(), 5 + 20);
+}
+
+// A data-parallel group as one rank sees it: each agreement replaces the step's facts by the group's
+// maxima, here with another rank whose steps take 4 ms and which runs out of time at `out_of_time_at`.
+class OtherRankAgreement final : public StepAgreement {
+ public:
+  explicit OtherRankAgreement(int out_of_time_at = -1) : out_of_time_at_(out_of_time_at) {}
+  void max_over_group(std::span<double> values) override {
+    values[0] = std::max(values[0], 4.0);
+    if (calls++ == out_of_time_at_) values[2] = 1.0;
+  }
+  int calls = 0;
+
+ private:
+  int out_of_time_at_;
+};
+
+TEST(Measure, AWarmupInMillisecondsCountsTheGroupsAgreedStepTimes) {
+  // This rank's steps take 1 ms, the group's 4 ms: the warm-up is sized from the agreed 4 ms, as on
+  // every other rank (2 steps, then ceil(42 / 4) = 11), so all ranks run the same 13 warm-up steps.
+  ScriptedSession session([](int) { return 1.0; });
+  MeasureOptions options;
+  options.warmup_steps = 2;
+  options.warmup_ms = 50;
+  options.min_steps = 20;
+  OtherRankAgreement group;
+  const Measurement m = measure(session, options, 0, &group);
+  EXPECT_EQ(m.warmup_steps, 13);
+  EXPECT_DOUBLE_EQ(m.warmup_ms, 52.0);
+  EXPECT_EQ(group.calls, 13 + 20);
+  ASSERT_EQ(m.samples_ms.size(), 20u);
+  for (double sample : m.samples_ms) EXPECT_EQ(sample, 4.0);
+
+  // The other rank runs out of time in the 4th step of the 11: the group stops there, no timed step,
+  // and the warm-up counts the 2 + 4 steps it ran.
+  ScriptedSession cut([](int) { return 1.0; });
+  OtherRankAgreement late(5);
+  const Measurement n = measure(cut, options, 0, &late);
+  EXPECT_EQ(n.warmup_steps, 6);
+  EXPECT_EQ(cut.steps(), 6);
+  EXPECT_TRUE(n.samples_ms.empty());
+  EXPECT_EQ(n.stop_reason, "time_limit");
+}
+
+TEST(Measure, WithoutAWarmupInMillisecondsTheWarmupIsItsStepsAlone) {
+  // measure.warmup_ms = 0 (the default): exactly measure.warmup steps, however short, and no note.
+  ScriptedSession session([](int) { return 0.01; });
+  MeasureOptions options;
+  options.warmup_steps = 7;
+  options.min_steps = 20;
+  const Measurement m = measure(session, options);
+  EXPECT_EQ(m.warmup_steps, 7);
+  EXPECT_EQ(session.steps(), 7 + 20);
+  CellResult result;
+  result.cell = CellSpec{"scripted", "alexnet", Precision::fp32, 2, Phase::inference, 0};
+  summarize_cell(result, make_network("alexnet"), m, OutputCheck{true, 1.0, 1.0, NAN, {}}, options, 0.5, 1);
+  ASSERT_EQ(result.status, Status::ok);
+  EXPECT_EQ(result.message.find("warm-up"), std::string::npos) << result.message;
+
+  // Above 0, the message says what the warm-up took, before the loss (which readers take last).
+  options.warmup_ms = 50;
+  Measurement warmed = m;
+  warmed.warmup_steps = 812;
+  warmed.warmup_ms = 1003.4;
+  summarize_cell(result, make_network("alexnet"), warmed, OutputCheck{true, 1.0, 1.0, NAN, {}}, options, 0.5, 1);
+  EXPECT_NE(result.message.find("; warm-up 812 steps in 1003 ms; loss 1"), std::string::npos) << result.message;
 }
 
 TEST(Measure, NoisyTimesRunToMaxSteps) {
@@ -265,6 +333,32 @@ TEST(MeasureInBatches, SamplesOfSeveralStepsAreCountedAsStepsForEnergy) {
   EXPECT_EQ(result.steps, 10);
   EXPECT_DOUBLE_EQ(result.energy_j_per_image, 80.0 / (40 * 2));
   EXPECT_NE(result.message.find("10 samples of 4 steps each"), std::string::npos) << result.message;
+}
+
+TEST(MeasureInBatches, AWarmupInMillisecondsAsksAWorkerForBatchesOfRealTime) {
+  // A worker's warm-up lasts in the host's wall time of its requests: steps of 1 ms of real time
+  // (sleep), samples of 4 steps. No warm-up steps: 1 sample first, to learn its time, then batches
+  // sized from it until 50 ms have passed; all of it before the first timed batch, none of it a sample.
+  BatchedSession session([](int) { return 1.0; }, std::chrono::milliseconds(1));
+  session.steps_per_sample = [](std::size_t) { return 4; };
+  MeasureOptions options;
+  options.warmup_steps = 0;
+  options.warmup_ms = 50;
+  options.min_steps = 20;
+  const auto start = std::chrono::steady_clock::now();
+  const Measurement m = measure(session, options);
+  const double elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_GE(session.requests.size(), 3u);  // 1 sample, at least one more warm-up batch, the timed one
+  EXPECT_EQ(session.requests[0], (BatchedSession::Request{1, true}));
+  int warmup_samples = 0;
+  std::size_t i = 0;
+  for (; i < session.requests.size() && session.requests[i].warmup; ++i) warmup_samples += session.requests[i].count;
+  EXPECT_GE(i, 2u) << "a 1 ms sample cannot have lasted 50 ms";
+  for (; i < session.requests.size(); ++i) EXPECT_FALSE(session.requests[i].warmup) << "request " << i;
+  EXPECT_EQ(m.warmup_steps, 4 * warmup_samples);  // steps, not samples
+  EXPECT_GE(m.warmup_ms, 50.0);
+  EXPECT_GE(elapsed_ms, 50.0);
+  EXPECT_EQ(m.samples_ms.size(), 20u);
 }
 
 TEST(MeasureInBatches, AWorkerThatChangesItsStepsPerSampleMidCellIsAnError) {
