@@ -354,17 +354,18 @@ def fig_batch_efficiency(d: pd.DataFrame, device: str, precision: str, engines: 
                 for r in bad.itertuples():
                     seen_status.add(r.status)
                     marks.append((r.batch, r.status, "v"))
-                labelled = set()  # a series' run of marks of one status is labelled once, at its first batch
-                for bx, st, marker in sorted(marks, key=lambda m: m[0]):
-                    level = oom_at.setdefault(bx, [])
-                    y = 0.95 - 0.08 * len(level)
-                    level.append(st)
+                # One row per series with marks, its text only at its first mark: a label beside every
+                # mark would overlap the marks of the neighbouring batches (the legend names each marker).
+                row = len(oom_at)
+                if marks:
+                    oom_at[(e, ph)] = row
+                for i, (bx, st, marker) in enumerate(sorted(marks, key=lambda m: m[0])):
+                    y = 0.95 - 0.08 * row
                     ax.plot([bx], [y], marker=marker, ms=9 if marker == "X" else 8, color=color, transform=trans,
                             markeredgecolor=STATUS_STYLE.get(st, ("", "k"))[1], markeredgewidth=1.5,
                             ls="none", clip_on=False, zorder=5)
-                    if st in labelled:
-                        continue  # the label's text would overlap the marks of the neighbouring batches
-                    labelled.add(st)
+                    if i > 0:
+                        continue
                     ax.text(bx / 1.2, y, label(st), transform=trans, ha="right", va="center",
                             fontsize=7.5, color=STATUS_STYLE.get(st, ("", "k"))[1], fontweight="bold")
                 if ok.empty:
