@@ -14,6 +14,9 @@ struct MeasureOptions {
   // [ms] untimed warm-up of at least this long after the warm-up steps, so that the device's clocks
   // settle for the cell's own work before the first timed step; 0: the steps only.
   int warmup_ms = 0;
+  // [ms] before the warm-up, the device left idle this long (the session prepared, nothing running),
+  // so that each cell's steps start from a device that rested alike whatever ran before; 0: none.
+  int cooldown_ms = 0;
   int min_steps = 100;               // timed steps before the stopping rule applies
   int max_steps = 10000;             // timed steps at most
   double target_ci = 0.01;           // stop when the relative half-width of the median's 95% CI is below this

@@ -300,6 +300,7 @@ CellEstimate model_cell_estimate(const Network& network, const CellSpec& cell, c
   // measure.warmup_ms: the warm-up lasts at least that long, whatever its steps take [s].
   const double warmup_steps_s = measure.warmup_steps * flops_per_image * static_cast<double>(cell.batch) / flops_per_second;
   estimate.steps_s += std::max(0.0, measure.warmup_ms / 1e3 - warmup_steps_s);
+  estimate.steps_s += measure.cooldown_ms / 1e3;  // measure.cooldown_ms: the device idle before the warm-up [s]
   if (cell.engine == "pytorch" && device.kind == DeviceKind::gpu) {  // cudnn.benchmark in the first warm-up step
     const int directions = cell.phase == Phase::training ? 3 : 1;
     estimate.steps_s += kTorchBenchmarkBaseSeconds + kTorchBenchmarkSecondsPerConvolution * directions *

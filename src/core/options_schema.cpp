@@ -29,6 +29,7 @@ std::vector<OptionSpec> make_schema() {
       // [measure]
       {"measure.warmup", "", T::integer, "10", 0, 1000000, {}, "untimed warm-up steps", true, "measure_warmup_steps", measured, &MeasureOptions::warmup_steps},
       {"measure.warmup_ms", "", T::integer, "0", 0, 600000, {}, "untimed warm-up of at least this long, after the warm-up steps: more steps until it has lasted that long, so that the device's clocks settle for the cell's own work before the first timed step (0: the steps only) [ms]", true, "measure_warmup_ms", measured, &MeasureOptions::warmup_ms},
+      {"measure.cooldown_ms", "", T::integer, "0", 0, 600000, {}, "before each cell's warm-up, the device left idle this long, so that every cell's steps start from a device that rested alike whatever ran before it (a stop request still ends the wait at once) [ms]", true, "measure_cooldown_ms", measured, &MeasureOptions::cooldown_ms},
       {"measure.min_steps", "", T::integer, "100", 1, 10000000, {}, "timed steps before the stopping rule applies", true, "measure_min_steps", measured, &MeasureOptions::min_steps},
       {"measure.max_steps", "", T::integer, "10000", 1, 10000000, {}, "timed steps at most", true, "measure_max_steps", measured, &MeasureOptions::max_steps},
       {"measure.target_ci", "", T::number, "0.01", 0, 1, {}, "stop when the 95% CI half-width of the median is below this fraction of it", true, "measure_target_ci", measured, &MeasureOptions::target_ci},

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <exception>
 #include <optional>
+#include <thread>
 
 #include "core/nvtx.hpp"
 #include "core/process_tree.hpp"
@@ -175,6 +176,17 @@ Measurement measure(Session& session, const MeasureOptions& options, double seco
     }
     return false;
   };
+
+  if (options.cooldown_ms > 0) {
+    // measure.cooldown_ms: nothing runs on the device; the wait is sliced so that a stop request (or
+    // the cell's time limit) ends it at once. It only ends the wait: the first warm-up step then ends
+    // the cell as any step does, agreed over a data-parallel group (a rank that threw here would leave
+    // its peers waiting in that step's agreement).
+    const nvtx::Range range("cool-down");
+    const auto until = Clock::now() + std::chrono::milliseconds(options.cooldown_ms);
+    while (Clock::now() < until && seconds_left() > 0 && !stop_flag::cell_must_end())
+      std::this_thread::sleep_for(std::min<Clock::duration>(std::chrono::milliseconds(20), until - Clock::now()));
+  }
 
   bool no_time_left = false;
   {

@@ -314,6 +314,9 @@ TEST(CostModel, AWarmupInMillisecondsLastsAtLeastThatLongWhateverItsStepsTake) {
   EXPECT_NEAR(steps_s(60000) - without, 60.0 - warmup_steps_s, 1e-9);
   ASSERT_GT(warmup_steps_s, 1e-3);
   EXPECT_DOUBLE_EQ(steps_s(1), without);  // 1 ms: the steps alone last longer
+  MeasureOptions resting = options.measure;
+  resting.cooldown_ms = 2500;  // measure.cooldown_ms: the idle wait adds itself
+  EXPECT_NEAR(model_cell_estimate(network, cell, gpu, resting, options.engine).steps_s - without, 2.5, 1e-9);
 }
 
 TEST(CostModel, NativeEnginesArePlannedUnsupportedForTheMixedPrecisionRecipes) {

@@ -6,12 +6,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <functional>
 #include <span>
 #include <thread>
 
 #include "crossbench/error.hpp"
+#include "crossbench/stop_flag.hpp"
 #include "crossbench/network.hpp"
 
 namespace crossbench {
@@ -64,6 +66,32 @@ TEST(Measure, WarmupIsNotRecordedAndConstantTimesStopAtMinSteps) {
   for (double sample : m.samples_ms) EXPECT_EQ(sample, 2.0);
   EXPECT_EQ(m.stop_reason, "ci_target");
   EXPECT_TRUE(m.reached_min_steps);
+}
+
+TEST(Measure, ACooldownLeavesTheDeviceIdleBeforeTheWarmupAndAStopEndsIt) {
+  // measure.cooldown_ms: the session runs nothing for that long, then the warm-up and the steps as ever.
+  ScriptedSession session([](int) { return 2.0; });
+  MeasureOptions options;
+  options.warmup_steps = 3;
+  options.min_steps = 20;
+  options.cooldown_ms = 60;
+  const auto start = std::chrono::steady_clock::now();
+  const Measurement m = measure(session, options);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(60));
+  EXPECT_EQ(session.steps(), 3 + 20);
+  EXPECT_EQ(m.warmup_steps, 3);
+  EXPECT_EQ(m.samples_ms.size(), 20u);
+
+  // A stop request (level 2: end the running cell) ends a long wait at once, and the cell with it.
+  stop_flag::reset();
+  stop_flag::raise(SIGTERM, 2);
+  ScriptedSession stopped([](int) { return 2.0; });
+  options.cooldown_ms = 600000;
+  const auto begun = std::chrono::steady_clock::now();
+  EXPECT_THROW(static_cast<void>(measure(stopped, options)), CellInterrupted);
+  EXPECT_LT(std::chrono::steady_clock::now() - begun, std::chrono::seconds(60)) << "the 10-minute wait ended early";
+  EXPECT_LE(stopped.steps(), 1);
+  stop_flag::reset();
 }
 
 TEST(Measure, AWarmupInMillisecondsRunsStepsUntilItHasLastedThatLong) {
