@@ -16,8 +16,9 @@ def _text(value):
 
 def cudnn_cells(path, engine_name="cudnn"):
     """{(network, precision, phase, batch): {"median_ms", "loss", "peak_memory_bytes", "decisions",
-    "mean_sm_clock_mhz", "throttled"}} for every measured cell of `engine_name` at gpus = 1 and replica 0 of
-    the first device (the clock NaN and throttled -1 where the cube has no telemetry)."""
+    "mean_sm_clock_mhz", "max_temperature_c", "throttled"}} for every measured cell of `engine_name` at gpus = 1
+    and replica 0 of the first device (the clock and temperature NaN and throttled -1 where the cube has no
+    telemetry: a CPU, no NVML, or a cube written before the temperature was recorded)."""
     cells = {}
     with h5py.File(path, "r") as cube:
         names = {d: [_text(v) for v in cube[d][()]]
@@ -29,6 +30,7 @@ def cudnn_cells(path, engine_name="cudnn"):
         median, peak, message = cube["median_ms"][()], cube["peak_memory_bytes"][()], cube["message"][()]
         decisions = cube["decisions"][()] if "decisions" in cube else None
         clock = cube["mean_sm_clock_mhz"][()] if "mean_sm_clock_mhz" in cube else None
+        temperature = cube["max_temperature_c"][()] if "max_temperature_c" in cube else None
         throttled = cube["throttled"][()] if "throttled" in cube else None
         engine = names["engine"].index(engine_name)
         for i_n, network in enumerate(names["network"]):
@@ -44,5 +46,6 @@ def cudnn_cells(path, engine_name="cudnn"):
                             "median_ms": float(median[at]), "loss": loss, "peak_memory_bytes": float(peak[at]),
                             "decisions": _text(decisions[at]) if decisions is not None else "",
                             "mean_sm_clock_mhz": float(clock[at]) if clock is not None else float("nan"),
+                            "max_temperature_c": float(temperature[at]) if temperature is not None else float("nan"),
                             "throttled": int(throttled[at]) if throttled is not None else -1}
     return cells

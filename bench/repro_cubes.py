@@ -9,7 +9,8 @@ measured time taken out: the same algorithms, layouts and fusions), and the
 algorithm cache's hits and misses per cube, and each cube's mean SM clock over the timed steps
 (a T after it: a power or thermal throttle reason fired; the H200's throttled cells are where the
 spread was largest, bench/results/2026-12-03/call38) and, where the cell searched, the SM clock
-while it did (min..mean, the decisions' search_sm_clock); last/1st and its geometric mean
+while it did (min..mean, the decisions' search_sm_clock), and each cube's hottest GPU temperature over the
+timed steps (- where the cube did not record it); last/1st and its geometric mean
 compare two settings (e.g. --layout nchw then nhwc). With --logs: the wall time each
 seed log records (gpu_session.sh's seed stage ends its log with
 "seed wall_s N"). Exit 1 when a cell's spread exceeds --limit.
@@ -52,6 +53,12 @@ def clock_text(cell):
     return text + ("T" if cell.get("throttled", -1) == 1 else "")
 
 
+def temperature_text(cell):
+    """The hottest GPU temperature sampled over the cell's timed steps [C]; - when not recorded."""
+    temperature = cell.get("max_temperature_c", float("nan"))
+    return "-" if math.isnan(temperature) else f"{temperature:.0f}"
+
+
 def search_clock_text(decisions):
     """The SM clock while the cell searched, min..mean [MHz]; - where it did not search (or did not say)."""
     found = SEARCH_CLOCK.search(decisions)
@@ -71,15 +78,16 @@ def spread_table(cubes, limit, engine="cudnn"):
         cache = " ".join(f"{u.group(1)}/{u.group(2)}" if u else "-" for u in uses)
         clocks = " ".join(clock_text(c[key]) for c in cells)
         search_clocks = " ".join(search_clock_text(c[key]["decisions"]) for c in cells)
-        rows.append((key, medians, ratio, same_plan, cache, clocks, search_clocks))
+        temperatures = " ".join(temperature_text(c[key]) for c in cells)
+        rows.append((key, medians, ratio, same_plan, cache, clocks, search_clocks, temperatures))
     print(f"{'network':10} {'precision':9} {'phase':9} {'batch':>5}  "
           + "  ".join(f"{'cube' + str(i + 1):>8}" for i in range(len(cubes)))
-          + f"  {'max/min':>7}  {'last/1st':>8}  plan  cache hits/misses  SM clock [MHz]  search SM clock [MHz]")
-    for (network, precision, phase, batch), medians, ratio, same_plan, cache, clocks, search_clocks in rows:
+          + f"  {'max/min':>7}  {'last/1st':>8}  plan  cache hits/misses  SM clock [MHz]  search SM clock [MHz]  max temp [C]")
+    for (network, precision, phase, batch), medians, ratio, same_plan, cache, clocks, search_clocks, temperatures in rows:
         flag = "" if ratio <= limit else "  <-- over " + str(limit)
         print(f"{network:10} {precision:9} {phase:9} {batch:5}  " + "  ".join(f"{m:8.3f}" for m in medians)
               + f"  {ratio:7.4f}  {medians[-1] / medians[0]:8.4f}  {'same' if same_plan else 'DIFF':4}  {cache}"
-              + f"  {clocks}  {search_clocks}{flag}")
+              + f"  {clocks}  {search_clocks}  {temperatures}{flag}")
     over = sum(1 for r in rows if r[2] > limit)
     if rows:  # e.g. cube1 = --layout nchw, cube2 = --layout nhwc: below 1, the last is faster
         geomean = math.exp(sum(math.log(r[1][-1] / r[1][0]) for r in rows) / len(rows))

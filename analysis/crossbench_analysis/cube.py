@@ -85,7 +85,8 @@ STATUS_LABELS = {
 FLOAT_VARS = (
     "median_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "p05_ms", "p95_ms",
     "ci_low_ms", "ci_high_ms", "images_per_s", "tflops", "peak_memory_bytes",
-    "energy_j_per_image", "mean_sm_clock_mhz", "exposed_communication_ms", "scaling_efficiency",
+    "energy_j_per_image", "mean_sm_clock_mhz", "min_sm_clock_mhz", "mean_power_w", "max_temperature_c",
+    "exposed_communication_ms", "scaling_efficiency",
 )
 # Schema 3: wall seconds of every cell, whatever its status (never masked by status).
 WALL_VARS = ("preparation_s", "search_s", "timed_s")
@@ -99,6 +100,9 @@ NOT_IN_SCHEMA = {
     SCHEMA_3: SEGMENT_VARS,
     SCHEMA_4: (),
 }
+# Variables added to the layout without a schema change: a cube of any schema written before them
+# lacks them; filled (NaN) on load and not reported as missing.
+OPTIONAL_VARS = ("min_sm_clock_mhz", "mean_power_w", "max_temperature_c")
 INT_VARS = {"throttled": -1, "steps": 0, "rank": -1, "segment": -1, "source": -1}  # name -> value when absent
 STRING_VARS = ("message",) + WALL_TEXT_VARS
 REQUIRED_VARS = ("status", "median_ms")
@@ -456,7 +460,7 @@ def _load_open(path: Path, f: h5py.File, schema: str, attrs: dict[str, str]) -> 
             elif name in INT_VARS:
                 arr = arr.astype(np.int64)
         else:
-            if name not in NOT_IN_SCHEMA[schema]:
+            if name not in NOT_IN_SCHEMA[schema] and name not in OPTIONAL_VARS:
                 missing.append(name)
             if name in FLOAT_VARS or name in WALL_VARS:
                 arr = np.full(file_shape, np.nan)

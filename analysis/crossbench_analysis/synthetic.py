@@ -82,6 +82,9 @@ FLOAT_ATTRS = {
     "peak_memory_bytes": ("bytes", "peak memory of the session: tensors, workspaces, weights"),
     "energy_j_per_image": ("J/image", "energy per image during the timed steps"),
     "mean_sm_clock_mhz": ("MHz", "mean SM clock during the timed steps"),
+    "min_sm_clock_mhz": ("MHz", "lowest SM clock sampled during the timed steps"),
+    "mean_power_w": ("W", "mean board power during the timed steps"),
+    "max_temperature_c": ("degC", "hottest GPU temperature sampled during the timed steps"),
     "exposed_communication_ms": (
         "ms", "data parallel: median time per step spent waiting for gradient all-reduces after the backward pass"),
     "scaling_efficiency": (

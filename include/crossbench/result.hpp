@@ -23,6 +23,9 @@ struct CellResult {
   double peak_memory_bytes = not_a_number; // [bytes]; a double so that "unknown" is NaN
   double energy_j_per_image = not_a_number;// [J/image], NaN without an energy counter
   double mean_sm_clock_mhz = not_a_number; // [MHz], NaN without telemetry
+  double min_sm_clock_mhz = not_a_number;  // [MHz] the lowest SM clock sampled, NaN without telemetry
+  double mean_power_w = not_a_number;      // [W] mean board power, NaN without telemetry
+  double max_temperature_c = not_a_number; // [°C] the hottest GPU temperature sampled, NaN without telemetry
   std::int8_t throttled = -1;              // 1 throttled, 0 not, -1 unknown
   // Data-parallel cells (gpus > 1): the median over timed steps of the time the
   // step waited for gradient all-reduces after its backward pass had finished,

@@ -117,6 +117,9 @@ nlohmann::json to_json(const CellResult& result) {
       {"peak_memory_bytes", number_to_json(result.peak_memory_bytes)},
       {"energy_j_per_image", number_to_json(result.energy_j_per_image)},
       {"mean_sm_clock_mhz", number_to_json(result.mean_sm_clock_mhz)},
+      {"min_sm_clock_mhz", number_to_json(result.min_sm_clock_mhz)},
+      {"mean_power_w", number_to_json(result.mean_power_w)},
+      {"max_temperature_c", number_to_json(result.max_temperature_c)},
       {"exposed_communication_ms", number_to_json(result.exposed_communication_ms)},
       {"scaling_efficiency", number_to_json(result.scaling_efficiency)},
       {"group_ranks", result.group_ranks},
@@ -173,6 +176,10 @@ CellResult cell_result_from_json(const nlohmann::json& record) {
   result.peak_memory_bytes = read_double(record, "peak_memory_bytes");
   result.energy_j_per_image = read_double(record, "energy_j_per_image");
   result.mean_sm_clock_mhz = read_double(record, "mean_sm_clock_mhz");
+  // Optional: records written before these were recorded have none (NaN).
+  if (record.contains("min_sm_clock_mhz")) result.min_sm_clock_mhz = read_double(record, "min_sm_clock_mhz");
+  if (record.contains("mean_power_w")) result.mean_power_w = read_double(record, "mean_power_w");
+  if (record.contains("max_temperature_c")) result.max_temperature_c = read_double(record, "max_temperature_c");
   if (record.contains("exposed_communication_ms"))
     result.exposed_communication_ms = read_double(record, "exposed_communication_ms");
   if (record.contains("scaling_efficiency")) result.scaling_efficiency = read_double(record, "scaling_efficiency");

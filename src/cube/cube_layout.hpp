@@ -32,6 +32,8 @@ struct FloatVariable {
   const char* long_name;
   double (*get)(const CellResult&);
   void (*set)(CellResult&, double);
+  // Added to the layout without a schema change: a cube written before lacks it, and it reads as NaN.
+  bool optional = false;
 };
 std::span<const FloatVariable> float_variables();
 

@@ -185,6 +185,8 @@ class CubeReader {
     }
 
     for (const layout::FloatVariable& entry : layout::float_variables()) {
+      // Older cubes of the same schema lack the optional variables: the cells keep NaN.
+      if (entry.optional && !hdf5::link_exists(file_, entry.name)) continue;
       const std::vector<double> values = read_cell_numbers<double>(entry.name);
       for (std::size_t k = 0; k < present.size(); ++k) entry.set(cells[k], values[present[k]]);
     }

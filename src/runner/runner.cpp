@@ -272,6 +272,9 @@ void summarize_cell(CellResult& result, const Network& network, const Measuremen
   const double steps_run = static_cast<double>(result.steps) * measurement.steps_per_sample;
   result.energy_j_per_image = telemetry.energy_j / (steps_run * static_cast<double>(cell.batch));
   result.mean_sm_clock_mhz = telemetry.mean_sm_clock_mhz;
+  result.min_sm_clock_mhz = telemetry.min_sm_clock_mhz;
+  result.mean_power_w = telemetry.mean_power_w;
+  result.max_temperature_c = telemetry.max_temperature_c;
   result.throttled = telemetry.throttled;
   result.tflops = flops_per_image * images_per_step / step_s / 1e12;
   if (!measurement.exposed_communication_ms.empty())

@@ -3,6 +3,7 @@
 #include "cube/cube_merge.hpp"
 
 #include <gtest/gtest.h>
+#include <hdf5.h>
 
 #include <unistd.h>
 
@@ -74,6 +75,44 @@ TEST(CubeMerge, UnionOfAxesAndCellsWithEachInputsProvenance) {
       EXPECT_TRUE(std::isnan(cell.search_s));
     }
   EXPECT_TRUE(found);
+}
+
+TEST(CubeMerge, ACubeWithoutTheTelemetryVariablesMergesWithOneThatHasThem) {
+  // a.h5 was written before min_sm_clock_mhz, mean_power_w and max_temperature_c (same schema).
+  const fs::path directory = fs::temp_directory_path() / ("crossbench_merge_telemetry_" + std::to_string(::getpid()));
+  fs::create_directories(directory);
+  const fs::path older = directory / "a.h5", newer = directory / "b.h5", merged_path = directory / "merged.h5";
+  write_cube(older, retagged(sample_cube(), "site=a", "aaaaaaaaaaaa"));
+  write_cube(newer, retagged(sample_cube(), "site=b", "bbbbbbbbbbbb"));
+  const hid_t file = H5Fopen(older.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  for (const char* name : {"min_sm_clock_mhz", "mean_power_w", "max_temperature_c"})
+    ASSERT_GE(H5Ldelete(file, name, H5P_DEFAULT), 0) << name;
+  H5Fclose(file);
+
+  const CubeContents merged = merge_cubes({{older, read_cube(older)}, {newer, read_cube(newer)}}, {});
+  write_cube(merged_path, merged);
+  const CubeContents read = read_cube(merged_path);
+  fs::remove_all(directory);
+  ASSERT_EQ(read.cells.size(), 2 * sample_cube().cells.size());
+  int older_ok = 0, newer_ok = 0;
+  for (const CellResult& cell : read.cells) {
+    if (cell.status != Status::ok) continue;
+    EXPECT_EQ(cell.mean_sm_clock_mhz, 1980.0);
+    if (cell.device_key.find("[site=a]") != std::string::npos) {
+      ++older_ok;
+      EXPECT_TRUE(std::isnan(cell.min_sm_clock_mhz));
+      EXPECT_TRUE(std::isnan(cell.mean_power_w));
+      EXPECT_TRUE(std::isnan(cell.max_temperature_c));
+    } else {
+      ++newer_ok;
+      EXPECT_EQ(cell.min_sm_clock_mhz, 1755.0);
+      EXPECT_EQ(cell.mean_power_w, 612.5);
+      EXPECT_EQ(cell.max_temperature_c, 57.0);
+    }
+  }
+  EXPECT_EQ(older_ok, 4);
+  EXPECT_EQ(newer_ok, 4);
 }
 
 TEST(CubeMerge, ASettingAnOlderCubeDoesNotRecordIsItsDefault) {

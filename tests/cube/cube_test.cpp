@@ -5,10 +5,12 @@
 
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "crossbench/cube.hpp"
 #include "crossbench/error.hpp"
@@ -45,7 +47,8 @@ void expect_same_cell(const CellResult& expected, const CellResult& actual) {
     return std::vector<double>{s.median_ms,     s.mean_ms,  s.std_ms,       s.min_ms,
                                s.max_ms,        s.p05_ms,   s.p95_ms,       s.ci_low_ms,
                                s.ci_high_ms,    r.images_per_s, r.tflops,   r.peak_memory_bytes,
-                               r.energy_j_per_image, r.mean_sm_clock_mhz, r.exposed_communication_ms,
+                               r.energy_j_per_image, r.mean_sm_clock_mhz, r.min_sm_clock_mhz,
+                               r.mean_power_w, r.max_temperature_c, r.exposed_communication_ms,
                                r.scaling_efficiency};
   };
   expect_same_numbers(numbers(expected), numbers(actual), what + " numbers");
@@ -69,6 +72,7 @@ CellResult as_stored(CellResult cell) {
     cell.statistics = Statistics{};
     cell.images_per_s = cell.tflops = cell.peak_memory_bytes = not_a_number;
     cell.energy_j_per_image = cell.mean_sm_clock_mhz = not_a_number;
+    cell.min_sm_clock_mhz = cell.mean_power_w = cell.max_temperature_c = not_a_number;
     cell.throttled = -1;
   }
   return cell;
@@ -178,6 +182,9 @@ TEST_F(CubeTest, NumbersOfCellsThatAreNotOkAreStoredAsNaN) {
     cell.peak_memory_bytes = 80e9;
     cell.energy_j_per_image = 0.5;
     cell.mean_sm_clock_mhz = 1500;
+    cell.min_sm_clock_mhz = 1400;
+    cell.mean_power_w = 650;
+    cell.max_temperature_c = 80;
     cell.throttled = 1;
   }
   const fs::path path = directory_ / "cube.h5";
@@ -190,9 +197,110 @@ TEST_F(CubeTest, NumbersOfCellsThatAreNotOkAreStoredAsNaN) {
     if (expected.status != Status::ok) {
       EXPECT_TRUE(std::isnan(actual->statistics.median_ms));
       EXPECT_TRUE(std::isnan(actual->peak_memory_bytes));
+      EXPECT_TRUE(std::isnan(actual->min_sm_clock_mhz));
+      EXPECT_TRUE(std::isnan(actual->mean_power_w));
+      EXPECT_TRUE(std::isnan(actual->max_temperature_c));
       EXPECT_EQ(actual->throttled, -1);
     }
   }
+}
+
+TEST_F(CubeTest, TelemetryOfOkCellsRoundTripsWithUnits) {
+  const fs::path path = directory_ / "cube.h5";
+  write_cube(path, sample_cube());
+  const CubeContents read = read_cube(path);
+  const CellResult* ok = find_cell(read.cells, sample_cube().cells[0]);
+  ASSERT_NE(ok, nullptr);
+  EXPECT_EQ(ok->mean_sm_clock_mhz, 1980.0);
+  EXPECT_EQ(ok->min_sm_clock_mhz, 1755.0);
+  EXPECT_EQ(ok->mean_power_w, 612.5);
+  EXPECT_EQ(ok->max_temperature_c, 57.0);
+  // The units as the file records them (netCDF/CF `units` attributes).
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  for (const auto& [name, units] : {std::pair<std::string, std::string>{"min_sm_clock_mhz", "MHz"},
+                                    {"mean_power_w", "W"}, {"max_temperature_c", "degC"}}) {
+    const hid_t dataset = H5Dopen2(file, name.c_str(), H5P_DEFAULT);
+    ASSERT_GE(dataset, 0) << name;
+    const hid_t attribute = H5Aopen(dataset, "units", H5P_DEFAULT);
+    ASSERT_GE(attribute, 0) << name;
+    const hid_t type = H5Aget_type(attribute);
+    std::string text;
+    if (H5Tis_variable_str(type) > 0) {
+      char* value = nullptr;
+      ASSERT_GE(H5Aread(attribute, type, &value), 0);
+      text = value;
+      H5free_memory(value);
+    } else {
+      text.resize(H5Tget_size(type));
+      ASSERT_GE(H5Aread(attribute, type, text.data()), 0);
+      text.resize(std::strlen(text.c_str()));
+    }
+    EXPECT_EQ(text, units) << name;
+    H5Tclose(type);
+    H5Aclose(attribute);
+    H5Dclose(dataset);
+  }
+  H5Fclose(file);
+  EXPECT_EQ(open_hdf5_objects(), 0);
+}
+
+TEST_F(CubeTest, OlderCubeWithoutTheTelemetryVariablesReadsThemAsNaN) {
+  // A cube written before min_sm_clock_mhz, mean_power_w and max_temperature_c were recorded (same
+  // schema): their datasets are absent. It must read, with NaN there and every other number intact.
+  const fs::path path = directory_ / "cube.h5";
+  const CubeContents written = sample_cube();
+  write_cube(path, written);
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  for (const char* name : {"min_sm_clock_mhz", "mean_power_w", "max_temperature_c"})
+    ASSERT_GE(H5Ldelete(file, name, H5P_DEFAULT), 0) << name;
+  H5Fclose(file);
+
+  const CubeContents read = read_cube(path);
+  EXPECT_EQ(open_hdf5_objects(), 0);
+  EXPECT_EQ(read.schema, cube_schema);
+  ASSERT_EQ(read.cells.size(), written.cells.size());
+  for (const CellResult& expected : written.cells) {
+    const CellResult* actual = find_cell(read.cells, expected);
+    ASSERT_NE(actual, nullptr) << describe(expected.cell);
+    EXPECT_TRUE(std::isnan(actual->min_sm_clock_mhz)) << describe(expected.cell);
+    EXPECT_TRUE(std::isnan(actual->mean_power_w)) << describe(expected.cell);
+    EXPECT_TRUE(std::isnan(actual->max_temperature_c)) << describe(expected.cell);
+    CellResult older = as_stored(expected);
+    older.min_sm_clock_mhz = older.mean_power_w = older.max_temperature_c = not_a_number;
+    expect_same_cell(older, *actual);
+  }
+  const CellResult* ok = find_cell(read.cells, written.cells[0]);
+  ASSERT_NE(ok, nullptr);
+  EXPECT_EQ(ok->mean_sm_clock_mhz, 1980.0);
+  EXPECT_EQ(ok->statistics.median_ms, 1.5);
+
+  // Written again (a resume or a merge of the older cube): the variables come back, NaN.
+  const fs::path again = directory_ / "again.h5";
+  write_cube(again, read);
+  const CubeContents reread = read_cube(again);
+  const CellResult* reread_ok = find_cell(reread.cells, written.cells[0]);
+  ASSERT_NE(reread_ok, nullptr);
+  EXPECT_TRUE(std::isnan(reread_ok->max_temperature_c));
+  EXPECT_EQ(reread_ok->mean_sm_clock_mhz, 1980.0);
+}
+
+TEST_F(CubeTest, AMissingRequiredFloatVariableIsStillRefused) {
+  // Only the variables added without a schema change may be absent: a cube without median_ms is broken.
+  const fs::path path = directory_ / "cube.h5";
+  write_cube(path, sample_cube());
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  ASSERT_GE(H5Ldelete(file, "energy_j_per_image", H5P_DEFAULT), 0);
+  H5Fclose(file);
+  try {
+    static_cast<void>(read_cube(path));
+    FAIL() << "a cube without energy_j_per_image was read";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("energy_j_per_image"), std::string::npos) << error.what();
+  }
+  EXPECT_EQ(open_hdf5_objects(), 0);
 }
 
 TEST_F(CubeTest, NotRunCellsAreNotReturned) {

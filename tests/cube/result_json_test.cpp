@@ -21,7 +21,8 @@ bool same_bits(double a, double b) {
 std::vector<double> numbers_of(const CellResult& r) {
   const Statistics& s = r.statistics;
   return {s.median_ms, s.mean_ms, s.std_ms, s.min_ms, s.max_ms, s.p05_ms, s.p95_ms, s.ci_low_ms, s.ci_high_ms,
-          r.images_per_s, r.tflops, r.peak_memory_bytes, r.energy_j_per_image, r.mean_sm_clock_mhz};
+          r.images_per_s, r.tflops, r.peak_memory_bytes, r.energy_j_per_image, r.mean_sm_clock_mhz,
+          r.min_sm_clock_mhz, r.mean_power_w, r.max_temperature_c};
 }
 
 void expect_identical(const CellResult& a, const CellResult& b) {
@@ -63,6 +64,9 @@ TEST(ResultJson, AwkwardDoublesAndNaNRoundTrip) {
   result.statistics.std_ms = not_a_number;                                  // NaN → null → NaN
   result.energy_j_per_image = std::numeric_limits<double>::infinity();     // no JSON number for it
   result.mean_sm_clock_mhz = -std::numeric_limits<double>::infinity();
+  result.min_sm_clock_mhz = 1.0 / 3.0;
+  result.mean_power_w = not_a_number;
+  result.max_temperature_c = 1e-300;
   result.tflops = std::numeric_limits<double>::denorm_min();
   result.peak_memory_bytes = 80.0 * (1ull << 30);
   result.throttled = 1;
@@ -94,6 +98,30 @@ TEST(ResultJson, RecordsWithoutLayerTimesAreAccepted) {
   nlohmann::json record = to_json(testing::sample_cube().cells.front());
   record.erase("layer_times");
   EXPECT_TRUE(cell_result_from_json(record).layer_times.empty());
+}
+
+TEST(ResultJson, TelemetryFieldsAreWrittenAndReadBack) {
+  const CellResult cell = testing::sample_cube().cells.front();
+  const nlohmann::json record = to_json(cell);
+  EXPECT_EQ(record.at("min_sm_clock_mhz"), 1755.0);
+  EXPECT_EQ(record.at("mean_power_w"), 612.5);
+  EXPECT_EQ(record.at("max_temperature_c"), 57.0);
+  const CellResult read = through_text(cell);
+  EXPECT_EQ(read.min_sm_clock_mhz, 1755.0);
+  EXPECT_EQ(read.mean_power_w, 612.5);
+  EXPECT_EQ(read.max_temperature_c, 57.0);
+}
+
+TEST(ResultJson, RecordsWithoutTheTelemetryFieldsReadAsNaN) {
+  // Journals written before min_sm_clock_mhz, mean_power_w and max_temperature_c were recorded.
+  nlohmann::json record = to_json(testing::sample_cube().cells.front());
+  for (const char* field : {"min_sm_clock_mhz", "mean_power_w", "max_temperature_c"}) record.erase(field);
+  const CellResult read = cell_result_from_json(record);
+  EXPECT_TRUE(std::isnan(read.min_sm_clock_mhz));
+  EXPECT_TRUE(std::isnan(read.mean_power_w));
+  EXPECT_TRUE(std::isnan(read.max_temperature_c));
+  EXPECT_EQ(read.mean_sm_clock_mhz, 1980.0);
+  EXPECT_EQ(read.status, Status::ok);
 }
 
 TEST(ResultJson, DefaultResultRoundTrips) {

@@ -34,6 +34,9 @@ inline CellResult sample_ok_cell(const std::string& device_key, const std::strin
   result.peak_memory_bytes = 2.5e9;
   result.energy_j_per_image = 0.125;
   result.mean_sm_clock_mhz = 1980.0;
+  result.min_sm_clock_mhz = 1755.0;
+  result.mean_power_w = 612.5;
+  result.max_temperature_c = 57.0;
   result.throttled = 0;
   result.steps = static_cast<std::int32_t>(samples.size());
   result.rank = rank;

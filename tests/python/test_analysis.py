@@ -932,6 +932,65 @@ def test_schema1_cube_reads_as_single_device(tmp_path):
     assert np.isfinite(outs[0]["images_per_s"]).all()
 
 
+TELEMETRY_VARS = ("min_sm_clock_mhz", "mean_power_w", "max_temperature_c")
+
+
+def test_cpp_writer_records_the_telemetry_variables(tmp_path):
+    """The C++ writer's sample (tests/cube/sample_cube.hpp) records min SM clock, mean power and max
+    temperature of its ok cells; load() reads them, NaN where the cell is not ok."""
+    exe = find_binary("write_sample_cube")
+    if exe is None:
+        pytest.skip(f"write_sample_cube (the C++ writer's sample program) is not built under {BUILD}")
+    path = tmp_path / "writer.h5"
+    r = subprocess.run([str(exe), str(path)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    c = cubemod.load(path)
+    assert c.missing_vars == []
+    ok = c.cells[c.cells["status"] == "ok"]
+    assert len(ok) == 4
+    assert (ok["min_sm_clock_mhz"] == 1755.0).all()
+    assert (ok["mean_power_w"] == 612.5).all()
+    assert (ok["max_temperature_c"] == 57.0).all()
+    assert c.ds["max_temperature_c"].dtype == np.float64
+    assert c.cells.loc[c.cells["status"] != "ok", list(TELEMETRY_VARS)].isna().all().all()
+
+
+@pytest.mark.parametrize("writer", ["h5py", "writer"])
+def test_older_cube_without_the_telemetry_variables_loads_with_nan(tmp_path, writer):
+    """A cube written before min_sm_clock_mhz, mean_power_w and max_temperature_c (the schema string
+    unchanged: the h5py writer's schema 2, the C++ writer's schema 4) lacks them: it loads, they are
+    NaN, and they are not reported missing."""
+    p = tmp_path / "older.h5"
+    if writer == "h5py":
+        write_h5py_cube(p)
+        schema, clock = cubemod.SCHEMA_2, 1755.0
+    else:
+        exe = find_binary("write_sample_cube")
+        if exe is None:
+            pytest.skip(f"write_sample_cube (the C++ writer's sample program) is not built under {BUILD}")
+        r = subprocess.run([str(exe), str(p)], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        schema, clock = cubemod.SCHEMA_4, 1980.0
+    with h5py.File(p, "r+") as f:
+        for name in TELEMETRY_VARS:
+            assert name in f, name  # today's writers record them
+            del f[name]
+    c = cubemod.load(p)
+    assert c.schema == schema
+    assert c.missing_vars == []
+    for name in TELEMETRY_VARS:
+        assert c.ds[name].dims == cubemod.CELL_DIMS and c.ds[name].dtype == np.float64
+        assert c.cells[name].isna().all(), name
+    # The rest of the cube reads as before: the ok single-GPU cells keep their mean SM clock.
+    cells = c.cells
+    ok = cells[(cells["status"] == "ok") & cells["device"].str.startswith("NVIDIA") & (cells["gpus"] == 1)]
+    assert len(ok) > 0 and (ok["mean_sm_clock_mhz"] == clock).all()
+    # A variable that every cube of the schema has is still reported when absent.
+    with h5py.File(p, "r+") as f:
+        del f["energy_j_per_image"]
+    assert cubemod.load(p).missing_vars == ["energy_j_per_image"]
+
+
 def test_write_schema1_refuses_data_parallel_cells(tmp_path):
     axes = {"device": [GPU_KEY], "engine": ["cudnn"], "network": ["alexnet"], "precision": ["fp32"],
             "batch": [8], "phase": ["training"], "replica": [0]}

@@ -46,11 +46,12 @@ def test_spread_is_max_over_min_of_each_cells_medians(cubes):
         assert float(fields[7]) == pytest.approx(b[phase] / a[phase], abs=5e-4)
         assert fields[8] == "same"  # the same engine and options: the same plan
     assert "2 cells in all 2 cubes" in result.stdout
-    # A CPU cube records no SM clock, nor one of a search: the columns say so for each cube, and nothing
-    # is marked throttled.
+    # A CPU cube records no SM clock, nor one of a search, nor a GPU temperature: the columns say so for
+    # each cube, and nothing is marked throttled.
     assert "SM clock [MHz]" in result.stdout and "search SM clock [MHz]" in result.stdout
+    assert result.stdout.splitlines()[0].endswith("search SM clock [MHz]  max temp [C]")
     for fields in lines.values():
-        assert fields[-4:] == ["-", "-", "-", "-"]
+        assert fields[-6:] == ["-", "-", "-", "-", "-", "-"]
 
 
 def test_the_clock_column_names_each_cubes_clock_and_throttle():
@@ -59,6 +60,41 @@ def test_the_clock_column_names_each_cubes_clock_and_throttle():
     assert clock_text({"mean_sm_clock_mhz": 1932.4, "throttled": 1}) == "1932T"
     assert clock_text({"mean_sm_clock_mhz": 1980.0, "throttled": 0}) == "1980"
     assert clock_text({"mean_sm_clock_mhz": float("nan"), "throttled": -1}) == "-"
+
+
+def test_the_temperature_column_names_each_cubes_hottest_temperature():
+    sys.path.insert(0, str(REPO / "bench"))
+    from repro_cubes import temperature_text  # noqa: E402
+    assert temperature_text({"max_temperature_c": 57.4}) == "57"
+    assert temperature_text({"max_temperature_c": 61.0}) == "61"
+    assert temperature_text({"max_temperature_c": float("nan")}) == "-"  # not recorded (CPU, no NVML)
+    assert temperature_text({}) == "-"
+
+
+def test_the_table_reads_each_cubes_temperature_and_an_older_cube_shows_a_dash(tmp_path):
+    # Two single-cell cubes by the h5py test writer: one with the temperature, one written before it
+    # was recorded (no max_temperature_c dataset at all).
+    h5py = pytest.importorskip("h5py")
+    sys.path.insert(0, str(REPO / "analysis"))
+    from crossbench_analysis.synthetic import ok_cell, write_cube  # noqa: E402
+    axes = {"device": ["NVIDIA H200 (132 SMs, sm_9.0, 140.0 GiB)"], "engine": ["cudnn"], "network": ["alexnet"],
+            "precision": ["fp32"], "batch": [64], "phase": ["inference"], "replica": [0]}
+    coords = {d: v[0] for d, v in axes.items()}
+    paths = []
+    for i, (median, temperature) in enumerate(((1.0, 58.0), (1.01, 63.0))):
+        cell = ok_cell(coords, [median] * 5, 64, mean_sm_clock_mhz=1980.0, max_temperature_c=temperature,
+                       throttled=0)
+        cell["decisions"] = "conv1:fwd=IMPLICIT_GEMM/tc"
+        cell["message"] = "stopped by ci_target; loss 6.9"
+        path = tmp_path / f"run{i}.h5"
+        write_cube(path, axes, [cell], [])
+        paths.append(path)
+    with h5py.File(paths[1], "r+") as f:
+        del f["max_temperature_c"]
+    result = run_script(*paths, "--limit", "1.05")
+    assert result.returncode == 0, result.stdout + result.stderr
+    row = next(line.split() for line in result.stdout.splitlines() if line.startswith("alexnet"))
+    assert row[-6:] == ["1980", "1980", "-", "-", "58", "-"]
 
 
 def test_a_spread_over_the_limit_fails(cubes):

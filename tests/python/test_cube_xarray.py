@@ -27,7 +27,8 @@ CPU = "CPU Intel(R) Xeon(R) Platinum 8480+ (16 threads, avx512_core_amx, 503.5 G
 CELL_DIMS = ("device", "engine", "network", "precision", "batch", "phase", "gpus", "replica")
 FLOAT_VARIABLES = ("median_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "p05_ms", "p95_ms",
                    "ci_low_ms", "ci_high_ms", "images_per_s", "tflops", "peak_memory_bytes",
-                   "energy_j_per_image", "mean_sm_clock_mhz", "exposed_communication_ms", "scaling_efficiency")
+                   "energy_j_per_image", "mean_sm_clock_mhz", "min_sm_clock_mhz", "mean_power_w",
+                   "max_temperature_c", "exposed_communication_ms", "scaling_efficiency")
 VARIABLES = ("status",) + FLOAT_VARIABLES + ("throttled", "steps", "rank", "message", "decisions",
                                              "samples_ms")
 STATUS_CODES = {"not_run": 0, "ok": 1, "oom": 2, "unsupported": 3, "failed": 4, "timeout": 5}
@@ -101,6 +102,9 @@ def test_every_variable_is_present_over_the_cell_dimensions(dataset):
     assert dataset["peak_memory_bytes"].attrs["units"] == "bytes"
     assert dataset["energy_j_per_image"].attrs["units"] == "J/image"
     assert dataset["mean_sm_clock_mhz"].attrs["units"] == "MHz"
+    assert dataset["min_sm_clock_mhz"].attrs["units"] == "MHz"
+    assert dataset["mean_power_w"].attrs["units"] == "W"
+    assert dataset["max_temperature_c"].attrs["units"] == "degC"
 
 
 def test_root_attributes(dataset):
@@ -130,6 +134,11 @@ def test_values_of_the_cells(dataset):
     assert float(dataset["images_per_s"].sel(OK_FIVE)) == pytest.approx(64 / 1.5e-3)
     assert float(dataset["peak_memory_bytes"].sel(OK_FIVE)) == 2.5e9
     assert int(dataset["throttled"].sel(OK_FIVE)) == 0
+    # The telemetry over the timed steps (sample_cube.hpp's ok cells).
+    assert float(dataset["mean_sm_clock_mhz"].sel(OK_FIVE)) == 1980.0
+    assert float(dataset["min_sm_clock_mhz"].sel(OK_FIVE)) == 1755.0
+    assert float(dataset["mean_power_w"].sel(OK_FIVE)) == 612.5
+    assert float(dataset["max_temperature_c"].sel(OK_FIVE)) == 57.0
     assert int(dataset["steps"].sel(OK_FIVE)) == 5
     assert int(dataset["rank"].sel(OK_THREE)) == 1
     # The data-parallel cell: the group's throughput and its two variables.
