@@ -16,9 +16,10 @@ def _text(value):
 
 def cudnn_cells(path, engine_name="cudnn"):
     """{(network, precision, phase, batch): {"median_ms", "loss", "peak_memory_bytes", "decisions",
-    "mean_sm_clock_mhz", "max_temperature_c", "throttled"}} for every measured cell of `engine_name` at gpus = 1
+    "mean_sm_clock_mhz", "max_temperature_c", "throttled", "repetition_medians_ms"}} for every measured cell of `engine_name` at gpus = 1
     and replica 0 of the first device (the clock and temperature NaN and throttled -1 where the cube has no
-    telemetry: a CPU, no NVML, or a cube written before the temperature was recorded)."""
+    telemetry: a CPU, no NVML, or a cube written before the temperature was recorded; the repetitions' medians
+    in run order, empty where the cell was measured once)."""
     cells = {}
     with h5py.File(path, "r") as cube:
         names = {d: [_text(v) for v in cube[d][()]]
@@ -32,6 +33,9 @@ def cudnn_cells(path, engine_name="cudnn"):
         clock = cube["mean_sm_clock_mhz"][()] if "mean_sm_clock_mhz" in cube else None
         temperature = cube["max_temperature_c"][()] if "max_temperature_c" in cube else None
         throttled = cube["throttled"][()] if "throttled" in cube else None
+        # --repetitions (schema 4): every repetition's median over the cell dimensions and `repetition`, NaN past
+        # a cell's last one.
+        repetitions = cube["repetition_median_ms"][()] if "repetition_median_ms" in cube else None
         engine = names["engine"].index(engine_name)
         for i_n, network in enumerate(names["network"]):
             for i_p, precision in enumerate(names["precision"]):
@@ -47,5 +51,7 @@ def cudnn_cells(path, engine_name="cudnn"):
                             "decisions": _text(decisions[at]) if decisions is not None else "",
                             "mean_sm_clock_mhz": float(clock[at]) if clock is not None else float("nan"),
                             "max_temperature_c": float(temperature[at]) if temperature is not None else float("nan"),
-                            "throttled": int(throttled[at]) if throttled is not None else -1}
+                            "throttled": int(throttled[at]) if throttled is not None else -1,
+                            "repetition_medians_ms": ([float(v) for v in repetitions[at] if not math.isnan(v)]
+                                                      if repetitions is not None else [])}
     return cells

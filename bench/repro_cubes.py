@@ -10,7 +10,9 @@ algorithm cache's hits and misses per cube, and each cube's mean SM clock over t
 (a T after it: a power or thermal throttle reason fired; the H200's throttled cells are where the
 spread was largest, bench/results/2026-12-03/call38) and, where the cell searched, the SM clock
 while it did (min..mean, the decisions' search_sm_clock), and each cube's hottest GPU temperature over the
-timed steps (- where the cube did not record it); last/1st and its geometric mean
+timed steps (- where the cube did not record it), and, where the cubes measured each cell in
+several fresh sessions (--repetitions), each cube's max/min of its sessions' medians (the spread inside one
+process; - where measured once: bench/results/2026-12-07 found the processes' spread there); last/1st and its geometric mean
 compare two settings (e.g. --layout nchw then nhwc). With --logs: the wall time each
 seed log records (gpu_session.sh's seed stage ends its log with
 "seed wall_s N"). Exit 1 when a cell's spread exceeds --limit.
@@ -59,6 +61,12 @@ def temperature_text(cell):
     return "-" if math.isnan(temperature) else f"{temperature:.0f}"
 
 
+def sessions_text(cell):
+    """max/min of the cell's repetitions' medians within one cube (--repetitions); - where measured once."""
+    medians = cell.get("repetition_medians_ms", [])
+    return f"{max(medians) / min(medians):.3f}" if len(medians) > 1 else "-"
+
+
 def search_clock_text(decisions):
     """The SM clock while the cell searched, min..mean [MHz]; - where it did not search (or did not say)."""
     found = SEARCH_CLOCK.search(decisions)
@@ -79,15 +87,18 @@ def spread_table(cubes, limit, engine="cudnn"):
         clocks = " ".join(clock_text(c[key]) for c in cells)
         search_clocks = " ".join(search_clock_text(c[key]["decisions"]) for c in cells)
         temperatures = " ".join(temperature_text(c[key]) for c in cells)
-        rows.append((key, medians, ratio, same_plan, cache, clocks, search_clocks, temperatures))
+        sessions = " ".join(sessions_text(c[key]) for c in cells)
+        rows.append((key, medians, ratio, same_plan, cache, clocks, search_clocks, temperatures, sessions))
     print(f"{'network':10} {'precision':9} {'phase':9} {'batch':>5}  "
           + "  ".join(f"{'cube' + str(i + 1):>8}" for i in range(len(cubes)))
-          + f"  {'max/min':>7}  {'last/1st':>8}  plan  cache hits/misses  SM clock [MHz]  search SM clock [MHz]  max temp [C]")
-    for (network, precision, phase, batch), medians, ratio, same_plan, cache, clocks, search_clocks, temperatures in rows:
+          + f"  {'max/min':>7}  {'last/1st':>8}  plan  cache hits/misses  SM clock [MHz]  search SM clock [MHz]  max temp [C]"
+          + "  sessions max/min")
+    for (network, precision, phase, batch), medians, ratio, same_plan, cache, clocks, search_clocks, temperatures, \
+            sessions in rows:
         flag = "" if ratio <= limit else "  <-- over " + str(limit)
         print(f"{network:10} {precision:9} {phase:9} {batch:5}  " + "  ".join(f"{m:8.3f}" for m in medians)
               + f"  {ratio:7.4f}  {medians[-1] / medians[0]:8.4f}  {'same' if same_plan else 'DIFF':4}  {cache}"
-              + f"  {clocks}  {search_clocks}  {temperatures}{flag}")
+              + f"  {clocks}  {search_clocks}  {temperatures}  {sessions}{flag}")
     over = sum(1 for r in rows if r[2] > limit)
     if rows:  # e.g. cube1 = --layout nchw, cube2 = --layout nhwc: below 1, the last is faster
         geomean = math.exp(sum(math.log(r[1][-1] / r[1][0]) for r in rows) / len(rows))

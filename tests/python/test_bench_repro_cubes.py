@@ -49,9 +49,10 @@ def test_spread_is_max_over_min_of_each_cells_medians(cubes):
     # A CPU cube records no SM clock, nor one of a search, nor a GPU temperature: the columns say so for
     # each cube, and nothing is marked throttled.
     assert "SM clock [MHz]" in result.stdout and "search SM clock [MHz]" in result.stdout
-    assert result.stdout.splitlines()[0].endswith("search SM clock [MHz]  max temp [C]")
+    assert result.stdout.splitlines()[0].endswith("search SM clock [MHz]  max temp [C]  sessions max/min")
     for fields in lines.values():
-        assert fields[-6:] == ["-", "-", "-", "-", "-", "-"]
+        # clock, search clock, temperature and (each cell measured once) sessions, for each of the two cubes
+        assert fields[-8:] == ["-"] * 8
 
 
 def test_the_clock_column_names_each_cubes_clock_and_throttle():
@@ -94,7 +95,40 @@ def test_the_table_reads_each_cubes_temperature_and_an_older_cube_shows_a_dash(t
     result = run_script(*paths, "--limit", "1.05")
     assert result.returncode == 0, result.stdout + result.stderr
     row = next(line.split() for line in result.stdout.splitlines() if line.startswith("alexnet"))
-    assert row[-6:] == ["1980", "1980", "-", "-", "58", "-"]
+    assert row[-8:] == ["1980", "1980", "-", "-", "58", "-", "-", "-"]
+
+
+def test_the_sessions_column_is_each_cubes_spread_of_its_repetitions():
+    from repro_cubes import sessions_text  # noqa: E402
+    assert sessions_text({"repetition_medians_ms": [2.098, 2.067, 2.090, 1.981]}) == f"{2.098 / 1.981:.3f}"
+    assert sessions_text({"repetition_medians_ms": [1.5]}) == "-"  # one session: no spread to show
+    assert sessions_text({}) == "-"  # a cube without repetitions
+
+
+def test_the_sessions_column_reads_the_repetitions_each_cube_recorded(tmp_path, crossbench_binary):
+    # Two real cubes, each cell measured in three fresh sessions (--repetitions 3): the column is each cube's
+    # max/min of the medians it stored in repetition_median_ms.
+    h5py = pytest.importorskip("h5py")
+    job = tmp_path / "job.ini"
+    job.write_text(JOB)
+    paths = []
+    for i in range(2):
+        path = tmp_path / f"rep{i}.h5"
+        subprocess.run([str(crossbench_binary), "run", "--job", str(job), "--repetitions", "3", "--output",
+                        str(path), "--quiet"], check=True, timeout=300)
+        paths.append(path)
+    result = run_script(*paths, "--engine", "onednn", "--limit", "1000")
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = {line.split()[2]: line.split() for line in result.stdout.splitlines() if line.startswith("alexnet")}
+    assert sorted(rows) == ["inference", "training"]
+    for i, path in enumerate(paths):
+        with h5py.File(path, "r") as f:
+            phases = [p.decode() if isinstance(p, bytes) else p for p in f["phase"][()]]
+            stored = f["repetition_median_ms"][()]
+            for phase, fields in rows.items():
+                medians = [v for v in stored[(0, 0, 0, 0, 0, phases.index(phase), 0, 0)] if v == v]
+                assert len(medians) == 3
+                assert fields[-2 + i] == f"{max(medians) / min(medians):.3f}"
 
 
 def test_a_spread_over_the_limit_fails(cubes):
