@@ -74,9 +74,9 @@
 #             STUDY_NAME (study) names the cube and log: e.g. STUDY_NAME=autotune STUDY_ENGINES=pytorch-compile
 #             STUDY_ARGS="--set engine.compile_mode=max-autotune" STUDY_PRECISIONS=fp32,tf32,bf16 for issue 24's
 #             max-autotune cells (bench/study_beside.py table study.h5 --extra max-autotune=autotune.h5)
-#   studysweep issue 29's figure 2 (STUDY_PREWARM_S as for study, but it does not pay here: on the GPU
-#             machine's 16 cores 8 prewarm processes compiled 3 of the sweep's pytorch-compile cells in 98 s,
-#             no faster than one after another: bench/results/2026-12-07): resnet50, vgg11, alexnet ($SWEEP_NETWORKS) in tf32 and bf16, batch 1 to
+#   studysweep issue 29's figure 2 (STUDY_PREWARM_S as for study, at 150 s or more: on the GPU machine's 16
+#             cores 8 side-by-side compiles each ran about twice as slow as alone, and an 88 s prewarm stopped
+#             5 of 8 unfinished: bench/results/2026-12-07): resnet50, vgg11, alexnet ($SWEEP_NETWORKS) in tf32 and bf16, batch 1 to
 #             the OOM boundary ($SWEEP_BATCHES, default 1 .. 8192 in powers of 2), both phases, cudnn and
 #             pytorch-compile; cube sweep.h5 in $STUDY_DIR, resumable like `study`
 #   layerdiag the cudnn cells where the yardstick trails a framework, with every layer's time
