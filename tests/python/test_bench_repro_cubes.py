@@ -14,18 +14,22 @@ sys.path.insert(0, str(REPO / "bench"))
 from repro_cubes import plan_of  # noqa: E402
 from test_bench_pytorch_ratio import JOB, medians  # noqa: E402  the same tiny oneDNN cube
 
-@pytest.fixture(scope="module")
-def cubes(tmp_path_factory, crossbench_binary):
-    directory = tmp_path_factory.mktemp("repro")
+def run_processes(directory, crossbench_binary, *options):
+    """Two cubes of the tiny oneDNN job, each from its own crossbench process (run0.h5, run1.h5)."""
     job = directory / "job.ini"
     job.write_text(JOB)
     outputs = []
     for i in range(2):
         output = directory / f"run{i}.h5"
-        subprocess.run([str(crossbench_binary), "run", "--job", str(job), "--output", str(output), "--quiet"],
-                       check=True, timeout=300)
+        subprocess.run([str(crossbench_binary), "run", "--job", str(job), *options, "--output", str(output),
+                        "--quiet"], check=True, timeout=300)
         outputs.append(output)
     return outputs
+
+
+@pytest.fixture(scope="module")
+def cubes(tmp_path_factory, crossbench_binary):
+    return run_processes(tmp_path_factory.mktemp("repro"), crossbench_binary)
 
 
 def run_script(*arguments):
@@ -109,14 +113,7 @@ def test_the_sessions_column_reads_the_repetitions_each_cube_recorded(tmp_path, 
     # Two real cubes, each cell measured in three fresh sessions (--repetitions 3): the column is each cube's
     # max/min of the medians it stored in repetition_median_ms.
     h5py = pytest.importorskip("h5py")
-    job = tmp_path / "job.ini"
-    job.write_text(JOB)
-    paths = []
-    for i in range(2):
-        path = tmp_path / f"rep{i}.h5"
-        subprocess.run([str(crossbench_binary), "run", "--job", str(job), "--repetitions", "3", "--output",
-                        str(path), "--quiet"], check=True, timeout=300)
-        paths.append(path)
+    paths = run_processes(tmp_path, crossbench_binary, "--repetitions", "3")
     result = run_script(*paths, "--engine", "onednn", "--limit", "1000")
     assert result.returncode == 0, result.stdout + result.stderr
     rows = {line.split()[2]: line.split() for line in result.stdout.splitlines() if line.startswith("alexnet")}
