@@ -600,6 +600,10 @@ class Report:
                                              else ("not measured" if ok else label(r.status))),
                         "peak memory [GiB]": fmt(r.peak_memory_bytes / 2**30, 3) if np.isfinite(r.peak_memory_bytes) else "",
                         "mean SM clock [MHz]": fmt(r.mean_sm_clock_mhz) if np.isfinite(r.mean_sm_clock_mhz) else "",
+                        # Since 2026-12 (older cubes: NaN, an empty entry)
+                        "mean power [W]": fmt(r.mean_power_w) if np.isfinite(r.mean_power_w) else "",
+                        "max temperature [°C]": (fmt(r.max_temperature_c) if np.isfinite(r.max_temperature_c)
+                                                 else ""),
                     })
         if rows:
             doc.table(pd.DataFrame(rows), f"efficiency at batch {b}", collapsed=len(rows) > 60)

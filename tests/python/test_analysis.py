@@ -955,6 +955,47 @@ def test_cpp_writer_records_the_telemetry_variables(tmp_path):
     assert c.cells.loc[c.cells["status"] != "ok", list(TELEMETRY_VARS)].isna().all().all()
 
 
+def test_the_efficiency_table_shows_each_cells_power_and_temperature(tmp_path):
+    """The report's efficiency table carries the C++ writer's mean power and hottest temperature of each ok
+    cell, and leaves them empty for a cube written before they were recorded."""
+    exe = find_binary("write_sample_cube")
+    if exe is None:
+        pytest.skip(f"write_sample_cube (the C++ writer's sample program) is not built under {BUILD}")
+    path = tmp_path / "writer.h5"
+    r = subprocess.run([str(exe), str(path)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+
+    def efficiency_rows(cube, out):
+        r = cli("report", cube, "-o", out)
+        assert r.returncode == 0, f"report failed:\n{r.stdout}\n{r.stderr}"
+        lines = (out / "report.md").read_text().splitlines()
+        rows = []
+        for header in (i for i, line in enumerate(lines) if "| mean power [W] |" in line):  # every such table
+            names = [c.strip() for c in lines[header].strip("|").split("|")]
+            for line in lines[header + 2:]:
+                if not line.startswith("|"):
+                    break
+                rows.append(dict(zip(names, (c.strip() for c in line.strip("|").split("|")))))
+        assert rows, "no efficiency table with a power column"
+
+        def measured(row):  # an ok cell: a number where others name their status
+            try:
+                return float(row["effective TFLOP/s"].replace(",", "")) > 0
+            except ValueError:
+                return False
+        return [row for row in rows if measured(row)]
+
+    ok_rows = efficiency_rows(path, tmp_path / "new")
+    assert len(ok_rows) >= 1  # the section shows one batch size: the sample has one ok cell at it
+    assert all(row["mean power [W]"] == "612.5" and row["max temperature [°C]"] == "57" for row in ok_rows)
+    with h5py.File(path, "r+") as f:
+        for name in TELEMETRY_VARS:
+            del f[name]
+    older = efficiency_rows(path, tmp_path / "older")
+    assert len(older) == len(ok_rows)
+    assert all(row["mean power [W]"] == "" and row["max temperature [°C]"] == "" for row in older)
+
+
 @pytest.mark.parametrize("writer", ["h5py", "writer"])
 def test_older_cube_without_the_telemetry_variables_loads_with_nan(tmp_path, writer):
     """A cube written before min_sm_clock_mhz, mean_power_w and max_temperature_c (the schema string
