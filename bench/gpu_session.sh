@@ -57,8 +57,8 @@
 #             $CUBE20_DIR (default bench/results/2026-12-01/cube20, carried by the working tree), resumed
 #             from its journal in the next call; copied to $OUT/cube20/ with the report's headline
 #   study     issue 29's cube: seed2017's 7 networks ($STUDY_NETWORKS) with cudnn, pytorch, pytorch-compile,
-#             jax ($STUDY_ENGINES) x fp32, tf32, bf16, amp-bf16 ($STUDY_PRECISIONS) x both phases, batch 64
-#             ($STUDY_BATCHES); one cube, study.h5, in $STUDY_DIR (default bench/results/2026-12-02/study,
+#             jax ($STUDY_ENGINES) x fp32, tf32, bf16, amp-bf16 ($STUDY_PRECISIONS) x both phases ($STUDY_PHASES),
+#             batch 64 ($STUDY_BATCHES); one cube, study.h5, in $STUDY_DIR (default bench/results/2026-12-02/study,
 #             carried by the working tree) with its journal and log, continued in the next call with
 #             --resume --allow-build-change (each call's run segment names its GPU and build); the workers'
 #             compile caches in $STUDY_DIR/compile-cache (git-ignored; packed, back in
@@ -494,7 +494,7 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
                 --set "matrix.engines=${STUDY_ENGINES:-cudnn,pytorch,pytorch-compile,jax}"
                 --set "matrix.networks=${STUDY_NETWORKS:-alexnet,overfeat,vgg11,googlenet,resnet50,resnet101,resnet152}"
                 --set "matrix.precisions=${STUDY_PRECISIONS:-fp32,tf32,bf16,amp-bf16}"
-                --set "matrix.batches=${STUDY_BATCHES:-64}" --set matrix.phases=inference,training
+                --set "matrix.batches=${STUDY_BATCHES:-64}" --set "matrix.phases=${STUDY_PHASES:-inference,training}"
                 --set measure.min_steps="${STUDY_STEPS:-100}" --set measure.target_ci=0.02)
       else
         # Batches past the OOM boundary cost one quick `oom` each (the allocation fails in preparation).
@@ -564,7 +564,7 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
           timeout "$beside_s" $CB run --job jobs/seed2017.ini --set matrix.engines=cudnn \
             --set "matrix.networks=${STUDY_NETWORKS:-alexnet,overfeat,vgg11,googlenet,resnet50,resnet101,resnet152}" \
             --set "matrix.precisions=${STUDY_PRECISIONS:-fp32,tf32,bf16,amp-bf16}" \
-            --set "matrix.batches=${STUDY_BATCHES:-64}" --set matrix.phases=inference,training \
+            --set "matrix.batches=${STUDY_BATCHES:-64}" --set "matrix.phases=${STUDY_PHASES:-inference,training}" \
             --set measure.min_steps="${STUDY_STEPS:-100}" --set measure.target_ci=0.02 ${STUDY_ARGS:-} \
             --algo-cache "$dir/algorithms.json" --filter "${beside[0]}" \
             --output "$dir/$beside_prefix${beside[1]}.h5" >"$dir/$beside_prefix${beside[1]}.log" 2>&1
