@@ -13,7 +13,8 @@ precision, phase) whose framework cells that segment finished: `beside_s<N>.h5`,
                          python has no h5py).
   table   STUDY.h5 [--beside beside_s*.h5] [--extra NAME=CUBE.h5 ...]
                          per (network, precision, phase): each framework's median [ms] (the study's
-                         pytorch, pytorch-compile, jax; --extra adds e.g. max-autotune cubes, each
+                         pytorch, pytorch-compile, jax; --extra adds e.g. max-autotune cubes (a NAME
+                         given again adds that cube's cells to the same column), each
                          cell against CUBE_beside_s<N>.h5 next to it where the stage measured one
                          (STUDY_NAME), else the cube's own cudnn cells), the cudnn median measured beside it, best
                          framework / cudnn (> 1: cudnn faster; each framework against the cudnn
@@ -103,7 +104,8 @@ def pair_cells(study, beside, extras=()):
     for extra in extras:
         name, rows = extra[0], extra[1]
         extra_beside = extra[2] if len(extra) > 2 else {}
-        columns.append(name)
+        if name not in columns:  # one name given twice (two cubes of one mode, e.g. one per phase): one column
+            columns.append(name)
         cudnn_of = {(r["network"], r["precision"], r["phase"]): r["median_ms"] for r in rows if r["engine"] == "cudnn"}
         for row in rows:
             if row["engine"] == "cudnn":

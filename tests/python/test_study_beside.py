@@ -110,6 +110,20 @@ def test_an_extra_cube_is_held_against_the_cudnn_cells_measured_beside_its_own_s
     assert table[("vgg11", "bf16", "training")]["ratio"]["max-autotune"] == 7.0 / 7.5      # no beside: its own
 
 
+def test_two_cubes_under_one_name_fill_one_column_each_against_its_own_beside_cells():
+    """max-autotune's inference and training cells came from two STUDY_NAME cubes (autotune.h5 and
+    autotune_training.h5, each with its own beside cubes): --extra max-autotune=... twice is one column."""
+    study = [row("jax", "overfeat", "tf32", "inference", 0, 1.539)]
+    extras = [("max-autotune", [row("pytorch-compile", "overfeat", "tf32", "inference", 0, 1.686)],
+               {(0, "overfeat", "tf32", "inference"): 1.479}),
+              ("max-autotune", [row("pytorch-compile", "overfeat", "tf32", "training", 0, 6.069)],
+               {(0, "overfeat", "tf32", "training"): 5.329})]
+    columns, table = study_beside.pair_cells(study, {}, extras)
+    assert columns == ["pytorch", "pytorch-compile", "jax", "max-autotune"]
+    assert table[("overfeat", "tf32", "inference")]["ratio"]["max-autotune"] == 1.686 / 1.479
+    assert table[("overfeat", "tf32", "training")]["ratio"]["max-autotune"] == 6.069 / 5.329  # its own segment 0
+
+
 def test_beside_cubes_are_named_by_the_segment_they_were_measured_beside(tmp_path):
     for bad in ("beside.h5", "autotune_beside_sx.h5", "besides_s1.h5"):
         try:
