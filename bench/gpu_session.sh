@@ -62,7 +62,8 @@
 #             carried by the working tree) with its journal and log, continued in the next call with
 #             --resume --allow-build-change (each call's run segment names its GPU and build); the workers'
 #             compile caches in $STUDY_DIR/compile-cache (git-ignored; packed, back in
-#             $OUT/study/compile-cache.tar.xz while the pack is under $STUDY_CACHE_MAX_MB, 24, and carried as
+#             $OUT/study/compile-cache.tar.xz while the pack is under $STUDY_CACHE_MAX_MB, 15 (else packed again
+#             without Triton's compiled kernels, triton/: the autotuning's choices and Inductor's sources), and carried as
 #             $STUDY_DIR/compile-cache.tar.xz, unpacked at the next call's start; else the log says the next call
 #             compiles cold; STUDY_COMPILE_CACHE=/tmp/... keeps it out of the tree); $STUDY_NP ranks; stops cleanly at $TLIMIT (exit 3: call again);
 #             STUDY_PREWARM_S=150 first compiles the next framework cells side by side for that long
@@ -470,9 +471,10 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
       # The workers' compile caches (engine.compile_cache), shared by both stages: $dir/compile-cache
       # (git-ignored, so it never travels as it is), carried between calls packed as
       # $dir/compile-cache.tar.xz, so that the next call compiles warm: Inductor's generated code
-      # and cubins pack to a fraction of their size, and the pack must fit what a call carries
-      # beside the bundle (64 MiB in all: $STUDY_CACHE_MAX_MB, 24, is its share of it); a larger
-      # one comes back no more and the next call compiles cold (STUDY_COMPILE_CACHE=/tmp/... keeps
+      # and cubins pack to a fraction of their size, and the pack must fit what a call returns (16 MiB a
+      # file) and carries beside the bundle (64 MiB in all): $STUDY_CACHE_MAX_MB, 15; a larger pack is made
+      # again without Triton's compiled kernels (below), and one still larger comes back no more and
+      # the next call compiles cold (STUDY_COMPILE_CACHE=/tmp/... keeps
       # the cache out of the tree and does not pack it).
       cache=${STUDY_COMPILE_CACHE:-$dir/compile-cache}
       packed="$dir/compile-cache.tar.xz"
@@ -579,14 +581,27 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
         "$dir/$beside_prefix"*.log "$OUT/$name/" 2>/dev/null
       [ -f "$dir/algorithms.json" ] && cp -p "$dir/algorithms.json" "$OUT/$name/"
       if [ "$cache" = "$dir/compile-cache" ] && [ -d "$cache" ]; then
-        XZ_OPT=${XZ_OPT:--T0} tar -C "$dir" -cJf "$OUT/$name/compile-cache.tar.xz" compile-cache
+        max_kib=$((${STUDY_CACHE_MAX_MB:-15} * 1024))
+        pack="$OUT/$name/compile-cache.tar.xz"
+        XZ_OPT=${XZ_OPT:--T0} tar -C "$dir" -cJf "$pack" compile-cache
         cache_mb=$(du -sm "$cache" | cut -f1)
-        packed_kib=$(du -sk "$OUT/$name/compile-cache.tar.xz" | cut -f1)
-        if [ "$packed_kib" -le $((${STUDY_CACHE_MAX_MB:-24} * 1024)) ]; then
-          echo "$name: compile cache $cache_mb MiB, packed $((packed_kib / 1024)) MiB: back in $OUT/$name/compile-cache.tar.xz"
+        packed_kib=$(du -sk "$pack" | cut -f1)
+        if [ "$packed_kib" -le "$max_kib" ]; then
+          echo "$name: compile cache $cache_mb MiB, packed $((packed_kib / 1024)) MiB: back in $pack"
         else
-          rm -f "$OUT/$name/compile-cache.tar.xz"
-          echo "$name: compile cache $cache_mb MiB, packed $((packed_kib / 1024)) MiB: too large to come back (STUDY_CACHE_MAX_MB=${STUDY_CACHE_MAX_MB:-24}); the next call compiles cold (each cell's decisions say so)"
+          # Lean: without Triton's compiled kernels (triton/: every candidate max-autotune benchmarked, most of
+          # the bulk). Inductor's own directory keeps the autotuning's choices, the kernels' sources and the FX
+          # graph and AOTAutograd entries, so the next call skips the benchmarks it holds and compiles only the
+          # chosen kernels again: a compile longer than a call (ResNet-50 max-autotune training, call 61) goes
+          # on where it stopped instead of starting cold.
+          XZ_OPT=${XZ_OPT:--T0} tar -C "$dir" --exclude=compile-cache/triton -cJf "$pack" compile-cache
+          lean_kib=$(du -sk "$pack" | cut -f1)
+          if [ "$lean_kib" -le "$max_kib" ]; then
+            echo "$name: compile cache $cache_mb MiB, packed $((packed_kib / 1024)) MiB: too large (STUDY_CACHE_MAX_MB=${STUDY_CACHE_MAX_MB:-15}); without Triton's compiled kernels (triton/) packed $((lean_kib / 1024)) MiB: back in $pack (the next call reuses the autotuning and recompiles the kernels it chose)"
+          else
+            rm -f "$pack"
+            echo "$name: compile cache $cache_mb MiB, packed $((packed_kib / 1024)) MiB, $((lean_kib / 1024)) MiB without triton/: too large to come back (STUDY_CACHE_MAX_MB=${STUDY_CACHE_MAX_MB:-15}); the next call compiles cold (each cell's decisions say so)"
+          fi
         fi
       fi
       if [ -f "$cube" ]; then

@@ -227,3 +227,38 @@ def test_the_compile_cache_travels_packed_and_the_next_call_compiles_warm(tmp_pa
         hits[name] = [(int(m.group(1)), int(m.group(2))) for m in found]
     assert sum(h for h, _ in hits["study"]) == 0, hits  # the first call compiled everything
     assert all(h == n and n > 0 for h, n in hits["again"]), hits  # the next one, from the carried pack
+
+
+def test_a_cache_too_large_to_come_back_comes_back_without_tritons_compiled_kernels(tmp_path, crossbench_binary):
+    """max-autotune's caches (1.0-1.6 GiB, 47-73 MiB packed on the H200: bench/results/2026-12-08) are mostly
+    Triton's compiled candidates; without triton/ the pack keeps Inductor's directory (the autotuning's
+    choices, the kernels' sources, the FX graph entries), so a compile longer than a call goes on in the
+    next. Incompressible bytes stand in for the cubins here; the cells are cudnn's (unsupported: fast)."""
+    import tarfile
+
+    study = tmp_path / "tree" / "study"
+    inductor = study / "compile-cache" / "inductor" / "ab"
+    triton = study / "compile-cache" / "triton" / "cd"
+    inductor.mkdir(parents=True)
+    triton.mkdir(parents=True)
+    (inductor / "cabcdef.py").write_text("# a kernel's source\n" * 100)
+    (inductor / "cabcdef.best_config").write_text('{"XBLOCK": 1024, "num_warps": 4}')
+    (triton / "kernel.cubin").write_bytes(os.urandom(3 * 1024 * 1024))
+    cudnn_only = dict(STUDY_ENGINES="cudnn", STUDY_NETWORKS="alexnet", STUDY_PRECISIONS="fp32")
+    lean = stage(tmp_path, crossbench_binary, study, STUDY_CACHE_MAX_MB="1", **cudnn_only)
+    assert lean.returncode == 0, lean.stdout + lean.stderr
+    pack = tmp_path / "out" / "study" / "compile-cache.tar.xz"
+    assert re.search(r"study: compile cache \d+ MiB, packed 3 MiB: too large \(STUDY_CACHE_MAX_MB=1\); without "
+                     r"Triton's compiled kernels \(triton/\) packed 0 MiB: back in \S+compile-cache.tar.xz",
+                     lean.stdout), lean.stdout
+    with tarfile.open(pack) as packed:
+        names = set(packed.getnames())
+    assert "compile-cache/inductor/ab/cabcdef.best_config" in names and "compile-cache/inductor/ab/cabcdef.py" in names
+    assert not any(name.startswith("compile-cache/triton/") for name in names), names
+    # Neither fits: nothing comes back, and the log says the next call compiles cold.
+    (inductor / "big.py").write_bytes(os.urandom(2 * 1024 * 1024))
+    cold = stage(tmp_path, crossbench_binary, study, STUDY_CACHE_MAX_MB="1", **cudnn_only)
+    assert cold.returncode == 0, cold.stdout + cold.stderr
+    assert "MiB without triton/: too large to come back (STUDY_CACHE_MAX_MB=1); the next call compiles cold" \
+        in cold.stdout, cold.stdout
+    assert not pack.exists()
