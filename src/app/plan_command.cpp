@@ -45,7 +45,9 @@ std::string estimate_legend(const Plan& plan) {
   else
     text << cache.directory << ": Inductor/Triton " << cache.inductor_entries << " files, JAX " << cache.jax_entries
          << " files; a framework with files there is estimated warm (x" << std::setprecision(2)
-         << kWarmCompileFraction << " of its cold compile, at least " << kWarmCompileFloorSeconds << " s)\n";
+         << kWarmCompileFraction << " of its cold compile, at least " << kWarmCompileFloorSeconds
+         << " s); in an empty one, a pytorch-compile cell after the first batch of its series compiles at x"
+         << kSeriesCompileFraction << " of cold (another batch cached)\n";
   if (plan.algorithm_cache.file != "none") {
     text << "  algorithm cache (engine.algo_cache): " << plan.algorithm_cache.file << ": ";
     std::int64_t total = 0;

@@ -161,6 +161,8 @@ double warm_compile_seconds(double cold_s) {
   return std::min(cold_s, std::max(kWarmCompileFloorSeconds, cold_s * kWarmCompileFraction));
 }
 
+bool compile_shared_across_batches(const std::string& engine) { return engine == "pytorch-compile"; }
+
 // A layer's kind, input and output shapes and parameters: equal for layers a framework or an
 // engine treats alike.
 std::string layer_signature(const Network& network, const Layer& layer) {

@@ -57,6 +57,16 @@ inline constexpr double kWarmCompileFloorSeconds = 4.5;
 // A framework cell's compile from a warm cache [s]: kWarmCompileFraction of its cold compile, at least
 // kWarmCompileFloorSeconds, at most the cold compile itself.
 [[nodiscard]] double warm_compile_seconds(double cold_s);
+// A pytorch-compile cell whose graph the cache does not hold, but which another batch of its series (the
+// same network, precision, phase and compile mode) compiled into it earlier in the run, compiles at this
+// fraction of cold: Inductor's generated kernels, their autotuned configurations and its dynamic-shape
+// profile carry over from one batch to the next, the graph does not. Fitted to the H200's batch sweep
+// (bench/results/2026-12-06/sweep-pytorch-compile, 30 cells: such compiles took 0.38-0.91 of the cold
+// model, median 0.55; with 0.6, 24 of the 30 cells' walls are within 25% of the plan, 16 without). JAX's
+// persistent cache keeps whole executables, one per batch, so its series compile cold.
+inline constexpr double kSeriesCompileFraction = 0.6;
+// Whether `engine`'s compiles share work across the batches of a series through the compile cache.
+[[nodiscard]] bool compile_shared_across_batches(const std::string& engine);
 
 // The layers of a network that differ in kind, input and output shapes or parameters; of one kind only
 // where `only` names it.

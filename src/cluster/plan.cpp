@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <string_view>
 
 #include "crossbench/error.hpp"
 #include "crossbench/network.hpp"
@@ -200,6 +201,35 @@ void account_search_reuse(Plan& plan) {
   }
 }
 
+// A framework series (one engine, network, precision, phase and group size over several batches) compiles
+// one graph per batch into the run's compile cache, and a pytorch-compile cell finds its series' earlier
+// batches there: the cells planned cold after the first of their series compile at kSeriesCompileFraction of
+// cold (cost_model.hpp). Walks the plan's cells in order (under measure.oom_boundary = stop, each series
+// smallest batch first). No persistent cache (engine.compile_cache = none), a warm directory (already
+// estimated warm), data-parallel and capped cells and those estimated from recorded times keep their estimates.
+void account_compile_reuse(Plan& plan) {
+  if (plan.compile_cache.directory == "none") return;
+  constexpr std::string_view cold = " (cold)";  // model_cell_estimate's search_kind of a cold compile
+  std::set<std::string> compiled;                // the series whose cells the run compiles before the current one
+  for (PlannedCell& planned : plan.cells) {
+    CellEstimate& model = planned.model;
+    if (!compile_shared_across_batches(planned.cell.engine) || planned.data_parallel() || model.cold_compile_s <= 0 ||
+        model.capped || !std::string_view(model.search_kind).ends_with(cold))
+      continue;
+    CellSpec series = planned.cell;
+    series.batch = 0;
+    series.replica = 0;
+    if (compiled.insert(describe(series)).second) continue;  // the series' first compile: cold
+    model.search_s = model.cold_compile_s * kSeriesCompileFraction;
+    model.search_kind.replace(model.search_kind.size() - cold.size(), cold.size(), " (another batch cached)");
+    if (planned.estimate_source != kEstimateModel) continue;
+    const double saved_s = planned.estimated_s - planned.model.total_s();
+    planned.estimated_s -= saved_s;
+    if (planned.rank >= 0) plan.rank_load_s[static_cast<std::size_t>(planned.rank)] -= saved_s;
+    plan.total_s -= saved_s;
+  }
+}
+
 }  // namespace
 
 Plan make_plan(const JobOptions& options, const std::vector<Device>& rank_devices, const std::set<std::string>& done,
@@ -246,6 +276,7 @@ Plan make_plan(const JobOptions& options, const std::vector<Device>& rank_device
   // measure.oom_boundary = stop: each series smallest batch first, so that its first oom ends it.
   if (options.measure.stop_at_oom_boundary) order_series_by_batch(plan.cells);
   account_search_reuse(plan);
+  account_compile_reuse(plan);
   if (!tally.selected_any)
     throw UsageError("--filter '" + options.cell_filter + "' matches no cell of the matrix; it is searched in names "
                      "such as '" + tally.example_cell + "' (engine/network/precision/b<batch>/phase/r<replica>; "

@@ -424,6 +424,51 @@ TEST(CostModel, AWarmCompileCacheShortensItsFrameworksCompiles) {
                    find_cell(cold, "jax", "resnet50", Phase::training).model.search_s);
 }
 
+// A batch series of pytorch-compile cells shares the run's compile cache: after the series' first compile,
+// each later batch compiles at kSeriesCompileFraction of cold (the H200's sweep). JAX's executables are
+// per batch (cold each), and without a persistent cache nothing carries over.
+TEST(Plan, LaterBatchesOfATorchCompileSeriesFindTheFirstsKernelsInTheCompileCache) {
+  const auto directory = std::filesystem::temp_directory_path() / ("plan_test_series_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(directory);  // an empty cache: every compile of the plan cold but for the series' reuse
+  JobOptions options = framework_options({"vgg11", "alexnet"}, directory.string());
+  options.matrix.batches = {1, 2, 4};
+  options.matrix.phases = {Phase::training};
+  options.measure.stop_at_oom_boundary = true;  // each series smallest batch first, as the sweep runs
+  const std::vector<Device> devices(1, cpu_device(""));
+  const Plan shared = make_plan(options, devices);
+  JobOptions none = options;
+  none.engine.settings["engine.compile_cache"] = "none";
+  const Plan cold = make_plan(none, devices);
+  ASSERT_EQ(shared.cells.size(), 12u);
+  std::map<std::string, int> cold_compiles;  // per series
+  double sum_s = 0;
+  for (const PlannedCell& planned : shared.cells) {
+    sum_s += planned.estimated_s;
+    const std::string series = planned.cell.engine + "/" + planned.cell.network;
+    if (planned.cell.engine == "jax") {
+      EXPECT_EQ(planned.model.search_kind, "jax.jit (cold)") << describe(planned.cell);
+      continue;
+    }
+    if (planned.cell.batch == 1) {
+      ++cold_compiles[series];
+      EXPECT_EQ(planned.model.search_kind, "torch.compile (cold)") << describe(planned.cell);
+      EXPECT_DOUBLE_EQ(planned.model.search_s, planned.model.cold_compile_s);
+    } else {
+      EXPECT_EQ(planned.model.search_kind, "torch.compile (another batch cached)") << describe(planned.cell);
+      EXPECT_NEAR(planned.model.search_s, kSeriesCompileFraction * planned.model.cold_compile_s, 1e-9);
+      EXPECT_NEAR(planned.estimated_s, planned.model.total_s(), 1e-9);
+    }
+  }
+  EXPECT_EQ(cold_compiles, (std::map<std::string, int>{{"pytorch-compile/alexnet", 1}, {"pytorch-compile/vgg11", 1}}));
+  EXPECT_NEAR(shared.total_s, sum_s, 1e-9);
+  EXPECT_NEAR(shared.rank_load_s[0], sum_s, 1e-9);
+  EXPECT_LT(shared.total_s, cold.total_s);
+  for (const PlannedCell& planned : cold.cells)
+    EXPECT_NE(planned.model.search_kind.find("(cold)"), std::string::npos) << describe(planned.cell);
+  EXPECT_FALSE(compile_shared_across_batches("jax"));
+  EXPECT_TRUE(compile_shared_across_batches("pytorch-compile"));
+}
+
 // A native engine's exhaustive search replays an algorithm cache that holds
 // records for the cell's device (the study's cudnn cells took 0.18 of an
 // estimate that searched every convolution); another device's records do not count.

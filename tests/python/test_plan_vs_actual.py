@@ -91,6 +91,13 @@ def test_the_estimate_as_found_moves_only_the_compile():
     # A native engine's search is no compile: unchanged.
     native = {"estimated_s": 20.0, "search_kind": "exhaustive search", "model": {"search_s": 19.0}}
     assert plan_vs_actual.as_found(native, "hit") == 20.0
+    # A later batch of a torch.compile series (plans from 2026-12-04 on): the plan expected another batch's
+    # kernels in the cache; a miss is that estimate, a hit the warm compile of the cold one.
+    series = {"estimated_s": 40.0, "search_kind": "torch.compile (another batch cached)",
+              "model": {"preparation_s": 9.0, "search_s": 30.0, "steps_s": 1.0, "cold_compile_s": 50.0}}
+    assert plan_vs_actual.as_found(series, "miss") == pytest.approx(40.0)
+    assert plan_vs_actual.as_found(series, "hit") == pytest.approx(9.0 + 12.5 + 1.0)
+    assert plan_vs_actual.as_found(series, "") == 40.0
 
 
 def test_held_out_leaves_out_recorded_estimates(tmp_path, run_crossbench):
