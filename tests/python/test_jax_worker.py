@@ -13,6 +13,7 @@ import functools
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -265,7 +266,13 @@ def test_jax_cells_end_ok_in_the_cube(run_crossbench, jax_interpreter, tmp_path)
             assert f["steps"][cell] == 3 and f["median_ms"][cell] > 0, (phase, message)
             assert np.isfinite(f["samples_ms"][cell][:3]).all()
             assert "loss" in message, message
-            assert f["decisions"][cell].decode().startswith("jax "), f["decisions"][cell]
+            decisions = f["decisions"][cell].decode()
+            assert decisions.startswith("jax "), decisions
+            # Where the preparation went (common/preparation.py, and crossbench's own two parts at the end).
+            assert re.search(r" setup=\d+\.\d\ds\(untimed: model, inputs\) startup=import \d+\.\d\ds \+ device "
+                             r"\d+\.\d\ds\(untimed, in hello\)", decisions), decisions
+            assert re.search(r" worker_start=\d+\.\d\ds\(new process: spawn to hello\) worker_prepare=\d+\.\d\ds$",
+                             decisions), decisions
 
 
 DEVICE_MASK_CHECK = r"""

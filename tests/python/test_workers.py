@@ -2,6 +2,7 @@
 beside the oneDNN engine in one cube, and fault injection with a deliberately
 broken worker (a real process that crashes, hangs or writes garbage)."""
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -139,3 +140,40 @@ def test_worker_names_are_validated(run_crossbench, tmp_path):
                               limit=10, workers="onednn = /bin/true"))
     result = run_crossbench("run", "--job", job, "--output", tmp_path / "o.h5")
     assert result.returncode == 2 and "native engine" in result.stderr
+
+
+def decisions_of(path):
+    """{phase: decisions} of a one-network, one-engine cube (analysis package)."""
+    sys.path.insert(0, str(REPO / "analysis"))
+    from crossbench_analysis import cube_extras
+    from crossbench_analysis.cube import CELL_DIMS, load
+
+    cube = load(path)
+    table = cube.cells.merge(cube_extras.decisions(cube), on=list(CELL_DIMS))
+    return {row.phase: row.decisions for row in table.itertuples()}
+
+
+@needs_torch
+def test_a_worker_cells_preparation_is_split_in_its_decisions(run_crossbench, tmp_path):
+    """Where a worker cell's untimed preparation_s went, told by both sides (issue 29 item 5: the framework
+    cell's own cost): crossbench's wait for the process's hello and for `prepare`, the worker's model setup
+    and, in its process's first cell alone, `import torch` and the device's first use."""
+    run_job(run_crossbench, tmp_path, phases="inference, training",
+            workers=f"pytorch = /usr/bin/python3 -u {{workers}}/pytorch/worker.py")
+    fresh = decisions_of(tmp_path / "cube.h5")
+    number = r"\d+\.\d\ds"
+    for phase, text in fresh.items():  # a fresh worker per cell (the default)
+        assert re.search(rf" setup={number}\(untimed: model, inputs\)", text), (phase, text)
+        assert re.search(rf" startup=import {number} \+ device {number}\(untimed, in hello\)", text), (phase, text)
+        assert re.search(rf" worker_start={number}\(new process: spawn to hello\) worker_prepare={number}$", text), text
+    # One worker for both cells (engine.worker_per_cell = false): only the first it served started a process.
+    job = tmp_path / "job.ini"
+    job.write_text(job.read_text().replace("[measure]", "[engine]\nworker_per_cell = false\n\n[measure]"))
+    shared = tmp_path / "shared.h5"
+    result = run_crossbench("run", "--job", job, "--output", shared, "--quiet", timeout=600)
+    assert result.returncode == 0, result.stderr + result.stdout
+    texts = list(decisions_of(shared).values())
+    assert sum("(new process: spawn to hello)" in t for t in texts) == 1, texts
+    assert sum(" startup=import " in t for t in texts) == 1, texts
+    assert sum(re.search(rf" worker_start={number}\(running worker\) worker_prepare={number}$", t) is not None
+               for t in texts) == 1, texts

@@ -40,8 +40,12 @@ class WorkerEngine;
 // Its steps run in the worker process: the Runner drives them through RemoteSteps.
 class WorkerSession final : public Session, public RemoteSteps {
  public:
-  WorkerSession(WorkerEngine& engine, double peak_bytes, std::string versions) : engine_(engine), peak_bytes_(peak_bytes) {
+  // `preparation`: where the cell's untimed preparation went on this side of the protocol (the worker's
+  // decisions break its own share down further, e.g. compile=), kept after the worker's decisions.
+  WorkerSession(WorkerEngine& engine, double peak_bytes, std::string versions, std::string preparation)
+      : engine_(engine), peak_bytes_(peak_bytes), preparation_(std::move(preparation)) {
     record_.versions = std::move(versions);
+    record_.decisions = preparation_;
   }
   ~WorkerSession() override;
   void step() override { throw Error("a worker session runs its steps in batches (RemoteSteps::run_steps); step() is not used"); }
@@ -54,8 +58,21 @@ class WorkerSession final : public Session, public RemoteSteps {
  private:
   WorkerEngine& engine_;
   double peak_bytes_;
+  std::string preparation_;
   SteadyClockTimer unused_timer_;
 };
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// "worker_start=2.31s(new process: spawn to hello) worker_prepare=37.80s": the two parts of a worker cell's
+// preparation_s that crossbench sees, both untimed. A fresh worker's start is the interpreter, the framework's
+// imports and its device's first use, paid again by every cell under engine.worker_per_cell.
+std::string preparation_text(bool started, double start_s, double prepare_s) {
+  char text[160];
+  std::snprintf(text, sizeof text, "worker_start=%.2fs(%s) worker_prepare=%.2fs", start_s,
+                started ? "new process: spawn to hello" : "running worker", prepare_s);
+  return text;
+}
 
 class WorkerEngine final : public Engine {
  public:
@@ -77,7 +94,10 @@ class WorkerEngine final : public Engine {
 
   std::unique_ptr<Session> prepare(const Network& network, const CellSpec& cell, Communicator* communicator) override {
     if (communicator != nullptr) return nullptr;  // workers train on one device
-    start_if_needed();
+    const auto start = Clock::now();
+    const bool started = start_if_needed();
+    const double start_s = seconds_since(start);  // [s]
+    const auto prepare_start = Clock::now();
     const json request = prepare_request(network, cell, config_, kWorkerProtocol);
     json reply;
     try {
@@ -88,7 +108,8 @@ class WorkerEngine final : public Engine {
       throw;
     }
     const auto& peak = reply.contains("peak_memory_bytes") ? reply["peak_memory_bytes"] : json();
-    return std::make_unique<WorkerSession>(*this, peak.is_number() ? peak.get<double>() : NAN, versions_);
+    return std::make_unique<WorkerSession>(*this, peak.is_number() ? peak.get<double>() : NAN, versions_,
+                                           preparation_text(started, start_s, seconds_since(prepare_start)));
   }
 
   // One request, one reply of the expected type; any protocol failure costs the
@@ -158,8 +179,9 @@ class WorkerEngine final : public Engine {
   }
 
  private:
-  void start_if_needed() {
-    if (worker_ && worker_->running()) return;
+  // Whether it started a new process (false: the running worker serves the cell).
+  bool start_if_needed() {
+    if (worker_ && worker_->running()) return false;
     std::map<std::string, std::string> environment{{"PYTHONUNBUFFERED", "1"},
                                                    {"OMP_NUM_THREADS", std::to_string(std::max(1, config_.threads))},
                                                    {"CROSSBENCH_WORKER_ENGINE", name_}};
@@ -213,6 +235,7 @@ class WorkerEngine final : public Engine {
     // framework runs on; a worker without it is recorded by its `framework` text.
     const json versions = hello.value("versions", json::object());
     versions_ = versions.is_object() && !versions.empty() ? versions.dump() : json{{"framework", framework_}}.dump();
+    return true;
   }
 
   std::string name_;
@@ -256,7 +279,10 @@ RemoteBatch WorkerSession::run_steps(int count, double seconds_left, bool warmup
   batch.steps_per_sample = reply.value("steps_per_sample", 1);
   if (reply.contains("peak_memory_bytes") && reply["peak_memory_bytes"].is_number())
     peak_bytes_ = reply["peak_memory_bytes"].get<double>();
-  record_.decisions = reply.value("decisions", record_.decisions);
+  if (reply.contains("decisions")) {
+    const std::string decisions = reply["decisions"].get<std::string>();
+    record_.decisions = decisions.empty() ? preparation_ : decisions + " " + preparation_;
+  }
   return batch;
 }
 

@@ -78,7 +78,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if os.path.dirname(os.path.abspath(__file__)) not in sys.path:  # step_events.py, also when loaded by a bench script
     sys.path.append(os.path.dirname(os.path.abspath(__file__)))
 
-from common import compile_cache, recipes  # noqa: E402
+from common import compile_cache, preparation, recipes  # noqa: E402
 from common.libraries import loaded_library_versions  # noqa: E402
 from common.protocol import WorkerError, serve, settings  # noqa: E402
 from step_events import StepEvents  # noqa: E402
@@ -123,9 +123,11 @@ np = synthetic = None  # numpy and common.synthetic, imported by hello() (so a p
 class JaxAdapter:
     def __init__(self):
         self.jax = None
+        self.startup = None  # (import, device) [s] of hello, told by the process's first cell (common/preparation.py)
 
     def hello(self):
         global np, synthetic
+        clock = preparation.StartupClock()
         try:
             import jax
             if getattr(jax, "__file__", None) is None:
@@ -139,6 +141,7 @@ class JaxAdapter:
                         message=f"JAX is not importable by {sys.executable} ({error}): "
                                 "pip install jax (CPU) or jax[cuda12]")
         self.jax = jax
+        clock.imported()
         device = jax.devices()[0]
         if device.platform == "cpu":
             described = "cpu"
@@ -153,11 +156,13 @@ class JaxAdapter:
         except Exception:  # noqa: BLE001 (an odd install: the version is simply not named)
             pass
         versions.update(loaded_library_versions())
+        self.startup = clock.seconds()
         return dict(worker=WORKER, status="ok", framework=f"jax {jax.__version__}", device=described,
                     versions=versions)
 
     def prepare(self, request):
-        return JaxSession(self.jax, request)
+        startup, self.startup = self.startup, None
+        return JaxSession(self.jax, request, startup)
 
     def classify(self, error):
         text = str(error)
@@ -501,9 +506,11 @@ def cell_peak_bytes(stats_at_start, stats_now):
 
 
 class JaxSession:
-    def __init__(self, jax, request):
+    def __init__(self, jax, request, startup=None):
         import jax.numpy as jnp
 
+        setup_start = time.perf_counter()
+        self.startup = startup
         self.jax = jax
         cell = request["cell"]
         self.precision, self.phase, self.batch = cell["precision"], cell["phase"], int(cell["batch"])
@@ -598,6 +605,7 @@ class JaxSession:
         self._loss = jax.jit(net.loss)
         self.compile_cache = JaxCache(jax, given[compile_cache.SETTING])  # before the compile: see JaxCache
         start = time.perf_counter()
+        self.setup_s = start - setup_start  # [s] the parameters, inputs and jitted functions, before the compile
         with jax.default_matmul_precision(self.matmul_precision):
             self._one_step(self._step_args())  # compilation, untimed; counts as step 0
             if self.timing == EVENTS:
@@ -805,6 +813,7 @@ class JaxSession:
         if self.timing_fallback:
             text += f" timing_fallback=events unavailable: {self.timing_fallback}"
         text += f" compile={self.compile_s:.1f}s(untimed) {self.compile_cache.describe()} traces={self.traces}"
+        text += preparation.describe(self.setup_s, self.startup)  # common/preparation.py
         if self.traces_before_timed is not None and self.traces_after_timed is not None:
             text += f" timed_steps: retraces={self.traces_after_timed - self.traces_before_timed}"
         stats = self._memory_stats()

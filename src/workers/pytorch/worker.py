@@ -31,7 +31,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from common.libraries import loaded_library_versions  # noqa: E402
-from common import compile_cache, recipes  # noqa: E402
+from common import compile_cache, preparation, recipes  # noqa: E402
 from common.protocol import WorkerError, serve, settings  # noqa: E402
 
 COMPILE_MODES = ("reduce-overhead", "max-autotune")
@@ -98,9 +98,13 @@ class PytorchAdapter:
     def __init__(self, compile_model):
         self.compile_model = compile_model
         self.torch = None
+        # [s] this process's start inside hello: `import torch`, then the device's first use (the CUDA
+        # context, cuBLAS and cuDNN loaded by versions()); told by the process's first cell alone.
+        self.startup = None
 
     def hello(self):
         name = "pytorch-compile" if self.compile_model else "pytorch"
+        clock = preparation.StartupClock()
         try:
             import torch
         except ImportError as error:
@@ -111,9 +115,12 @@ class PytorchAdapter:
         if self.compile_model and not hasattr(torch, "compile"):
             return dict(worker=name, status="unsupported",
                         message=f"torch {torch.__version__} has no torch.compile (it needs torch 2.0 or later)")
+        clock.imported()
         device = f"cuda: {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else "cpu"
+        versions = self.versions(torch)
+        self.startup = clock.seconds()
         return dict(worker=name, status="ok", framework=f"torch {torch.__version__}", device=device,
-                    versions=self.versions(torch))
+                    versions=versions)
 
     @staticmethod
     def versions(torch):
@@ -129,7 +136,8 @@ class PytorchAdapter:
         return versions
 
     def prepare(self, request):
-        return PytorchSession(self.torch, request, self.compile_model)
+        startup, self.startup = self.startup, None
+        return PytorchSession(self.torch, request, self.compile_model, startup)
 
     def classify(self, error):
         torch = self.torch
@@ -239,9 +247,11 @@ def graph_break_reasons(torch, limit=3):
 
 
 class PytorchSession:
-    def __init__(self, torch, request, compile_model):
+    def __init__(self, torch, request, compile_model, startup=None):
         from pytorch.model import CrossbenchModel
 
+        setup_start = time.perf_counter()
+        self.startup = startup  # (import, device) [s] where this is its process's first cell
         self.torch = torch
         # The options schema's worker settings (README "Job file keys", column "to workers").
         given = settings(request, *SETTINGS_READ)
@@ -285,6 +295,7 @@ class PytorchSession:
         self.mark_step = None
         self.counts_after_compile = self.counts_before_timed = self.counts_after_timed = None
         self.compile_cache = None
+        self.setup_s = time.perf_counter() - setup_start  # [s] the model, its inputs and optimizer
         if compile_model:
             self._compile(given["engine.compile_mode"], given[compile_cache.SETTING])
 
@@ -416,6 +427,7 @@ class PytorchSession:
                          f" cudagraph_skips={after['cudagraph_skips'] - before['cudagraph_skips']}")
         else:
             text += " compile_cache=unused(eager: nothing is compiled)"
+        text += preparation.describe(self.setup_s, self.startup)  # common/preparation.py
         if self.training and self.model is not None and self.model._dropouts:
             text += (" dropout_masks=crossbench::dropout_keep_mask(device step, in the graph)" if self.device_dropout_step
                      else " dropout_masks=eager(crossbench's deterministic masks)")

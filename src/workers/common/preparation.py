@@ -1,0 +1,38 @@
+"""Where a worker cell's untimed preparation goes, on the worker's side of the protocol.
+
+crossbench records a cell's ``preparation_s`` whole and adds to its decisions the two parts it sees
+(``worker_start=``: the process's spawn to its hello; ``worker_prepare=``: the ``prepare`` request). A
+worker breaks its own share down with these tokens, the same in every worker:
+
+* ``setup=S.SSs(untimed: model, inputs)``: the cell's model, inputs and optimizer, before its compile
+  (the compile has its own ``compile=`` token);
+* ``startup=import S.SSs + device S.SSs(untimed, in hello)``: the framework's import, then the device's
+  first use (its context and libraries), in hello; told by the process's first cell alone, since a
+  worker that serves several cells (engine.worker_per_cell = false) starts once.
+"""
+import time
+
+
+class StartupClock:
+    """Times hello: started at its beginning, `imported()` once the framework is imported, `seconds()` at
+    its end: (import, device) [s]."""
+
+    def __init__(self):
+        self.start = time.perf_counter()
+        self.imported_at = None
+
+    def imported(self):
+        self.imported_at = time.perf_counter()
+
+    def seconds(self):
+        imported = self.imported_at if self.imported_at is not None else self.start
+        return imported - self.start, time.perf_counter() - imported
+
+
+def describe(setup_s, startup):
+    """The decisions' tokens for a cell's setup [s] and, in its process's first cell, the startup
+    ((import, device) [s], or None)."""
+    text = f" setup={setup_s:.2f}s(untimed: model, inputs)"
+    if startup is not None:
+        text += f" startup=import {startup[0]:.2f}s + device {startup[1]:.2f}s(untimed, in hello)"
+    return text
