@@ -30,7 +30,7 @@ set(_rank_app 5)
 
 # include/crossbench/<header> → the part that implements it.
 set(_owner_build_info.hpp core)  # generated from src/core/build_info.hpp.in
-foreach(_header cell communicator data_paths device engine_config error gradient_buckets layer_time measure option_field
+foreach(_header cell clock communicator data_paths device engine_config error gradient_buckets layer_time measure option_field
                 options options_schema result splitmix64 statistics stop_flag telemetry text_file)
   set(_owner_${_header}.hpp core)
 endforeach()

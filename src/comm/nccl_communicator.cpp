@@ -8,6 +8,7 @@
 
 #include "core/cuda/cuda_check.hpp"
 #include "core/cuda/nccl_check.hpp"
+#include "crossbench/clock.hpp"
 #include "crossbench/error.hpp"
 
 namespace crossbench {
@@ -20,10 +21,6 @@ ncclDataType_t nccl_type(ElementType type) {
     case ElementType::bf16: return ncclBfloat16;
   }
   return ncclFloat32;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "core/nvtx.hpp"
 #include "core/process_tree.hpp"
 #include "core/utc_time.hpp"
+#include "crossbench/clock.hpp"
 #include "crossbench/error.hpp"
 #include "crossbench/statistics.hpp"
 #include "crossbench/telemetry.hpp"
@@ -21,10 +22,6 @@ namespace crossbench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 std::string format(const char* pattern, double a, double b = 0, double c = 0) {
   char buffer[256];

@@ -8,6 +8,7 @@
 #include <system_error>
 #include <nlohmann/json.hpp>
 
+#include "crossbench/clock.hpp"
 #include "crossbench/error.hpp"
 #include "crossbench/synthetic.hpp"
 #include "engines/worker/prepare_request.hpp"
@@ -61,8 +62,6 @@ class WorkerSession final : public Session, public RemoteSteps {
   std::string preparation_;
   SteadyClockTimer unused_timer_;
 };
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // "worker_start=2.31s(new process: spawn to hello) worker_prepare=37.80s": the two parts of a worker cell's
 // preparation_s that crossbench sees, both untimed. A fresh worker's start is the interpreter, the framework's
