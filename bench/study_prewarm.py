@@ -13,10 +13,12 @@ them warm: what it times is unchanged, its untimed compile is shorter, and each 
 `decisions` say warm or cold. The side runs' own cubes (`--out`) keep their cold compile times
 (`preparation_s`) as evidence of the cold cost.
 
-Which cells: `crossbench plan --json` of the same matrix, less every cell the journal has a
-result for (what `--resume` skips), the compiling engines only, in the plan's order (the order the
-run's scheduler takes them: longest estimate first, each series smallest batch first under
-measure.oom_boundary = stop), dealt round-robin to the processes. A process that does
+Which cells: `crossbench plan --json` of the same matrix as the resumed run plans it, that is of the
+cells the journal has no result for (what `--resume` skips; planned again with their --filter, since a
+series some of whose batches are done is ordered among the remaining cells), the compiling engines
+only, in the plan's order (the order the run's scheduler takes them: longest estimate with empty
+caches first, whatever the caches hold, each series smallest batch first under measure.oom_boundary =
+stop), dealt round-robin to the processes. A process that does
 not finish by the budget is stopped: whatever it compiled is in the cache already. With
 --run-s (the seconds the timed run will have after the prewarm), only the compiling cells the
 timed run can reach are compiled: the remaining cells of every engine in the scheduler's order,
@@ -109,14 +111,32 @@ def matrix_arguments(run_arguments):
     return kept
 
 
-def remaining_cells(command, matrix, journal, run_s=None):
-    """The compiling cells the run has still to measure, longest estimate first; with `run_s`, only
-    those the timed run reaches (module docstring)."""
-    plan_command = command + ["plan"] + matrix + ["--json"]
+def plan_of(command, arguments):
+    plan_command = command + ["plan"] + arguments + ["--json"]
     done = subprocess.run(plan_command, capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
-        raise RuntimeError(f"{shlex.join(plan_command)} exited {done.returncode}: {done.stderr.strip()[-500:]}")
-    return select_cells(json.loads(done.stdout), finished_cells(journal), run_s)
+        raise RuntimeError(f"{shlex.join(plan_command[:12])} ... exited {done.returncode}: {done.stderr.strip()[-500:]}")
+    return json.loads(done.stdout)
+
+
+def remaining_cells(command, matrix, journal, run_s=None):
+    """The compiling cells the run has still to measure, in the run's order; with `run_s`, only
+    those the timed run reaches (module docstring). The run plans only the cells its journal lacks
+    (--resume), and a series some of whose batches are done is ordered among those that remain: so
+    the cells are planned a second time, as the run will, filtered to the remaining ones."""
+    finished = finished_cells(journal)
+    plan = plan_of(command, matrix)
+    if finished:
+        remaining = [key for key in plan_keys(plan) if key not in finished]
+        if not remaining:
+            return []
+        plan = plan_of(command, matrix + ["--filter", cell_filter(remaining)])  # matrix has no --filter of its own
+    return select_cells(plan, finished, run_s)
+
+
+def plan_keys(plan):
+    return [(cell["engine"], cell["network"], cell["precision"], int(cell["batch"]), cell["phase"])
+            for cell in plan["cells"]]
 
 
 def select_cells(plan, finished, run_s=None):

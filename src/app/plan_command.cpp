@@ -33,12 +33,16 @@ std::string estimate_legend(const Plan& plan) {
           "(src/cluster/cost_model.cpp)\n"
           "  a framework cell's compile, cold [s] = base + per distinct layer x distinct layers + per layer x layers "
           "(fitted to the H200's recorded compiles):\n";
-  for (const CompileModel& model : compile_models())
+  for (const CompileModel& model : compile_models()) {
     text << "    " << model.engine << " " << to_string(model.phase) << " (" << model.kind
          << (*model.compile_mode != '\0' ? std::string(", engine.compile_mode = ") + model.compile_mode : std::string())
          << "): " << std::fixed
          << std::setprecision(2) << model.base_s << " + " << model.per_distinct_layer_s << " x distinct + "
-         << model.per_layer_s << " x layers\n";
+         << model.per_layer_s << " x layers";
+    if (model.per_distinct_gemm_s > 0)
+      text << " + " << model.per_distinct_gemm_s << " x distinct convolutions and fully-connected layers";
+    text << "\n";
+  }
   const CompileCacheState& cache = plan.compile_cache;
   text << "  compile cache (engine.compile_cache): ";
   if (cache.directory == "none") text << "none: every compile cold\n";

@@ -40,8 +40,14 @@ struct CompileModel {
   const char* kind;  // what compiles: "torch.compile", "torch.compile max-autotune", "jax.jit"
   // engine.compile_mode the model is for (pytorch-compile); empty: any (jax).
   const char* compile_mode = "";
+  // Per distinct convolution and fully-connected layer [s]: max-autotune benchmarks Triton's templates for
+  // each GEMM it may lower (distinct_gemm_layers); 0 for the other models.
+  double per_distinct_gemm_s = 0;
 };
 [[nodiscard]] const std::vector<CompileModel>& compile_models();
+
+// A compile model's cold estimate of one network [s].
+[[nodiscard]] double cold_compile_seconds(const CompileModel& model, const Network& network);
 
 // A warm compile cache (engine.compile_cache) leaves this fraction of a cold compile: tracing,
 // lowering and CUDA-graph recording still run, code generation and the compiler do not.

@@ -52,6 +52,10 @@ struct Assignment {
 };
 [[nodiscard]] Assignment assign_longest_first(const std::vector<double>& costs, const std::vector<std::string>& conflict_classes,
                                 const std::vector<int>& ranks, std::vector<double>& rank_load);
+// The same, taking the items in decreasing `priorities` (one per item) while `costs` load the ranks.
+[[nodiscard]] Assignment assign_longest_first(const std::vector<double>& costs, const std::vector<double>& priorities,
+                                              const std::vector<std::string>& conflict_classes,
+                                              const std::vector<int>& ranks, std::vector<double>& rank_load);
 
 // Groups ranks by device key and splits each group's cells over its ranks,
 // longest-processing-time first; ties break on the cell order, so the plan is

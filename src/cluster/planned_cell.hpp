@@ -26,6 +26,8 @@ struct PlannedCell {
   double estimated_s = 0;    // what the plan balances on [s]: the model, or plan --calibrate's estimate
   CellEstimate model;        // the cost model's estimate, in parts [s]
   std::string estimate_source = kEstimateModel;  // model, recorded or scaled model (calibration.hpp)
+  // The key the run orders its cells by [s]: the model's estimate with empty caches (plan.cpp, ordering_seconds).
+  double cold_cache_s = 0;
   // Data parallel (gpus > 1): the cell.gpus ranks that train it together, in
   // rank order (front() == rank); empty for a single-device cell.
   std::vector<int> group_ranks;

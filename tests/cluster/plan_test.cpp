@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 
 #include "crossbench/cell.hpp"
@@ -224,7 +225,7 @@ TEST(CostModel, FrameworkCellsPayTheirCompileByEngineAndPhase) {
 }
 
 TEST(CostModel, MaxAutotuneCompilesAsTheH200MeasuredItsColdCompiles) {
-  JobOptions options = framework_options({"alexnet", "resnet50", "resnet152"});
+  JobOptions options = framework_options({"alexnet", "overfeat", "googlenet", "resnet50", "resnet152"});
   options.matrix.engines = {"pytorch-compile"};
   const Plan reduce_overhead = make_plan(options, std::vector<Device>(1, cpu_device("")));
   options.engine.settings["engine.compile_mode"] = "max-autotune";
@@ -237,6 +238,10 @@ TEST(CostModel, MaxAutotuneCompilesAsTheH200MeasuredItsColdCompiles) {
   EXPECT_NEAR(find_cell(max_autotune, "pytorch-compile", "alexnet", Phase::training).model.search_s, 114, 0.25 * 114);
   EXPECT_GT(find_cell(max_autotune, "pytorch-compile", "resnet50", Phase::training).model.search_s, 270);
   EXPECT_GT(find_cell(max_autotune, "pytorch-compile", "resnet152", Phase::training).model.search_s, 450);
+  // Inference autotunes each distinct convolution and fully-connected layer, alone on the H200
+  // (2026-12-09 call65): overfeat bf16 69 s; googlenet bf16 (49 distinct convolutions) not done after 346 s.
+  EXPECT_NEAR(find_cell(max_autotune, "pytorch-compile", "overfeat", Phase::inference).model.search_s, 69, 0.25 * 69);
+  EXPECT_GT(find_cell(max_autotune, "pytorch-compile", "googlenet", Phase::inference).model.search_s, 346);
   for (const auto& planned : reduce_overhead.cells) {
     EXPECT_EQ(planned.model.search_kind, "torch.compile (cold)") << describe(planned.cell);
     const PlannedCell autotuned = find_cell(max_autotune, "pytorch-compile", planned.cell.network, planned.cell.phase);
@@ -467,6 +472,86 @@ TEST(Plan, LaterBatchesOfATorchCompileSeriesFindTheFirstsKernelsInTheCompileCach
     EXPECT_NE(planned.model.search_kind.find("(cold)"), std::string::npos) << describe(planned.cell);
   EXPECT_FALSE(compile_shared_across_batches("jax"));
   EXPECT_TRUE(compile_shared_across_batches("pytorch-compile"));
+}
+
+// A prewarm (bench/study_prewarm.py) plans the run with the compile cache it is about to fill, and compiles
+// the cells the run takes first; the run then plans with the cache warm. Both must take the cells in one
+// order, or the run reaches cells nobody compiled (call 63: 1 of 3). A warm cache changes the estimates
+// and the makespan, never the order (over two ranks the loads, and so a cell's rank, may change).
+TEST(Plan, AWarmCompileCacheChangesTheEstimatesButNotTheOrder) {
+  const auto directory = std::filesystem::temp_directory_path() / ("plan_test_order_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(directory);
+  JobOptions options = framework_options({"vgg11", "resnet50", "alexnet"}, directory.string());
+  options.matrix.engines = {"pytorch-compile"};
+  options.matrix.precisions = {Precision::tf32, Precision::bf16};
+  options.matrix.batches = {1, 8, 64, 512};
+  options.measure.stop_at_oom_boundary = true;  // as the sweep runs
+  for (const std::size_t ranks : {1u, 2u}) {
+    const std::vector<Device> devices(ranks, cpu_device(""));
+    std::filesystem::remove_all(directory);
+    const Plan cold = make_plan(options, devices);
+    std::filesystem::create_directories(directory / "triton" / "kernel");
+    std::ofstream(directory / "triton" / "kernel" / "entry.cubin") << "x";
+    const Plan warm = make_plan(options, devices);
+    ASSERT_EQ(warm.compile_cache.inductor_entries, 1);
+    ASSERT_EQ(cold.compile_cache.inductor_entries, 0);
+    ASSERT_EQ(cold.cells.size(), warm.cells.size());
+    ASSERT_EQ(cold.cells.size(), 48u);
+    // The case the order must survive: a cell of another series that the warm estimates alone would put
+    // first (long steps, short compile) after one that the cold estimates put first (long compile).
+    bool warm_estimates_alone_would_reorder = false;
+    for (std::size_t i = 0; i < cold.cells.size(); ++i) {
+      EXPECT_EQ(describe(cold.cells[i].cell), describe(warm.cells[i].cell)) << "position " << i << ", " << ranks << " rank(s)";
+      EXPECT_NE(warm.cells[i].model.search_kind.find("(warm cache)"), std::string::npos) << describe(warm.cells[i].cell);
+      for (std::size_t j = 0; j < i; ++j)
+        if (cold.cells[j].model.cold_compile_s > cold.cells[i].model.cold_compile_s &&
+            warm.cells[j].estimated_s < warm.cells[i].estimated_s && cold.cells[j].cell.network != cold.cells[i].cell.network)
+          warm_estimates_alone_would_reorder = true;
+    }
+    EXPECT_TRUE(warm_estimates_alone_would_reorder) << "the matrix no longer tests the order";
+    EXPECT_LT(warm.makespan_s, cold.makespan_s);
+  }
+  std::filesystem::remove_all(directory);
+}
+
+// A resumed run plans only the cells its journal lacks (`done`); the prewarm (bench/study_prewarm.py) plans
+// the same cells with --filter. Both must give one order. A series some of whose batches are done is ordered
+// among those that remain, so the full matrix's order less the done cells is not the run's order.
+TEST(Plan, AResumedRunOrdersItsCellsAsAFilterOfTheRemainingCellsWould) {
+  JobOptions options = framework_options({"vgg11", "resnet50", "alexnet"});
+  options.matrix.engines = {"pytorch-compile"};
+  options.matrix.precisions = {Precision::tf32, Precision::bf16};
+  options.matrix.batches = {1, 2, 4, 8, 16, 32, 64};
+  options.matrix.phases = {Phase::inference, Phase::training};
+  options.measure.stop_at_oom_boundary = true;
+  const std::vector<Device> devices(1, cpu_device(""));
+  const Plan full = make_plan(options, devices);
+  ASSERT_EQ(full.cells.size(), 84u);
+  std::set<std::string> done;
+  std::string remaining_names;
+  std::vector<std::string> full_less_done;
+  for (std::size_t i = 0; i < full.cells.size(); ++i) {
+    const PlannedCell& planned = full.cells[i];
+    if (i % 3 == 0 || planned.cell.batch <= 2) {  // an earlier segment's cells, batch 1-2 of every series among them
+      done.insert(cell_key(planned.device_key, planned.cell));
+      continue;
+    }
+    full_less_done.push_back(describe(planned.cell));
+    remaining_names += (remaining_names.empty() ? "^(" : "|") + std::regex_replace(describe(planned.cell), std::regex(R"([/.])"), R"(\$&)");
+  }
+  const Plan resumed = make_plan(options, devices, done);
+  JobOptions filtered_options = options;
+  filtered_options.cell_filter = remaining_names + ")$";
+  const Plan filtered = make_plan(filtered_options, devices);
+  ASSERT_EQ(resumed.cells.size(), full_less_done.size());
+  ASSERT_EQ(filtered.cells.size(), resumed.cells.size());
+  std::vector<std::string> resumed_order;
+  for (std::size_t i = 0; i < resumed.cells.size(); ++i) {
+    EXPECT_EQ(describe(resumed.cells[i].cell), describe(filtered.cells[i].cell)) << "position " << i;
+    EXPECT_DOUBLE_EQ(resumed.cells[i].estimated_s, filtered.cells[i].estimated_s) << describe(resumed.cells[i].cell);
+    resumed_order.push_back(describe(resumed.cells[i].cell));
+  }
+  EXPECT_NE(resumed_order, full_less_done) << "the matrix no longer shows why the prewarm plans again";
 }
 
 // A native engine's exhaustive search replays an algorithm cache that holds

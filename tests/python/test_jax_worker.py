@@ -273,6 +273,8 @@ def test_jax_cells_end_ok_in_the_cube(run_crossbench, jax_interpreter, tmp_path)
                              r"\d+\.\d\ds\(untimed, in hello\)", decisions), decisions
             assert re.search(r" worker_start=\d+\.\d\ds\(new process: spawn to hello\) worker_prepare=\d+\.\d\ds$",
                              decisions), decisions
+            assert re.search(r" prepare=\d+\.\d\ds\(untimed: the worker's whole prepare request\) worker_start=",
+                             decisions), decisions
 
 
 DEVICE_MASK_CHECK = r"""

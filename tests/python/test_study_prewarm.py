@@ -146,3 +146,35 @@ def test_the_prewarm_workers_allocate_on_demand_unless_the_caller_chose(monkeypa
     assert study_prewarm.prewarm_environment()["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"
     monkeypatch.setenv("PATH", "/a/b")
     assert study_prewarm.prewarm_environment()["PATH"] == "/a/b"
+
+
+def test_a_resumed_study_is_planned_as_the_run_plans_it(tmp_path, crossbench_binary):
+    # The sweep's shape: a series smallest batch first (measure.oom_boundary = stop), some batches done. The
+    # run plans only the cells its journal lacks, and orders a half-done series among them; the prewarm
+    # plans those cells again with --filter (the C++ side: Plan.AResumedRunOrdersItsCellsAsAFilterOfThe
+    # RemainingCellsWould), not the full matrix less the done cells.
+    matrix = ["--job", "jobs/batch-sweep.ini", "--set", "matrix.engines=pytorch-compile", "--set",
+              "matrix.networks=resnet50,vgg11,alexnet", "--set", "matrix.precisions=tf32,bf16", "--set",
+              "matrix.batches=1,2,4,8,16,32,64", "--set", "matrix.phases=inference,training", "--ranks", "1"]
+    command = [str(crossbench_binary)]
+    full = study_prewarm.plan_of(command, matrix)
+    keys = study_prewarm.plan_keys(full)
+    assert len(keys) == 84
+    done = {key for i, key in enumerate(keys) if i % 3 == 0 or key[3] <= 2}
+    journal = tmp_path / "sweep.h5.journal"
+    lines = ["crossbench journal (header: not read by the prewarm)"]
+    for n, (engine, network, precision, batch, phase) in enumerate(sorted(done)):
+        lines.append(f"{n} " + json.dumps({"result": {"engine": engine, "network": network, "precision": precision,
+                                                       "batch": batch, "phase": phase, "status": "ok"}}))
+    journal.write_text("\n".join(lines) + "\n")
+    assert study_prewarm.finished_cells(journal) == done
+    chosen = study_prewarm.remaining_cells(command, matrix, journal)
+    remaining = [key for key in keys if key not in done]
+    as_the_run = study_prewarm.plan_keys(study_prewarm.plan_of(command, matrix + ["--filter",
+                                                                                 study_prewarm.cell_filter(remaining)]))
+    assert chosen == as_the_run and sorted(chosen) == sorted(remaining)
+    assert chosen != remaining, "the matrix no longer shows why the prewarm plans again"
+    everything_done = tmp_path / "done.h5.journal"
+    everything_done.write_text("\n".join(["header"] + [f"{n} " + json.dumps({"result": dict(
+        zip(("engine", "network", "precision", "batch", "phase"), key), status="ok")}) for n, key in enumerate(keys)]))
+    assert study_prewarm.remaining_cells(command, matrix, everything_done) == []

@@ -166,6 +166,11 @@ def test_a_worker_cells_preparation_is_split_in_its_decisions(run_crossbench, tm
         assert re.search(rf" setup={number}\(untimed: model, inputs\)", text), (phase, text)
         assert re.search(rf" startup=import {number} \+ device {number}\(untimed, in hello\)", text), (phase, text)
         assert re.search(rf" worker_start={number}\(new process: spawn to hello\) worker_prepare={number}$", text), text
+        # The worker's whole prepare request, after its own tokens: at least its setup, at most crossbench's wait.
+        seconds = {name: float(value) for name, value in re.findall(r" (setup|prepare|worker_prepare)=(\d+\.\d\d)s", text)}
+        assert set(seconds) == {"setup", "prepare", "worker_prepare"}, text
+        assert seconds["setup"] <= seconds["prepare"] + 0.01 and seconds["prepare"] <= seconds["worker_prepare"] + 0.01, text
+        assert re.search(rf" prepare={number}\(untimed: the worker's whole prepare request\) worker_start=", text), text
     # One worker for both cells (engine.worker_per_cell = false): only the first it served started a process.
     job = tmp_path / "job.ini"
     job.write_text(job.read_text().replace("[measure]", "[engine]\nworker_per_cell = false\n\n[measure]"))

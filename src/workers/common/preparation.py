@@ -8,7 +8,11 @@ worker breaks its own share down with these tokens, the same in every worker:
   (the compile has its own ``compile=`` token);
 * ``startup=import S.SSs + device S.SSs(untimed, in hello)``: the framework's import, then the device's
   first use (its context and libraries), in hello; told by the process's first cell alone, since a
-  worker that serves several cells (engine.worker_per_cell = false) starts once.
+  worker that serves several cells (engine.worker_per_cell = false) starts once;
+* ``prepare=S.SSs(untimed: the worker's whole prepare request)``: from the request's arrival to the
+  session's being ready, told by the protocol (protocol.py) after the worker's own tokens. Less setup and
+  compile, it is what the adapter does beside them (a compiler's set-up, its cache's scans); crossbench's
+  ``worker_prepare=`` less it is the request's way there and back.
 """
 import time
 
@@ -36,3 +40,8 @@ def describe(setup_s, startup):
     if startup is not None:
         text += f" startup=import {startup[0]:.2f}s + device {startup[1]:.2f}s(untimed, in hello)"
     return text
+
+
+def describe_prepare(prepare_s):
+    """The decisions' token for the worker's whole `prepare` request [s] (protocol.py appends it)."""
+    return f" prepare={prepare_s:.2f}s(untimed: the worker's whole prepare request)"

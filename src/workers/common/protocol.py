@@ -37,6 +37,8 @@ import sys
 import time
 import traceback
 
+from common import preparation
+
 # 3: `prepare` carries the options schema's worker settings in one `settings` object;
 # 2: the Runner sends `steps` batches; 1 had a `measure` request.
 # src/engines/worker/worker_engine.hpp (kWorkerProtocol) holds the same number.
@@ -167,7 +169,9 @@ def serve(adapter):
                 if session is not None:
                     session.release()
                     session = None
+                prepare_start = time.perf_counter()
                 session = adapter.prepare(request)
+                prepared = preparation.describe_prepare(time.perf_counter() - prepare_start)
                 reply(dict(type=answer, status="ok", peak_memory_bytes=_finite_or_none(session.peak_memory_bytes())))
             elif kind == "steps":
                 if session is None:
@@ -176,7 +180,7 @@ def serve(adapter):
                 reply(dict(type=answer, status="ok", samples_ms=samples,
                            steps_per_sample=int(getattr(session, "steps_per_sample", 1)),
                            peak_memory_bytes=_finite_or_none(session.peak_memory_bytes()),
-                           decisions=session.decisions()))
+                           decisions=session.decisions() + prepared))
             elif kind == "check":
                 result = session.check()
                 reply(dict(type=answer, status="ok", finite=bool(result["finite"]),
