@@ -25,7 +25,9 @@ timed run can reach are compiled: the remaining cells of every engine in the sch
 each at the plan's estimate (a prewarmed cell's compile at WARM_COMPILE_FRACTION of it), and
 those that start within REACH x run-s (the plan over-estimates the native engines' cells, which
 replay an algorithm cache). The prewarm then ends when they are compiled, not at the budget:
-calls 25-26 compiled 15 cells ahead where the timed run reached 5.
+calls 25-26 compiled 15 cells ahead where the timed run reached 5. A chosen cell whose modelled cold
+compile alone exceeds the budget is named in a warning: the prewarm cannot finish it, and the timed
+run, reaching it first, would spend its time compiling the rest (call 64).
 
 usage: study_prewarm.py --journal CUBE.journal --cache DIR --out DIR [--processes 3] [--budget-s 150] [--run-s S]
                         -- CROSSBENCH_COMMAND... run MATRIX_ARGS...
@@ -119,19 +121,42 @@ def plan_of(command, arguments):
     return json.loads(done.stdout)
 
 
-def remaining_cells(command, matrix, journal, run_s=None):
-    """The compiling cells the run has still to measure, in the run's order; with `run_s`, only
-    those the timed run reaches (module docstring). The run plans only the cells its journal lacks
-    (--resume), and a series some of whose batches are done is ordered among those that remain: so
-    the cells are planned a second time, as the run will, filtered to the remaining ones."""
+def planned_remaining(command, matrix, journal):
+    """(the plan of the cells the run has still to measure, as the run plans them, the journal's finished
+    cells). The run plans only the cells its journal lacks (--resume), and a series some of whose batches
+    are done is ordered among those that remain: so the cells are planned a second time, as the run will,
+    filtered to the remaining ones."""
     finished = finished_cells(journal)
     plan = plan_of(command, matrix)
     if finished:
         remaining = [key for key in plan_keys(plan) if key not in finished]
         if not remaining:
-            return []
+            return {"cells": []}, finished
         plan = plan_of(command, matrix + ["--filter", cell_filter(remaining)])  # matrix has no --filter of its own
+    return plan, finished
+
+
+def remaining_cells(command, matrix, journal, run_s=None):
+    """The compiling cells the run has still to measure, in the run's order; with `run_s`, only
+    those the timed run reaches (module docstring)."""
+    plan, finished = planned_remaining(command, matrix, journal)
     return select_cells(plan, finished, run_s)
+
+
+def compiles_past_the_budget(plan, keys, budget_s):
+    """The chosen cells (`keys`) whose modelled cold compile alone [s] (the plan's model.cold_compile_s)
+    exceeds the prewarm's budget: a prewarm cannot finish them, side by side still less, and the
+    timed run, which takes them in its order, then compiles the rest of them first (call 64: two
+    GoogLeNet max-autotune cells, 349 s each alone, in a 230 s prewarm; nothing was measured).
+    [(key, cold_s)], in the plan's order."""
+    chosen = set(keys)
+    past = []
+    for cell in plan["cells"]:
+        key = (cell["engine"], cell["network"], cell["precision"], int(cell["batch"]), cell["phase"])
+        cold_s = float(cell.get("model", {}).get("cold_compile_s") or 0.0)
+        if key in chosen and cold_s > budget_s:
+            past.append((key, cold_s))
+    return past
 
 
 def plan_keys(plan):
@@ -192,10 +217,15 @@ def main(argv=None):
     matrix = matrix_arguments(run_arguments)
     begin = time.monotonic()
     try:
-        cells = remaining_cells(crossbench, matrix, args.journal, args.run_s)
+        plan, finished = planned_remaining(crossbench, matrix, args.journal)
+        cells = select_cells(plan, finished, args.run_s)
     except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError, KeyError) as error:
         print(f"prewarm: no plan, nothing compiled ahead: {error}")
         return 0
+    for key, cold_s in compiles_past_the_budget(plan, cells, args.budget_s):
+        print(f"prewarm: warning: {'/'.join(map(str, key))} compiles for {cold_s:.0f} s cold alone (the plan's "
+              f"model), past the {args.budget_s:.0f} s budget: the timed run will compile the rest of it when it "
+              "reaches it; give it a call of its own, or a longer prewarm")
     if not cells:
         print("prewarm: no compiling cell left to measure" + ("" if args.run_s is None else
                                                                f" within the timed run's reach ({args.run_s:.0f} s)"))

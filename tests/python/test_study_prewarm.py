@@ -178,3 +178,20 @@ def test_a_resumed_study_is_planned_as_the_run_plans_it(tmp_path, crossbench_bin
     everything_done.write_text("\n".join(["header"] + [f"{n} " + json.dumps({"result": dict(
         zip(("engine", "network", "precision", "batch", "phase"), key), status="ok")}) for n, key in enumerate(keys)]))
     assert study_prewarm.remaining_cells(command, matrix, everything_done) == []
+
+
+def test_a_cell_whose_compile_outlasts_the_prewarm_is_named(tmp_path, crossbench_binary):
+    # Call 64: GoogLeNet max-autotune inference (349 s cold alone in the plan's model) in a 230 s prewarm,
+    # four side by side; the timed run took it first and measured nothing. OverFeat's (64 s) fits.
+    matrix = ["--job", "jobs/seed2017.ini", "--set", "matrix.engines=pytorch-compile", "--set",
+              "matrix.networks=overfeat,googlenet", "--set", "matrix.precisions=bf16", "--set", "matrix.batches=64",
+              "--set", "matrix.phases=inference", "--set", "engine.compile_mode=max-autotune", "--ranks", "1"]
+    plan, finished = study_prewarm.planned_remaining([str(crossbench_binary)], matrix, tmp_path / "none.journal")
+    assert finished == set()
+    cells = study_prewarm.select_cells(plan, finished)
+    assert cells == [("pytorch-compile", "googlenet", "bf16", 64, "inference"),
+                     ("pytorch-compile", "overfeat", "bf16", 64, "inference")]
+    past = study_prewarm.compiles_past_the_budget(plan, cells, 230.0)
+    assert [key for key, _ in past] == [("pytorch-compile", "googlenet", "bf16", 64, "inference")]
+    assert past[0][1] > 346  # not compiled after 346 s alone on the H200 (2026-12-09 call65)
+    assert study_prewarm.compiles_past_the_budget(plan, cells, 600.0) == []
