@@ -524,15 +524,21 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
       # (bench/study_prewarm.py, $STUDY_PREWARM_PROCS processes, 3) into the compile cache for that many
       # seconds of the stage, so that the timed run finds them warm; their cubes in $OUT/$name/prewarm.
       # Both stages: the sweep's pytorch-compile cells compile once per batch size (168 of its 336 cells).
+      # The timed run takes first the cells the prewarm compiled whole (--first): one it did not finish, which
+      # the run's order may put first, would otherwise keep them waiting while it compiles (call 64).
+      first=()
       if [ "${STUDY_PREWARM_S:-0}" -gt 0 ]; then
         # Only the cells the timed run can reach in what the stage leaves it (study_prewarm.py --run-s).
         run_s=$((TLIMIT - beside_s - STUDY_PREWARM_S - (SECONDS - stage_start)))
         reach=()
         [ "$run_s" -gt 0 ] && reach=(--run-s "$run_s")
+        ready_file="$OUT/$name/prewarm/ready.filter"
         python3 bench/study_prewarm.py --journal "$cube.journal" --cache "$cache" --out "$OUT/$name/prewarm" \
+          --ready-file "$ready_file" \
           --processes "${STUDY_PREWARM_PROCS:-3}" --budget-s "$STUDY_PREWARM_S" "${reach[@]}" -- $CB run "${matrix[@]}" \
           --set "workers.pytorch=$pytorch_worker" --set "workers.pytorch-compile=$pytorch_worker --compile" \
           --set "workers.jax=$jax_worker" ${STUDY_ARGS:-} 2>&1 | tee -a "$dir/$name.log"
+        [ -s "$ready_file" ] && first=(--first "$(cat "$ready_file")")
       fi
       # STUDY_WAIT_FILE: a GPU job that is not timed (and needs no exclusive device memory) may run beside the prewarm, whose
       # compiles are not timed either; the timed run starts only once that job has created this file
@@ -547,7 +553,7 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
         --set "workers.pytorch=$pytorch_worker" --set "workers.pytorch-compile=$pytorch_worker --compile" \
         --set "workers.jax=$jax_worker" \
         --algo-cache "$dir/algorithms.json" --compile-cache "$cache" --stop-grace-s "$grace" \
-        ${STUDY_ARGS:-} "${resume[@]}" --output "$cube" >>"$dir/$name.log" 2>&1
+        ${STUDY_ARGS:-} "${resume[@]}" "${first[@]}" --output "$cube" >>"$dir/$name.log" 2>&1
       rc=$?
       tail -60 "$dir/$name.log"
       echo "$name wall_s $((SECONDS - stage_start)) exit $rc" | tee -a "$dir/$name.log"

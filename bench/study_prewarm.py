@@ -29,8 +29,11 @@ calls 25-26 compiled 15 cells ahead where the timed run reached 5. A chosen cell
 compile alone exceeds the budget is named in a warning: the prewarm cannot finish it, and the timed
 run, reaching it first, would spend its time compiling the rest (call 64).
 
+With --ready-file, it writes there the --filter-style regular expression of the chosen cells a process
+finished (`ok`), for the timed run's `--first`; an empty file where none finished.
+
 usage: study_prewarm.py --journal CUBE.journal --cache DIR --out DIR [--processes 3] [--budget-s 150] [--run-s S]
-                        -- CROSSBENCH_COMMAND... run MATRIX_ARGS...
+                        [--ready-file FILE] -- CROSSBENCH_COMMAND... run MATRIX_ARGS...
 The command after `--` is the study's own run command without its --output, --resume, cache and
 measure settings (they are replaced here); `run` must appear in it.
 """
@@ -73,23 +76,38 @@ def prewarm_environment():
     return environment
 
 
-def finished_cells(journal):
-    """(engine, network, precision, batch, phase) of every cell the journal holds a result for
-    (any status but not_run: what --resume does not run again)."""
-    done = set()
+def journal_cells(journal, counts):
+    """(engine, network, precision, batch, phase) of every cell the journal holds a result for whose
+    status `counts` accepts; none where the journal does not exist."""
+    cells = set()
     path = pathlib.Path(journal)
     if not path.exists():
-        return done
+        return cells
     for line in path.read_text().splitlines()[1:]:
         try:
             record = json.loads(line.split(" ", 1)[1])
         except (IndexError, json.JSONDecodeError):
             continue  # a torn last line
         result = record.get("result")
-        if result and result.get("status") != "not_run":
-            done.add((result["engine"], result["network"], result["precision"], int(result["batch"]),
-                      result["phase"]))
-    return done
+        if result and counts(result.get("status")):
+            cells.add((result["engine"], result["network"], result["precision"], int(result["batch"]),
+                       result["phase"]))
+    return cells
+
+
+def finished_cells(journal):
+    """The cells the journal holds a result for (any status but not_run: what --resume does not run again)."""
+    return journal_cells(journal, lambda status: status != "not_run")
+
+
+def ready_cells(cells, journals):
+    """Of `cells` (in the run's order), those a prewarm process ran `ok` (its journals): their compiles are
+    in the cache whole. The timed run takes them first (`crossbench run --first`), so that a cell the prewarm
+    did not finish, which the run's order may put first, does not keep them waiting (call 64)."""
+    ran = set()
+    for journal in journals:
+        ran |= journal_cells(journal, lambda status: status == "ok")
+    return [key for key in cells if key in ran]
 
 
 def matrix_arguments(run_arguments):
@@ -205,6 +223,8 @@ def main(argv=None):
     parser.add_argument("--budget-s", type=float, default=150.0, help="wall-clock budget [s] (default 150)")
     parser.add_argument("--run-s", type=float, help="the seconds the timed run has after the prewarm: compile "
                         "only the cells it reaches (default: every remaining compiling cell, until the budget)")
+    parser.add_argument("--ready-file", help="write the regular expression of the cells compiled whole here, for "
+                        "the timed run's --first (an empty file: none)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CROSSBENCH_COMMAND... run MATRIX_ARGS...")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -216,6 +236,9 @@ def main(argv=None):
     crossbench, run_arguments = command[:split], command[split + 1:]
     matrix = matrix_arguments(run_arguments)
     begin = time.monotonic()
+    if args.ready_file:
+        pathlib.Path(args.ready_file).parent.mkdir(parents=True, exist_ok=True)
+        pathlib.Path(args.ready_file).write_text("")  # none ready until a process has run a cell ok
     try:
         plan, finished = planned_remaining(crossbench, matrix, args.journal)
         cells = select_cells(plan, finished, args.run_s)
@@ -277,6 +300,12 @@ def main(argv=None):
         compiled += len(re.findall(r"^\[\s*\d+/\d+\].* ok ", text, flags=re.M))
     print(f"prewarm: {compiled} cells compiled ahead in {time.monotonic() - begin:.0f} s "
           f"({stopped} processes stopped at the budget); cubes and logs in {out}")
+    if args.ready_file:
+        ready = ready_cells(cells, [out / f"prewarm_{k}.h5.journal" for k, _, _, _ in processes])
+        pathlib.Path(args.ready_file).write_text(cell_filter(ready) if ready else "")
+        if ready:
+            print(f"prewarm: the timed run takes first the {len(ready)} cells compiled whole: "
+                  + ", ".join("/".join(map(str, key)) for key in ready))
     return 0
 
 

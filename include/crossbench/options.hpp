@@ -39,6 +39,7 @@ struct JobOptions {
   std::string device_tag;           // --device-tag, else CROSSBENCH_DEVICE_TAG
   int replicas = 1;                 // --replicas
   std::string cell_filter;          // --filter: ECMAScript regular expression over describe(cell); empty = all
+  std::string first_cells;          // --first: the cells (a regular expression, as --filter) taken first; empty = none
   std::string command_line;         // as typed, recorded in the cube
   // The canonical value of every schema key (options_schema.hpp), defaults
   // included: "measure.warmup" -> "10", "--replicas" -> "1". The journal header

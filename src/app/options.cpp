@@ -404,11 +404,12 @@ void check_flag_rules(const PlanOptions& options) {
 }
 void check_flag_rules(const CheckOptions&) {}  // --cpu stands alone
 
-void check_cell_filter(const std::string& filter) {
+// --filter and --first: ECMAScript regular expressions over cell names.
+void check_cell_regex(const std::string& flag, const std::string& regex) {
   try {
-    std::regex(filter, std::regex::ECMAScript);
+    std::regex(regex, std::regex::ECMAScript);
   } catch (const std::regex_error& error) {
-    throw UsageError("--filter '" + filter + "' is not a regular expression: " + error.what());
+    throw UsageError(flag + " '" + regex + "' is not a regular expression: " + error.what());
   }
 }
 
@@ -556,7 +557,8 @@ std::optional<Command> parse_command_options(const std::vector<std::string>& arg
   // The command's own flags first: a bad flag is refused before the job file is read.
   fill_fields(command, read_flag_values(command, line), options);
   check_flag_rules(options);
-  check_cell_filter(options.cell_filter);
+  check_cell_regex("--filter", options.cell_filter);
+  check_cell_regex("--first", options.first_cells);
   const auto given_job = line.values.find("--job");
   options.job_file = given_job != line.values.end() ? resolve_job_file(given_job->second.front()) : default_job;
   options.job_text = read_regular_text_file(options.job_file, "job file");

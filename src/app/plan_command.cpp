@@ -115,6 +115,7 @@ void print_plan(const Plan& plan, int ranks, double cell_time_limit_s) {
         std::cout << std::fixed << std::setprecision(2) << std::setw(10) << planned.estimated_s << " s  "
                   << planned.estimate_source;
         if (capped(planned, cell_time_limit_s)) std::cout << " (capped at the cell time limit)";
+        if (planned.taken_first) std::cout << " (--first)";
         std::cout << "  [model: preparation " << std::setprecision(1) << planned.model.preparation_s;
         if (!planned.model.search_kind.empty()) std::cout << " + " << planned.model.search_kind << " " << planned.model.search_s;
         std::cout << " + steps " << planned.model.steps_s << " + end " << planned.model.finish_s << " s]";
@@ -168,6 +169,7 @@ nlohmann::json plan_json(const Plan& plan, int ranks, double cell_time_limit_s) 
                      {"group_ranks", planned.group_ranks},
                      {"estimated_s", planned.estimated_s},
                      {"estimate_source", planned.estimate_source},
+                     {"first", planned.taken_first},  // --first named it: taken before the others
                      {"model", {{"preparation_s", planned.model.preparation_s},
                                 {"search_s", planned.model.search_s},
                                 {"steps_s", planned.model.steps_s},

@@ -85,6 +85,7 @@ std::vector<DeviceGroup> group_ranks_by_device(const std::vector<Device>& rank_d
 // done cell of a resumed run counts as selected), and a cell name for the message.
 struct FilterTally {
   bool selected_any = false;
+  bool first_matched_any = false;  // --first: whether it names any selected cell (done ones included)
   std::string example_cell;
 };
 
@@ -97,11 +98,14 @@ std::vector<PlannedCell> group_cells(const JobOptions& options, const DeviceGrou
     if (tally.example_cell.empty()) tally.example_cell = describe(cell);
     if (!cell_selected(options.cell_filter, cell)) continue;
     tally.selected_any = true;
+    const bool first = !options.first_cells.empty() && cell_selected(options.first_cells, cell);
+    tally.first_matched_any = tally.first_matched_any || first;
     if (done.count(cell_key(group.key, cell))) continue;
     PlannedCell planned;
     planned.device_key = group.key;
     planned.cell = cell;
     planned.rank = -1;
+    planned.taken_first = first;
     planned.model = model_cell_estimate(networks.at(cell.network), cell, group.device, options.measure, options.engine,
                                         cache, algorithms);
     planned.cold_cache_s =
@@ -223,6 +227,23 @@ void account_search_reuse(Plan& plan) {
   }
 }
 
+// --first: the single-device cells it names move ahead of the others, each side in the plan's order; every
+// cell keeps its rank (so the loads and the makespan stay), and data-parallel cells keep their places (their
+// ranks start them together). Why: a prewarm (bench/study_prewarm.py) compiles the run's first cells side by
+// side, and the one it did not finish would otherwise be compiled first while the finished ones wait (call 64).
+void take_first(std::vector<PlannedCell>& cells) {
+  std::vector<std::size_t> positions;
+  std::vector<PlannedCell> first, rest;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    if (cells[i].data_parallel()) continue;
+    positions.push_back(i);
+    (cells[i].taken_first ? first : rest).push_back(cells[i]);
+  }
+  if (first.empty()) return;
+  first.insert(first.end(), rest.begin(), rest.end());
+  for (std::size_t k = 0; k < positions.size(); ++k) cells[positions[k]] = std::move(first[k]);
+}
+
 // A framework series (one engine, network, precision, phase and group size over several batches) compiles
 // one graph per batch into the run's compile cache, and a pytorch-compile cell finds its series' earlier
 // batches there: the cells planned cold after the first of their series compile at kSeriesCompileFraction of
@@ -295,6 +316,7 @@ Plan make_plan(const JobOptions& options, const std::vector<Device>& rank_device
     place_data_parallel_cells(plan, group, cells, parallel);
     place_single_cells(plan, group, cells, single);
   }
+  take_first(plan.cells);
   // measure.oom_boundary = stop: each series smallest batch first, so that its first oom ends it.
   if (options.measure.stop_at_oom_boundary) order_series_by_batch(plan.cells);
   account_search_reuse(plan);
@@ -303,6 +325,10 @@ Plan make_plan(const JobOptions& options, const std::vector<Device>& rank_device
     throw UsageError("--filter '" + options.cell_filter + "' matches no cell of the matrix; it is searched in names "
                      "such as '" + tally.example_cell + "' (engine/network/precision/b<batch>/phase/r<replica>; "
                      "`crossbench plan` lists them)");
+  if (!options.first_cells.empty() && !tally.first_matched_any)
+    throw UsageError("--first '" + options.first_cells + "' matches no cell of the matrix" +
+                     (options.cell_filter.empty() ? "" : " that --filter selects") + "; it is searched in names such as '" +
+                     tally.example_cell + "' (`crossbench plan` lists them)");
   if (recorded != nullptr) plan.calibration_cubes = recorded->cubes;
   plan.makespan_s = plan.rank_load_s.empty() ? 0 : *std::max_element(plan.rank_load_s.begin(), plan.rank_load_s.end());
   return plan;

@@ -35,6 +35,7 @@ struct PlannedCell {
   // Set when the plan cannot give the cell what it needs (e.g. more ranks of
   // the device key than the run has): the cell is recorded `unsupported` with it.
   std::string unrunnable_reason;
+  bool taken_first = false;  // --first names it: the run takes it before the cells --first does not name
   bool data_parallel() const { return !group_ranks.empty(); }
 };
 

@@ -68,6 +68,7 @@ std::vector<OptionSpec> make_schema() {
       {"", "--device-tag", T::text, "$CROSSBENCH_DEVICE_TAG", 0, 0, {}, "extends the device key, e.g. power=500W (a separate row of the cube)", false, "device_tag", all, DerivedValue{}},
       {"", "--replicas", T::integer, "1", 1, 4096, {}, "measure every cell on R devices of a key", false, "replicas", measured, &JobOptions::replicas},
       {"", "--filter", T::text, "", 0, 0, {}, "keep only the cells whose name (engine/network/precision/bBATCH/phase/gGPUS) matches this regular expression", false, "cell_filter", all, &JobOptions::cell_filter},
+      {"", "--first", T::text, "", 0, 0, {}, "take the cells whose name (as --filter) matches this regular expression first, in the plan's order, then each rank's other cells in the plan's order (under measure.oom_boundary = stop a series still runs its smaller batches first); only the order changes, never what a cell measures: e.g. the cells whose compile a prewarm finished (bench/study_prewarm.py --ready-file)", false, "first_cells", measured, &JobOptions::first_cells},
       {"", "--quiet", T::flag, "off", 0, 0, {}, "print only the final table (no progress, no context)", false, "", "run", &RunOptions::quiet},
       {"", "--resume", T::flag, "off", 0, 0, {}, "continue the journal of an interrupted run", false, "resumed", "run", &RunOptions::resume},
       {"", "--overwrite", T::flag, "off", 0, 0, {}, "replace an existing cube and journal", false, "", "run", &RunOptions::overwrite},

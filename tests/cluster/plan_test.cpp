@@ -554,6 +554,93 @@ TEST(Plan, AResumedRunOrdersItsCellsAsAFilterOfTheRemainingCellsWould) {
   EXPECT_NE(resumed_order, full_less_done) << "the matrix no longer shows why the prewarm plans again";
 }
 
+// A cell name as a --filter or --first regular expression matches it: its dots and slashes escaped.
+std::string exact_names(const std::vector<std::string>& names) {
+  std::string regex;
+  for (const std::string& name : names)
+    regex += (regex.empty() ? "^(" : "|") + std::regex_replace(name, std::regex(R"([/.])"), R"(\$&)");
+  return regex + ")$";
+}
+
+// --first (the cells a prewarm finished compiling): they run first, in the plan's order, and every cell keeps
+// its rank, so the loads and the makespan are the plan's; the others follow in the plan's order.
+TEST(Plan, FirstTakesTheCellsItNamesAheadInThePlansOrderEachOnItsRank) {
+  JobOptions options = framework_options({"vgg11", "resnet50", "alexnet", "googlenet"});
+  options.matrix.precisions = {Precision::tf32, Precision::bf16};
+  const std::vector<Device> devices(2, cpu_device(""));
+  const Plan plain = make_plan(options, devices);
+  ASSERT_EQ(plain.cells.size(), 32u);
+  // Three cells from the back half of the plan, named in another order than the plan's.
+  const std::vector<std::size_t> named{plain.cells.size() - 1, 20, plain.cells.size() - 5};
+  std::vector<std::string> names;
+  for (const std::size_t i : named) names.push_back(describe(plain.cells[i].cell));
+  options.first_cells = exact_names(names);
+  const Plan first = make_plan(options, devices);
+  ASSERT_EQ(first.cells.size(), plain.cells.size());
+  std::vector<std::string> expected{describe(plain.cells[20].cell), describe(plain.cells[plain.cells.size() - 5].cell),
+                                    describe(plain.cells[plain.cells.size() - 1].cell)};
+  std::map<std::string, int> plain_rank;
+  for (const PlannedCell& planned : plain.cells) {
+    plain_rank[describe(planned.cell)] = planned.rank;
+    const bool is_named = std::find(names.begin(), names.end(), describe(planned.cell)) != names.end();
+    if (!is_named) expected.push_back(describe(planned.cell));
+  }
+  for (std::size_t i = 0; i < first.cells.size(); ++i) {
+    EXPECT_EQ(describe(first.cells[i].cell), expected[i]) << "position " << i;
+    EXPECT_EQ(first.cells[i].rank, plain_rank[describe(first.cells[i].cell)]) << describe(first.cells[i].cell);
+    EXPECT_EQ(first.cells[i].taken_first, i < 3) << describe(first.cells[i].cell);
+  }
+  EXPECT_DOUBLE_EQ(first.makespan_s, plain.makespan_s);
+  EXPECT_DOUBLE_EQ(first.total_s, plain.total_s);
+}
+
+// Under measure.oom_boundary = stop a series' first oom ends it, so it still runs its smaller batches first:
+// --first naming a larger batch takes the series first, from its smallest remaining batch.
+TEST(Plan, UnderTheOomBoundaryFirstTakesANamedCellsSeriesFromItsSmallestBatch) {
+  JobOptions options = framework_options({"vgg11", "resnet50"});
+  options.matrix.engines = {"pytorch-compile"};
+  options.matrix.batches = {1, 2, 4, 8};
+  options.measure.stop_at_oom_boundary = true;
+  const std::vector<Device> devices(1, cpu_device(""));
+  const Plan plain = make_plan(options, devices);
+  // The series that comes last in the plan: its batch 4 is named.
+  const CellSpec last = plain.cells.back().cell;
+  CellSpec named = last;
+  named.batch = 4;
+  options.first_cells = exact_names({describe(named)});
+  const Plan first = make_plan(options, devices);
+  ASSERT_EQ(first.cells.size(), plain.cells.size());
+  const auto same_series = [&](const CellSpec& cell) {
+    return cell.network == last.network && cell.phase == last.phase && cell.precision == last.precision;
+  };
+  EXPECT_TRUE(same_series(first.cells[0].cell)) << describe(first.cells[0].cell);
+  EXPECT_EQ(first.cells[0].cell.batch, 1);
+  int previous_batch = 0;
+  for (const PlannedCell& planned : first.cells) {
+    if (!same_series(planned.cell)) continue;
+    EXPECT_GT(planned.cell.batch, previous_batch) << "the series runs its batches in increasing order";
+    previous_batch = planned.cell.batch;
+  }
+}
+
+TEST(Plan, AFirstThatNamesNoCellIsBadInputNamingIt) {
+  JobOptions options = framework_options({"alexnet"});
+  options.first_cells = "resnet";
+  try {
+    (void)make_plan(options, std::vector<Device>(1, cpu_device("")));
+    FAIL() << "no error";
+  } catch (const UsageError& error) {
+    EXPECT_NE(std::string(error.what()).find("--first 'resnet' matches no cell of the matrix"), std::string::npos)
+        << error.what();
+  }
+  // A cell a resumed run has done counts as named (that part of the run is finished, not mistyped).
+  options.first_cells = "alexnet";
+  std::set<std::string> done;
+  const Plan all = make_plan(options, std::vector<Device>(1, cpu_device("")));
+  for (const PlannedCell& planned : all.cells) done.insert(cell_key(planned.device_key, planned.cell));
+  EXPECT_NO_THROW((void)make_plan(options, std::vector<Device>(1, cpu_device("")), done));
+}
+
 // A native engine's exhaustive search replays an algorithm cache that holds
 // records for the cell's device (the study's cudnn cells took 0.18 of an
 // estimate that searched every convolution); another device's records do not count.

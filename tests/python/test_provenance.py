@@ -188,6 +188,7 @@ def test_run_help_lists_every_flag_with_its_default(run_crossbench):
     (["run", "--colour"], "unknown flag '--colour'"),
     (["plan", "--ranks", "2", "--ranks", "3"], "given twice"),
     (["plan", "--filter", "("], "not a regular expression"),
+    (["run", "--first", "("], "--first '(' is not a regular expression"),
     (["run", "--replicas", "abc"], "command line: --replicas 'abc' must be an integer"),
     (["plan", "--ranks=0"], "command line: --ranks '0' is out of range"),
     (["run", "--quiet=1"], "--quiet takes no value"),
@@ -211,8 +212,23 @@ def test_plan_json_and_filter(run_crossbench, tmp_path):
     assert only["cells"][0]["estimated_s"] > 0 and only["makespan_s"] > 0
 
 
+def test_first_takes_the_named_cells_first_in_the_plan_and_the_run(run_crossbench, tmp_path):
+    """--first: the named cell runs first (the plan marks it), and the run's cube holds every cell."""
+    job = tmp_path / "job.ini"
+    job.write_text(TINY_JOB)
+    plain = json.loads(run_crossbench("plan", "--job", job, "--json").stdout)
+    last = plain["cells"][-1]["name"]
+    named = json.loads(run_crossbench("plan", "--job", job, "--json", "--first", "/" + last.split("/")[4] + "/").stdout)
+    assert [cell["name"] for cell in named["cells"]] == [last] + [cell["name"] for cell in plain["cells"][:-1]]
+    assert [cell["first"] for cell in named["cells"]] == [True] + [False] * (len(plain["cells"]) - 1)
+    run = run_crossbench("run", "--job", job, "--first", "/" + last.split("/")[4] + "/", "-o", tmp_path / "first.h5")
+    assert run.returncode == 0, run.stderr
+    progress = [line for line in run.stdout.splitlines() + run.stderr.splitlines() if line.startswith("[1/")]
+    assert progress and last.split("/")[4] in progress[0], progress
+
+
 def test_filter_matching_no_cell_is_exit_2(run_crossbench, tmp_path):
-    """run, plan and check with a --filter that selects nothing: exit 2 naming the filter, no cube."""
+    """run, plan and check with a --filter (run and plan: a --first) that names nothing: exit 2 naming it, no cube."""
     job = tmp_path / "job.ini"
     job.write_text(TINY_JOB)
     cube = tmp_path / "out.h5"
@@ -220,6 +236,10 @@ def test_filter_matching_no_cell_is_exit_2(run_crossbench, tmp_path):
         done = run_crossbench(*command, "--job", job, "--filter", "zzz")
         assert done.returncode == 2, (command, done.stdout, done.stderr)
         assert "--filter 'zzz' matches no cell" in done.stderr, (command, done.stderr)
+    for command in (["run", "--output", cube, "--quiet"], ["plan", "--ranks", "2"]):  # --first orders run and plan
+        done = run_crossbench(*command, "--job", job, "--first", "zzz")
+        assert done.returncode == 2, (command, done.stdout, done.stderr)
+        assert "--first 'zzz' matches no cell of the matrix" in done.stderr, (command, done.stderr)
     assert not cube.exists() and not pathlib.Path(str(cube) + ".journal").exists()
 
 

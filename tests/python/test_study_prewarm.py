@@ -65,7 +65,8 @@ def test_the_prewarm_compiles_what_the_journal_has_not_measured_and_the_run_find
                                                               ("cudnn", "alexnet", "fp32", 1, "inference")}
     prewarm = subprocess.run(
         [sys.executable, str(REPO / "bench" / "study_prewarm.py"), "--journal", f"{cube}.journal", "--cache",
-         str(cache / "study"), "--out", str(tmp_path / "prewarm"), "--processes", "2", "--budget-s", "600", "--",
+         str(cache / "study"), "--out", str(tmp_path / "prewarm"), "--processes", "2", "--budget-s", "600",
+         "--ready-file", str(tmp_path / "ready.filter"), "--",
          str(crossbench_binary), "run", *MATRIX, *worker, "--set", "measure.min_steps=100", "--resume",
          "--output", str(cube)],
         cwd=REPO, capture_output=True, text=True, timeout=900)
@@ -78,11 +79,16 @@ def test_the_prewarm_compiles_what_the_journal_has_not_measured_and_the_run_find
     assert "environment: XLA_PYTHON_CLIENT_PREALLOCATE=false" in (tmp_path / "prewarm" / "prewarm_0.log").read_text()
     (engine, batch, decisions), = decisions_of(cubes[0])  # the jax cell at batch 2 alone, not cudnn's
     assert (engine, batch) == ("jax", 2) and "cold: empty before" in decisions, decisions
-    # The timed run that follows: its one new jax cell compiles warm from what the prewarm left.
+    # The cell it compiled whole, for the timed run's --first.
+    ready = (tmp_path / "ready.filter").read_text()
+    assert ready == study_prewarm.cell_filter([("jax", "alexnet", "fp32", 2, "inference")]), ready
+    # The timed run that follows takes it first, and its one new jax cell compiles warm from what the prewarm left.
     timed = run(crossbench_binary, "run", *MATRIX, *worker, "--set", "measure.min_steps=2", "--set",
                 "measure.max_steps=2", "--set", "measure.warmup=1", "--compile-cache", str(cache / "study"),
-                "--resume", "--quiet", "--output", str(cube))
+                "--resume", "--first", ready, "--output", str(cube))
     assert timed.returncode == 0, timed.stdout + timed.stderr
+    progress = [line for line in (timed.stdout + timed.stderr).splitlines() if line.startswith("[1/")]
+    assert progress and " jax " in progress[0] and " 2 " in progress[0], timed.stdout + timed.stderr
     new = [d for e, b, d in decisions_of(cube) if e == "jax" and b == 2]
     assert len(new) == 1 and "(warm:" in new[0], new
     # Nothing of the prewarm is left running.
@@ -105,6 +111,26 @@ def test_no_cell_left_compiles_nothing(tmp_path, crossbench_binary):
     assert "prewarm: no compiling cell left to measure" in prewarm.stdout, prewarm.stdout
     assert not (tmp_path / "prewarm").exists()
     json.loads(journal.read_text().splitlines()[1].split(" ", 1)[1])  # a real journal was read
+
+
+def test_the_ready_cells_are_those_a_process_ran_ok_in_the_runs_order(tmp_path):
+    """--ready-file's cells: of the chosen ones, in their order, those a prewarm journal holds `ok`; a cell
+    a process was stopped in (not_run) or that failed was not compiled whole."""
+    def journal(path, results):
+        lines = ["header"] + [f"x {json.dumps({'result': r})}" for r in results]
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+    def result(network, status):
+        return {"engine": "pytorch-compile", "network": network, "precision": "bf16", "batch": 64,
+                "phase": "training", "status": status}
+
+    chosen = [("pytorch-compile", n, "bf16", 64, "training") for n in ("googlenet", "vgg11", "resnet50", "alexnet")]
+    journals = [journal(tmp_path / "prewarm_0.h5.journal", [result("googlenet", "not_run")]),
+                journal(tmp_path / "prewarm_1.h5.journal", [result("alexnet", "ok"), result("vgg11", "ok")]),
+                journal(tmp_path / "prewarm_2.h5.journal", [result("resnet50", "failed")]),
+                tmp_path / "prewarm_3.h5.journal"]  # a process that never wrote one
+    assert study_prewarm.ready_cells(chosen, journals) == [chosen[1], chosen[3]]
 
 
 def plan_cell(engine, network, estimate, search_s=0.0, unsupported=""):

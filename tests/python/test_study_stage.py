@@ -157,7 +157,15 @@ def test_the_prewarm_compiles_the_next_cells_and_the_timed_run_finds_them_warm(t
     assert done.returncode == 0, done.stdout + done.stderr
     assert "prewarm: 2 compiling cells left; 2 processes" in done.stdout, done.stdout
     assert "prewarm: 2 cells compiled ahead" in done.stdout, done.stdout
+    assert "prewarm: the timed run takes first the 2 cells compiled whole" in done.stdout, done.stdout
     assert "study: complete" in done.stdout, done.stdout
+    # The timed run took them with --first (its segment's command line records it).
+    ready = (tmp_path / "out" / "study" / "prewarm" / "ready.filter").read_text()
+    for phase in ("inference", "training"):
+        assert re.search(ready, f"jax/alexnet/fp32/b1/{phase}/r0"), ready
+    segments = [json.loads(line.split(" ", 1)[1]) for line in (study / "study.h5.journal").read_text().splitlines()[1:]]
+    command_line = next(r for r in segments if r.get("type") == "segment")["attributes"]["command_line"]
+    assert "--first" in command_line, command_line
     assert sorted(p.name for p in (tmp_path / "out" / "study" / "prewarm").glob("*.h5")) == [
         "prewarm_0.h5", "prewarm_1.h5"]
     loaded = load(study / "study.h5")
