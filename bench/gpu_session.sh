@@ -108,6 +108,20 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
+
+# A compile-cache pack as it can come back: a call returns files of 16 MiB at most, so a larger pack is split
+# into parts of 15 MiB, PACK.00, PACK.01, ... (the study stage joins them in the next call). Prints what is
+# there: the pack, or its parts.
+split_pack() {
+  local pack=$1
+  if [ "$(du -k "$pack" | cut -f1)" -le $((15 * 1024)) ]; then
+    echo "$pack"
+    return
+  fi
+  split -b 15M -d -a 2 "$pack" "$pack." && rm -f "$pack"
+  local pieces=("$pack".[0-9][0-9])
+  echo "${#pieces[@]} parts $pack.00 ... (15 MiB each at most: copy every one back)"
+}
 STEPS=${STEPS:-50}
 WARMUP=${WARMUP:-10}
 TLIMIT_DEFAULT=${TLIMIT:-240}
@@ -477,11 +491,21 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
       # file) and carries beside the bundle (64 MiB in all): $STUDY_CACHE_MAX_MB, 15; a larger pack is made
       # again without Triton's compiled kernels (below), and one still larger comes back no more and
       # the next call compiles cold (STUDY_COMPILE_CACHE=/tmp/... keeps
-      # the cache out of the tree and does not pack it).
+      # the cache out of the tree and does not pack it). A pack over 15 MiB (a returned file holds 16 MiB at
+      # most) comes back split in parts of 15 MiB, compile-cache.tar.xz.00, .01, ..., which the next call joins:
+      # STUDY_CACHE_MAX_MB=30 lets a pack of two parts travel, where the bundle leaves the tree room for it.
       cache=${STUDY_COMPILE_CACHE:-$dir/compile-cache}
       packed="$dir/compile-cache.tar.xz"
-      if [ "$cache" = "$dir/compile-cache" ] && [ -f "$packed" ] && [ ! -d "$cache" ]; then
-        tar -C "$dir" -xJf "$packed" && echo "$name: unpacked $packed ($(du -sm "$cache" | cut -f1) MiB)"
+      # A pack larger than one returned file comes back in parts (below): compile-cache.tar.xz.00, .01, ...
+      parts=("$packed".[0-9][0-9])
+      if [ "$cache" = "$dir/compile-cache" ] && [ ! -d "$cache" ]; then
+        # Both there (an earlier call's pack left beside this call's parts, or the reverse): the newer.
+        if [ -f "$packed" ] && { [ ! -f "${parts[0]}" ] || [ "$packed" -nt "${parts[0]}" ]; }; then
+          tar -C "$dir" -xJf "$packed" && echo "$name: unpacked $packed ($(du -sm "$cache" | cut -f1) MiB)"
+        elif [ -f "${parts[0]}" ]; then
+          cat "${parts[@]}" | tar -C "$dir" -xJf - &&
+            echo "$name: unpacked $packed from ${#parts[@]} parts ($(du -sm "$cache" | cut -f1) MiB)"
+        fi
       fi
       echo "$name: compile cache $cache ($(find "$cache" -type f 2>/dev/null | wc -l) files)"
       runner=$CB
@@ -591,11 +615,12 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
       if [ "$cache" = "$dir/compile-cache" ] && [ -d "$cache" ]; then
         max_kib=$((${STUDY_CACHE_MAX_MB:-15} * 1024))
         pack="$OUT/$name/compile-cache.tar.xz"
+        rm -f "$pack" "$pack".[0-9][0-9]
         XZ_OPT=${XZ_OPT:--T0} tar -C "$dir" -cJf "$pack" compile-cache
         cache_mb=$(du -sm "$cache" | cut -f1)
         packed_kib=$(du -sk "$pack" | cut -f1)
         if [ "$packed_kib" -le "$max_kib" ]; then
-          echo "$name: compile cache $cache_mb MiB, packed $((packed_kib / 1024)) MiB: back in $pack"
+          echo "$name: compile cache $cache_mb MiB, packed $((packed_kib / 1024)) MiB: back in $(split_pack "$pack")"
         else
           # Lean: without Triton's compiled kernels (triton/: every candidate max-autotune benchmarked, most of
           # the bulk). Inductor's own directory keeps the autotuning's choices, the kernels' sources and the FX
@@ -605,7 +630,7 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
           XZ_OPT=${XZ_OPT:--T0} tar -C "$dir" --exclude=compile-cache/triton -cJf "$pack" compile-cache
           lean_kib=$(du -sk "$pack" | cut -f1)
           if [ "$lean_kib" -le "$max_kib" ]; then
-            echo "$name: compile cache $cache_mb MiB, packed $((packed_kib / 1024)) MiB: too large (STUDY_CACHE_MAX_MB=${STUDY_CACHE_MAX_MB:-15}); without Triton's compiled kernels (triton/) packed $((lean_kib / 1024)) MiB: back in $pack (the next call reuses the autotuning and recompiles the kernels it chose)"
+            echo "$name: compile cache $cache_mb MiB, packed $((packed_kib / 1024)) MiB: too large (STUDY_CACHE_MAX_MB=${STUDY_CACHE_MAX_MB:-15}); without Triton's compiled kernels (triton/) packed $((lean_kib / 1024)) MiB: back in $(split_pack "$pack") (the next call reuses the autotuning and recompiles the kernels it chose)"
           else
             rm -f "$pack"
             echo "$name: compile cache $cache_mb MiB, packed $((packed_kib / 1024)) MiB, $((lean_kib / 1024)) MiB without triton/: too large to come back (STUDY_CACHE_MAX_MB=${STUDY_CACHE_MAX_MB:-15}); the next call compiles cold (each cell's decisions say so)"

@@ -270,3 +270,34 @@ def test_a_cache_too_large_to_come_back_comes_back_without_tritons_compiled_kern
     assert "MiB without triton/: too large to come back (STUDY_CACHE_MAX_MB=1); the next call compiles cold" \
         in cold.stdout, cold.stdout
     assert not pack.exists()
+
+
+def test_a_pack_larger_than_a_returned_file_comes_back_in_parts_that_the_next_call_joins(tmp_path, crossbench_binary):
+    """A call returns files of 16 MiB at most: a pack over 15 MiB (within STUDY_CACHE_MAX_MB) comes back in parts
+    of 15 MiB (ResNet-50's max-autotune cache packed to 55 MiB, 2026-12-08 call 61), and the next call, given the
+    parts, joins and unpacks them. Incompressible bytes stand in for the cache; the cells are cudnn's (fast)."""
+    import hashlib
+    import shutil
+
+    study = tmp_path / "tree" / "study"
+    inductor = study / "compile-cache" / "inductor" / "ab"
+    inductor.mkdir(parents=True)
+    (inductor / "autotune.bin").write_bytes(os.urandom(20 * 1024 * 1024))
+    original = hashlib.sha256((inductor / "autotune.bin").read_bytes()).hexdigest()
+    cudnn_only = dict(STUDY_ENGINES="cudnn", STUDY_NETWORKS="alexnet", STUDY_PRECISIONS="fp32")
+    first = stage(tmp_path, crossbench_binary, study, STUDY_CACHE_MAX_MB="40", **cudnn_only)
+    assert first.returncode == 0, first.stdout + first.stderr
+    out = tmp_path / "out" / "study"
+    parts = sorted(out.glob("compile-cache.tar.xz.*"))
+    assert [p.name for p in parts] == ["compile-cache.tar.xz.00", "compile-cache.tar.xz.01"], first.stdout
+    assert all(p.stat().st_size <= 15 * 1024 * 1024 for p in parts)
+    assert not (out / "compile-cache.tar.xz").exists()
+    assert "back in 2 parts" in first.stdout, first.stdout
+    # The next call: the tree carries the parts, not the unpacked cache.
+    shutil.rmtree(study / "compile-cache")
+    for part in parts:
+        shutil.copy(part, study / part.name)
+    second = stage(tmp_path, crossbench_binary, study, STUDY_NAME="again", STUDY_CACHE_MAX_MB="40", **cudnn_only)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert f"again: unpacked {study}/compile-cache.tar.xz from 2 parts" in second.stdout, second.stdout
+    assert hashlib.sha256((inductor / "autotune.bin").read_bytes()).hexdigest() == original
