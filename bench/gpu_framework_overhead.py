@@ -11,7 +11,7 @@ Variants (--variants):
 
 The standalone loops are written here, not borrowed from the workers: the network from
 `crossbench export-network` built by the workers' graph builders (src/workers/pytorch/model.py,
-the Network class of src/workers/jax/worker.py), the precision's recipe of DESIGN.md (tf32: fp32
+the Network class of src/workers/jax/model.py), the precision's recipe of DESIGN.md (tf32: fp32
 tensors with TF32 math; bf16: pure bf16 weights, activations and gradients, batch-norm in fp32,
 channels_last for PyTorch), the worker's own values by default (--data synthetic: crossbench's
 synthetic weights, input and labels, numpy seconds per cell; --data random: uniform values drawn on

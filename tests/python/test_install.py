@@ -37,6 +37,7 @@ def test_install_layout(prefix):
         assert os.access(prefix / path, os.X_OK), path
     for path in ("jobs/quick.ini", "jobs/seed2017.ini", "slurm/single-node.sbatch", "slurm/common.sh",
                  "workers/common/protocol.py", "workers/pytorch/worker.py", "workers/jax/worker.py",
+                 "workers/jax/model.py",
                  "python/crossbench_analysis/cli.py", "python/crossbench_analysis/peaks.csv"):
         assert (share / path).is_file(), path
     assert not list(share.rglob("__pycache__"))
