@@ -275,6 +275,9 @@ def test_jax_cells_end_ok_in_the_cube(run_crossbench, jax_interpreter, tmp_path)
                              decisions), decisions
             assert re.search(r" prepare=\d+\.\d\ds\(untimed: the worker's whole prepare request\) worker_start=",
                              decisions), decisions
+            # The compile's own set-up outside its clock (the persistent cache's), after compile=.
+            assert re.search(r" compile=\d+\.\ds\(untimed\) compile_cache=.* compiler_setup=\d+\.\d\ds\(untimed: the "
+                             r"persistent cache's set-up and scans\)", decisions), decisions
 
 
 DEVICE_MASK_CHECK = r"""

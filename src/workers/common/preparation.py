@@ -9,10 +9,14 @@ worker breaks its own share down with these tokens, the same in every worker:
 * ``startup=import S.SSs + device S.SSs(untimed, in hello)``: the framework's import, then the device's
   first use (its context and libraries), in hello; told by the process's first cell alone, since a
   worker that serves several cells (engine.worker_per_cell = false) starts once;
+* ``compiler_setup=S.SSs(untimed: ...)``: what a compiling worker does for its compile outside the
+  ``compile=`` clock: the compiler's imports, flags and persistent cache set before it, the cache's entries
+  counted before and after (the H200's pytorch-compile cells spent 3.9-5.8 s of their prepare request
+  outside setup and compile: bench/results/2026-12-09);
 * ``prepare=S.SSs(untimed: the worker's whole prepare request)``: from the request's arrival to the
-  session's being ready, told by the protocol (protocol.py) after the worker's own tokens. Less setup and
-  compile, it is what the adapter does beside them (a compiler's set-up, its cache's scans); crossbench's
-  ``worker_prepare=`` less it is the request's way there and back.
+  session's being ready, told by the protocol (protocol.py) after the worker's own tokens. Less setup,
+  compile and compiler_setup, it is what the adapter does beside them; crossbench's ``worker_prepare=``
+  less it is the request's way there and back.
 """
 import time
 
@@ -40,6 +44,11 @@ def describe(setup_s, startup):
     if startup is not None:
         text += f" startup=import {startup[0]:.2f}s + device {startup[1]:.2f}s(untimed, in hello)"
     return text
+
+
+def describe_compiler_setup(seconds, what):
+    """The decisions' token for a compile's set-up outside its clock [s]; `what` says what it covers."""
+    return f" compiler_setup={seconds:.2f}s(untimed: {what})"
 
 
 def describe_prepare(prepare_s):
