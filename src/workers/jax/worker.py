@@ -54,6 +54,7 @@ if os.path.dirname(os.path.abspath(__file__)) not in sys.path:  # model.py, step
     sys.path.append(os.path.dirname(os.path.abspath(__file__)))
 
 from common import compile_cache, preparation  # noqa: E402
+from common.output_check import check_result  # noqa: E402
 from common.libraries import loaded_library_versions  # noqa: E402
 from common.protocol import WorkerError, serve, settings  # noqa: E402
 from model import Network, Recipe, device_keep_mask  # noqa: E402,F401  (device_keep_mask re-exported)
@@ -547,18 +548,9 @@ class JaxSession:
                 loss = self._loss(logits, self.labels)
                 grads = None
         logits64 = np.asarray(logits.astype(np.float32), dtype=np.float64)
-        result = {"loss": float(loss), "logits_checksum": float(logits64.sum())}
-        finite = bool(np.isfinite(logits64).all()) and math.isfinite(result["loss"])
-        if grads is not None:
-            norms = [float(np.square(np.asarray(g.astype(np.float32), dtype=np.float64)).sum()) for g in grads]
-            finite = finite and all(math.isfinite(n) for n in norms)
-            result["gradient_norm"] = math.sqrt(sum(norms))
-            result["gradient_norms"] = [math.sqrt(n) for n in norms]
-        else:
-            result["gradient_norm"] = math.nan
-            result["gradient_norms"] = []
-        result["finite"] = finite
-        return result
+        squared_norms = None if grads is None else [
+            np.square(np.asarray(g.astype(np.float32), dtype=np.float64)).sum() for g in grads]
+        return check_result(loss, logits64.sum(), np.isfinite(logits64).all(), squared_norms)
 
     def decisions(self):
         text = (f"jax {self.jax.__version__} jit {self.recipe.describe()} "

@@ -49,7 +49,6 @@ Importing this module has no side effects beyond importing torch and numpy
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 from typing import Any, Dict, List, Mapping, Optional, Union
@@ -64,6 +63,7 @@ try:
 except ImportError:  # imported by path, without src/workers on sys.path
     sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from common import synthetic
+from common.output_check import check_result
 
 __all__ = ["FORMAT", "load_network", "CrossbenchModel", "build_model", "SyntheticDropout",
            "dropout_keep_mask", "LAYER_KINDS"]
@@ -449,21 +449,12 @@ class CrossbenchModel(nn.Module):
                     logits = self(x)
                     loss = self.loss(logits, labels)
             logits64 = logits.detach().double()
-            result = {"loss": float(loss.item()), "logits_checksum": float(logits64.sum().item())}
-            finite = bool(torch.isfinite(logits64).all().item()) and math.isfinite(result["loss"])
-            norms = []
+            squared_norms = None
             if training:
-                for p in self.parameters():
-                    g = p.grad if p.grad is not None else torch.zeros_like(p)
-                    norms.append(float(g.detach().double().square().sum().item()))
-                finite = finite and all(math.isfinite(n) for n in norms)
-                result["gradient_norm"] = math.sqrt(sum(norms))
-                result["gradient_norms"] = [math.sqrt(n) for n in norms]
-            else:
-                result["gradient_norm"] = math.nan
-                result["gradient_norms"] = []
-            result["finite"] = finite
-            return result
+                squared_norms = [(p.grad if p.grad is not None else torch.zeros_like(p)).detach().double().square()
+                                 .sum().item() for p in self.parameters()]
+            return check_result(loss.item(), logits64.sum().item(), torch.isfinite(logits64).all().item(),
+                                squared_norms)
         finally:
             with torch.no_grad():
                 for b, saved in buffers:
