@@ -430,6 +430,14 @@ std::string resolved_compile_cache(const std::string& command, bool given, const
 
 // The command's own values that are no single typed field (their rows say DerivedValue).
 void derive_command_values(const CommandLine& line, const CanonicalValues& keys, RunOptions& options) {
+  // A run writes its algorithm cache after the searches it measured: a directory that is not there would
+  // cost the replay of all of them at the first save, so it is refused before anything runs (as --output's).
+  if (const std::string& cache = keys.at("engine.algo_cache"); !cache.empty()) {
+    const std::filesystem::path directory = std::filesystem::path(cache).parent_path();
+    std::error_code error;
+    if (!directory.empty() && !std::filesystem::is_directory(directory, error))
+      throw UsageError("--algo-cache '" + cache + "': directory '" + directory.string() + "' does not exist");
+  }
   options.output_from_command_line = line.values.count("--output") > 0;
   if (options.output_from_command_line) options.output = line.values.at("--output").front();
   options.layer_times_shown = keys.at("measure.layer_times") == "all" ? 0 : 10;  // 0: every layer

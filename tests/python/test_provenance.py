@@ -189,6 +189,8 @@ def test_run_help_lists_every_flag_with_its_default(run_crossbench):
     (["plan", "--ranks", "2", "--ranks", "3"], "given twice"),
     (["plan", "--filter", "("], "not a regular expression"),
     (["run", "--first", "("], "--first '(' is not a regular expression"),
+    (["run", "--algo", "exhaustive", "--algo-cache", "/nonexistent/dir/a.json"],
+     "--algo-cache '/nonexistent/dir/a.json': directory '/nonexistent/dir' does not exist"),
     (["run", "--replicas", "abc"], "command line: --replicas 'abc' must be an integer"),
     (["plan", "--ranks=0"], "command line: --ranks '0' is out of range"),
     (["run", "--quiet=1"], "--quiet takes no value"),
