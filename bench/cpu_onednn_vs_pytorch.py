@@ -83,6 +83,11 @@ def parse_arguments(argv=None):
                         help="also time the crossbench binary in DIR (an earlier commit) on every cell, "
                              "interleaved with --build-dir's (the two alternate which goes first, cell by cell), "
                              "and print both and after / before; needs --order interleaved")
+    parser.add_argument("--baseline-set", metavar="KEY=VALUE", action="append", default=[],
+                        help="time a baseline side with these crossbench settings (repeatable; e.g. "
+                             "engine.fuse=false: the same binary's unfused lowering), interleaved with the "
+                             "default side as --baseline-build-dir is (the binary of --baseline-build-dir "
+                             "where given, else --build-dir's); needs --order interleaved")
     parser.add_argument("--keep", metavar="DIR", help="keep the job files, cubes and graphs in DIR")
     parser.add_argument("--blas", default="system",
                         help="the BLAS of the PyTorch side: system (libblas.so.3 as update-alternatives "
@@ -196,13 +201,15 @@ def read_medians(cube: pathlib.Path):
 
 
 def run_crossbench(binary: pathlib.Path, args, networks, batches, phases, workdir: pathlib.Path,
-                   stem: str = "onednn_vs_pytorch"):
+                   stem: str = "onednn_vs_pytorch", settings=()):
     job, cube = workdir / f"{stem}.ini", workdir / f"{stem}.h5"
     write_job(job, args, networks, batches, phases, cube)
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     command = [str(binary), "run", "--job", str(job), "--output", str(cube), "--quiet"]
+    for setting in settings:
+        command += ["--set", setting]
     print(f"crossbench: {' '.join(command)}  (OMP_NUM_THREADS={args.threads})", file=sys.stderr, flush=True)
     for stale in (cube, cube.with_name(cube.name + ".journal")):  # never --resume an earlier run
         stale.unlink(missing_ok=True)
@@ -297,8 +304,15 @@ def main(argv=None) -> int:
     print(f"pytorch: sgemm_ from {blas}", file=sys.stderr, flush=True)
 
     baseline = pathlib.Path(args.baseline_build_dir) / "crossbench" if args.baseline_build_dir else None
-    if baseline is not None and (not baseline.exists() or args.order != "interleaved"):
-        raise SystemExit(f"--baseline-build-dir: no binary at {baseline}, or --order is not interleaved")
+    if baseline is not None and not baseline.exists():
+        raise SystemExit(f"--baseline-build-dir: no crossbench binary at {baseline}")
+    if args.baseline_set and baseline is None:
+        baseline = binary  # the same binary, other settings
+    for setting in args.baseline_set:
+        if "=" not in setting:
+            raise SystemExit(f"--baseline-set {setting!r}: expected KEY=VALUE (e.g. engine.fuse=false)")
+    if baseline is not None and args.order != "interleaved":
+        raise SystemExit("--baseline-build-dir and --baseline-set need --order interleaved")
 
     cells = [(name, batch, phase) for name in networks for batch in batches for phase in phases]
     native, before, theirs = {}, {}, {}
@@ -311,12 +325,12 @@ def main(argv=None) -> int:
         model = None
         for number, (name, batch, phase) in enumerate(cells):
             if args.order == "interleaved":  # this cell's crossbench run(s) right before PyTorch's
-                runs = [(native, binary, "onednn")]
+                runs = [(native, binary, "onednn", ())]
                 if baseline is not None:  # before and after alternate which runs first
-                    runs.insert(number % 2, (before, baseline, "baseline"))
-                for into, program, stem in runs:
+                    runs.insert(number % 2, (before, baseline, "baseline", args.baseline_set))
+                for into, program, stem, settings in runs:
                     into.update(run_crossbench(program, args, [name], [batch], [phase], workdir,
-                                               stem=f"{stem}_{name}_{batch}_{phase}"))
+                                               stem=f"{stem}_{name}_{batch}_{phase}", settings=settings))
             if model is None or model.name != name:
                 model = None  # free the previous network's weights first
                 model = CrossbenchModel(str(graphs[name]), seed=args.seed, channels_last=args.channels_last)
@@ -359,7 +373,8 @@ def main(argv=None) -> int:
         print("-" * len(header))
         print(f"{'geometric mean of the ratios':<36} {geomean:6.2f}  ({len(ratios)} cells)")
     if baseline is not None:
-        print(f"\nbefore: {baseline}; after: {binary}; after / before < 1: the change is faster")
+        before_text = f"{baseline}" + (f" --set {' --set '.join(args.baseline_set)}" if args.baseline_set else "")
+        print(f"\nbefore: {before_text}; after: {binary}; after / before < 1: the change is faster")
         header = (f"{'network':<9} {'batch':>5} {'phase':<9} {'before':>9} {'after':>9} {'after/before':>12}"
                   f" {'pt/before':>9} {'pt/after':>8}  {'steps b/a':>9}  {'loss before':>11} {'loss after':>11}")
         print(header)

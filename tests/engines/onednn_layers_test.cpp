@@ -377,8 +377,14 @@ void fused_matches_unfused(const Network& network, std::int64_t batch, const std
   auto engine = make_onednn_engine(Device{}, test_config());
   for (Precision precision : {Precision::fp32, Precision::bf16}) {
     if (!engine->supports(Device{}, cell_of(network, batch, Phase::training, precision)).supported) continue;
-    const double tolerance = precision == Precision::fp32 ? 1e-6 : 1e-6;
-    compare_fused_with_unfused(network, batch, Phase::inference, precision, inference, tolerance);
+    const double tolerance = 1e-6;
+    // bf16 conv_bn_add_relu: the sum post-op adds the residual to the convolution's fp32 result, where the
+    // unfused graph first rounds that result to bf16: one rounding fewer, which later layers carry on. Measured
+    // (ConvBnAddReluSumsIntoTheResidualOrACopy, AddRelu, MiniResnetEveryGroup): worst 0.008 of a tensor's
+    // scale (3 bf16 steps of a 2.7 element at scale 5.8), the loss 0.0044 relative. Every other group and
+    // precision agrees within 1e-6.
+    const bool sums = inference.count(kit::FusedKind::conv_bn_add_relu) > 0 && precision == Precision::bf16;
+    compare_fused_with_unfused(network, batch, Phase::inference, precision, inference, sums ? 2e-2 : tolerance);
     compare_fused_with_unfused(network, batch, Phase::training, precision, training, tolerance);
   }
 }
@@ -429,9 +435,10 @@ TEST(OnednnFusion, AddRelu) {
     x = b.add(x, other);
     return b.relu(x);      // add_relu whose add has a convolution on either side
   });
-  // Inference: the branch's batch-norm, read by the add, folds into its convolution (conv_bn_relu without a ReLU).
+  // Inference: the branch's convolution, batch-norm (folded), add and ReLU are one primitive (conv_bn_add_relu,
+  // a sum post-op into a copy of the residual, which that convolution reads); the second add is add_relu.
   fused_matches_unfused(network, 3,
-                        {{kit::FusedKind::conv_bias_relu, 1}, {kit::FusedKind::add_relu, 2}, {kit::FusedKind::conv_bn_relu, 1}},
+                        {{kit::FusedKind::conv_bias_relu, 1}, {kit::FusedKind::add_relu, 1}, {kit::FusedKind::conv_bn_add_relu, 1}},
                         {{kit::FusedKind::conv_bias_relu, 1}, {kit::FusedKind::add_relu, 2}});
   both_phases(network, 3);
 }
@@ -459,9 +466,51 @@ TEST(OnednnFusion, FoldBatchNormIsConvolutionThenBatchNorm) {
   EXPECT_THROW(onednn::fold_batch_norm(folded, mismatched, gamma, beta, mean, {1.f}, epsilon), Error);
 }
 
+// conv_bn_add_relu (inference): the folded convolution's sum post-op adds the residual in its destination.
+// In an identity block (the residual read by b1 before b3, and by the add) b3 writes over the residual's own
+// tensor: one op. Where the convolution reads the residual itself (c), it sums into a copy: two ops. The add
+// and its ReLU run none. Channels 16 (unpadded blocks) and 5 (padded: oneDNN's in-place binary bug, AddRelu).
+TEST(OnednnFusion, ConvBnAddReluSumsIntoTheResidualOrACopy) {
+  for (const std::int64_t channels : {16, 5}) {
+    SCOPED_TRACE(channels);
+    NetworkBuilder b("sum_post_op_" + std::to_string(channels), {3, 8, 8});
+    int x = b.convolution(b.input(), channels, 3, 1, 1, false, "stem");
+    x = b.relu(x, "stem_relu");
+    x = b.convolution(x, channels, 1, 1, 0, false, "pre");
+    x = b.batch_norm(x, "pre_bn");
+    x = b.relu(x, "pre_relu");  // the identity block's residual
+    int y = b.convolution(x, 8, 1, 1, 0, false, "b1");
+    y = b.batch_norm(y, "b1_bn");
+    y = b.relu(y, "b1_relu");
+    const int b3 = b.convolution(y, channels, 1, 1, 0, false, "b3");
+    y = b.batch_norm(b3, "b3_bn");
+    const int add = b.add(y, x, "add");
+    x = b.relu(add, "add_relu");
+    const int c = b.convolution(x, channels, 1, 1, 0, true, "c");
+    const int add2 = b.add(b.batch_norm(c, "c_bn"), x, "add2");
+    x = b.relu(add2, "add2_relu");
+    x = b.flatten(x, "flatten");
+    x = b.fully_connected(x, 6, true, "fc");
+    const Network network = b.finish_with_loss(x);
+    // Buffer reuse and in-place off: both anchors sum into copies, compared with the unfused graph.
+    fused_matches_unfused(network, 3,
+                          {{kit::FusedKind::conv_bias_relu, 1}, {kit::FusedKind::conv_bn_relu, 2},
+                           {kit::FusedKind::conv_bn_add_relu, 2}},
+                          {{kit::FusedKind::conv_bias_relu, 1}, {kit::FusedKind::bn_relu, 2}, {kit::FusedKind::add_relu, 2}});
+    both_phases(network, 3);  // the default graph (in place) against the double-precision reference
+    onednn::OnednnSession session(network, cell_of(network, 3, Phase::inference), test_config());
+    EXPECT_EQ(session.fusions().count(kit::FusedKind::conv_bn_add_relu), 2) << session.record().decisions;
+    const OpSamples ops = session.profile(1);
+    EXPECT_EQ(ops_of(ops, b3, OpStage::forward), 1) << "b3 sums into the residual's own tensor";
+    EXPECT_EQ(ops_of(ops, c, OpStage::forward), 2) << "c reads its residual: a copy, then the convolution";
+    EXPECT_EQ(ops_of(ops, add, OpStage::forward), 0);
+    EXPECT_EQ(ops_of(ops, add2, OpStage::forward), 0);
+  }
+}
+
 TEST(OnednnFusion, MiniResnetEveryGroup) {
   fused_matches_unfused(mini_resnet(), 4,
-                        {{kit::FusedKind::conv_bias_relu, 4}, {kit::FusedKind::add_relu, 1}, {kit::FusedKind::conv_bn_relu, 5}},
+                        {{kit::FusedKind::conv_bias_relu, 4}, {kit::FusedKind::conv_bn_add_relu, 1}, {kit::FusedKind::conv_bn_relu, 4}},
                         {{kit::FusedKind::conv_bias_relu, 4}, {kit::FusedKind::bn_relu, 3}, {kit::FusedKind::add_relu, 1}});
 }
 
@@ -589,14 +638,19 @@ TEST(OnednnSession, ResnetFusionsAndRefusals) {
   EXPECT_NE(decisions.find("fusions=add_relu:16,bn_relu:33;refused=bn_add_relu["), std::string::npos) << decisions;
   EXPECT_NE(decisions.find("(oneDNN 2."), std::string::npos) << decisions;
   EXPECT_NE(decisions.find("fuse_norm_add_relu"), std::string::npos) << decisions;
-  // Inference: every batch-norm folds into its convolution (53), the ReLU after the add is its post-op.
+  // Inference: every batch-norm folds into its convolution (53); each block's last convolution (conv3, or the
+  // projection where conv3 runs first) also adds the residual and applies the ReLU, as its post-ops.
   onednn::OnednnSession inference(network, cell_of(network, 1, Phase::inference), test_config());
-  // conv_bn_add_relu refused (no sum post-op lowering): the add and its ReLU stay one primitive.
   EXPECT_EQ(inference.record().decisions,
-            std::string(recipe_of(Precision::fp32)) +
-                " fusions=add_relu:16,conv_bn_relu:53;refused=conv_bn_add_relu[layer1.0.downsample.conv+"
-                "layer1.0.downsample.bn+layer1.0.add+layer1.0.relu3](the residual add as a sum post-op needs the "
-                "convolution to write over the residual; the add and relu run as one primitive after it) x16");
+            std::string(recipe_of(Precision::fp32)) + " fusions=conv_bn_add_relu:16,conv_bn_relu:37");
+  // Each of them writes over its residual's own tensor: nothing reads the residual after it but the add.
+  const OpSamples ops = inference.profile(1);
+  for (const kit::FusedGroup& g : inference.fusions().groups()) {
+    if (g.kind != kit::FusedKind::conv_bn_add_relu) continue;
+    const std::string& name = network.layers()[static_cast<std::size_t>(g.anchor())].name;
+    EXPECT_EQ(ops_of(ops, g.anchor(), OpStage::forward), 1) << name << ": no copy of the residual";
+    EXPECT_EQ(ops_of(ops, g.add, OpStage::forward), 0) << name;
+  }
 }
 
 // ---- Engine -------------------------------------------------------------------

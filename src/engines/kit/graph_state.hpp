@@ -4,6 +4,7 @@
 // are the engine's (LayerState<Tensor>); the rules are written once here.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -56,6 +57,23 @@ void mark_consumers_and_gradients(const Network& network, bool training, std::ve
 // consumer, no backward op reads it as a value, and its bytes hold nothing else.
 inline bool can_overwrite(const LayerFlags& input, int input_index) {
   return input_index != 0 && input.consumers == 1 && !input.value_needed && input.exclusive;
+}
+
+// Inference's other case (conv_bn_add_relu's sum post-op, which accumulates into the residual's bytes):
+// layer `writer` may write over `input`'s output though other layers read it, when each of them runs
+// before `writer` (the forward runs in network order) except `reads_the_result`, the layer that then
+// reads what `writer` wrote there (the group's add). `writer` itself must not read it, it is not the
+// network input, and its bytes hold nothing else. Training never: backward ops read saved values.
+inline bool can_overwrite_once_read(const Network& network, const LayerFlags& input, int input_index, int writer,
+                                    int reads_the_result, bool training) {
+  if (training || input_index == 0 || input.value_needed || !input.exclusive) return false;
+  const auto& layers = network.layers();
+  for (int reader = 0; reader < static_cast<int>(layers.size()); ++reader) {
+    const auto& inputs = layers[static_cast<std::size_t>(reader)].inputs;
+    if (reader == reads_the_result || std::find(inputs.begin(), inputs.end(), input_index) == inputs.end()) continue;
+    if (reader >= writer) return false;  // still to run (or `writer` itself reads it)
+  }
+  return true;
 }
 
 // The gradient-contribution rule: tensors read by several layers (residual

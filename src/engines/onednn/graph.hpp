@@ -195,7 +195,14 @@ class Builder {
   bool fused(int index, kit::FusedKind kind) const { return graph.fusions.in(index, kind); }
   // `attr` (user scratchpad) plus an eltwise ReLU post-op: what the anchor of a conv_bias_relu,
   // fc_bias_relu or add_relu group is built with, so that it writes relu(y) and the ReLU runs no op.
-  dnnl::primitive_attr attr_with_relu() const;
+  dnnl::primitive_attr attr_with_relu() const { return attr_with_post_ops(false, true); }
+  // `attr` plus, in this order, a sum post-op (dst = op(...) + dst: conv_bn_add_relu's residual add, the
+  // destination holding the residual when the op runs) and an eltwise ReLU post-op.
+  dnnl::primitive_attr attr_with_post_ops(bool sum, bool relu) const;
+  // Whether layer `writer` may write over `input`'s output though others read it (kit::can_overwrite_once_read).
+  bool can_overwrite_once_read(int input, int writer, int reads_the_result) {
+    return options.in_place && kit::can_overwrite_once_read(network, state(input), input, writer, reads_the_result, training);
+  }
 
   // Whether a layer may write its output over input `input` (kit::can_overwrite; tests may turn in-place off).
   bool can_overwrite(int input) { return options.in_place && kit::can_overwrite(state(input), input); }

@@ -24,12 +24,13 @@ Builder::Builder(Graph& graph_, const Network& network_, const CellSpec& cell_, 
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
 }
 
-dnnl::primitive_attr Builder::attr_with_relu() const {
+dnnl::primitive_attr Builder::attr_with_post_ops(bool sum, bool relu) const {
   // A fresh attribute: primitive_attr copies share one handle, and `attr` itself must stay without post-ops.
   dnnl::primitive_attr fused;
   CB_CHECK_DNNL(fused.set_scratchpad_mode(dnnl::scratchpad_mode::user));
   dnnl::post_ops ops;
-  CB_CHECK_DNNL(ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f));
+  if (sum) CB_CHECK_DNNL(ops.append_sum(1.f));
+  if (relu) CB_CHECK_DNNL(ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f));
   CB_CHECK_DNNL(fused.set_post_ops(ops));
   return fused;
 }
@@ -228,7 +229,9 @@ void make_gradient_buckets(Graph& graph, const EngineConfig& config) {
 // workspace holds the ReLU's mask). oneDNN 2.x has no backward post-ops, so the
 // other groups' dReLU stays an eltwise backward that reads the fused output
 // (use_dst_for_bwd), and conv_bias_relu_pool is refused (the kit then
-// proposes conv_bias_relu).
+// proposes conv_bias_relu). conv_bn_add_relu (inference) is the folded
+// convolution with a sum post-op then the ReLU post-op: its destination holds
+// the residual when it runs (layer_convolution.cpp).
 std::optional<std::string> can_lower(const kit::FusedGroup& g, const GraphOptions& options, bool training) {
   if (!options.fuse) return "fusion turned off (--fuse false)";
   switch (g.kind) {
@@ -243,11 +246,11 @@ std::optional<std::string> can_lower(const kit::FusedGroup& g, const GraphOption
       return "oneDNN " + std::to_string(DNNL_VERSION_MAJOR) + "." + std::to_string(DNNL_VERSION_MINOR) + "." +
              std::to_string(DNNL_VERSION_PATCH) +
              " has no batch-norm with a fused residual add (normalization_flags::fuse_norm_add_relu is oneDNN 3's)";
-    case kit::FusedKind::conv_bn_add_relu:
-      // A sum post-op accumulates into the destination: the convolution would have to write over the
-      // residual's buffer (or a copy of it), which the buffer plan does not arrange.
-      return "the residual add as a sum post-op needs the convolution to write over the residual; the add "
-             "and relu run as one primitive after it";
+    case kit::FusedKind::conv_bn_add_relu:  // the kit proposes it in inference only
+      // The folded convolution with a sum post-op (accumulating into the residual's bytes, or a copy of
+      // them where the residual is still to be read or its layout differs) and the ReLU post-op.
+      if (training) return "training: batch statistics change every step, so they cannot be folded into weights";
+      return std::nullopt;
     case kit::FusedKind::conv_bias_relu_pool:  // the kit proposes it in training only
       return "oneDNN's pooling backward takes no post-op (no dReLU folded into it): conv_bias_relu, then its pooling";
   }

@@ -5,6 +5,8 @@
 // gets a copy (or an accumulation when it has other consumers).
 // add_relu (kit/fusion.hpp): the add applies the ReLU as an eltwise post-op;
 // the ReLU's backward has already turned the gradient into this output's.
+// conv_bn_add_relu (inference): no op; the convolution's sum post-op adds
+// (layer_convolution.cpp).
 #include "crossbench/error.hpp"
 #include "engines/onednn/graph.hpp"
 
@@ -12,6 +14,13 @@ namespace crossbench::onednn {
 
 void forward_add(Builder& ctx, int index) {
   const int a = ctx.input_of(index, 0), b = ctx.input_of(index, 1);
+  if (const kit::FusedGroup* group = ctx.fused(index); group != nullptr && group->kind == kit::FusedKind::conv_bn_add_relu) {
+    LayerState& s = ctx.state(index);  // the convolution's sum post-op added the residual: no op
+    s.out = ctx.state(group->batch_norm).out;
+    s.in_place = true;
+    s.exclusive = true;
+    return;
+  }
   const Tensor first = ctx.state(a).out;
   const Tensor second = ctx.ensure(ctx.state(b).out, first.desc, ctx.label(index, "second input"));
   LayerState& s = ctx.state(index);

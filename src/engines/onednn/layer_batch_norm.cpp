@@ -7,8 +7,9 @@
 // forward writes relu(y), the ReLU's output, and a workspace (the ReLU's mask);
 // the backward takes the ReLU's output gradient and applies the mask itself, so
 // the ReLU runs no op in either direction and y's gradient never exists.
-// conv_bn_relu (inference): no op either; fold_into_convolution rewrites the
-// convolution's weights and bias once after initialisation.
+// conv_bn_relu and conv_bn_add_relu (inference): no op either;
+// fold_into_convolution rewrites the convolution's weights and bias once after
+// initialisation.
 #include <cmath>
 #include <vector>
 
@@ -108,7 +109,8 @@ void fold_into_convolution(Builder& ctx, int index, const kit::FusedGroup& group
 
 void forward_batch_norm(Builder& ctx, int index) {
   const Layer& layer = ctx.layer(index);
-  if (const kit::FusedGroup* group = ctx.fused(index); group != nullptr && group->kind == kit::FusedKind::conv_bn_relu) {
+  if (const kit::FusedGroup* group = ctx.fused(index);
+      group != nullptr && (group->kind == kit::FusedKind::conv_bn_relu || group->kind == kit::FusedKind::conv_bn_add_relu)) {
     fold_into_convolution(ctx, index, *group);
     return;
   }

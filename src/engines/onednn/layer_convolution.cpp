@@ -9,6 +9,14 @@
 // deployment does: its weights are scaled per output channel once after
 // initialisation (layer_batch_norm.cpp, fold_into_convolution), its bias is the
 // folded bias, and the group's ReLU, if any, is its post-op.
+// conv_bn_add_relu (inference): folded as conv_bn_relu, then a sum post-op adds
+// the destination's bytes (the residual) before the ReLU post-op, so the add and
+// the ReLU run no op. The destination is the residual's own tensor when nothing
+// reads the residual after this convolution but the group's add, and the layout
+// the convolution picks is the residual's (the usual case: the bottleneck's
+// conv3 or projection in ResNets); else a copy of the residual in the picked
+// layout, made by an op just before (the add's bytes moved once, where an
+// unfused add reads both inputs and writes its output).
 #include <algorithm>
 
 #include "crossbench/error.hpp"
@@ -43,7 +51,8 @@ Geometry geometry(const Builder& ctx, int index) {
 void forward_convolution(Builder& ctx, int index) {
   const Layer& layer = ctx.layer(index);
   const kit::FusedGroup* group = ctx.fused(index);
-  const bool folded = group != nullptr && group->kind == kit::FusedKind::conv_bn_relu;
+  const bool sums = group != nullptr && group->kind == kit::FusedKind::conv_bn_add_relu;
+  const bool folded = group != nullptr && (group->kind == kit::FusedKind::conv_bn_relu || sums);
   const bool relu = group != nullptr && (group->kind == kit::FusedKind::conv_bias_relu || (folded && group->relu >= 0));
   const bool bias = layer.params.bias || folded;  // folding gives every convolution a bias
   const Geometry g = geometry(ctx, index);
@@ -56,13 +65,23 @@ void forward_convolution(Builder& ctx, int index) {
                                                            g.padding_r)
                          : dnnl::convolution_forward::desc(prop, dnnl::algorithm::convolution_direct, src_any,
                                                            weights_any, dst_any, g.strides, g.padding_l, g.padding_r);
-  const auto pd = CB_CHECK_DNNL(
-      dnnl::convolution_forward::primitive_desc(desc, relu ? ctx.attr_with_relu() : ctx.attr, ctx.graph.engine));
+  const auto pd = CB_CHECK_DNNL(dnnl::convolution_forward::primitive_desc(
+      desc, sums || relu ? ctx.attr_with_post_ops(sums, relu) : ctx.attr, ctx.graph.engine));
 
   LayerState& s = ctx.state(index);
   const Tensor in = ctx.ensure(ctx.input_state(index).out, pd.src_desc(), ctx.label(index, "input"));
   const int weights = ctx.add_parameter(index, synthetic::Slot::weight, pd.weights_desc(), plain_md(g.weights, dt::f32));
-  s.out = ctx.new_tensor(pd.dst_desc(), ctx.label(index, "output"));
+  if (sums) {  // the destination holds the residual when the convolution runs
+    const Tensor& residual = ctx.state(group->residual).out;
+    if (residual.desc == pd.dst_desc() && ctx.can_overwrite_once_read(group->residual, index, group->add)) {
+      s.out = residual;
+    } else {
+      s.out = ctx.new_tensor(pd.dst_desc(), ctx.label(index, "output (+ residual)"));
+      ctx.push_reorder(ctx.label(index, "residual into the output, the sum post-op's addend"), residual, s.out);
+    }
+  } else {
+    s.out = ctx.new_tensor(pd.dst_desc(), ctx.label(index, "output"));
+  }
   std::vector<std::pair<int, Tensor>> args{{DNNL_ARG_SRC, in},
                                            {DNNL_ARG_WEIGHTS, ctx.graph.parameters[static_cast<std::size_t>(weights)].value},
                                            {DNNL_ARG_DST, s.out}};
@@ -76,8 +95,9 @@ void forward_convolution(Builder& ctx, int index) {
     args.emplace_back(DNNL_ARG_BIAS, folded_bias);
     s.saved.push_back(folded_bias);
   }
-  const char* what = folded ? (relu ? "forward (+ folded batch-norm, relu post-op)" : "forward (+ folded batch-norm)")
-                            : (relu ? "forward (+ relu post-op)" : "forward");
+  const char* what = sums     ? "forward (+ folded batch-norm, residual sum and relu post-ops)"
+                     : folded ? (relu ? "forward (+ folded batch-norm, relu post-op)" : "forward (+ folded batch-norm)")
+                              : (relu ? "forward (+ relu post-op)" : "forward");
   ctx.push_primitive(ctx.label(index, what), pd, std::move(args));
   s.forward_pd = pd;
 }
