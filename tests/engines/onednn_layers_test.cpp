@@ -500,6 +500,8 @@ TEST(OnednnFusion, ConvBnAddReluSumsIntoTheResidualOrACopy) {
     both_phases(network, 3);  // the default graph (in place) against the double-precision reference
     onednn::OnednnSession session(network, cell_of(network, 3, Phase::inference), test_config());
     EXPECT_EQ(session.fusions().count(kit::FusedKind::conv_bn_add_relu), 2) << session.record().decisions;
+    EXPECT_NE(session.record().decisions.find(" sum_post_op=into_residual:1,into_copy:1"), std::string::npos)
+        << session.record().decisions;
     const OpSamples ops = session.profile(1);
     EXPECT_EQ(ops_of(ops, b3, OpStage::forward), 1) << "b3 sums into the residual's own tensor";
     EXPECT_EQ(ops_of(ops, c, OpStage::forward), 2) << "c reads its residual: a copy, then the convolution";
@@ -642,7 +644,8 @@ TEST(OnednnSession, ResnetFusionsAndRefusals) {
   // projection where conv3 runs first) also adds the residual and applies the ReLU, as its post-ops.
   onednn::OnednnSession inference(network, cell_of(network, 1, Phase::inference), test_config());
   EXPECT_EQ(inference.record().decisions,
-            std::string(recipe_of(Precision::fp32)) + " fusions=conv_bn_add_relu:16,conv_bn_relu:37");
+            std::string(recipe_of(Precision::fp32)) +
+                " fusions=conv_bn_add_relu:16,conv_bn_relu:37 sum_post_op=into_residual:16,into_copy:0");
   // Each of them writes over its residual's own tensor: nothing reads the residual after it but the add.
   const OpSamples ops = inference.profile(1);
   for (const kit::FusedGroup& g : inference.fusions().groups()) {

@@ -96,6 +96,9 @@ struct Graph {
   // gradient in training), [loss_end, backward_end) backward, then the update.
   std::size_t forward_end = 0, loss_end = 0, backward_end = 0;
   kit::FusionPlan fusions;  // the kit's fusion pass with this engine's answers; `decisions` prints it
+  // conv_bn_add_relu: sum post-ops that accumulate into the residual's own tensor, and into a copy of it
+  // (layer_convolution.cpp); `decisions` prints them as sum_post_op=into_residual:N,into_copy:M.
+  int sums_into_residual = 0, sums_into_copy = 0;
   std::vector<Parameter> parameters;  // layer order; weight, bias, gamma, beta
   Tensor logits;                      // plain (N, classes), valid after the forward ops
   std::vector<std::int32_t> labels;

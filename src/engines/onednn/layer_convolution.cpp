@@ -75,9 +75,11 @@ void forward_convolution(Builder& ctx, int index) {
     const Tensor& residual = ctx.state(group->residual).out;
     if (residual.desc == pd.dst_desc() && ctx.can_overwrite_once_read(group->residual, index, group->add)) {
       s.out = residual;
+      ++ctx.graph.sums_into_residual;
     } else {
       s.out = ctx.new_tensor(pd.dst_desc(), ctx.label(index, "output (+ residual)"));
       ctx.push_reorder(ctx.label(index, "residual into the output, the sum post-op's addend"), residual, s.out);
+      ++ctx.graph.sums_into_copy;
     }
   } else {
     s.out = ctx.new_tensor(pd.dst_desc(), ctx.label(index, "output"));

@@ -18,7 +18,11 @@ OnednnSession::OnednnSession(const Network& network, const CellSpec& cell, const
   graph_ = build_graph(network, cell, config, options, communicator);
   for (const Layer& layer : network.layers()) network_layers_.emplace_back(layer.name, std::string(to_string(layer.kind)));
   record_.decisions = recipe_of(graph_->data_type == dt::bf16 ? Precision::bf16 : Precision::fp32);  // all it runs
-  record_.decisions += " " + graph_->fusions.decisions(network);
+  record_.decisions += ' ';  // appended apart: GCC 12 warns (-Wrestrict, a false positive) on " " + std::string&&
+  record_.decisions += graph_->fusions.decisions(network);
+  if (graph_->sums_into_residual + graph_->sums_into_copy > 0)
+    record_.decisions += " sum_post_op=into_residual:" + std::to_string(graph_->sums_into_residual) +
+                         ",into_copy:" + std::to_string(graph_->sums_into_copy);
   if (graph_->data_parallel) {
     record_.decisions += "; gradients averaged in " + graph_->data_parallel->buckets->description() + "; images " +
                          std::to_string(graph_->first_image) + ".. of the global batch";
