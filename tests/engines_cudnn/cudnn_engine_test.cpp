@@ -629,6 +629,21 @@ TEST_P(ResidualConvolutionFusion, MatchesTheUnfusedOps) {
         << decisions.substr(at, 60);
     EXPECT_GT(graphs, 0) << what;
     EXPECT_GE(shared, static_cast<int>(blocks) / 2) << what << ": " << decisions.substr(at, 60);
+    // And what they cost: creation and builds [s], the runtime-compiled builds a part of the builds.
+    const std::size_t setup_at = decisions.find(" graph_api_setup=", at);
+    ASSERT_NE(setup_at, std::string::npos) << what << ": " << decisions.substr(at, 120);
+    double create_s = -1, build_s = -1, runtime_s = -1;
+    int built = -1, runtime_built = -1;
+    ASSERT_EQ(std::sscanf(decisions.c_str() + setup_at, " graph_api_setup=create:%lfs,build:%d/%lfs,runtime_compiled:%d/%lfs",
+                          &create_s, &built, &build_s, &runtime_built, &runtime_s),
+              5)
+        << decisions.substr(setup_at, 120);
+    EXPECT_GT(create_s, 0) << what;
+    EXPECT_GT(built, 0) << what << ": every chosen graph plan is built";
+    EXPECT_GE(build_s, runtime_s) << what;
+    EXPECT_LE(runtime_built, built) << what;
+    // The fused residual groups of tf32 and bf16 are runtime-compiled graphs, each built at least once.
+    if (precision != Precision::fp32 && occurrences(decisions, "+bias+add+relu") > 0) EXPECT_GT(runtime_built, 0) << what;
   }
   fused->step();
   unfused->step();

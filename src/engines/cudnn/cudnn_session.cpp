@@ -34,6 +34,15 @@ std::string policy_text(const CudnnConfig& config) {
   return config.algorithm == AlgorithmPolicy::exhaustive ? "exhaustive" : "heuristic";
 }
 
+// "1.23s": a wall time of the set-up in the decisions [s].
+std::string seconds_text(double seconds) {
+  std::ostringstream text;
+  text.setf(std::ios::fixed);
+  text.precision(2);
+  text << seconds << "s";
+  return text.str();
+}
+
 }  // namespace
 
 CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const CudnnConfig& config,
@@ -176,8 +185,15 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const C
          << " samples" << (search_telemetry.throttled == 1 ? ", throttled" : "") << ")";
   // How many Graph API graphs the layers' searches created, and how many requests an identical layer's
   // graph (or refusal) answered.
-  if (graph_convolutions_.graphs() > 0)
-    text << " graph_api_graphs=" << graph_convolutions_.graphs() << "(shared " << graph_convolutions_.shared() << ")";
+  // What they cost in this process: the graphs' creation and their plans' builds [s], the runtime-compiled
+  // (NVRTC) builds apart, since no cache carries them from one process to the next.
+  if (graph_convolutions_.graphs() > 0) {
+    const GraphConvolutionCache::SetupCost cost = graph_convolutions_.setup_cost();
+    text << " graph_api_graphs=" << graph_convolutions_.graphs() << "(shared " << graph_convolutions_.shared() << ")"
+         << " graph_api_setup=create:" << seconds_text(cost.create_seconds) << ",build:" << cost.plans_built << "/"
+         << seconds_text(cost.build_seconds) << ",runtime_compiled:" << cost.runtime_plans_built << "/"
+         << seconds_text(cost.runtime_build_seconds);
+  }
   if (const std::string l2 = search_l2_decision(config); !l2.empty()) text << " " << l2;  // every timed search run L2-cold
   if (const std::string warmup = search_warmup_decision(config); !warmup.empty()) text << " " << warmup;
   if (!in_step.empty()) text << " " << in_step;

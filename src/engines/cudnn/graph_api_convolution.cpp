@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "crossbench/clock.hpp"
 #include "crossbench/error.hpp"
 
 // The Graph API path needs cudnn-frontend (CMake: CROSSBENCH_CUDNN_FRONTEND_ROOT, fetched by
@@ -128,7 +129,7 @@ std::unique_ptr<GraphConvolution> GraphConvolution::create(cudnnHandle_t handle,
   if (!p.residual.valid()) g.deselect_behavior_notes({fe::BehaviorNote_t::RUNTIME_COMPILATION});
   CB_CHECK_CUDNN_FRONTEND(g.check_support(handle));
   impl->built.assign(static_cast<std::size_t>(g.get_execution_plan_count()), 0);
-  return std::unique_ptr<GraphConvolution>(new GraphConvolution(std::move(impl)));
+  return std::unique_ptr<GraphConvolution>(new GraphConvolution(std::move(impl), p.residual.valid()));
 }
 
 int GraphConvolution::plan_count() const { return static_cast<int>(impl_->graph.get_execution_plan_count()); }
@@ -142,7 +143,12 @@ std::string GraphConvolution::plan_name(int plan) const {
 bool GraphConvolution::build(int plan) {
   if (plan < 0 || plan >= plan_count()) return false;
   char& built = impl_->built[static_cast<std::size_t>(plan)];
-  if (!built) built = impl_->graph.build_plan_at_index(plan).is_good() ? 1 : 0;
+  if (!built) {
+    const auto start = std::chrono::steady_clock::now();
+    built = impl_->graph.build_plan_at_index(plan).is_good() ? 1 : 0;
+    build_seconds_ += seconds_since(start);
+    ++plans_built_;
+  }
   return built != 0;
 }
 
@@ -223,19 +229,38 @@ std::shared_ptr<GraphConvolution> GraphConvolutionCache::get(cudnnHandle_t handl
     return found->second.graph;
   }
   Entry entry;
+  const auto start = std::chrono::steady_clock::now();
   try {
     entry.graph = GraphConvolution::create(handle, problem);
   } catch (const OutOfMemory&) {
     throw;  // not a property of the problem: never remembered
   } catch (const Error& e) {
+    create_seconds_ += seconds_since(start);
     entry.refusal = e.what();
     graphs_.emplace(key, std::move(entry));
     throw;
   }
+  create_seconds_ += seconds_since(start);
   return graphs_.emplace(key, std::move(entry)).first->second.graph;
 }
 
-GraphConvolution::GraphConvolution(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GraphConvolutionCache::SetupCost GraphConvolutionCache::setup_cost() const {
+  SetupCost cost;
+  cost.create_seconds = create_seconds_;
+  for (const auto& [key, entry] : graphs_) {
+    if (!entry.graph) continue;
+    cost.plans_built += entry.graph->plans_built();
+    cost.build_seconds += entry.graph->build_seconds();
+    if (entry.graph->runtime_compiled()) {
+      cost.runtime_plans_built += entry.graph->plans_built();
+      cost.runtime_build_seconds += entry.graph->build_seconds();
+    }
+  }
+  return cost;
+}
+
+GraphConvolution::GraphConvolution(std::unique_ptr<Impl> impl, bool runtime_compiled)
+    : impl_(std::move(impl)), runtime_compiled_(runtime_compiled) {}
 GraphConvolution::~GraphConvolution() = default;
 
 }  // namespace crossbench::cudnn

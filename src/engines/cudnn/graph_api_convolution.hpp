@@ -58,6 +58,12 @@ class GraphConvolution {
   [[nodiscard]] std::string plan_name(int plan) const;  // engine and knobs, stable for one cuDNN version
   // Builds a plan (compiles its kernels); false where cuDNN refuses it.
   [[nodiscard]] bool build(int plan);
+  // What building cost this graph: the plans built (refusals included) and their wall time [s].
+  [[nodiscard]] int plans_built() const { return plans_built_; }
+  [[nodiscard]] double build_seconds() const { return build_seconds_; }
+  // Whether the graph admits runtime-compiled (NVRTC) engines: the residual graph of a conv_bn_add_relu
+  // group, whose every engine on the H200 is one, so its builds compile kernels in every process.
+  [[nodiscard]] bool runtime_compiled() const { return runtime_compiled_; }
   [[nodiscard]] std::int64_t workspace_bytes(int plan) const;
   // Enqueues the plan on the handle's stream; x, w, y, bias, residual as in the problem (null where it
   // has none). false where the execution is refused and `refusal_allowed` (the measurement), else throws Error.
@@ -66,8 +72,11 @@ class GraphConvolution {
 
  private:
   struct Impl;
-  explicit GraphConvolution(std::unique_ptr<Impl> impl);
+  GraphConvolution(std::unique_ptr<Impl> impl, bool runtime_compiled);
   std::unique_ptr<Impl> impl_;
+  bool runtime_compiled_ = false;
+  int plans_built_ = 0;
+  double build_seconds_ = 0;  // [s]
 };
 
 // Everything a graph depends on, and nothing of where its tensors live: direction, precision, the dims,
@@ -86,6 +95,18 @@ class GraphConvolutionCache {
   [[nodiscard]] std::shared_ptr<GraphConvolution> get(cudnnHandle_t handle, const GraphConvolutionProblem& problem);
   [[nodiscard]] int graphs() const { return static_cast<int>(graphs_.size()); }  // created (or refused)
   [[nodiscard]] int shared() const { return shared_; }  // requests answered with an existing graph or refusal
+  // Where a session's Graph API set-up goes, for its decisions: the graphs' creation (operation graph,
+  // heuristics, support checks) and their plans' builds, each [s], the runtime-compiled graphs' builds
+  // apart. A search replayed from the algorithm cache still creates its graphs and builds its chosen
+  // plans, in every process: this is that cost.
+  struct SetupCost {
+    double create_seconds = 0;
+    int plans_built = 0;
+    double build_seconds = 0;
+    int runtime_plans_built = 0;
+    double runtime_build_seconds = 0;
+  };
+  [[nodiscard]] SetupCost setup_cost() const;
 
  private:
   struct Entry {
@@ -94,6 +115,7 @@ class GraphConvolutionCache {
   };
   std::unordered_map<std::string, Entry> graphs_;
   int shared_ = 0;
+  double create_seconds_ = 0;  // [s]
 };
 
 }  // namespace crossbench::cudnn
