@@ -3,6 +3,9 @@
 // to its schema row, the cross-key rules in the engine's one place.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <vector>
+
 #include "crossbench/engine.hpp"
 #include "crossbench/error.hpp"
 #include "engines/cudnn/cudnn_settings.hpp"
@@ -146,6 +149,41 @@ TEST(EngineSettings, TheSearchWarmupIsReadAndInTheDecisions) {
   EXPECT_EQ(cudnn::search_warmup_decision(settings), "");  // the searches before the option, unmarked
   config.settings = {{"engine.algo", "exhaustive"}};
   EXPECT_EQ(cudnn::cudnn_settings(config).search_warmup_ms, 0) << "the schema's default";
+}
+
+TEST(EngineSettings, ThePoolSpacerGrowsWithTheSessionIndexAndIsInTheDecisions) {
+  EngineConfig config;
+  config.settings = {{"engine.pool_spacer_mb", "512"}};
+  cudnn::CudnnSettings settings = cudnn::cudnn_settings(config);
+  EXPECT_EQ(settings.pool_spacer_bytes, 512LL << 20);
+  // Consecutive sessions of a process (--repetitions) hold 0, 1, 2, 3 times the setting, then again.
+  const std::int64_t mib = 1LL << 20;
+  const std::vector<std::int64_t> held{0, 512 * mib, 1024 * mib, 1536 * mib, 0, 512 * mib};
+  for (int session = 0; session < static_cast<int>(held.size()); ++session) {
+    settings.session_in_process = session;
+    EXPECT_EQ(cudnn::session_pool_spacer_bytes(settings), held[static_cast<std::size_t>(session)]) << session;
+  }
+  settings.session_in_process = 2;
+  EXPECT_EQ(cudnn::pool_spacer_decision(settings), " pool_spacer=1024MiB(session 2 of the process)");
+  config.settings = {};
+  settings = cudnn::cudnn_settings(config);
+  EXPECT_EQ(settings.pool_spacer_bytes, 0) << "the schema's default: none";
+  settings.session_in_process = 3;
+  EXPECT_EQ(cudnn::session_pool_spacer_bytes(settings), 0);
+  EXPECT_EQ(cudnn::pool_spacer_decision(settings), "") << "a run without the setting says nothing of it";
+}
+
+TEST(EngineSettings, ANegativePoolSpacerNamesTheKeyAndItsRange) {
+  EngineConfig config;
+  config.settings = {{"engine.pool_spacer_mb", "-1"}};
+  try {
+    static_cast<void>(cudnn::cudnn_settings(config));
+    FAIL() << "pool_spacer_mb = -1 accepted";
+  } catch (const UsageError& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("pool_spacer_mb"), std::string::npos) << message;
+    EXPECT_NE(message.find("-1"), std::string::npos) << message;
+  }
 }
 
 TEST(EngineSettings, ASearchWarmupNeedsTheMeasuredSearch) {

@@ -809,6 +809,40 @@ TEST(CudnnSession, CudaGraphReplayGivesTheSameResults) {
   }
 }
 
+// engine.pool_spacer_mb: the sessions of one engine (one process) hold 0, 1, 2, ... times the spacer before
+// their pool, which moves the pool to other device memory and changes nothing a step computes: the same
+// logits, bit for bit (inference, the heuristic's deterministic forward algorithms), and each session's
+// decisions name its spacer.
+TEST(CudnnSession, ThePoolSpacerMovesThePoolAndChangesNothingComputed) {
+  SKIP_WITHOUT_GPU();
+  const Network network = make_network("alexnet");
+  const CellSpec cell{"cudnn", "alexnet", Precision::fp32, 8, Phase::inference, 0};
+  EngineConfig config;
+  config.seed = 42;
+  cudnn::CudnnSettings settings;
+  settings.pool_spacer_bytes = 64LL << 20;
+  const auto engine = make_cudnn_engine(probe_gpu(0, ""), config, settings);
+  std::vector<std::vector<float>> logits;
+  for (int session_index = 0; session_index < 3; ++session_index) {
+    const auto session = engine->prepare(network, cell);
+    auto* cudnn_session = dynamic_cast<cudnn::CudnnSession*>(session.get());
+    ASSERT_NE(cudnn_session, nullptr);
+    const std::string& decisions = session->record().decisions;
+    const std::string spacer = " pool_spacer=" + std::to_string(64 * session_index) + "MiB(session " +
+                               std::to_string(session_index) + " of the process)";
+    EXPECT_NE(decisions.find(spacer), std::string::npos) << decisions;
+    session->step();
+    logits.push_back(cudnn_session->logits_storage());
+  }
+  for (std::size_t s = 1; s < logits.size(); ++s) {
+    ASSERT_EQ(logits[s].size(), logits[0].size());
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < logits[0].size(); ++i) differ += logits[s][i] != logits[0][i] ? 1 : 0;
+    EXPECT_EQ(differ, 0u) << "session " << s << ": " << differ << " of " << logits[0].size()
+                          << " logits differ from session 0's";
+  }
+}
+
 // Element by element: what a CUDA graph's replays leave (logits, every
 // weight gradient) against the same steps issued call by call, by a session
 // with the same (heuristic) algorithms. check() runs eagerly, so it cannot

@@ -102,7 +102,10 @@ class CudnnEngine final : public Engine {
                         gib_text(static_cast<double>(device_.memory_bytes)) + " GiB of " + device_.model +
                         "; that layer is also beyond the 2^31 - 1 elements that cuDNN's tensor descriptors hold");
     try {
-      auto session = std::make_unique<CudnnSession>(network, cell, config_, device_, communicator, &algorithm_cache_);
+      CudnnConfig session_config = config_;
+      session_config.session_in_process = sessions_prepared_++;  // engine.pool_spacer_mb
+      auto session =
+          std::make_unique<CudnnSession>(network, cell, session_config, device_, communicator, &algorithm_cache_);
       save_algorithm_cache();
       return session;
     } catch (const std::bad_alloc&) {
@@ -128,6 +131,7 @@ class CudnnEngine final : public Engine {
   CudnnConfig config_;
   AlgorithmCache algorithm_cache_;
   bool save_failed_ = false;
+  int sessions_prepared_ = 0;  // sessions this engine prepared in the process (attempts included)
 };
 
 // cuDNN's tensor descriptors take 32-bit sizes: a tensor of 2^31 elements or

@@ -132,6 +132,9 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const C
 
   // Phase 3: one allocation, then the synthetic data.
   pool_.plan();
+  // engine.pool_spacer_mb: device memory held, untouched, so that the pool lands elsewhere (DESIGN.md).
+  if (const std::int64_t spacer = session_pool_spacer_bytes(config); spacer > 0)
+    pool_spacer_ = DeviceBuffer(static_cast<std::size_t>(spacer), "the pool spacer (engine.pool_spacer_mb)");
   pool_.allocate(cell_text(network, cell));
   CB_CHECK_CUBLAS(cublasSetWorkspace(blas_, pool_.address(cublas_workspace_buffer_), kCublasWorkspace));
   initialise(network, b);
@@ -195,6 +198,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const C
          << seconds_text(cost.runtime_build_seconds);
   }
   if (const std::string l2 = search_l2_decision(config); !l2.empty()) text << " " << l2;  // every timed search run L2-cold
+  text << pool_spacer_decision(config);
   if (const std::string warmup = search_warmup_decision(config); !warmup.empty()) text << " " << warmup;
   if (!in_step.empty()) text << " " << in_step;
   if (b.input.dims[1] != b.input_channels)

@@ -88,6 +88,7 @@ class CudnnSession final : public Session {
   CudnnHandle dnn_;
   CublasHandle blas_;
   LtHandle lt_;
+  DeviceBuffer pool_spacer_;  // engine.pool_spacer_mb: held before the pool, never read or written
   MemoryPool pool_;
   std::vector<Op> ops_;
   std::vector<Parameter> parameters_;

@@ -21,6 +21,7 @@ CudnnSettings cudnn_settings(const EngineConfig& config) {
   settings.search_tie = std::stod(config.setting("engine.search_tie"));  // the schema has checked its range
   settings.search_warmup_ms = std::stoi(config.setting("engine.search_warmup_ms"));  // and this one's
   settings.search_in_step = config.setting("engine.search_in_step") == "true";
+  settings.pool_spacer_bytes = std::stoll(config.setting("engine.pool_spacer_mb")) << 20;  // MiB → bytes
   settings.algorithm_cache_path = config.setting("engine.algo_cache");
   if (!settings.algorithm_cache_path.empty() && settings.algorithm != AlgorithmPolicy::exhaustive)
     throw UsageError("[engine] algo_cache applies to algo = exhaustive (the measured search) only");
@@ -43,6 +44,16 @@ std::string search_warmup_decision(const CudnnSettings& settings) {
   return settings.algorithm == AlgorithmPolicy::exhaustive && settings.search_warmup_ms > 0
              ? "search_warmup=" + std::to_string(settings.search_warmup_ms) + "ms"
              : "";
+}
+
+std::int64_t session_pool_spacer_bytes(const CudnnSettings& settings) {
+  return settings.pool_spacer_bytes * (settings.session_in_process % 4);
+}
+
+std::string pool_spacer_decision(const CudnnSettings& settings) {
+  if (settings.pool_spacer_bytes <= 0) return "";
+  return " pool_spacer=" + std::to_string(session_pool_spacer_bytes(settings) >> 20) + "MiB(session " +
+         std::to_string(settings.session_in_process) + " of the process)";
 }
 
 std::string search_l2_decision(const CudnnSettings& settings) {
