@@ -173,6 +173,21 @@ TEST(EngineSettings, ThePoolSpacerGrowsWithTheSessionIndexAndIsInTheDecisions) {
   EXPECT_EQ(cudnn::pool_spacer_decision(settings), "") << "a run without the setting says nothing of it";
 }
 
+TEST(EngineSettings, GraphPlanReuseIsReadAndNeedsTheMeasuredSearch) {
+  EngineConfig config;
+  EXPECT_FALSE(cudnn::cudnn_settings(config).graph_plan_reuse) << "the schema's default: off";
+  config.settings = {{"engine.algo", "exhaustive"}, {"engine.graph_plan_reuse", "true"}};
+  EXPECT_TRUE(cudnn::cudnn_settings(config).graph_plan_reuse);
+  config.settings = {{"engine.graph_plan_reuse", "true"}};  // the heuristic policy builds no Graph API plans
+  try {
+    static_cast<void>(cudnn::cudnn_settings(config));
+    FAIL() << "graph_plan_reuse without the measured search accepted";
+  } catch (const UsageError& error) {
+    EXPECT_NE(std::string(error.what()).find("[engine] graph_plan_reuse applies to algo = exhaustive"), std::string::npos)
+        << error.what();
+  }
+}
+
 TEST(EngineSettings, ANegativePoolSpacerNamesTheKeyAndItsRange) {
   EngineConfig config;
   config.settings = {{"engine.pool_spacer_mb", "-1"}};

@@ -809,6 +809,70 @@ TEST(CudnnSession, CudaGraphReplayGivesTheSameResults) {
   }
 }
 
+// engine.graph_plan_reuse: the residual graphs' runtime-compiled plans, built (NVRTC) by the first session of
+// the process, are kept as bytes and restored by the next session of the same cell instead of compiled again,
+// and the restored plans compute what the built ones did; off (the default), every session compiles its own.
+struct GraphApiSetup {
+  int built = -1, runtime_built = -1, restored = -1, kept = -1;
+};
+GraphApiSetup graph_api_setup(const std::string& decisions) {
+  GraphApiSetup setup;
+  const std::size_t at = decisions.find(" graph_api_setup=");
+  if (at == std::string::npos) return setup;
+  double seconds = 0;
+  std::sscanf(decisions.c_str() + at,
+              " graph_api_setup=create:%lfs,build:%d/%lfs,runtime_compiled:%d/%lfs,restored:%d/%lfs,kept:%d", &seconds,
+              &setup.built, &seconds, &setup.runtime_built, &seconds, &setup.restored, &seconds, &setup.kept);
+  return setup;
+}
+
+TEST(CudnnSession, GraphPlanReuseRestoresTheProcesssRuntimeCompiledPlans) {
+  SKIP_WITHOUT_GPU();
+  if (!cudnn::graph_api_available()) GTEST_SKIP() << cudnn::graph_api_unavailable_reason();
+  const Network network = make_network("resnet50");
+  const CellSpec cell{"cudnn", "resnet50", Precision::tf32, 8, Phase::inference, 0};
+  for (const bool reuse : {true, false}) {
+    EngineConfig config;
+    config.seed = 42;
+    cudnn::CudnnSettings settings;
+    settings.algorithm = AlgorithmPolicy::exhaustive;
+    settings.graph_plan_reuse = reuse;
+    const auto engine = make_cudnn_engine(probe_gpu(0, ""), config, settings);
+    const auto first = engine->prepare(network, cell);
+    const auto second = engine->prepare(network, cell);  // replays the first's choices (the engine's cache)
+    const std::string& decisions = first->record().decisions;
+    const GraphApiSetup built = graph_api_setup(decisions), replayed = graph_api_setup(second->record().decisions);
+    const std::string what = reuse ? "reuse on" : "reuse off";
+    ASSERT_GE(built.kept, 0) << what << ": no graph_api_setup token with its counts: " << decisions;
+    if (decisions.find("+bias+add+relu") == std::string::npos)
+      GTEST_SKIP() << "no residual graph won the search on this GPU: nothing runtime-compiled to restore";
+    EXPECT_GT(built.runtime_built, 0) << what;
+    EXPECT_EQ(built.restored, 0) << what << ": the first session has nothing to restore";
+    if (reuse) {
+      EXPECT_GT(built.kept, 0) << what;
+      EXPECT_GT(replayed.restored, 0) << what;
+      EXPECT_EQ(replayed.runtime_built, 0) << what << ": every chosen runtime-compiled plan restored, none built";
+      EXPECT_EQ(replayed.kept, 0) << what;
+    } else {
+      EXPECT_EQ(built.kept, 0) << what;
+      EXPECT_EQ(replayed.restored, 0) << what;
+      EXPECT_GT(replayed.runtime_built, 0) << what << ": each session compiles its own";
+    }
+    auto* a = dynamic_cast<cudnn::CudnnSession*>(first.get());
+    auto* b = dynamic_cast<cudnn::CudnnSession*>(second.get());
+    ASSERT_NE(a, nullptr);
+    ASSERT_NE(b, nullptr);
+    a->step();
+    b->step();
+    const std::vector<float> want = a->logits_storage(), got = b->logits_storage();
+    ASSERT_EQ(want.size(), got.size());
+    std::size_t mismatches = 0, first_mismatch = 0;
+    const double worst = worst_error(want, got, 1e-5, mismatches, first_mismatch);
+    EXPECT_EQ(mismatches, 0u) << what << ": " << mismatches << " of " << want.size()
+                              << " logits differ beyond 1e-5 of the largest; worst " << worst;
+  }
+}
+
 // engine.pool_spacer_mb: the sessions of one engine (one process) hold 0, 1, 2, ... times the spacer before
 // their pool, which moves the pool to other device memory and changes nothing a step computes: the same
 // logits, bit for bit (inference, the heuristic's deterministic forward algorithms), and each session's

@@ -105,7 +105,8 @@ class CudnnEngine final : public Engine {
       CudnnConfig session_config = config_;
       session_config.session_in_process = sessions_prepared_++;  // engine.pool_spacer_mb
       auto session =
-          std::make_unique<CudnnSession>(network, cell, session_config, device_, communicator, &algorithm_cache_);
+          std::make_unique<CudnnSession>(network, cell, session_config, device_, communicator, &algorithm_cache_,
+                                         config_.graph_plan_reuse ? &graph_plans_ : nullptr);
       save_algorithm_cache();
       return session;
     } catch (const std::bad_alloc&) {
@@ -131,7 +132,8 @@ class CudnnEngine final : public Engine {
   CudnnConfig config_;
   AlgorithmCache algorithm_cache_;
   bool save_failed_ = false;
-  int sessions_prepared_ = 0;  // sessions this engine prepared in the process (attempts included)
+  int sessions_prepared_ = 0;
+  GraphPlanStore graph_plans_;  // engine.graph_plan_reuse: the process's runtime-compiled plans, as bytes  // sessions this engine prepared in the process (attempts included)
 };
 
 // cuDNN's tensor descriptors take 32-bit sizes: a tensor of 2^31 elements or

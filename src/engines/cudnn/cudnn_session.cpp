@@ -46,7 +46,8 @@ std::string seconds_text(double seconds) {
 }  // namespace
 
 CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const CudnnConfig& config,
-                           const Device& device, Communicator* communicator, AlgorithmCache* algorithm_cache)
+                           const Device& device, Communicator* communicator, AlgorithmCache* algorithm_cache,
+                           GraphPlanStore* graph_plans)
     : cell_(cell), config_(config), training_(cell.phase == Phase::training), communicator_(communicator) {
   if (cell.batch <= 0) throw Error("cuDNN engine: batch must be positive, got " + std::to_string(cell.batch));
   if (communicator_ != nullptr) {
@@ -117,6 +118,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const C
     ctx.lt = lt_;
     ctx.algorithm_cache = algorithm_cache;
     ctx.graph_convolutions = &graph_convolutions_;
+    ctx.graph_plans = graph_plans;  // engine.graph_plan_reuse (null: off)
     for (auto& impl : impls_) impl->plan_search(ctx);
     for (auto& impl : impls_) impl->setup(ctx);
     arena_peak_bytes_ = ctx.arena_peak_bytes();
@@ -195,7 +197,8 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const C
     text << " graph_api_graphs=" << graph_convolutions_.graphs() << "(shared " << graph_convolutions_.shared() << ")"
          << " graph_api_setup=create:" << seconds_text(cost.create_seconds) << ",build:" << cost.plans_built << "/"
          << seconds_text(cost.build_seconds) << ",runtime_compiled:" << cost.runtime_plans_built << "/"
-         << seconds_text(cost.runtime_build_seconds);
+         << seconds_text(cost.runtime_build_seconds) << ",restored:" << cost.plans_restored << "/"
+         << seconds_text(cost.restore_seconds) << ",kept:" << cost.plans_kept;
   }
   if (const std::string l2 = search_l2_decision(config); !l2.empty()) text << " " << l2;  // every timed search run L2-cold
   text << pool_spacer_decision(config);

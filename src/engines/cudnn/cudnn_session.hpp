@@ -27,7 +27,8 @@ class CudnnSession final : public Session {
   // `algorithm_cache`: the engine's measured choices (shared across cells);
   // nullptr: the session keeps its own, in memory.
   CudnnSession(const Network& network, const CellSpec& cell, const CudnnConfig& config, const Device& device,
-               Communicator* communicator = nullptr, AlgorithmCache* algorithm_cache = nullptr);
+               Communicator* communicator = nullptr, AlgorithmCache* algorithm_cache = nullptr,
+               GraphPlanStore* graph_plans = nullptr);
   ~CudnnSession() override;
 
   void step() override;  // enqueues one step on the session's stream and returns

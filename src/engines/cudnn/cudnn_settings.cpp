@@ -21,6 +21,7 @@ CudnnSettings cudnn_settings(const EngineConfig& config) {
   settings.search_tie = std::stod(config.setting("engine.search_tie"));  // the schema has checked its range
   settings.search_warmup_ms = std::stoi(config.setting("engine.search_warmup_ms"));  // and this one's
   settings.search_in_step = config.setting("engine.search_in_step") == "true";
+  settings.graph_plan_reuse = config.setting("engine.graph_plan_reuse") == "true";
   settings.pool_spacer_bytes = std::stoll(config.setting("engine.pool_spacer_mb")) << 20;  // MiB → bytes
   settings.algorithm_cache_path = config.setting("engine.algo_cache");
   if (!settings.algorithm_cache_path.empty() && settings.algorithm != AlgorithmPolicy::exhaustive)
@@ -30,6 +31,9 @@ CudnnSettings cudnn_settings(const EngineConfig& config) {
   if (settings.search_in_step && (settings.algorithm != AlgorithmPolicy::exhaustive || !settings.cuda_graphs))
     throw UsageError("[engine] search_in_step applies to algo = exhaustive with cuda_graphs = true (it times the "
                      "graphed step)");
+  if (settings.graph_plan_reuse && settings.algorithm != AlgorithmPolicy::exhaustive)
+    throw UsageError("[engine] graph_plan_reuse applies to algo = exhaustive (the Graph API plans are the measured "
+                     "search's)");
   if (settings.search_warmup_ms > 0 && settings.algorithm != AlgorithmPolicy::exhaustive)
     throw UsageError("[engine] search_warmup_ms applies to algo = exhaustive (the measured search) only");
   return settings;

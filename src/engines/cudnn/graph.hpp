@@ -83,6 +83,7 @@ struct Parameter {
 
 class AlgorithmCache;  // algorithm_cache.hpp
 class GraphConvolutionCache;  // graph_api_convolution.hpp
+class GraphPlanStore;         // graph_api_convolution.hpp
 
 // What a layer's setup() sees: the handles, the choices of the run and, for
 // the measured algorithm search, scratch memory (see SetupContext::arena).
@@ -99,6 +100,7 @@ class SetupContext {
   cublasLtHandle_t lt = nullptr;  // cuBLASLt: the fully-connected layers' plans (heuristic and measured)
   AlgorithmCache* algorithm_cache = nullptr;  // measured choices: replayed, shared across layers and cells, saved
   GraphConvolutionCache* graph_convolutions = nullptr;  // the session's Graph API graphs, one per distinct problem
+  GraphPlanStore* graph_plans = nullptr;  // engine.graph_plan_reuse: the process's runtime-compiled plans; null: off
 
   void need_workspace(std::size_t bytes) { workspace_bytes_ = std::max(workspace_bytes_, bytes); }
   std::size_t workspace_bytes() const { return workspace_bytes_; }

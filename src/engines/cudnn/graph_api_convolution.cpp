@@ -55,6 +55,7 @@ enum Uid : std::int64_t { kX = 1, kW = 2, kY = 3, kBias = 4, kResidual = 5 };
 struct GraphConvolution::Impl {
   fe::graph::Graph graph;
   std::vector<char> built;  // per plan: built (1)
+  std::string restored_name;  // a restored graph's one plan (index 0); empty: a graph created here
 };
 
 bool graph_api_available() { return true; }
@@ -132,9 +133,13 @@ std::unique_ptr<GraphConvolution> GraphConvolution::create(cudnnHandle_t handle,
   return std::unique_ptr<GraphConvolution>(new GraphConvolution(std::move(impl), p.residual.valid()));
 }
 
-int GraphConvolution::plan_count() const { return static_cast<int>(impl_->graph.get_execution_plan_count()); }
+int GraphConvolution::plan_count() const {
+  if (!impl_->restored_name.empty()) return 1;
+  return static_cast<int>(impl_->graph.get_execution_plan_count());
+}
 
 std::string GraphConvolution::plan_name(int plan) const {
+  if (!impl_->restored_name.empty()) return plan == 0 ? impl_->restored_name : "plan" + std::to_string(plan);
   std::string name;
   if (impl_->graph.get_plan_name_at_index(plan, name).is_bad()) return "plan" + std::to_string(plan);
   return name;
@@ -150,6 +155,24 @@ bool GraphConvolution::build(int plan) {
     ++plans_built_;
   }
   return built != 0;
+}
+
+std::vector<std::uint8_t> GraphConvolution::serialized(int plan) {
+  std::vector<std::uint8_t> bytes;
+  if (plan < 0 || plan >= plan_count() || !impl_->built[static_cast<std::size_t>(plan)]) return bytes;
+  // Graph::serialize writes the graph's current candidate: building a built plan again only selects it.
+  if (impl_->graph.build_plan_at_index(plan).is_bad() || impl_->graph.serialize(bytes, false).is_bad()) bytes.clear();
+  return bytes;
+}
+
+std::unique_ptr<GraphConvolution> GraphConvolution::restore(cudnnHandle_t handle, const std::vector<std::uint8_t>& bytes,
+                                                            const std::string& plan_name, bool runtime_compiled) {
+  auto impl = std::make_unique<Impl>();
+  // No warm-up capture: the session's validation pass runs every op once before anything is timed.
+  if (bytes.empty() || impl->graph.deserialize(handle, bytes, false, false).is_bad()) return nullptr;
+  impl->built.assign(1, 1);
+  impl->restored_name = plan_name;
+  return std::unique_ptr<GraphConvolution>(new GraphConvolution(std::move(impl), runtime_compiled));
 }
 
 std::int64_t GraphConvolution::workspace_bytes(int plan) const {
@@ -189,6 +212,11 @@ std::unique_ptr<GraphConvolution> GraphConvolution::create(cudnnHandle_t, const 
 int GraphConvolution::plan_count() const { return 0; }
 std::string GraphConvolution::plan_name(int) const { return {}; }
 bool GraphConvolution::build(int) { return false; }
+std::vector<std::uint8_t> GraphConvolution::serialized(int) { return {}; }
+std::unique_ptr<GraphConvolution> GraphConvolution::restore(cudnnHandle_t, const std::vector<std::uint8_t>&,
+                                                            const std::string&, bool) {
+  return nullptr;
+}
 std::int64_t GraphConvolution::workspace_bytes(int) const { return 0; }
 bool GraphConvolution::run(cudnnHandle_t, int, void*, void*, void*, void*, void*, void*, bool) const { return false; }
 
@@ -244,9 +272,53 @@ std::shared_ptr<GraphConvolution> GraphConvolutionCache::get(cudnnHandle_t handl
   return graphs_.emplace(key, std::move(entry)).first->second.graph;
 }
 
+void GraphPlanStore::keep(const std::string& key, std::vector<std::uint8_t> bytes) {
+  if (!bytes.empty()) plans_.emplace(key, std::move(bytes));  // the first kept stays
+}
+
+const std::vector<std::uint8_t>* GraphPlanStore::find(const std::string& key) const {
+  const auto found = plans_.find(key);
+  return found == plans_.end() ? nullptr : &found->second;
+}
+
+std::string graph_plan_key(const GraphConvolutionProblem& problem, const std::string& plan_name) {
+  return graph_problem_key(problem) + ";plan=" + plan_name;
+}
+
+std::shared_ptr<GraphConvolution> GraphConvolutionCache::restored(cudnnHandle_t handle,
+                                                                  const GraphConvolutionProblem& problem,
+                                                                  const std::string& plan_name,
+                                                                  const GraphPlanStore& store) {
+  const std::string key = graph_plan_key(problem, plan_name);
+  if (const auto found = restored_.find(key); found != restored_.end()) {
+    if (found->second) ++shared_;
+    return found->second;
+  }
+  const std::vector<std::uint8_t>* bytes = store.find(key);
+  if (bytes == nullptr) return nullptr;  // nothing kept yet: not remembered, a later layer may find it
+  const auto start = std::chrono::steady_clock::now();
+  std::shared_ptr<GraphConvolution> graph = GraphConvolution::restore(handle, *bytes, plan_name, problem.residual.valid());
+  restore_seconds_ += seconds_since(start);
+  if (graph) ++plans_restored_;
+  return restored_.emplace(key, std::move(graph)).first->second;
+}
+
+void GraphConvolutionCache::keep(const GraphConvolutionProblem& problem, const std::string& plan_name,
+                                 GraphConvolution& graph, int plan, GraphPlanStore& store) {
+  const std::string key = graph_plan_key(problem, plan_name);
+  if (store.find(key) != nullptr) return;
+  std::vector<std::uint8_t> bytes = graph.serialized(plan);
+  if (bytes.empty()) return;
+  store.keep(key, std::move(bytes));
+  ++plans_kept_;
+}
+
 GraphConvolutionCache::SetupCost GraphConvolutionCache::setup_cost() const {
   SetupCost cost;
   cost.create_seconds = create_seconds_;
+  cost.plans_restored = plans_restored_;
+  cost.restore_seconds = restore_seconds_;
+  cost.plans_kept = plans_kept_;
   for (const auto& [key, entry] : graphs_) {
     if (!entry.graph) continue;
     cost.plans_built += entry.graph->plans_built();

@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "crossbench/cell.hpp"
 #include "engines/cudnn/tensor.hpp"
@@ -65,6 +66,14 @@ class GraphConvolution {
   // group, whose every engine on the H200 is one, so its builds compile kernels in every process.
   [[nodiscard]] bool runtime_compiled() const { return runtime_compiled_; }
   [[nodiscard]] std::int64_t workspace_bytes(int plan) const;
+  // A built plan as bytes (cudnn-frontend's Graph::serialize, the plan only); empty where the plan is not
+  // built or cuDNN cannot serialize it (serialization covers runtime-compiled engines).
+  [[nodiscard]] std::vector<std::uint8_t> serialized(int plan);
+  // A graph of one plan (index 0, named `plan_name`) restored from serialized() bytes on this handle,
+  // its kernels not compiled again; null where cuDNN refuses the bytes (another cuDNN, another GPU).
+  [[nodiscard]] static std::unique_ptr<GraphConvolution> restore(cudnnHandle_t handle,
+                                                                 const std::vector<std::uint8_t>& bytes,
+                                                                 const std::string& plan_name, bool runtime_compiled);
   // Enqueues the plan on the handle's stream; x, w, y, bias, residual as in the problem (null where it
   // has none). false where the execution is refused and `refusal_allowed` (the measurement), else throws Error.
   bool run(cudnnHandle_t handle, int plan, void* x, void* w, void* y, void* bias, void* residual, void* workspace,
@@ -84,6 +93,22 @@ class GraphConvolution {
 // workspace limit. Two problems with the same key have the same graph and the same engine configurations.
 [[nodiscard]] std::string graph_problem_key(const GraphConvolutionProblem& problem);
 
+// engine.graph_plan_reuse: the process's runtime-compiled plans as bytes, one per problem and plan name,
+// kept by the first session that built one and restored by later sessions (GraphConvolutionCache::restored)
+// instead of compiling it again. Lives as long as the engine (a rank's cells); bytes hold no device memory,
+// so any session's handle can restore them.
+class GraphPlanStore {
+ public:
+  void keep(const std::string& key, std::vector<std::uint8_t> bytes);
+  [[nodiscard]] const std::vector<std::uint8_t>* find(const std::string& key) const;
+  [[nodiscard]] int plans() const { return static_cast<int>(plans_.size()); }
+
+ private:
+  std::unordered_map<std::string, std::vector<std::uint8_t>> plans_;
+};
+// The store's key of a problem's plan: graph_problem_key and the plan's name.
+[[nodiscard]] std::string graph_plan_key(const GraphConvolutionProblem& problem, const std::string& plan_name);
+
 // A session's Graph API graphs, one per distinct problem (graph_problem_key): identical convolutions
 // share one graph and the plans built in it. Why: the residual graph of a conv_bn_add_relu group has only
 // runtime-compiled (NVRTC) engines, and creating and building one again for every identical block cost
@@ -93,6 +118,13 @@ class GraphConvolutionCache {
  public:
   // The graph of `problem`, created on the first request; throws Error (cuDNN's refusal, on every request).
   [[nodiscard]] std::shared_ptr<GraphConvolution> get(cudnnHandle_t handle, const GraphConvolutionProblem& problem);
+  // engine.graph_plan_reuse: the plan `plan_name` of `problem` restored from the store's bytes, once per
+  // session (identical layers share it); null where the store has none or cuDNN refuses them.
+  [[nodiscard]] std::shared_ptr<GraphConvolution> restored(cudnnHandle_t handle, const GraphConvolutionProblem& problem,
+                                                           const std::string& plan_name, const GraphPlanStore& store);
+  // Keeps a plan this session built in the store, where cuDNN can serialize it (once per key).
+  void keep(const GraphConvolutionProblem& problem, const std::string& plan_name, GraphConvolution& graph, int plan,
+            GraphPlanStore& store);
   [[nodiscard]] int graphs() const { return static_cast<int>(graphs_.size()); }  // created (or refused)
   [[nodiscard]] int shared() const { return shared_; }  // requests answered with an existing graph or refusal
   // Where a session's Graph API set-up goes, for its decisions: the graphs' creation (operation graph,
@@ -105,6 +137,9 @@ class GraphConvolutionCache {
     double build_seconds = 0;
     int runtime_plans_built = 0;
     double runtime_build_seconds = 0;
+    int plans_restored = 0;     // engine.graph_plan_reuse: plans restored from the process's store
+    double restore_seconds = 0;  // [s]
+    int plans_kept = 0;          // plans this session added to the store
   };
   [[nodiscard]] SetupCost setup_cost() const;
 
@@ -116,6 +151,10 @@ class GraphConvolutionCache {
   std::unordered_map<std::string, Entry> graphs_;
   int shared_ = 0;
   double create_seconds_ = 0;  // [s]
+  std::unordered_map<std::string, std::shared_ptr<GraphConvolution>> restored_;  // by graph_plan_key; null: refused
+  int plans_restored_ = 0;
+  double restore_seconds_ = 0;  // [s]
+  int plans_kept_ = 0;
 };
 
 }  // namespace crossbench::cudnn

@@ -109,31 +109,47 @@ void Convolution::choose_graph_plan(SetupContext& ctx, GraphDirection direction,
     return;
   }
   std::ostringstream why;
-  why << names[static_cast<std::size_t>(best)] << " " << times[static_cast<std::size_t>(best)] << "ms";
-  if (!clearly_faster(times[static_cast<std::size_t>(best)], incumbent_ms, ctx.config.search_tie) || !graph->build(best)) {
+  const std::string& best_name = names[static_cast<std::size_t>(best)];
+  why << best_name << " " << times[static_cast<std::size_t>(best)] << "ms";
+  if (!clearly_faster(times[static_cast<std::size_t>(best)], incumbent_ms, ctx.config.search_tie)) {
     out.note = why.str() + ">=" + std::to_string(incumbent_ms) + "ms";
     return;
   }
+  // engine.graph_plan_reuse: a runtime-compiled plan an earlier session of the process built is restored
+  // from its bytes, not compiled again (not with search_in_step, whose options are the graph's other plans).
+  std::shared_ptr<GraphConvolution> chosen = graph;
+  int chosen_plan = best;
+  const bool reuse = ctx.graph_plans != nullptr && graph->runtime_compiled() && !ctx.config.search_in_step &&
+                     ctx.graph_convolutions != nullptr;
+  if (reuse)
+    if (auto restored = ctx.graph_convolutions->restored(ctx.dnn, problem, best_name, *ctx.graph_plans)) {
+      chosen = std::move(restored);
+      chosen_plan = 0;
+    }
+  if (chosen == graph && !graph->build(best)) {
+    out.note = why.str() + ">=" + std::to_string(incumbent_ms) + "ms";
+    return;
+  }
+  if (reuse && chosen == graph) ctx.graph_convolutions->keep(problem, best_name, *graph, best, *ctx.graph_plans);
   // The difference is measured like the times and cached with them: a replay allocates no search
   // arena and its decisions read the same.
   const double difference =
-      measured_times_ms(ctx, "agreement.graph_api." + names[static_cast<std::size_t>(best)] + " " + signature,
-                        {names[static_cast<std::size_t>(best)]}, [&] {
-                          return std::vector<float>{cacheable_difference(
-                              graph_plan_difference(ctx, *graph, best, direction, bias_relu, with_residual))};
-                        })[0];
+      measured_times_ms(ctx, "agreement.graph_api." + best_name + " " + signature, {best_name}, [&] {
+        return std::vector<float>{
+            cacheable_difference(graph_plan_difference(ctx, *chosen, chosen_plan, direction, bias_relu, with_residual))};
+      })[0];
   if (difference > plan_agreement_bound(precision)) {
     out.note = why.str() + " refused: differs from " + legacy_choice_name(direction) + " by " +
                difference_text(difference) + " of the largest value (bound " +
                difference_text(plan_agreement_bound(precision)) + ")";
     return;
   }
-  out.plan = best;
+  out.plan = chosen_plan;
   out.incumbent_ms = incumbent_ms;
   out.time_ms = times[static_cast<std::size_t>(best)];
-  out.name = names[static_cast<std::size_t>(best)];
-  out.graph = std::move(graph);
-  ctx.need_workspace(static_cast<std::size_t>(out.graph->workspace_bytes(best)));
+  out.name = best_name;
+  out.graph = std::move(chosen);
+  ctx.need_workspace(static_cast<std::size_t>(out.graph->workspace_bytes(out.plan)));
   if (ctx.config.search_in_step) add_step_options(ctx, direction, bias_relu, with_residual, signature, names, times, out);
 }
 
