@@ -1,5 +1,6 @@
 #include "engines/cudnn/graph_api_convolution.hpp"
 
+#include <exception>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -161,7 +162,11 @@ std::vector<std::uint8_t> GraphConvolution::serialized(int plan) {
   std::vector<std::uint8_t> bytes;
   if (plan < 0 || plan >= plan_count() || !impl_->built[static_cast<std::size_t>(plan)]) return bytes;
   // Graph::serialize writes the graph's current candidate: building a built plan again only selects it.
-  if (impl_->graph.build_plan_at_index(plan).is_bad() || impl_->graph.serialize(bytes, false).is_bad()) bytes.clear();
+  try {
+    if (impl_->graph.build_plan_at_index(plan).is_bad() || impl_->graph.serialize(bytes, false).is_bad()) bytes.clear();
+  } catch (const std::exception&) {  // the frontend's JSON library throws; no bytes is the answer
+    bytes.clear();
+  }
   return bytes;
 }
 
@@ -169,7 +174,11 @@ std::unique_ptr<GraphConvolution> GraphConvolution::restore(cudnnHandle_t handle
                                                             const std::string& plan_name, bool runtime_compiled) {
   auto impl = std::make_unique<Impl>();
   // No warm-up capture: the session's validation pass runs every op once before anything is timed.
-  if (bytes.empty() || impl->graph.deserialize(handle, bytes, false, false).is_bad()) return nullptr;
+  try {
+    if (bytes.empty() || impl->graph.deserialize(handle, bytes, false, false).is_bad()) return nullptr;
+  } catch (const std::exception&) {  // bytes the frontend's JSON library cannot read: build instead
+    return nullptr;
+  }
   impl->built.assign(1, 1);
   impl->restored_name = plan_name;
   return std::unique_ptr<GraphConvolution>(new GraphConvolution(std::move(impl), runtime_compiled));
