@@ -299,10 +299,8 @@ std::shared_ptr<GraphConvolution> GraphConvolutionCache::restored(cudnnHandle_t 
                                                                   const std::string& plan_name,
                                                                   const GraphPlanStore& store) {
   const std::string key = graph_plan_key(problem, plan_name);
-  if (const auto found = restored_.find(key); found != restored_.end()) {
-    if (found->second) ++shared_;
-    return found->second;
-  }
+  // Identical layers share the restored graph as they share a created one (get() counted the request).
+  if (const auto found = restored_.find(key); found != restored_.end()) return found->second;
   const std::vector<std::uint8_t>* bytes = store.find(key);
   if (bytes == nullptr) return nullptr;  // nothing kept yet: not remembered, a later layer may find it
   const auto start = std::chrono::steady_clock::now();
