@@ -158,6 +158,10 @@ bool GraphConvolution::build(int plan) {
   return built != 0;
 }
 
+bool GraphConvolution::is_built(int plan) const {
+  return plan >= 0 && plan < plan_count() && impl_->built[static_cast<std::size_t>(plan)] != 0;
+}
+
 std::vector<std::uint8_t> GraphConvolution::serialized(int plan) {
   std::vector<std::uint8_t> bytes;
   if (plan < 0 || plan >= plan_count() || !impl_->built[static_cast<std::size_t>(plan)]) return bytes;
@@ -221,6 +225,7 @@ std::unique_ptr<GraphConvolution> GraphConvolution::create(cudnnHandle_t, const 
 int GraphConvolution::plan_count() const { return 0; }
 std::string GraphConvolution::plan_name(int) const { return {}; }
 bool GraphConvolution::build(int) { return false; }
+bool GraphConvolution::is_built(int) const { return false; }
 std::vector<std::uint8_t> GraphConvolution::serialized(int) { return {}; }
 std::unique_ptr<GraphConvolution> GraphConvolution::restore(cudnnHandle_t, const std::vector<std::uint8_t>&,
                                                             const std::string&, bool) {

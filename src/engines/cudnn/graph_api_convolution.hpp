@@ -59,6 +59,8 @@ class GraphConvolution {
   [[nodiscard]] std::string plan_name(int plan) const;  // engine and knobs, stable for one cuDNN version
   // Builds a plan (compiles its kernels); false where cuDNN refuses it.
   [[nodiscard]] bool build(int plan);
+  // Whether the plan is built already (by this layer's search or an identical layer's).
+  [[nodiscard]] bool is_built(int plan) const;
   // What building cost this graph: the plans built (refusals included) and their wall time [s].
   [[nodiscard]] int plans_built() const { return plans_built_; }
   [[nodiscard]] double build_seconds() const { return build_seconds_; }

@@ -116,12 +116,13 @@ void Convolution::choose_graph_plan(SetupContext& ctx, GraphDirection direction,
     return;
   }
   // engine.graph_plan_reuse: a runtime-compiled plan an earlier session of the process built is restored
-  // from its bytes, not compiled again (not with search_in_step, whose options are the graph's other plans).
+  // from its bytes, not compiled again (not with search_in_step, whose options are the graph's other plans);
+  // one this session built already (its search, an identical layer) is used as it is.
   std::shared_ptr<GraphConvolution> chosen = graph;
   int chosen_plan = best;
   const bool reuse = ctx.graph_plans != nullptr && graph->runtime_compiled() && !ctx.config.search_in_step &&
                      ctx.graph_convolutions != nullptr;
-  if (reuse)
+  if (reuse && !graph->is_built(best))
     if (auto restored = ctx.graph_convolutions->restored(ctx.dnn, problem, best_name, *ctx.graph_plans)) {
       chosen = std::move(restored);
       chosen_plan = 0;
