@@ -36,6 +36,8 @@ SEARCH_CLOCK = re.compile(r" ?search_sm_clock=(\d+)\.\.(\d+)MHz\([^)]*\)")
 # What the Graph API's set-up cost the process (graphs created, plans built, runtime-compiled builds [s]):
 # a search builds every candidate, a replay only its choices, so it is no part of the plan.
 GRAPH_API_SETUP = re.compile(r" ?graph_api_setup=[^\s;]+")
+SETUP_FIELDS = re.compile(r"graph_api_setup=create:([\d.]+)s,build:(\d+)/([\d.]+)s,runtime_compiled:(\d+)/([\d.]+)s"
+                          r"(?:,restored:(\d+)/([\d.]+)s,kept:(\d+))?")
 
 
 def plan_of(decisions):
@@ -76,6 +78,28 @@ def search_clock_text(decisions):
     return f"{found.group(1)}..{found.group(2)}" if found else "-"
 
 
+def graph_api_setup_totals(decisions):
+    """The cells' Graph API set-up summed (cudnn's graph_api_setup token): create [s], plans built, their [s],
+    the runtime-compiled (NVRTC) ones and their [s], plans restored, their [s], plans kept; None where no cell
+    says it (a CPU cube, a build before the token)."""
+    totals, found = [0.0, 0, 0.0, 0, 0.0, 0, 0.0, 0], False
+    kinds = (float, int, float, int, float, int, float, int)
+    for text in decisions:
+        match = SETUP_FIELDS.search(text)
+        if not match:
+            continue
+        found = True
+        for i, (kind, value) in enumerate(zip(kinds, match.groups())):
+            totals[i] += kind(value) if value is not None else 0
+    return totals if found else None
+
+
+def setup_text(totals):
+    create_s, built, build_s, runtime, runtime_s, restored, restore_s, kept = totals
+    return (f"Graph API set-up: create {create_s:.1f} s, {built} plans built in {build_s:.1f} s (runtime-compiled "
+            f"{runtime} in {runtime_s:.1f} s), {restored} restored in {restore_s:.2f} s, {kept} kept")
+
+
 def spread_table(cubes, limit, engine="cudnn"):
     cells = [cudnn_cells(path, engine) for path in cubes]
     common = sorted(set.intersection(*(set(c) for c in cells)))
@@ -108,6 +132,11 @@ def spread_table(cubes, limit, engine="cudnn"):
         print(f"\ngeometric mean of last/first cube's medians: {geomean:.4f}")
     print(f"\n{len(rows)} cells in all {len(cubes)} cubes; worst max/min {worst:.4f}; "
           f"{over} over {limit}; {sum(1 for r in rows if not r[3])} with different plans")
+    # What each process's Graph API graphs cost it (the headline sessions' decisions): where the warm wall goes.
+    for i, c in enumerate(cells):
+        totals = graph_api_setup_totals(cell["decisions"] for cell in c.values())
+        if totals is not None:
+            print(f"cube{i + 1}: {setup_text(totals)}")
     missing = set.union(*(set(c) for c in cells)) - set(common)
     if missing:
         print(f"{len(missing)} cells not measured in every cube: "

@@ -196,3 +196,27 @@ def test_wall_times_from_the_seed_logs(tmp_path):
     result = run_script("--logs", cold, warm)
     assert result.returncode == 0, result.stderr
     assert f"{cold}: 143 s wall" in result.stdout and f"{warm}: 57 s wall" in result.stdout
+
+
+def test_the_graph_api_set_up_is_summed_over_a_cubes_cells():
+    from repro_cubes import graph_api_setup_totals, setup_text  # noqa: E402
+    cells = ["algo=exhaustive graph_api_graphs=3(shared 1) graph_api_setup=create:0.40s,build:24/3.10s,"
+             "runtime_compiled:8/2.05s,restored:0/0.00s,kept:3; conv1:fwd=X",
+             "algo=exhaustive graph_api_graphs=2(shared 0) graph_api_setup=create:0.10s,build:2/0.20s,"
+             "runtime_compiled:0/0.00s,restored:4/0.12s,kept:0; conv1:fwd=X",
+             # a cube of the build before restored/kept: its fields count, the missing ones as 0
+             "graph_api_setup=create:0.50s,build:1/0.70s,runtime_compiled:1/0.60s; fc:fwd=Y",
+             "algo=heuristic; conv1:fwd=IMPLICIT_GEMM"]  # no Graph API graphs: no token
+    totals = graph_api_setup_totals(cells)
+    assert totals[0] == pytest.approx(1.0) and totals[1] == 27 and totals[2] == pytest.approx(4.0)
+    assert totals[3] == 9 and totals[4] == pytest.approx(2.65)
+    assert totals[5] == 4 and totals[6] == pytest.approx(0.12) and totals[7] == 3
+    assert setup_text(totals) == ("Graph API set-up: create 1.0 s, 27 plans built in 4.0 s (runtime-compiled 9 in 2.6 s), "
+                                  "4 restored in 0.12 s, 3 kept")
+    assert graph_api_setup_totals(["algo=heuristic; conv1:fwd=X"]) is None
+
+
+def test_cpu_cubes_print_no_graph_api_set_up(cubes):
+    result = run_script(*cubes, "--engine", "onednn", "--limit", "1000")
+    assert result.returncode == 0, result.stderr
+    assert "Graph API set-up" not in result.stdout  # oneDNN cells have no Graph API graphs
