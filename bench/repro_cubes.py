@@ -36,6 +36,8 @@ SEARCH_CLOCK = re.compile(r" ?search_sm_clock=(\d+)\.\.(\d+)MHz\([^)]*\)")
 # What the Graph API's set-up cost the process (graphs created, plans built, runtime-compiled builds [s]):
 # a search builds every candidate, a replay only its choices, so it is no part of the plan.
 GRAPH_API_SETUP = re.compile(r" ?graph_api_setup=[^\s;]+")
+# Where a session's pool lies (engine.pool_spacer_mb: "pool_spacer=1024MiB(session 1 of the cell)"): no part of the plan.
+POOL_SPACER = re.compile(r" ?pool_spacer=\d+MiB\([^)]*\)")
 SETUP_FIELDS = re.compile(r"graph_api_setup=create:([\d.]+)s,build:(\d+)/([\d.]+)s,runtime_compiled:(\d+)/([\d.]+)s"
                           r"(?:,restored:(\d+)/([\d.]+)s,kept:(\d+))?")
 
@@ -43,6 +45,7 @@ SETUP_FIELDS = re.compile(r"graph_api_setup=create:([\d.]+)s,build:(\d+)/([\d.]+
 def plan_of(decisions):
     """The decisions without what is measured: the choice itself, comparable across runs."""
     text = GRAPH_API_SETUP.sub("", SEARCH_CLOCK.sub("", CACHE_USE.sub("", decisions)))
+    text = POOL_SPACER.sub("", text)  # where the pool lies, not what runs (engine.pool_spacer_mb)
     text = re.sub(r"\{[^}]*\}", "", text)           # re-timed candidates' medians
     text = re.sub(r"\[[^\]]*\]", "", text)           # losing candidates, refusals and their times
     # Every measured time, the names beside it kept: a Graph API engine configuration

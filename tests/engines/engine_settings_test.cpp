@@ -151,24 +151,24 @@ TEST(EngineSettings, TheSearchWarmupIsReadAndInTheDecisions) {
   EXPECT_EQ(cudnn::cudnn_settings(config).search_warmup_ms, 0) << "the schema's default";
 }
 
-TEST(EngineSettings, ThePoolSpacerGrowsWithTheSessionIndexAndIsInTheDecisions) {
+TEST(EngineSettings, ThePoolSpacerGrowsWithTheCellsSessionIndexAndIsInTheDecisions) {
   EngineConfig config;
   config.settings = {{"engine.pool_spacer_mb", "512"}};
   cudnn::CudnnSettings settings = cudnn::cudnn_settings(config);
   EXPECT_EQ(settings.pool_spacer_bytes, 512LL << 20);
-  // Consecutive sessions of a process (--repetitions) hold 0, 1, 2, 3 times the setting, then again.
+  // Consecutive sessions of a cell (--repetitions) hold 0, 1, 2, 3 times the setting, then again.
   const std::int64_t mib = 1LL << 20;
   const std::vector<std::int64_t> held{0, 512 * mib, 1024 * mib, 1536 * mib, 0, 512 * mib};
   for (int session = 0; session < static_cast<int>(held.size()); ++session) {
-    settings.session_in_process = session;
+    settings.session_of_cell = session;
     EXPECT_EQ(cudnn::session_pool_spacer_bytes(settings), held[static_cast<std::size_t>(session)]) << session;
   }
-  settings.session_in_process = 2;
-  EXPECT_EQ(cudnn::pool_spacer_decision(settings), " pool_spacer=1024MiB(session 2 of the process)");
+  settings.session_of_cell = 2;
+  EXPECT_EQ(cudnn::pool_spacer_decision(settings), " pool_spacer=1024MiB(session 2 of the cell)");
   config.settings = {};
   settings = cudnn::cudnn_settings(config);
   EXPECT_EQ(settings.pool_spacer_bytes, 0) << "the schema's default: none";
-  settings.session_in_process = 3;
+  settings.session_of_cell = 3;
   EXPECT_EQ(cudnn::session_pool_spacer_bytes(settings), 0);
   EXPECT_EQ(cudnn::pool_spacer_decision(settings), "") << "a run without the setting says nothing of it";
 }

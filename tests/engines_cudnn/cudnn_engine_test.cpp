@@ -873,10 +873,11 @@ TEST(CudnnSession, GraphPlanReuseRestoresTheProcesssRuntimeCompiledPlans) {
   }
 }
 
-// engine.pool_spacer_mb: the sessions of one engine (one process) hold 0, 1, 2, ... times the spacer before
+// engine.pool_spacer_mb: consecutive sessions of one cell hold 0, 1, 2, ... times the spacer before
 // their pool, which moves the pool to other device memory and changes nothing a step computes: the same
 // logits, bit for bit (inference, the heuristic's deterministic forward algorithms), and each session's
-// decisions name its spacer.
+// decisions name its spacer. Another cell starts again at 0, so each cell samples the same placements in
+// every process, whatever ran before it.
 TEST(CudnnSession, ThePoolSpacerMovesThePoolAndChangesNothingComputed) {
   SKIP_WITHOUT_GPU();
   const Network network = make_network("alexnet");
@@ -893,10 +894,16 @@ TEST(CudnnSession, ThePoolSpacerMovesThePoolAndChangesNothingComputed) {
     ASSERT_NE(cudnn_session, nullptr);
     const std::string& decisions = session->record().decisions;
     const std::string spacer = " pool_spacer=" + std::to_string(64 * session_index) + "MiB(session " +
-                               std::to_string(session_index) + " of the process)";
+                               std::to_string(session_index) + " of the cell)";
     EXPECT_NE(decisions.find(spacer), std::string::npos) << decisions;
     session->step();
     logits.push_back(cudnn_session->logits_storage());
+  }
+  const CellSpec other{"cudnn", "alexnet", Precision::fp32, 4, Phase::inference, 0};
+  for (const CellSpec& next : {other, cell}) {
+    const auto session = engine->prepare(network, next);
+    EXPECT_NE(session->record().decisions.find(" pool_spacer=0MiB(session 0 of the cell)"), std::string::npos)
+        << describe(next) << " after another cell: " << session->record().decisions;
   }
   for (std::size_t s = 1; s < logits.size(); ++s) {
     ASSERT_EQ(logits[s].size(), logits[0].size());

@@ -151,6 +151,14 @@ def test_the_search_clock_is_read_and_is_no_part_of_the_plan():
     assert "graph_api_setup" not in plan_of(searched) and "graph_api_graphs=3(shared 1)" in plan_of(replayed)
 
 
+def test_plan_ignores_where_the_pool_lies():
+    # call 69: the spacer arm's cubes read "DIFF" for six cells whose only difference was this token.
+    first = "layout=nhwc graphs=on pool=321.42 MiB pool_spacer=2048MiB(session 2 of the cell) graph_api_graphs=13(shared 0); conv1:fwd=x"
+    second = first.replace("pool_spacer=2048MiB(session 2", "pool_spacer=0MiB(session 0")
+    assert plan_of(first) == plan_of(second)
+    assert "pool_spacer" not in plan_of(first) and "graph_api_graphs=13(shared 0); conv1:fwd=x" in plan_of(first)
+
+
 def test_plan_ignores_measured_times_and_cache_use():
     first = ("layout=nhwc algo=exhaustive workspace=12 MiB search_arena=1 GiB algo_cache=memory(hits=0,misses=9); "
              "conv1:fwd=IMPLICIT_GEMM/tc{IMPLICIT_GEMM/tc 0.1012, WINOGRAD/tc 0.1043}[im2col_gemm 0.2ms>=0.1ms],"

@@ -103,7 +103,12 @@ class CudnnEngine final : public Engine {
                         "; that layer is also beyond the 2^31 - 1 elements that cuDNN's tensor descriptors hold");
     try {
       CudnnConfig session_config = config_;
-      session_config.session_in_process = sessions_prepared_++;  // engine.pool_spacer_mb
+      // engine.pool_spacer_mb: the same cell again (a repetition) counts on; another cell starts at 0, so
+      // every process samples the same placements for a cell, whatever ran before it.
+      const std::string cell_name = describe(cell);
+      sessions_of_cell_ = cell_name == last_cell_ ? sessions_of_cell_ + 1 : 0;
+      last_cell_ = cell_name;
+      session_config.session_of_cell = sessions_of_cell_;
       auto session =
           std::make_unique<CudnnSession>(network, cell, session_config, device_, communicator, &algorithm_cache_,
                                          config_.graph_plan_reuse ? &graph_plans_ : nullptr);
@@ -132,8 +137,9 @@ class CudnnEngine final : public Engine {
   CudnnConfig config_;
   AlgorithmCache algorithm_cache_;
   bool save_failed_ = false;
-  int sessions_prepared_ = 0;
-  GraphPlanStore graph_plans_;  // engine.graph_plan_reuse: the process's runtime-compiled plans, as bytes  // sessions this engine prepared in the process (attempts included)
+  std::string last_cell_;     // the cell of the last session prepared (describe()), attempts included
+  int sessions_of_cell_ = 0;  // its index among consecutive sessions of that cell (engine.pool_spacer_mb)
+  GraphPlanStore graph_plans_;  // engine.graph_plan_reuse: the process's runtime-compiled plans, as bytes
 };
 
 // cuDNN's tensor descriptors take 32-bit sizes: a tensor of 2^31 elements or

@@ -51,13 +51,13 @@ std::string search_warmup_decision(const CudnnSettings& settings) {
 }
 
 std::int64_t session_pool_spacer_bytes(const CudnnSettings& settings) {
-  return settings.pool_spacer_bytes * (settings.session_in_process % 4);
+  return settings.pool_spacer_bytes * (settings.session_of_cell % 4);
 }
 
 std::string pool_spacer_decision(const CudnnSettings& settings) {
   if (settings.pool_spacer_bytes <= 0) return "";
   return " pool_spacer=" + std::to_string(session_pool_spacer_bytes(settings) >> 20) + "MiB(session " +
-         std::to_string(settings.session_in_process) + " of the process)";
+         std::to_string(settings.session_of_cell) + " of the cell)";
 }
 
 std::string search_l2_decision(const CudnnSettings& settings) {

@@ -33,9 +33,9 @@ struct CudnnSettings {
   double search_tie = kTieFraction;  // engine.search_tie (its schema default is kTieFraction's value): exhaustive: medians within this fraction of the fastest are a tie
   bool graph_plan_reuse = false;  // engine.graph_plan_reuse: exhaustive: runtime-compiled plans restored across sessions
   std::int64_t pool_spacer_bytes = 0;  // engine.pool_spacer_mb: held before a session's pool, times (its index mod 4) [bytes]
-  // Not a schema key: the session's index among the sessions the engine prepared in this process (0, 1, ...),
-  // set by the engine for each session (engine.pool_spacer_mb).
-  int session_in_process = 0;
+  // Not a schema key: the session's index among consecutive sessions of the same cell (0, 1, ...: the
+  // repetitions of --repetitions), set by the engine for each session (engine.pool_spacer_mb).
+  int session_of_cell = 0;
   // Not schema keys: tests turn one fusion off to hold it to the unfused ops
   // with everything else alike (ReluPoolFusion, FullyConnectedFusion): with
   // engine.fuse false the convolutions' own fusions change too, and their
@@ -69,7 +69,7 @@ std::string search_warmup_decision(const CudnnSettings& settings);
 // engine.pool_spacer_mb: what the session of this index holds before its pool [bytes]: the setting times
 // (index mod 4), so three consecutive sessions (--repetitions 3) hold three different spacers.
 [[nodiscard]] std::int64_t session_pool_spacer_bytes(const CudnnSettings& settings);
-// " pool_spacer=<MiB>MiB(session <k> of the process)" where the setting is above 0, else empty.
+// " pool_spacer=<MiB>MiB(session <k> of the cell)" where the setting is above 0, else empty.
 [[nodiscard]] std::string pool_spacer_decision(const CudnnSettings& settings);
 
 // What the engine's code sees: the settings every engine shares and its own.
