@@ -30,8 +30,8 @@ done
 # OverFeat bf16 layer by layer, three processes with the same plans, no spacer: the layer that moves between
 # processes names the mechanism.
 for i in 1 2 3; do
-  [ $((SECONDS - T0)) -gt 540 ] && break
-  OUT=$W REPRO_RUNS=1 REPRO_NAME=oflayers$i REPRO_PRECISIONS=bf16 STEPS=50 TLIMIT=30 \
+  [ $((SECONDS - T0)) -gt 520 ] && break
+  OUT=$W REPRO_RUNS=1 REPRO_NAME=oflayers$i REPRO_PRECISIONS=bf16 STEPS=50 TLIMIT=45 \
     REPRO_ARGS="--filter overfeat --layer-times all --algo-cache $W/plans.json" bash bench/gpu_session.sh repro >> $W/ab_stage.log 2>&1
   echo "oflayers$i done at $((SECONDS - T0)) s" >> $W/ab_stage.log
 done
