@@ -53,6 +53,11 @@ TEST(GraphProblemKey, DiffersForEveryChangeTheGraphDependsOn) {
       {"residual strides", [](GraphConvolutionProblem& p) { p.residual.strides[0] *= 2; }},
       {"no residual", [](GraphConvolutionProblem& p) { p.residual = Tensor(); }},
       {"no epilogue", [](GraphConvolutionProblem& p) { p.bias_relu = false; }},
+      {"statistics", [](GraphConvolutionProblem& p) {  // the plain forward that also writes y's sums
+         p.bias_relu = false;
+         p.residual = Tensor();
+         p.statistics = true;
+       }},
       {"padding", [](GraphConvolutionProblem& p) { p.padding = 1; }},
       {"stride", [](GraphConvolutionProblem& p) { p.stride = 2; }},
       {"workspace limit", [](GraphConvolutionProblem& p) { p.workspace_limit_bytes /= 2; }},

@@ -102,6 +102,44 @@ TEST(CudnnKernels, BiasActivationMatchesTheHostInEveryLayout) {
       }
 }
 
+// A 3x3 (padding 1) or 1x1 convolution, stride 1, over NHWC x and OHWI weights as stored in `type`
+// (rounded), in double: y (NHWC) before any epilogue.
+struct HostConvolution {
+  std::int64_t n, in, out, h, w, k;
+};
+std::vector<double> host_convolution_nhwc(const std::vector<float>& x, const std::vector<float>& weights,
+                                          const HostConvolution& c, DType type) {
+  std::vector<double> y(static_cast<std::size_t>(c.n * c.h * c.w * c.out), 0.0);
+  const std::int64_t pad = c.k / 2;
+  for (std::int64_t b = 0; b < c.n; ++b)
+    for (std::int64_t i = 0; i < c.h; ++i)
+      for (std::int64_t j = 0; j < c.w; ++j)
+        for (std::int64_t o = 0; o < c.out; ++o) {
+          double sum = 0;
+          for (std::int64_t di = 0; di < c.k; ++di)
+            for (std::int64_t dj = 0; dj < c.k; ++dj) {
+              const std::int64_t si = i + di - pad, sj = j + dj - pad;
+              if (si < 0 || si >= c.h || sj < 0 || sj >= c.w) continue;
+              for (std::int64_t ch = 0; ch < c.in; ++ch)
+                sum += static_cast<double>(stored(x[static_cast<std::size_t>(((b * c.h + si) * c.w + sj) * c.in + ch)], type)) *
+                       stored(weights[static_cast<std::size_t>(((o * c.k + di) * c.k + dj) * c.in + ch)], type);
+            }
+          y[static_cast<std::size_t>(((b * c.h + i) * c.w + j) * c.out + o)] = sum;
+        }
+  return y;
+}
+
+// The problem's graph, or null with cuDNN's refusal added to `skipped` (the case is then not checked).
+std::unique_ptr<GraphConvolution> created_or_noted(const CudnnHandle& handle, const GraphConvolutionProblem& problem,
+                                                   const std::string& what, std::string& skipped) {
+  try {
+    return GraphConvolution::create(handle.get(), problem);
+  } catch (const Error& e) {
+    skipped += what + ": refused (" + e.what() + "); ";
+    return nullptr;
+  }
+}
+
 // conv_bn_add_relu's graph, y = relu(conv(x, w) + bias + residual), every
 // plan of the heuristics' first six that builds, against a double-precision
 // host convolution of the stored inputs (3x3, padding 1, NHWC, 2x16x6x6 →
@@ -132,13 +170,8 @@ TEST(CudnnKernels, GraphConvolutionAddsTheResidualInItsEpilogue) {
     problem.padding = 1;
     problem.stride = 1;
     problem.workspace_limit_bytes = std::int64_t{256} << 20;
-    std::unique_ptr<GraphConvolution> graph;
-    try {
-      graph = GraphConvolution::create(handle.get(), problem);
-    } catch (const Error& e) {
-      skipped += what + ": refused (" + e.what() + "); ";
-      continue;
-    }
+    const std::unique_ptr<GraphConvolution> graph = created_or_noted(handle, problem, what, skipped);
+    if (!graph) continue;
     const std::vector<float> x = random_values(static_cast<std::size_t>(n * h * w * in), 11);
     const std::vector<float> weights = random_values(static_cast<std::size_t>(out * k * k * in), 12);
     const std::vector<float> bias = random_values(static_cast<std::size_t>(out), 13);
@@ -146,25 +179,13 @@ TEST(CudnnKernels, GraphConvolutionAddsTheResidualInItsEpilogue) {
     DeviceArray device_x(x, type), device_w(weights, type), device_bias(bias, type), device_residual(residual, type),
         device_y(std::vector<float>(residual.size(), 0.0f), type);
     // The host reference over the stored (rounded) values; tf32's own input rounding is within the bound.
-    std::vector<double> want(residual.size());
+    std::vector<double> want = host_convolution_nhwc(x, weights, {n, in, out, h, w, k}, type);
     double largest = 0;
-    for (std::int64_t b = 0; b < n; ++b)
-      for (std::int64_t i = 0; i < h; ++i)
-        for (std::int64_t j = 0; j < w; ++j)
-          for (std::int64_t o = 0; o < out; ++o) {
-            double sum = stored(bias[static_cast<std::size_t>(o)], type);
-            for (std::int64_t di = 0; di < k; ++di)
-              for (std::int64_t dj = 0; dj < k; ++dj) {
-                const std::int64_t si = i + di - 1, sj = j + dj - 1;
-                if (si < 0 || si >= h || sj < 0 || sj >= w) continue;
-                for (std::int64_t c = 0; c < in; ++c)
-                  sum += static_cast<double>(stored(x[static_cast<std::size_t>(((b * h + si) * w + sj) * in + c)], type)) *
-                         stored(weights[static_cast<std::size_t>(((o * k + di) * k + dj) * in + c)], type);
-              }
-            const std::size_t at = static_cast<std::size_t>(((b * h + i) * w + j) * out + o);
-            want[at] = std::max(0.0, sum + stored(residual[at], type));
-            largest = std::max(largest, want[at]);
-          }
+    for (std::size_t at = 0; at < want.size(); ++at) {
+      const std::size_t o = at % static_cast<std::size_t>(out);
+      want[at] = std::max(0.0, want[at] + stored(bias[o], type) + stored(residual[at], type));
+      largest = std::max(largest, want[at]);
+    }
     std::int64_t workspace_bytes = 0;
     for (int plan = 0; plan < graph->plan_count() && plan < 6; ++plan)
       if (graph->build(plan)) workspace_bytes = std::max(workspace_bytes, graph->workspace_bytes(plan));
@@ -191,6 +212,97 @@ TEST(CudnnKernels, GraphConvolutionAddsTheResidualInItsEpilogue) {
     if (ran == 0) skipped += what + ": " + std::to_string(graph->plan_count()) + " plans listed, none built and ran; ";
     checked += ran > 0;
   }
+  if (!skipped.empty()) std::cerr << "not checked: " << skipped << "\n";
+  if (checked == 0) GTEST_SKIP() << "cuDNN runs no plan of the graph in any precision here: " << skipped;
+}
+
+// A plain forward that also writes y's per-channel sum and sum of squares (cuDNN's genstats: the
+// statistics a training batch-norm after the convolution needs, issue 24), for a 3x3 and a 1x1
+// convolution (NHWC, 2x16x6x6 -> 32 channels), every plan of the heuristics' first six that builds: y
+// against the host convolution as the residual graph's test holds it, and each channel's sums against the
+// host's sums of y (the reference's, not the stored output's): tf32 within 5e-3 of the channel's sum of |y|
+// (sum of y^2: 1e-2), bf16 within 1.6e-2 (3.2e-2), fp32 1e-5 (2e-5). It asks cuDNN which engines this GPU
+// has for the fusion, and prints their names: where none builds and runs in a precision, the case says why.
+TEST(CudnnKernels, GraphConvolutionWritesTheOutputsStatistics) {
+  SKIP_WITHOUT_GPU();
+  if (!graph_api_available()) GTEST_SKIP() << "no Graph API in this build: " << graph_api_unavailable_reason();
+  const std::int64_t n = 2, in = 16, out = 32, h = 6, w = 6;
+  const CudnnHandle handle = make_cudnn_handle();
+  std::string skipped;
+  int checked = 0;
+  for (const std::int64_t k : {3, 1})
+    for (const auto& [precision, type, bound] : {std::tuple{Precision::tf32, DType::f32, 5e-3},
+                                                 std::tuple{Precision::bf16, DType::bf16, 1.6e-2},
+                                                 std::tuple{Precision::fp32, DType::f32, 1e-5}}) {
+      const std::string what = std::string(to_string(precision)) + " " + std::to_string(k) + "x" + std::to_string(k);
+      GraphConvolutionProblem problem;
+      problem.precision = precision;
+      problem.x = Tensor::packed({n, in, h, w}, type, true);
+      problem.w = Tensor::packed({out, in, k, k}, type, true);
+      problem.y = Tensor::packed({n, out, h, w}, type, true);
+      problem.statistics = true;
+      problem.padding = static_cast<int>(k / 2);
+      problem.stride = 1;
+      problem.workspace_limit_bytes = std::int64_t{256} << 20;
+      const std::unique_ptr<GraphConvolution> graph = created_or_noted(handle, problem, what, skipped);
+      if (!graph) continue;
+      EXPECT_TRUE(graph->runtime_compiled()) << "a graph with statistics admits cuDNN's runtime fusion engines";
+      const std::vector<float> x = random_values(static_cast<std::size_t>(n * h * w * in), 21);
+      const std::vector<float> weights = random_values(static_cast<std::size_t>(out * k * k * in), 22);
+      const std::vector<double> want = host_convolution_nhwc(x, weights, {n, in, out, h, w, k}, type);
+      std::vector<double> want_sum(static_cast<std::size_t>(out)), want_squares(want_sum.size()), magnitude(want_sum.size());
+      double largest = 0;
+      for (std::size_t at = 0; at < want.size(); ++at) {
+        const std::size_t o = at % static_cast<std::size_t>(out);
+        want_sum[o] += want[at];
+        want_squares[o] += want[at] * want[at];
+        magnitude[o] += std::abs(want[at]);
+        largest = std::max(largest, std::abs(want[at]));
+      }
+      DeviceArray device_x(x, type), device_w(weights, type), device_y(std::vector<float>(want.size(), 0.0f), type),
+          device_sum(std::vector<float>(want_sum.size(), 0.0f), DType::f32),
+          device_squares(std::vector<float>(want_sum.size(), 0.0f), DType::f32);
+      std::int64_t workspace_bytes = 0;
+      for (int plan = 0; plan < graph->plan_count() && plan < 6; ++plan)
+        if (graph->build(plan)) workspace_bytes = std::max(workspace_bytes, graph->workspace_bytes(plan));
+      void* workspace = nullptr;
+      if (workspace_bytes > 0) ASSERT_EQ(cudaMalloc(&workspace, static_cast<std::size_t>(workspace_bytes)), cudaSuccess);
+      std::cerr << what << ": " << graph->plan_count() << " plans listed\n";
+      int ran = 0;
+      for (int plan = 0; plan < graph->plan_count() && plan < 6; ++plan) {
+        if (!graph->build(plan)) {
+          std::cerr << what << " plan " << graph->plan_name(plan) << ": refused at build\n";
+          continue;
+        }
+        // Poisoned (NaN bytes) before each run, so a plan that skips a sum cannot pass on an earlier plan's.
+        ASSERT_EQ(cudaMemset(device_sum.get(), 0xff, want_sum.size() * sizeof(float)), cudaSuccess);
+        ASSERT_EQ(cudaMemset(device_squares.get(), 0xff, want_sum.size() * sizeof(float)), cudaSuccess);
+        if (!graph->run_with_statistics(handle.get(), plan, device_x.get(), device_w.get(), device_y.get(),
+                                        static_cast<float*>(device_sum.get()), static_cast<float*>(device_squares.get()),
+                                        workspace, true)) {
+          std::cerr << what << " plan " << graph->plan_name(plan) << ": refused at run time\n";
+          continue;
+        }
+        ++ran;
+        const std::vector<float> y = device_y.values(), sum = device_sum.values(), squares = device_squares.values();
+        double worst_y = 0, worst_sum = 0, worst_squares = 0;
+        for (std::size_t i = 0; i < y.size(); ++i) worst_y = std::max(worst_y, std::abs(y[i] - want[i]));
+        for (std::size_t o = 0; o < want_sum.size(); ++o) {
+          EXPECT_LE(std::abs(sum[o] - want_sum[o]), bound * magnitude[o]) << what << " channel " << o << " sum";
+          EXPECT_LE(std::abs(squares[o] - want_squares[o]), 2 * bound * want_squares[o])
+              << what << " channel " << o << " sum of squares";
+          worst_sum = std::max(worst_sum, std::abs(sum[o] - want_sum[o]) / magnitude[o]);
+          worst_squares = std::max(worst_squares, std::abs(squares[o] - want_squares[o]) / want_squares[o]);
+        }
+        EXPECT_LE(worst_y, bound * largest) << what << " plan " << graph->plan_name(plan);
+        std::cerr << what << " plan " << graph->plan_name(plan) << ": worst |error| y " << worst_y / largest
+                  << " of the largest |y|, sum " << worst_sum << " of the channel's sum of |y|, sum of squares "
+                  << worst_squares << " of its own\n";
+      }
+      if (workspace != nullptr) (void)cudaFree(workspace);
+      if (ran == 0) skipped += what + ": " + std::to_string(graph->plan_count()) + " plans listed, none built and ran; ";
+      checked += ran > 0;
+    }
   if (!skipped.empty()) std::cerr << "not checked: " << skipped << "\n";
   if (checked == 0) GTEST_SKIP() << "cuDNN runs no plan of the graph in any precision here: " << skipped;
 }

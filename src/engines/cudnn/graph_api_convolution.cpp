@@ -49,7 +49,7 @@ std::vector<std::int64_t> strides_of(const Tensor& t) {
   return {t.strides[0], t.strides[1], t.strides[2], t.strides[3]};
 }
 
-enum Uid : std::int64_t { kX = 1, kW = 2, kY = 3, kBias = 4, kResidual = 5 };
+enum Uid : std::int64_t { kX = 1, kW = 2, kY = 3, kBias = 4, kResidual = 5, kSum = 6, kSumOfSquares = 7 };
 
 }  // namespace
 
@@ -63,6 +63,8 @@ bool graph_api_available() { return true; }
 const char* graph_api_unavailable_reason() { return ""; }
 
 std::unique_ptr<GraphConvolution> GraphConvolution::create(cudnnHandle_t handle, const GraphConvolutionProblem& p) {
+  if (p.statistics && (p.direction != GraphDirection::forward || p.bias_relu))
+    throw Error("cuDNN Graph API: a convolution's statistics (genstats) are built for the plain forward only");
   auto impl = std::make_unique<Impl>();
   fe::graph::Graph& g = impl->graph;
   const fe::DataType_t io = data_type(p.x.type);
@@ -96,6 +98,13 @@ std::unique_ptr<GraphConvolution> GraphConvolution::create(cudnnHandle_t handle,
         y = g.pointwise(biased, fe::graph::Pointwise_attributes().set_mode(fe::PointwiseMode_t::RELU_FWD));
       }
       y->set_output(true).set_uid(kY).set_dim(dims_of(p.y)).set_stride(strides_of(p.y)).set_data_type(io);
+      if (p.statistics) {
+        // Per channel over N*H*W, as a training batch-norm's statistics: fp32 (1, C, 1, 1) each.
+        auto [sum, sum_of_squares] =
+            g.genstats(y, fe::graph::Genstats_attributes().set_name("statistics").set_compute_data_type(fe::DataType_t::FLOAT));
+        sum->set_output(true).set_uid(kSum).set_data_type(fe::DataType_t::FLOAT);
+        sum_of_squares->set_output(true).set_uid(kSumOfSquares).set_data_type(fe::DataType_t::FLOAT);
+      }
       break;
     }
     case GraphDirection::backward_data: {
@@ -128,10 +137,12 @@ std::unique_ptr<GraphConvolution> GraphConvolution::create(cudnnHandle_t handle,
   // Except the residual graph (conv + bias + residual + relu): the H200 lists no precompiled engine for
   // it ("No execution plans support the graph", bench/results/2026-12-02/call6), only cuDNN's runtime
   // fusion engines (NVRTC); the search builds at most kResidualGraphCandidates of them.
-  if (!p.residual.valid()) g.deselect_behavior_notes({fe::BehaviorNote_t::RUNTIME_COMPILATION});
+  // A graph with statistics likewise: cuDNN's genstats fusions are runtime fusion engines.
+  const bool runtime_compiled = p.residual.valid() || p.statistics;
+  if (!runtime_compiled) g.deselect_behavior_notes({fe::BehaviorNote_t::RUNTIME_COMPILATION});
   CB_CHECK_CUDNN_FRONTEND(g.check_support(handle));
   impl->built.assign(static_cast<std::size_t>(g.get_execution_plan_count()), 0);
-  return std::unique_ptr<GraphConvolution>(new GraphConvolution(std::move(impl), p.residual.valid()));
+  return std::unique_ptr<GraphConvolution>(new GraphConvolution(std::move(impl), runtime_compiled));
 }
 
 int GraphConvolution::plan_count() const {
@@ -206,6 +217,16 @@ bool GraphConvolution::run(cudnnHandle_t handle, int plan, void* x, void* w, voi
                       status.get_message(), false);
 }
 
+bool GraphConvolution::run_with_statistics(cudnnHandle_t handle, int plan, void* x, void* w, void* y, float* sum,
+                                           float* sum_of_squares, void* workspace, bool refusal_allowed) const {
+  std::unordered_map<std::int64_t, void*> pack{{kX, x}, {kW, w}, {kY, y}, {kSum, sum}, {kSumOfSquares, sum_of_squares}};
+  auto status = impl_->graph.execute_plan_at_index(handle, pack, workspace, plan);
+  if (status.is_good()) return true;
+  if (refusal_allowed) return false;
+  throw_library_error("cuDNN Graph API", "execute_plan_at_index(" + plan_name(plan) + ", statistics)", __FILE__,
+                      __LINE__, status.get_message(), false);
+}
+
 #else  // no Graph API in this build
 
 struct GraphConvolution::Impl {};
@@ -233,6 +254,9 @@ std::unique_ptr<GraphConvolution> GraphConvolution::restore(cudnnHandle_t, const
 }
 std::int64_t GraphConvolution::workspace_bytes(int) const { return 0; }
 bool GraphConvolution::run(cudnnHandle_t, int, void*, void*, void*, void*, void*, void*, bool) const { return false; }
+bool GraphConvolution::run_with_statistics(cudnnHandle_t, int, void*, void*, void*, float*, float*, void*, bool) const {
+  return false;
+}
 
 #endif
 
@@ -258,6 +282,7 @@ std::string graph_problem_key(const GraphConvolutionProblem& p) {
     append_tensor(key, "bias", p.bias);
     if (p.residual.valid()) append_tensor(key, "residual", p.residual);
   }
+  if (p.statistics) key << "statistics;";  // the graph also writes y's per-channel sums
   key << "pad=" << p.padding << ";stride=" << p.stride << ";workspace<=" << p.workspace_limit_bytes;
   return key.str();
 }

@@ -6,6 +6,11 @@
 // The forward may carry the fused epilogue of a conv_bias_relu group: y =
 // relu(conv(x, w) + bias) in one kernel, and of a conv_bn_add_relu group:
 // y = relu(conv(x, w) + bias + residual), the residual a tensor of y's shape.
+// The plain forward may also write y's per-channel sum and sum of squares
+// (cuDNN's genstats, fp32), the statistics a training batch-norm after the
+// convolution needs, so that the batch-norm need not read y to compute them
+// (issue 24: MLPerf's ResNet-50 computes them in the convolution's epilogue).
+// Not yet in the engine: a GPU test asks cuDNN which plans it has for it.
 //
 // The layer measures the plans (plan_count/plan_name/build/run) with the same
 // in-context timing and algorithm cache as the legacy algorithms
@@ -36,6 +41,9 @@ struct GraphConvolutionProblem {
   Tensor bias;           // forward with epilogue: y = relu(conv + bias) (a (1, C, 1, 1) tensor)
   bool bias_relu = false;
   Tensor residual;       // with bias_relu: y = relu(conv + bias + residual) (y's shape), where valid
+  // Forward without bias_relu: also y's per-channel sum and sum of squares (cuDNN's genstats over the
+  // N*H*W values of each channel), fp32, C values each (run_with_statistics).
+  bool statistics = false;
   int padding = 0, stride = 1;
   std::int64_t workspace_limit_bytes = 0;
 };
@@ -65,7 +73,8 @@ class GraphConvolution {
   [[nodiscard]] int plans_built() const { return plans_built_; }
   [[nodiscard]] double build_seconds() const { return build_seconds_; }
   // Whether the graph admits runtime-compiled (NVRTC) engines: the residual graph of a conv_bn_add_relu
-  // group, whose every engine on the H200 is one, so its builds compile kernels in every process.
+  // group, whose every engine on the H200 is one, so its builds compile kernels in every process; and a
+  // graph with statistics (cuDNN's genstats fusions are runtime fusion engines).
   [[nodiscard]] bool runtime_compiled() const { return runtime_compiled_; }
   [[nodiscard]] std::int64_t workspace_bytes(int plan) const;
   // A built plan as bytes (cudnn-frontend's Graph::serialize, the plan only); empty where the plan is not
@@ -80,6 +89,9 @@ class GraphConvolution {
   // has none). false where the execution is refused and `refusal_allowed` (the measurement), else throws Error.
   bool run(cudnnHandle_t handle, int plan, void* x, void* w, void* y, void* bias, void* residual, void* workspace,
            bool refusal_allowed) const;
+  // The same for a graph with `statistics`: sum and sum_of_squares receive C floats each.
+  bool run_with_statistics(cudnnHandle_t handle, int plan, void* x, void* w, void* y, float* sum,
+                           float* sum_of_squares, void* workspace, bool refusal_allowed) const;
 
  private:
   struct Impl;
