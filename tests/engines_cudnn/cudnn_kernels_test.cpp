@@ -222,7 +222,8 @@ TEST(CudnnKernels, GraphConvolutionAddsTheResidualInItsEpilogue) {
 // against the host convolution as the residual graph's test holds it, and each channel's sums against the
 // host's sums of y (the reference's, not the stored output's): tf32 within 5e-3 of the channel's sum of |y|
 // (sum of y^2: 1e-2), bf16 within 1.6e-2 (3.2e-2), fp32 1e-5 (2e-5). It asks cuDNN which engines this GPU
-// has for the fusion, and prints their names: where none builds and runs in a precision, the case says why.
+// has for the fusion, and prints their names and whether a plan writes its sums or adds to its outputs:
+// where none builds and runs in a precision, the case says why.
 TEST(CudnnKernels, GraphConvolutionWritesTheOutputsStatistics) {
   SKIP_WITHOUT_GPU();
   if (!graph_api_available()) GTEST_SKIP() << "no Graph API in this build: " << graph_api_unavailable_reason();
@@ -274,9 +275,10 @@ TEST(CudnnKernels, GraphConvolutionWritesTheOutputsStatistics) {
           std::cerr << what << " plan " << graph->plan_name(plan) << ": refused at build\n";
           continue;
         }
-        // Poisoned (NaN bytes) before each run, so a plan that skips a sum cannot pass on an earlier plan's.
-        ASSERT_EQ(cudaMemset(device_sum.get(), 0xff, want_sum.size() * sizeof(float)), cudaSuccess);
-        ASSERT_EQ(cudaMemset(device_squares.get(), 0xff, want_sum.size() * sizeof(float)), cudaSuccess);
+        // Zeroed before each run (the sums may be accumulated into their outputs: said below), so a plan that
+        // skips a sum cannot pass on an earlier plan's.
+        ASSERT_EQ(cudaMemset(device_sum.get(), 0, want_sum.size() * sizeof(float)), cudaSuccess);
+        ASSERT_EQ(cudaMemset(device_squares.get(), 0, want_sum.size() * sizeof(float)), cudaSuccess);
         if (!graph->run_with_statistics(handle.get(), plan, device_x.get(), device_w.get(), device_y.get(),
                                         static_cast<float*>(device_sum.get()), static_cast<float*>(device_squares.get()),
                                         workspace, true)) {
@@ -295,9 +297,17 @@ TEST(CudnnKernels, GraphConvolutionWritesTheOutputsStatistics) {
           worst_squares = std::max(worst_squares, std::abs(squares[o] - want_squares[o]) / want_squares[o]);
         }
         EXPECT_LE(worst_y, bound * largest) << what << " plan " << graph->plan_name(plan);
+        // Run again without zeroing: whether the plan writes its sums or adds to what the outputs hold, which
+        // the engine must know before it takes them (a replayed CUDA graph would otherwise add up steps).
+        ASSERT_TRUE(graph->run_with_statistics(handle.get(), plan, device_x.get(), device_w.get(), device_y.get(),
+                                               static_cast<float*>(device_sum.get()),
+                                               static_cast<float*>(device_squares.get()), workspace, false));
+        const std::vector<float> again = device_sum.values();
+        const double ratio = again[0] / want_sum[0];
         std::cerr << what << " plan " << graph->plan_name(plan) << ": worst |error| y " << worst_y / largest
                   << " of the largest |y|, sum " << worst_sum << " of the channel's sum of |y|, sum of squares "
-                  << worst_squares << " of its own\n";
+                  << worst_squares << " of its own; run again unzeroed: channel 0's sum x" << ratio
+                  << (std::abs(ratio - 2) < 0.1 ? " (accumulates)" : std::abs(ratio - 1) < 0.1 ? " (writes)" : "") << "\n";
       }
       if (workspace != nullptr) (void)cudaFree(workspace);
       if (ran == 0) skipped += what + ": " + std::to_string(graph->plan_count()) + " plans listed, none built and ran; ";
