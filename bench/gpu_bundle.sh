@@ -7,6 +7,10 @@
 set -euo pipefail
 build=${1:-build-cuda}
 /work/shared/tools/device-bundle .bundle "$build/crossbench" "$build/tests/cudnn_engine_test" "$build/tests/cudnn_kernels_test" "$build/tests/cudnn_search_test" "$build/gpu_cudnn_cells" "$build/tests/cudnn_data_parallel_test" "$build/tests/telemetry_test"
+# The genstats probe (bench/gpu_genstats_probe.cpp), where it was built (cmake --build BUILD --target gpu_genstats_probe).
+if [ -f "$build/gpu_genstats_probe" ]; then
+  cp -L "$build/gpu_genstats_probe" .bundle/bin/
+fi
 # The JAX worker's step events (CUDA events on XLA's stream, engine.jax_timing = events): next to the
 # bundle's crossbench, which tells its workers its folder (CROSSBENCH_BINARY_DIR); cudart is linked in.
 if [ -f "$build/libcrossbench_jax_events.so" ]; then
