@@ -39,7 +39,7 @@ GRAPH_API_SETUP = re.compile(r" ?graph_api_setup=[^\s;]+")
 # Where a session's pool lies (engine.pool_spacer_mb: "pool_spacer=1024MiB(session 1 of the cell)"): no part of the plan.
 POOL_SPACER = re.compile(r" ?pool_spacer=\d+MiB\([^)]*\)")
 SETUP_FIELDS = re.compile(r"graph_api_setup=create:([\d.]+)s,build:(\d+)/([\d.]+)s,runtime_compiled:(\d+)/([\d.]+)s"
-                          r"(?:,restored:(\d+)/([\d.]+)s,kept:(\d+))?")
+                          r"(?:,restored:(\d+)/([\d.]+)s,kept:(\d+))?(?:,configured:(\d+)/([\d.]+)s)?")
 
 
 def plan_of(decisions):
@@ -83,10 +83,11 @@ def search_clock_text(decisions):
 
 def graph_api_setup_totals(decisions):
     """The cells' Graph API set-up summed (cudnn's graph_api_setup token): create [s], plans built, their [s],
-    the runtime-compiled (NVRTC) ones and their [s], plans restored, their [s], plans kept; None where no cell
-    says it (a CPU cube, a build before the token)."""
-    totals, found = [0.0, 0, 0.0, 0, 0.0, 0, 0.0, 0], False
-    kinds = (float, int, float, int, float, int, float, int)
+    the runtime-compiled (NVRTC) ones and their [s], plans restored, their [s], plans kept, graphs created
+    from their cached configuration (engine.graph_from_cache) and their [s]; None where no cell says it (a CPU
+    cube, a build before the token)."""
+    totals, found = [0.0, 0, 0.0, 0, 0.0, 0, 0.0, 0, 0, 0.0], False
+    kinds = (float, int, float, int, float, int, float, int, int, float)
     for text in decisions:
         match = SETUP_FIELDS.search(text)
         if not match:
@@ -98,9 +99,11 @@ def graph_api_setup_totals(decisions):
 
 
 def setup_text(totals):
-    create_s, built, build_s, runtime, runtime_s, restored, restore_s, kept = totals
+    create_s, built, build_s, runtime, runtime_s, restored, restore_s, kept, configured, configure_s = totals
     return (f"Graph API set-up: create {create_s:.1f} s, {built} plans built in {build_s:.1f} s (runtime-compiled "
-            f"{runtime} in {runtime_s:.1f} s), {restored} restored in {restore_s:.2f} s, {kept} kept")
+            f"{runtime} in {runtime_s:.1f} s), {restored} restored in {restore_s:.2f} s, {kept} kept"
+            + (f", {configured} graphs created from their cached configuration in {configure_s:.2f} s"
+               if configured else ""))
 
 
 def spread_table(cubes, limit, engine="cudnn"):

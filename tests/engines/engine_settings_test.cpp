@@ -188,6 +188,27 @@ TEST(EngineSettings, GraphPlanReuseIsReadAndNeedsTheMeasuredSearch) {
   }
 }
 
+TEST(EngineSettings, GraphFromCacheIsReadAndNeedsTheMeasuredSearchWithoutTheInStepSearch) {
+  EngineConfig config;
+  EXPECT_FALSE(cudnn::cudnn_settings(config).graph_from_cache) << "the schema's default: off";
+  config.settings = {{"engine.algo", "exhaustive"}, {"engine.graph_from_cache", "true"}};
+  EXPECT_TRUE(cudnn::cudnn_settings(config).graph_from_cache);
+  const auto refused = [&](const std::string& what, const std::string& message) {
+    try {
+      static_cast<void>(cudnn::cudnn_settings(config));
+      ADD_FAILURE() << what << " accepted";
+    } catch (const UsageError& error) {
+      EXPECT_NE(std::string(error.what()).find(message), std::string::npos) << error.what();
+    }
+  };
+  config.settings = {{"engine.graph_from_cache", "true"}};  // the heuristic policy builds no Graph API plans
+  refused("graph_from_cache without the measured search", "[engine] graph_from_cache applies to algo = exhaustive");
+  // The in-step search's options are the graph's other plans, which a graph of one configuration lacks.
+  config.settings = {{"engine.algo", "exhaustive"}, {"engine.cuda_graphs", "true"}, {"engine.search_in_step", "true"},
+                     {"engine.graph_from_cache", "true"}};
+  refused("graph_from_cache with search_in_step", "[engine] graph_from_cache and search_in_step exclude each other");
+}
+
 TEST(EngineSettings, ANegativePoolSpacerNamesTheKeyAndItsRange) {
   EngineConfig config;
   config.settings = {{"engine.pool_spacer_mb", "-1"}};

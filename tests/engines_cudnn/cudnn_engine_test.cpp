@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <sstream>
 
@@ -1059,7 +1060,10 @@ std::string without_search_only(const std::string& decisions) {
 // A bf16 training cell measured with --algo-cache FILE (and CUDA graphs),
 // then prepared again in this process and by a new engine: every choice is
 // replayed with no search. `cold_plan`: the first preparation's decisions.
-void expect_the_cache_replays(const std::string& network_name, std::int64_t batch, std::string& cold_plan) {
+// `extra`: more engine settings for every engine of the test; `warm_decisions`: the new engine's replay's.
+void expect_the_cache_replays(const std::string& network_name, std::int64_t batch, std::string& cold_plan,
+                              const std::map<std::string, std::string>& extra = {},
+                              std::string* warm_decisions = nullptr) {
   const std::filesystem::path file =
       std::filesystem::temp_directory_path() / ("cb_algo_cache_gpu_" + std::to_string(::getpid()) + ".json");
   std::filesystem::remove(file);
@@ -1068,6 +1072,7 @@ void expect_the_cache_replays(const std::string& network_name, std::int64_t batc
   // Through the options' text, as a run gives it.
   EngineConfig config;
   config.settings = {{"engine.algo", "exhaustive"}, {"engine.cuda_graphs", "true"}, {"engine.algo_cache", file.string()}};
+  for (const auto& [key, value] : extra) config.settings[key] = value;
   const Device device = probe_gpu(0, "");
   OutputCheck cold_check;
   {
@@ -1096,6 +1101,7 @@ void expect_the_cache_replays(const std::string& network_name, std::int64_t batc
   auto session = engine->prepare(network, cell);
   int hits = -1, misses = -1;
   const std::string warm_plan = without_cache_use(session->record().decisions, hits, misses);
+  if (warm_decisions != nullptr) *warm_decisions = session->record().decisions;
   EXPECT_EQ(misses, 0) << session->record().decisions;
   EXPECT_GT(hits, 0);
   EXPECT_EQ(warm_plan.find("search_arena="), std::string::npos) << "a warm cache allocates no search arena";
@@ -1118,6 +1124,87 @@ TEST(CudnnEngine, AlgorithmCacheReplaysThePlanWithNoSearch) {
   SKIP_WITHOUT_GPU();
   std::string cold_plan;
   expect_the_cache_replays("googlenet", 8, cold_plan);
+}
+
+// engine.graph_from_cache: the graphs a replay creates with their cached configuration alone
+// (",configured:N/S" of graph_api_setup); -1 where the token lacks the field.
+int configured_graphs(const std::string& decisions) {
+  const std::size_t at = decisions.find(",configured:", decisions.find(" graph_api_setup="));
+  return at == std::string::npos ? -1 : std::atoi(decisions.c_str() + at + 12);
+}
+
+// engine.graph_from_cache: a replay from the file (a new engine, as a new process) creates only the
+// Graph API configurations its record chose, and no graph where the legacy choice won, and replays the
+// same plan exactly: every choice, every candidate's median, the graphs counted as the search counted
+// them (graph_api_graphs), and the same numbers.
+TEST(CudnnEngine, GraphFromCacheReplaysThePlanCreatingOnlyTheChosenConfigurations) {
+  SKIP_WITHOUT_GPU();
+  if (!cudnn::graph_api_available()) GTEST_SKIP() << cudnn::graph_api_unavailable_reason();
+  std::string cold_plan, warm_decisions;
+  expect_the_cache_replays("googlenet", 8, cold_plan, {{"engine.graph_from_cache", "true"}}, &warm_decisions);
+  EXPECT_EQ(configured_graphs(cold_plan), 0) << "the search creates every graph whole: " << cold_plan;
+  const int configured = configured_graphs(warm_decisions);
+  if (cold_plan.find("=graph(") == std::string::npos)
+    GTEST_SKIP() << "no Graph API plan won the search on this GPU: nothing to create from the cache";
+  EXPECT_GT(configured, 0) << warm_decisions;
+  std::cerr << "googlenet bf16 b8 training, graph_from_cache: searched "
+            << cold_plan.substr(cold_plan.find(" graph_api_graphs="), 120) << "\n  replayed "
+            << warm_decisions.substr(warm_decisions.find(" graph_api_graphs="), 140) << "\n";
+}
+
+// The same in one process (a cell's next session, --repetitions), with the residual graphs'
+// runtime-compiled plans: created from their configuration and built (reuse off), or restored from the
+// process's store without a graph (engine.graph_plan_reuse on); the same logits either way.
+TEST(CudnnSession, GraphFromCacheCreatesOnlyTheChosenConfigurationsOfTheNextSession) {
+  SKIP_WITHOUT_GPU();
+  if (!cudnn::graph_api_available()) GTEST_SKIP() << cudnn::graph_api_unavailable_reason();
+  const Network network = make_network("resnet50");
+  const CellSpec cell{"cudnn", "resnet50", Precision::tf32, 8, Phase::inference, 0};
+  for (const bool reuse : {false, true}) {
+    EngineConfig config;
+    config.seed = 42;
+    cudnn::CudnnSettings settings;
+    settings.algorithm = AlgorithmPolicy::exhaustive;
+    settings.graph_from_cache = true;
+    settings.graph_plan_reuse = reuse;
+    const auto engine = make_cudnn_engine(probe_gpu(0, ""), config, settings);
+    const auto first = engine->prepare(network, cell);
+    const auto second = engine->prepare(network, cell);  // replays the first's choices (the engine's cache)
+    const std::string& searched = first->record().decisions;
+    const std::string& replayed = second->record().decisions;
+    const std::string what = reuse ? "reuse on" : "reuse off";
+    int hits = -1, misses = -1;
+    const std::string searched_plan = without_cache_use(searched, hits, misses);
+    const std::string replayed_plan = without_cache_use(replayed, hits, misses);
+    EXPECT_EQ(misses, 0) << what << ": " << replayed;
+    EXPECT_EQ(without_search_only(replayed_plan), without_search_only(searched_plan)) << what;
+    EXPECT_EQ(configured_graphs(searched), 0) << what << ": " << searched;
+    if (searched.find("+bias+add+relu") == std::string::npos)
+      GTEST_SKIP() << "no residual graph won the search on this GPU: nothing runtime-compiled to create";
+    const GraphApiSetup replay = graph_api_setup(replayed);
+    if (reuse) {
+      EXPECT_GT(replay.restored, 0) << what << ": " << replayed;
+      EXPECT_EQ(replay.runtime_built, 0) << what << ": every chosen runtime-compiled plan restored, none built";
+    } else {
+      EXPECT_GT(configured_graphs(replayed), 0) << what << ": " << replayed;
+      EXPECT_GT(replay.runtime_built, 0) << what << ": the configured residual graphs compile their one plan";
+    }
+    auto* a = dynamic_cast<cudnn::CudnnSession*>(first.get());
+    auto* b = dynamic_cast<cudnn::CudnnSession*>(second.get());
+    ASSERT_NE(a, nullptr);
+    ASSERT_NE(b, nullptr);
+    a->step();
+    b->step();
+    const std::vector<float> want = a->logits_storage(), got = b->logits_storage();
+    ASSERT_EQ(want.size(), got.size());
+    std::size_t mismatches = 0, first_mismatch = 0;
+    const double worst = worst_error(want, got, 1e-5, mismatches, first_mismatch);
+    EXPECT_EQ(mismatches, 0u) << what << ": " << mismatches << " of " << want.size()
+                              << " logits differ beyond 1e-5 of the largest; worst " << worst;
+    std::cerr << "resnet50 tf32 b8 inference, graph_from_cache, " << what << ": searched "
+              << searched.substr(searched.find(" graph_api_graphs="), 150) << "\n  replayed "
+              << replayed.substr(replayed.find(" graph_api_graphs="), 170) << "\n";
+  }
 }
 
 TEST(CudnnSession, TelemetryOverTimedSteps) {

@@ -3,6 +3,7 @@
 // every change the graph depends on. Label `cpu`: host arithmetic, no cuDNN call.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
@@ -82,6 +83,38 @@ TEST(GraphProblemKey, LeavesOutWhatTheGraphDoesNotRead) {
   b.bias = Tensor::packed({1, 512, 1, 1}, DType::f32, false);
   b.residual = Tensor();
   EXPECT_EQ(graph_problem_key(a), graph_problem_key(b));
+}
+
+// engine.graph_from_cache creates a replay's graph with the configuration its cached plan name spells
+// (cudnn-frontend's engine tag): the engine's global index, then each knob's backend type and choice.
+TEST(GraphPlanName, SpellsTheEngineAndItsKnobs) {
+  const auto configuration = parse_graph_plan_name("eng41_k2=7_k13=1_k14=-1_k17=0");
+  ASSERT_TRUE(configuration.has_value());
+  EXPECT_EQ(configuration->engine, 41);
+  const std::vector<std::pair<int, std::int64_t>> knobs{{2, 7}, {13, 1}, {14, -1}, {17, 0}};
+  EXPECT_EQ(configuration->knobs, knobs);
+  const auto bare = parse_graph_plan_name("eng0");  // an engine without knobs
+  ASSERT_TRUE(bare.has_value());
+  EXPECT_EQ(bare->engine, 0);
+  EXPECT_TRUE(bare->knobs.empty());
+}
+
+TEST(GraphPlanName, RefusesWhatIsNoEngineTag) {
+  // plan_name()'s fallback for a plan it cannot name, the frontend's own error tags, and damaged names.
+  for (const char* name : {"", "plan3", "INVALID_ENGINE_NAME_CFG", "eng", "engx", "eng41_", "eng41_k2", "eng41_k2=",
+                           "eng41_k2=-", "eng41_k=3", "eng41_k2=7x", "eng41 k2=7", "eng-1", "eng41_k2=7_",
+                           "eng99999999999999999999", "IMPLICIT_GEMM/tc"})
+    EXPECT_FALSE(parse_graph_plan_name(name).has_value()) << '"' << name << '"';
+}
+
+TEST(GraphRuntimeCompiled, IsTheResidualGraphAndTheStatistics) {
+  GraphConvolutionProblem p = residual_block(0);
+  EXPECT_TRUE(graph_runtime_compiled(p));
+  p.residual = Tensor();
+  EXPECT_FALSE(graph_runtime_compiled(p)) << "conv + bias + relu has precompiled engines";
+  p.bias_relu = false;
+  p.statistics = true;
+  EXPECT_TRUE(graph_runtime_compiled(p));
 }
 
 }  // namespace

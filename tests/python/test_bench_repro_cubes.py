@@ -224,6 +224,18 @@ def test_the_graph_api_set_up_is_summed_over_a_cubes_cells():
     assert graph_api_setup_totals(["algo=heuristic; conv1:fwd=X"]) is None
 
 
+def test_graphs_created_from_their_cached_configuration_are_summed_and_no_part_of_the_plan():
+    from repro_cubes import graph_api_setup_totals, plan_of, setup_text  # noqa: E402
+    searched = ("algo=exhaustive graph_api_graphs=3(shared 1) graph_api_setup=create:0.40s,build:24/3.10s,"
+                "runtime_compiled:8/2.05s,restored:0/0.00s,kept:0,configured:0/0.00s; conv1:fwd=graph(eng1_k2=3 0.2ms)")
+    replayed = ("algo=exhaustive graph_api_graphs=3(shared 1) graph_api_setup=create:0.05s,build:2/0.30s,"
+                "runtime_compiled:1/0.25s,restored:0/0.00s,kept:0,configured:2/0.05s; conv1:fwd=graph(eng1_k2=3 0.2ms)")
+    totals = graph_api_setup_totals([searched, replayed])
+    assert totals[8] == 2 and totals[9] == pytest.approx(0.05)
+    assert setup_text(totals).endswith(", 2 graphs created from their cached configuration in 0.05 s")
+    assert plan_of(searched) == plan_of(replayed) and "graph_api_graphs=3(shared 1)" in plan_of(replayed)
+
+
 def test_cpu_cubes_print_no_graph_api_set_up(cubes):
     result = run_script(*cubes, "--engine", "onednn", "--limit", "1000")
     assert result.returncode == 0, result.stderr

@@ -253,6 +253,11 @@ const MeasuredChoice* AlgorithmCache::find(const std::string& signature) {
   return &found->second;
 }
 
+const MeasuredChoice* AlgorithmCache::peek(const std::string& signature) const {
+  const auto found = records_.find(signature);
+  return found == records_.end() ? nullptr : &found->second;
+}
+
 void AlgorithmCache::insert(const std::string& signature, MeasuredChoice choice) {
   records_[signature] = std::move(choice);
   unsaved_ = true;

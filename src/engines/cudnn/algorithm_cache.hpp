@@ -110,6 +110,10 @@ class AlgorithmCache {
 
   // The record of `signature` in this context, or nullptr; counts a hit or a miss.
   const MeasuredChoice* find(const std::string& signature);
+  // The same record, counting nothing: for a caller that uses it only where it can, and else goes on to
+  // find() it as usual (engine.graph_from_cache); count_hit() where it used it.
+  [[nodiscard]] const MeasuredChoice* peek(const std::string& signature) const;
+  void count_hit() { ++counts_.hits; }
   // Adds (or replaces) this context's record of `signature`.
   void insert(const std::string& signature, MeasuredChoice choice);
   std::size_t size() const { return records_.size(); }

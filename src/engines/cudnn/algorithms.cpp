@@ -538,6 +538,10 @@ std::vector<float> measured_times_ms(SetupContext& ctx, const std::string& signa
   return times;
 }
 
+const MeasuredChoice* peek_measured(const SetupContext& ctx, const std::string& signature) {
+  return ctx.algorithm_cache ? ctx.algorithm_cache->peek(signature + timing_of(ctx)) : nullptr;
+}
+
 MeasuredChoice measured_choice(SetupContext& ctx, const std::string& signature,
                                const std::function<std::vector<MeasuredCandidate>()>& measure) {
   const std::string key = signature + timing_of(ctx);

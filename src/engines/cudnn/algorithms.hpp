@@ -103,6 +103,10 @@ std::vector<float> measured_times_ms(SetupContext& ctx, const std::string& signa
                                      const std::vector<std::string>& names,
                                      const std::function<std::vector<float>()>& measure);
 
+// ctx.algorithm_cache's record of `signature` in this timing context, as measured_times_ms reads it, or
+// null (no cache, or not measured yet), counting nothing (AlgorithmCache::peek): count_hit() where used.
+const MeasuredChoice* peek_measured(const SetupContext& ctx, const std::string& signature);
+
 // A measured choice of our own candidates (cuBLASLt plans beside a legacy
 // call: layer_fully_connected.cpp): ctx.algorithm_cache's record of
 // `signature` (in this timing context) where it holds one, else `measure()`d,

@@ -199,6 +199,8 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const C
          << seconds_text(cost.build_seconds) << ",runtime_compiled:" << cost.runtime_plans_built << "/"
          << seconds_text(cost.runtime_build_seconds) << ",restored:" << cost.plans_restored << "/"
          << seconds_text(cost.restore_seconds) << ",kept:" << cost.plans_kept;
+    if (config.graph_from_cache)  // graphs created with their cached configuration alone, and that creation [s]
+      text << ",configured:" << cost.plans_configured << "/" << seconds_text(cost.configure_seconds);
   }
   if (const std::string l2 = search_l2_decision(config); !l2.empty()) text << " " << l2;  // every timed search run L2-cold
   text << pool_spacer_decision(config);

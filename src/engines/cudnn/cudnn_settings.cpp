@@ -22,6 +22,7 @@ CudnnSettings cudnn_settings(const EngineConfig& config) {
   settings.search_warmup_ms = std::stoi(config.setting("engine.search_warmup_ms"));  // and this one's
   settings.search_in_step = config.setting("engine.search_in_step") == "true";
   settings.graph_plan_reuse = config.setting("engine.graph_plan_reuse") == "true";
+  settings.graph_from_cache = config.setting("engine.graph_from_cache") == "true";
   settings.pool_spacer_bytes = std::stoll(config.setting("engine.pool_spacer_mb")) << 20;  // MiB → bytes
   settings.algorithm_cache_path = config.setting("engine.algo_cache");
   if (!settings.algorithm_cache_path.empty() && settings.algorithm != AlgorithmPolicy::exhaustive)
@@ -34,6 +35,12 @@ CudnnSettings cudnn_settings(const EngineConfig& config) {
   if (settings.graph_plan_reuse && settings.algorithm != AlgorithmPolicy::exhaustive)
     throw UsageError("[engine] graph_plan_reuse applies to algo = exhaustive (the Graph API plans are the measured "
                      "search's)");
+  if (settings.graph_from_cache && settings.algorithm != AlgorithmPolicy::exhaustive)
+    throw UsageError("[engine] graph_from_cache applies to algo = exhaustive (the Graph API plans are the measured "
+                     "search's)");
+  if (settings.graph_from_cache && settings.search_in_step)
+    throw UsageError("[engine] graph_from_cache and search_in_step exclude each other (the step's options are the "
+                     "graph's other plans, which graph_from_cache does not create)");
   if (settings.search_warmup_ms > 0 && settings.algorithm != AlgorithmPolicy::exhaustive)
     throw UsageError("[engine] search_warmup_ms applies to algo = exhaustive (the measured search) only");
   return settings;

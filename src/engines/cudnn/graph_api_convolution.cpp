@@ -1,6 +1,7 @@
 #include "engines/cudnn/graph_api_convolution.hpp"
 
 #include <exception>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -62,11 +63,13 @@ struct GraphConvolution::Impl {
 bool graph_api_available() { return true; }
 const char* graph_api_unavailable_reason() { return ""; }
 
-std::unique_ptr<GraphConvolution> GraphConvolution::create(cudnnHandle_t handle, const GraphConvolutionProblem& p) {
+namespace {
+
+// The operation graph of `p` (its tensors and operations, validated and built on the handle): what create()
+// and create_for_plan() share; the engine configurations come after.
+void define_operation_graph(fe::graph::Graph& g, cudnnHandle_t handle, const GraphConvolutionProblem& p) {
   if (p.statistics && (p.direction != GraphDirection::forward || p.bias_relu))
     throw Error("cuDNN Graph API: a convolution's statistics (genstats) are built for the plain forward only");
-  auto impl = std::make_unique<Impl>();
-  fe::graph::Graph& g = impl->graph;
   const fe::DataType_t io = data_type(p.x.type);
   g.set_io_data_type(io).set_intermediate_data_type(fe::DataType_t::FLOAT).set_compute_data_type(fe::DataType_t::FLOAT);
   const auto tensor = [&](const char* name, Uid uid, const Tensor& t) {
@@ -126,23 +129,62 @@ std::unique_ptr<GraphConvolution> GraphConvolution::create(cudnnHandle_t handle,
   }
   CB_CHECK_CUDNN_FRONTEND(g.validate());
   CB_CHECK_CUDNN_FRONTEND(g.build_operation_graph(handle));
-  CB_CHECK_CUDNN_FRONTEND(g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}));
-  // As PyTorch filters its cuDNN engine configurations: never one that converts its inputs down, and for
-  // strict fp32 (no allow_tf32) none that uses tensor cores (TF32).
+}
+
+// The filters every engine configuration of `p` passes, whether listed by the heuristics or created from a
+// plan's name. As PyTorch filters its cuDNN engine configurations: never one that converts its inputs down,
+// and for strict fp32 (no allow_tf32) none that uses tensor cores (TF32); none whose workspace is above the
+// limit. Precompiled kernels only: a runtime-compiled engine's build takes seconds, in every cold process.
+// Except the residual graph (conv + bias + residual + relu): the H200 lists no precompiled engine for it
+// ("No execution plans support the graph", bench/results/2026-12-02/call6), only cuDNN's runtime fusion
+// engines (NVRTC); the search builds at most kResidualGraphCandidates of them. A graph with statistics
+// likewise: cuDNN's genstats fusions are runtime fusion engines.
+void deselect_barred(fe::graph::Graph& g, const GraphConvolutionProblem& p) {
   std::vector<fe::NumericalNote_t> barred{fe::NumericalNote_t::DOWN_CONVERT_INPUTS};
   if (p.precision == Precision::fp32) barred.push_back(fe::NumericalNote_t::TENSOR_CORE);
   g.deselect_numeric_notes(barred);
   g.deselect_workspace_greater_than(p.workspace_limit_bytes);
-  // Precompiled kernels only: a runtime-compiled engine's build takes seconds, in every cold process.
-  // Except the residual graph (conv + bias + residual + relu): the H200 lists no precompiled engine for
-  // it ("No execution plans support the graph", bench/results/2026-12-02/call6), only cuDNN's runtime
-  // fusion engines (NVRTC); the search builds at most kResidualGraphCandidates of them.
-  // A graph with statistics likewise: cuDNN's genstats fusions are runtime fusion engines.
-  const bool runtime_compiled = p.residual.valid() || p.statistics;
-  if (!runtime_compiled) g.deselect_behavior_notes({fe::BehaviorNote_t::RUNTIME_COMPILATION});
+  if (!graph_runtime_compiled(p)) g.deselect_behavior_notes({fe::BehaviorNote_t::RUNTIME_COMPILATION});
+}
+
+}  // namespace
+
+std::unique_ptr<GraphConvolution> GraphConvolution::create(cudnnHandle_t handle, const GraphConvolutionProblem& p) {
+  auto impl = std::make_unique<Impl>();
+  fe::graph::Graph& g = impl->graph;
+  define_operation_graph(g, handle, p);
+  CB_CHECK_CUDNN_FRONTEND(g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}));
+  deselect_barred(g, p);
   CB_CHECK_CUDNN_FRONTEND(g.check_support(handle));
   impl->built.assign(static_cast<std::size_t>(g.get_execution_plan_count()), 0);
-  return std::unique_ptr<GraphConvolution>(new GraphConvolution(std::move(impl), runtime_compiled));
+  return std::unique_ptr<GraphConvolution>(new GraphConvolution(std::move(impl), graph_runtime_compiled(p)));
+}
+
+std::unique_ptr<GraphConvolution> GraphConvolution::create_for_plan(cudnnHandle_t handle, const GraphConvolutionProblem& p,
+                                                                    const std::string& plan_name) {
+  const std::optional<GraphPlanConfiguration> configuration = parse_graph_plan_name(plan_name);
+  if (!configuration) return nullptr;
+  std::unordered_map<fe::KnobType_t, std::int64_t> knobs;
+  for (const auto& [type, choice] : configuration->knobs)
+    knobs[fe::convert_from_backend_knob_type(static_cast<cudnnBackendKnobType_t>(type))] = choice;
+  auto impl = std::make_unique<Impl>();
+  fe::graph::Graph& g = impl->graph;
+  try {
+    define_operation_graph(g, handle, p);
+    if (g.create_execution_plan(configuration->engine, knobs).is_bad()) return nullptr;
+    deselect_barred(g, p);
+    if (g.check_support(handle).is_bad() || g.get_execution_plan_count() != 1) return nullptr;
+  } catch (const OutOfMemory&) {
+    throw;
+  } catch (const Error&) {
+    return nullptr;  // cuDNN refuses the graph here: the caller creates it whole, and that says why
+  } catch (const std::exception&) {
+    return nullptr;  // the frontend's JSON library: likewise
+  }
+  impl->built.assign(1, 0);
+  auto graph = std::unique_ptr<GraphConvolution>(new GraphConvolution(std::move(impl), graph_runtime_compiled(p)));
+  if (graph->plan_name(0) != plan_name) return nullptr;  // another configuration than the one cached
+  return graph;
 }
 
 int GraphConvolution::plan_count() const {
@@ -243,6 +285,10 @@ const char* graph_api_unavailable_reason() {
 std::unique_ptr<GraphConvolution> GraphConvolution::create(cudnnHandle_t, const GraphConvolutionProblem&) {
   throw Error(std::string("cuDNN Graph API unavailable: ") + graph_api_unavailable_reason());
 }
+std::unique_ptr<GraphConvolution> GraphConvolution::create_for_plan(cudnnHandle_t, const GraphConvolutionProblem&,
+                                                                    const std::string&) {
+  return nullptr;
+}
 int GraphConvolution::plan_count() const { return 0; }
 std::string GraphConvolution::plan_name(int) const { return {}; }
 bool GraphConvolution::build(int) { return false; }
@@ -272,6 +318,37 @@ void append_tensor(std::ostringstream& key, const char* role, const Tensor& t) {
 
 }  // namespace
 
+bool graph_runtime_compiled(const GraphConvolutionProblem& problem) {
+  return problem.residual.valid() || problem.statistics;
+}
+
+std::optional<GraphPlanConfiguration> parse_graph_plan_name(const std::string& name) {
+  // "eng<index>" then "_k<type>=<choice>" per knob; a choice may be negative.
+  const auto number = [&](std::size_t& at, bool may_be_negative, std::int64_t& value) {
+    const std::size_t begin = at;
+    if (may_be_negative && at < name.size() && name[at] == '-') ++at;
+    const std::size_t digits = at;
+    while (at < name.size() && name[at] >= '0' && name[at] <= '9') ++at;
+    if (at == digits || at - digits > 18) return false;  // no digits, or beyond int64
+    value = std::stoll(name.substr(begin, at - begin));
+    return true;
+  };
+  if (name.rfind("eng", 0) != 0) return std::nullopt;
+  GraphPlanConfiguration configuration;
+  std::size_t at = 3;
+  if (!number(at, false, configuration.engine)) return std::nullopt;
+  while (at < name.size()) {
+    if (name.compare(at, 2, "_k") != 0) return std::nullopt;
+    at += 2;
+    std::int64_t type = 0, choice = 0;
+    if (!number(at, false, type) || type > 1000 || at >= name.size() || name[at] != '=') return std::nullopt;
+    ++at;
+    if (!number(at, true, choice)) return std::nullopt;
+    configuration.knobs.emplace_back(static_cast<int>(type), choice);
+  }
+  return configuration;
+}
+
 std::string graph_problem_key(const GraphConvolutionProblem& p) {
   std::ostringstream key;
   key << static_cast<int>(p.direction) << ';' << to_string(p.precision) << ';';
@@ -290,8 +367,8 @@ std::string graph_problem_key(const GraphConvolutionProblem& p) {
 std::shared_ptr<GraphConvolution> GraphConvolutionCache::get(cudnnHandle_t handle,
                                                              const GraphConvolutionProblem& problem) {
   const std::string key = graph_problem_key(problem);
+  if (!requested_.insert(key).second) ++shared_;
   if (const auto found = graphs_.find(key); found != graphs_.end()) {
-    ++shared_;
     if (!found->second.graph) throw Error(found->second.refusal);
     return found->second.graph;
   }
@@ -309,6 +386,10 @@ std::shared_ptr<GraphConvolution> GraphConvolutionCache::get(cudnnHandle_t handl
   }
   create_seconds_ += seconds_since(start);
   return graphs_.emplace(key, std::move(entry)).first->second.graph;
+}
+
+void GraphConvolutionCache::count_request(const GraphConvolutionProblem& problem) {
+  if (!requested_.insert(graph_problem_key(problem)).second) ++shared_;
 }
 
 void GraphPlanStore::keep(const std::string& key, std::vector<std::uint8_t> bytes) {
@@ -334,7 +415,8 @@ std::shared_ptr<GraphConvolution> GraphConvolutionCache::restored(cudnnHandle_t 
   const std::vector<std::uint8_t>* bytes = store.find(key);
   if (bytes == nullptr) return nullptr;  // nothing kept yet: not remembered, a later layer may find it
   const auto start = std::chrono::steady_clock::now();
-  std::shared_ptr<GraphConvolution> graph = GraphConvolution::restore(handle, *bytes, plan_name, problem.residual.valid());
+  std::shared_ptr<GraphConvolution> graph =
+      GraphConvolution::restore(handle, *bytes, plan_name, graph_runtime_compiled(problem));
   restore_seconds_ += seconds_since(start);
   if (graph) ++plans_restored_;
   return restored_.emplace(key, std::move(graph)).first->second;
@@ -350,21 +432,57 @@ void GraphConvolutionCache::keep(const GraphConvolutionProblem& problem, const s
   ++plans_kept_;
 }
 
+std::shared_ptr<GraphConvolution> GraphConvolutionCache::configured(cudnnHandle_t handle,
+                                                                    const GraphConvolutionProblem& problem,
+                                                                    const std::string& plan_name, GraphPlanStore* store) {
+  const std::string key = graph_plan_key(problem, plan_name);
+  if (const auto found = restored_.find(key); found != restored_.end()) return found->second;
+  std::shared_ptr<GraphConvolution> graph;
+  if (store != nullptr && graph_runtime_compiled(problem))
+    if (const std::vector<std::uint8_t>* bytes = store->find(key); bytes != nullptr) {
+      const auto start = std::chrono::steady_clock::now();
+      graph = GraphConvolution::restore(handle, *bytes, plan_name, true);
+      restore_seconds_ += seconds_since(start);
+      if (graph) ++plans_restored_;
+    }
+  if (!graph) {
+    const auto start = std::chrono::steady_clock::now();
+    graph = GraphConvolution::create_for_plan(handle, problem, plan_name);
+    const double seconds = seconds_since(start);
+    create_seconds_ += seconds;
+    configure_seconds_ += seconds;
+    if (graph) {
+      ++plans_configured_;
+      if (!graph->build(0)) {
+        graph.reset();  // refused to build here: the whole graph says why
+      } else if (store != nullptr && graph->runtime_compiled()) {
+        keep(problem, plan_name, *graph, 0, *store);
+      }
+    }
+  }
+  return restored_.emplace(key, std::move(graph)).first->second;
+}
+
 GraphConvolutionCache::SetupCost GraphConvolutionCache::setup_cost() const {
   SetupCost cost;
   cost.create_seconds = create_seconds_;
   cost.plans_restored = plans_restored_;
   cost.restore_seconds = restore_seconds_;
   cost.plans_kept = plans_kept_;
-  for (const auto& [key, entry] : graphs_) {
-    if (!entry.graph) continue;
-    cost.plans_built += entry.graph->plans_built();
-    cost.build_seconds += entry.graph->build_seconds();
-    if (entry.graph->runtime_compiled()) {
-      cost.runtime_plans_built += entry.graph->plans_built();
-      cost.runtime_build_seconds += entry.graph->build_seconds();
+  cost.plans_configured = plans_configured_;
+  cost.configure_seconds = configure_seconds_;
+  const auto add_builds = [&](const GraphConvolution& graph) {
+    cost.plans_built += graph.plans_built();
+    cost.build_seconds += graph.build_seconds();
+    if (graph.runtime_compiled()) {
+      cost.runtime_plans_built += graph.plans_built();
+      cost.runtime_build_seconds += graph.build_seconds();
     }
-  }
+  };
+  for (const auto& [key, entry] : graphs_)
+    if (entry.graph) add_builds(*entry.graph);
+  for (const auto& [key, graph] : restored_)  // restored graphs built nothing; configured ones their plan
+    if (graph) add_builds(*graph);
   return cost;
 }
 

@@ -23,8 +23,11 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "crossbench/cell.hpp"
@@ -53,12 +56,36 @@ struct GraphConvolutionProblem {
 [[nodiscard]] bool graph_api_available();
 [[nodiscard]] const char* graph_api_unavailable_reason();
 
+// Whether the problem's graph admits runtime-compiled (NVRTC) engines: the residual graph of a
+// conv_bn_add_relu group (the H200 lists no precompiled engine for it) and a graph with statistics
+// (cuDNN's genstats fusions are runtime fusion engines).
+[[nodiscard]] bool graph_runtime_compiled(const GraphConvolutionProblem& problem);
+
+// An engine configuration as a plan's name spells it (cudnn-frontend's engine tag: "eng41_k2=7_k13=1",
+// the engine's global index, then each knob's cuDNN backend type and choice, ordered by type).
+struct GraphPlanConfiguration {
+  std::int64_t engine = -1;
+  std::vector<std::pair<int, std::int64_t>> knobs;  // (cudnnBackendKnobType_t, choice)
+};
+// The configuration a plan name spells; nullopt for a name that is not an engine tag ("plan3", "",
+// "INVALID_ENGINE_NAME_CFG"). Plain text: tested on the CPU.
+[[nodiscard]] std::optional<GraphPlanConfiguration> parse_graph_plan_name(const std::string& name);
+
 class GraphConvolution {
  public:
   // The graph with its heuristics' engine configurations that fit the workspace limit (strict fp32:
   // none that uses tensor cores, as PyTorch without allow_tf32). Throws Error where cuDNN refuses the graph.
   [[nodiscard]] static std::unique_ptr<GraphConvolution> create(cudnnHandle_t handle,
                                                                 const GraphConvolutionProblem& problem);
+  // engine.graph_from_cache: the graph of `problem` with the one engine configuration `plan_name` spells
+  // (cudnn-frontend's create_execution_plan(engine, knobs)), not the heuristics' list: a replay whose
+  // algorithm cache names its choice asks cuDNN's heuristics nothing. Its one plan (index 0) is not built
+  // yet. Null where the name does not parse, cuDNN refuses the configuration, the filters of create()
+  // bar it, or the plan's name reads otherwise (the caller then creates the whole graph); throws
+  // OutOfMemory.
+  [[nodiscard]] static std::unique_ptr<GraphConvolution> create_for_plan(cudnnHandle_t handle,
+                                                                         const GraphConvolutionProblem& problem,
+                                                                         const std::string& plan_name);
   ~GraphConvolution();
   GraphConvolution(const GraphConvolution&) = delete;
   GraphConvolution& operator=(const GraphConvolution&) = delete;
@@ -139,8 +166,18 @@ class GraphConvolutionCache {
   // Keeps a plan this session built in the store, where cuDNN can serialize it (once per key).
   void keep(const GraphConvolutionProblem& problem, const std::string& plan_name, GraphConvolution& graph, int plan,
             GraphPlanStore& store);
-  [[nodiscard]] int graphs() const { return static_cast<int>(graphs_.size()); }  // created (or refused)
-  [[nodiscard]] int shared() const { return shared_; }  // requests answered with an existing graph or refusal
+  // engine.graph_from_cache: the one-plan graph of `problem`'s plan `plan_name`, its plan built, once per
+  // session (identical layers share it): restored from `store`'s bytes where it holds them
+  // (engine.graph_plan_reuse; null: off), else created with that configuration alone
+  // (GraphConvolution::create_for_plan) and built, and a runtime-compiled build kept in `store`. Null
+  // where neither works, remembered, so that identical layers create the whole graph (get) at once.
+  [[nodiscard]] std::shared_ptr<GraphConvolution> configured(cudnnHandle_t handle, const GraphConvolutionProblem& problem,
+                                                             const std::string& plan_name, GraphPlanStore* store);
+  // A request answered without get(), from the algorithm cache's record (engine.graph_from_cache): counted
+  // as get() counts it, so that graphs() and shared() read the same in a search and in its replay.
+  void count_request(const GraphConvolutionProblem& problem);
+  [[nodiscard]] int graphs() const { return static_cast<int>(requested_.size()); }  // distinct problems asked for
+  [[nodiscard]] int shared() const { return shared_; }  // requests for a problem asked for before
   // Where a session's Graph API set-up goes, for its decisions: the graphs' creation (operation graph,
   // heuristics, support checks) and their plans' builds, each [s], the runtime-compiled graphs' builds
   // apart. A search replayed from the algorithm cache still creates its graphs and builds its chosen
@@ -154,6 +191,8 @@ class GraphConvolutionCache {
     int plans_restored = 0;     // engine.graph_plan_reuse: plans restored from the process's store
     double restore_seconds = 0;  // [s]
     int plans_kept = 0;          // plans this session added to the store
+    int plans_configured = 0;        // engine.graph_from_cache: graphs created with their chosen configuration alone
+    double configure_seconds = 0;    // their creation [s] (in create_seconds too)
   };
   [[nodiscard]] SetupCost setup_cost() const;
 
@@ -163,10 +202,14 @@ class GraphConvolutionCache {
     std::string refusal;  // cuDNN's reason, where graph is null
   };
   std::unordered_map<std::string, Entry> graphs_;
+  std::unordered_set<std::string> requested_;  // graph_problem_key of every problem asked for (get, count_request)
   int shared_ = 0;
   double create_seconds_ = 0;  // [s]
-  std::unordered_map<std::string, std::shared_ptr<GraphConvolution>> restored_;  // by graph_plan_key; null: refused
+  // One-plan graphs by graph_plan_key (restored, or configured under engine.graph_from_cache); null: refused.
+  std::unordered_map<std::string, std::shared_ptr<GraphConvolution>> restored_;
   int plans_restored_ = 0;
+  int plans_configured_ = 0;
+  double configure_seconds_ = 0;  // [s]
   double restore_seconds_ = 0;  // [s]
   int plans_kept_ = 0;
 };

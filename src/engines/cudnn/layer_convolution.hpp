@@ -138,6 +138,8 @@ class Convolution final : public LayerImpl {
   void choose_residual_graph(SetupContext& ctx, const std::string& forward_signature);
   void choose_graph_plan(SetupContext& ctx, GraphDirection direction, bool bias_relu, const std::string& signature,
                          double incumbent_ms, GraphPlan& out, bool with_residual = false);
+  bool replay_graph_plan(SetupContext& ctx, const GraphConvolutionProblem& problem, const std::string& signature,
+                         double incumbent_ms, GraphPlan& out);
   void add_step_options(SetupContext& ctx, GraphDirection direction, bool bias_relu, bool with_residual,
                         const std::string& signature, const std::vector<std::string>& names,
                         const std::vector<float>& times, GraphPlan& out);

@@ -68,6 +68,7 @@ void Convolution::choose_graph_plan(SetupContext& ctx, GraphDirection direction,
   problem.padding = static_cast<int>(padding);
   problem.stride = static_cast<int>(stride);
   problem.workspace_limit_bytes = ctx.config.workspace_limit_bytes;
+  if (replay_graph_plan(ctx, problem, signature, incumbent_ms, out)) return;
   std::shared_ptr<GraphConvolution> graph;
   try {
     // One graph per distinct problem in the session: a plan an identical layer built is built here too.
@@ -152,6 +153,68 @@ void Convolution::choose_graph_plan(SetupContext& ctx, GraphDirection direction,
   out.graph = std::move(chosen);
   ctx.need_workspace(static_cast<std::size_t>(out.graph->workspace_bytes(out.plan)));
   if (ctx.config.search_in_step) add_step_options(ctx, direction, bias_relu, with_residual, signature, names, times, out);
+}
+
+// engine.graph_from_cache: where the algorithm cache holds the graph's measured candidates (a replay: the
+// file of --algo-cache, or an earlier session of the process), the choice follows from the record as
+// choose_graph_plan makes it from the graph's list (the record keeps the heuristics' order, the first of
+// equal times wins), and only the chosen configuration is created (GraphConvolutionCache::configured), or
+// no graph at all where the legacy choice stays. Its agreement is the record's too. true where `out` is
+// decided (a plan, or the note why none); false where the whole graph must be created: no record, or cuDNN
+// refuses the configuration here (choose_graph_plan then finds the record itself, counting it once).
+bool Convolution::replay_graph_plan(SetupContext& ctx, const GraphConvolutionProblem& problem,
+                                    const std::string& signature, double incumbent_ms, GraphPlan& out) {
+  if (!ctx.config.graph_from_cache || ctx.config.search_in_step || ctx.graph_convolutions == nullptr) return false;
+  const MeasuredChoice* record = peek_measured(ctx, "graph_api." + signature);
+  if (record == nullptr) return false;
+  const bool with_residual = problem.residual.valid();
+  const std::size_t candidates = with_residual ? kResidualGraphCandidates : kGraphCandidates;
+  int best = -1;
+  for (std::size_t i = 0; i < record->candidates.size() && i < candidates; ++i) {
+    const double ms = record->candidates[i].median_ms;
+    if (!std::isnan(ms) && (best < 0 || ms < record->candidates[static_cast<std::size_t>(best)].median_ms))
+      best = static_cast<int>(i);
+  }
+  const auto answered = [&] {  // what choose_graph_plan's own lookups would have counted
+    ctx.algorithm_cache->count_hit();
+    ctx.graph_convolutions->count_request(problem);
+  };
+  if (best < 0) {
+    answered();
+    out.note = "no plan ran";
+    return true;
+  }
+  const std::string best_name = record->candidates[static_cast<std::size_t>(best)].name;
+  const auto best_ms = static_cast<float>(record->candidates[static_cast<std::size_t>(best)].median_ms);
+  std::ostringstream why;
+  why << best_name << " " << best_ms << "ms";
+  if (!clearly_faster(best_ms, incumbent_ms, ctx.config.search_tie)) {
+    answered();
+    out.note = why.str() + ">=" + std::to_string(incumbent_ms) + "ms";
+    return true;
+  }
+  std::shared_ptr<GraphConvolution> graph =
+      ctx.graph_convolutions->configured(ctx.dnn, problem, best_name, ctx.graph_plans);
+  if (!graph) return false;
+  answered();
+  const double difference =
+      measured_times_ms(ctx, "agreement.graph_api." + best_name + " " + signature, {best_name}, [&] {
+        return std::vector<float>{cacheable_difference(
+            graph_plan_difference(ctx, *graph, 0, problem.direction, problem.bias_relu, with_residual))};
+      })[0];
+  if (difference > plan_agreement_bound(precision)) {
+    out.note = why.str() + " refused: differs from " + legacy_choice_name(problem.direction) + " by " +
+               difference_text(difference) + " of the largest value (bound " +
+               difference_text(plan_agreement_bound(precision)) + ")";
+    return true;
+  }
+  out.plan = 0;
+  out.incumbent_ms = incumbent_ms;
+  out.time_ms = best_ms;
+  out.name = best_name;
+  out.graph = std::move(graph);
+  ctx.need_workspace(static_cast<std::size_t>(out.graph->workspace_bytes(out.plan)));
+  return true;
 }
 
 // engine.search_in_step: the plans of out.graph the search timed within kInStepWindow of out's, each
