@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "engines/cudnn/graph_api_convolution.hpp"
+#include "engines/cudnn/graph_convolution_cache.hpp"
 
 namespace crossbench::cudnn {
 namespace {

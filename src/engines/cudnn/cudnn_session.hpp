@@ -15,7 +15,7 @@
 #include "engines/cudnn/cudnn_settings.hpp"
 #include "engines/cudnn/event_timer.hpp"
 #include "engines/cudnn/graph.hpp"
-#include "engines/cudnn/graph_api_convolution.hpp"
+#include "engines/cudnn/graph_convolution_cache.hpp"
 
 namespace crossbench::cudnn {
 

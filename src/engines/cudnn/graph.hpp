@@ -82,8 +82,8 @@ struct Parameter {
 };
 
 class AlgorithmCache;  // algorithm_cache.hpp
-class GraphConvolutionCache;  // graph_api_convolution.hpp
-class GraphPlanStore;         // graph_api_convolution.hpp
+class GraphConvolutionCache;  // graph_convolution_cache.hpp
+class GraphPlanStore;         // graph_convolution_cache.hpp
 
 // What a layer's setup() sees: the handles, the choices of the run and, for
 // the measured algorithm search, scratch memory (see SetupContext::arena).

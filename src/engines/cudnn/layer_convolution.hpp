@@ -19,8 +19,8 @@
 #include "engines/cudnn/algorithms.hpp"
 #include "engines/cudnn/cublaslt_matmul.hpp"
 #include "engines/cudnn/gemm_weight_gradient.hpp"
-#include "engines/cudnn/graph_api_convolution.hpp"
 #include "engines/cudnn/graph.hpp"
+#include "engines/cudnn/graph_convolution_cache.hpp"
 #include "engines/cudnn/im2col_gemm.hpp"
 
 namespace crossbench::cudnn {
