@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "crossbench/engine.hpp"
@@ -173,19 +175,25 @@ TEST(EngineSettings, ThePoolSpacerGrowsWithTheCellsSessionIndexAndIsInTheDecisio
   EXPECT_EQ(cudnn::pool_spacer_decision(settings), "") << "a run without the setting says nothing of it";
 }
 
+// The cuDNN engine refuses `settings` with a UsageError whose text holds `message`.
+void expect_cudnn_refuses(const std::map<std::string, std::string>& settings, const std::string& message) {
+  EngineConfig config;
+  config.settings = settings;
+  try {
+    static_cast<void>(cudnn::cudnn_settings(config));
+    ADD_FAILURE() << "accepted, expected: " << message;
+  } catch (const UsageError& error) {
+    EXPECT_NE(std::string(error.what()).find(message), std::string::npos) << error.what();
+  }
+}
+
 TEST(EngineSettings, GraphPlanReuseIsReadAndNeedsTheMeasuredSearch) {
   EngineConfig config;
   EXPECT_FALSE(cudnn::cudnn_settings(config).graph_plan_reuse) << "the schema's default: off";
   config.settings = {{"engine.algo", "exhaustive"}, {"engine.graph_plan_reuse", "true"}};
   EXPECT_TRUE(cudnn::cudnn_settings(config).graph_plan_reuse);
-  config.settings = {{"engine.graph_plan_reuse", "true"}};  // the heuristic policy builds no Graph API plans
-  try {
-    static_cast<void>(cudnn::cudnn_settings(config));
-    FAIL() << "graph_plan_reuse without the measured search accepted";
-  } catch (const UsageError& error) {
-    EXPECT_NE(std::string(error.what()).find("[engine] graph_plan_reuse applies to algo = exhaustive"), std::string::npos)
-        << error.what();
-  }
+  // The heuristic policy builds no Graph API plans.
+  expect_cudnn_refuses({{"engine.graph_plan_reuse", "true"}}, "[engine] graph_plan_reuse applies to algo = exhaustive");
 }
 
 TEST(EngineSettings, GraphFromCacheIsReadAndNeedsTheMeasuredSearchWithoutTheInStepSearch) {
@@ -193,20 +201,20 @@ TEST(EngineSettings, GraphFromCacheIsReadAndNeedsTheMeasuredSearchWithoutTheInSt
   EXPECT_FALSE(cudnn::cudnn_settings(config).graph_from_cache) << "the schema's default: off";
   config.settings = {{"engine.algo", "exhaustive"}, {"engine.graph_from_cache", "true"}};
   EXPECT_TRUE(cudnn::cudnn_settings(config).graph_from_cache);
-  const auto refused = [&](const std::string& what, const std::string& message) {
-    try {
-      static_cast<void>(cudnn::cudnn_settings(config));
-      ADD_FAILURE() << what << " accepted";
-    } catch (const UsageError& error) {
-      EXPECT_NE(std::string(error.what()).find(message), std::string::npos) << error.what();
-    }
-  };
-  config.settings = {{"engine.graph_from_cache", "true"}};  // the heuristic policy builds no Graph API plans
-  refused("graph_from_cache without the measured search", "[engine] graph_from_cache applies to algo = exhaustive");
+  expect_cudnn_refuses({{"engine.graph_from_cache", "true"}}, "[engine] graph_from_cache applies to algo = exhaustive");
   // The in-step search's options are the graph's other plans, which a graph of one configuration lacks.
-  config.settings = {{"engine.algo", "exhaustive"}, {"engine.cuda_graphs", "true"}, {"engine.search_in_step", "true"},
-                     {"engine.graph_from_cache", "true"}};
-  refused("graph_from_cache with search_in_step", "[engine] graph_from_cache and search_in_step exclude each other");
+  expect_cudnn_refuses({{"engine.algo", "exhaustive"}, {"engine.cuda_graphs", "true"}, {"engine.search_in_step", "true"},
+                        {"engine.graph_from_cache", "true"}},
+                       "[engine] graph_from_cache and search_in_step exclude each other");
+}
+
+TEST(EngineSettings, ConvStatisticsIsReadAndNeedsTheMeasuredSearch) {
+  EngineConfig config;
+  EXPECT_FALSE(cudnn::cudnn_settings(config).conv_statistics) << "the schema's default: off";
+  config.settings = {{"engine.algo", "exhaustive"}, {"engine.conv_statistics", "true"}};
+  EXPECT_TRUE(cudnn::cudnn_settings(config).conv_statistics);
+  // The statistics graph is chosen by measurement only.
+  expect_cudnn_refuses({{"engine.conv_statistics", "true"}}, "[engine] conv_statistics applies to algo = exhaustive");
 }
 
 TEST(EngineSettings, ANegativePoolSpacerNamesTheKeyAndItsRange) {

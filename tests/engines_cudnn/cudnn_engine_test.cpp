@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <sstream>
@@ -94,6 +95,20 @@ std::unique_ptr<Engine> engine_for(Precision, Layout layout, AlgorithmPolicy alg
   settings.cuda_graphs = graphs;
   settings.fuse = fuse;
   return make_cudnn_engine(probe_gpu(0, ""), config, settings);
+}
+
+// A session of `cell` (seed 42) under the measured search, its choices read from and written to `file`:
+// the sessions a test compares share it, so that the later ones replay the earlier one's choices and differ
+// only in what `adjust` changes of the engine's settings.
+std::unique_ptr<Session> prepare_measured(const Network& network, const CellSpec& cell, const std::filesystem::path& file,
+                                          const std::function<void(cudnn::CudnnSettings&)>& adjust) {
+  EngineConfig config;
+  config.seed = 42;
+  cudnn::CudnnSettings settings;
+  settings.algorithm = AlgorithmPolicy::exhaustive;
+  settings.algorithm_cache_path = file.string();
+  adjust(settings);
+  return make_cudnn_engine(probe_gpu(0, ""), config, settings)->prepare(network, cell);
 }
 
 double relative(double actual, double expected, double floor = 1e-12) {
@@ -549,6 +564,138 @@ INSTANTIATE_TEST_SUITE_P(Cudnn, BatchNormFusion, ::testing::Range<std::size_t>(0
                            return fusion_settings()[info.param].name;
                          });
 
+// ---- engine.conv_statistics: the fused batch-norms' statistics from the convolution before them ----
+
+std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+
+// One training cell prepared with engine.conv_statistics on and one off (--algo exhaustive; one algorithm cache
+// file, the off session first, so that the on session replays every plain choice and only searches its
+// statistics graphs), from the same seed. Each convolution asked says how its batch-norm's statistics come:
+// "+statistics(for BN)" or "[statistics for BN: why not]".
+struct StatisticsAndOwnPass {
+  std::unique_ptr<Session> with_session, without_session;
+  cudnn::CudnnSession* with = nullptr;
+  cudnn::CudnnSession* without = nullptr;
+  std::size_t taken = 0, not_taken = 0;
+};
+
+StatisticsAndOwnPass prepare_with_and_without_statistics(const Network& network, const FusionSetting& setting,
+                                                         std::int64_t batch, const std::filesystem::path& file) {
+  const CellSpec cell{"cudnn", network.name(), setting.precision, batch, Phase::training, 0};
+  const auto prepare = [&](bool statistics) {
+    return prepare_measured(network, cell, file, [&](cudnn::CudnnSettings& settings) {
+      settings.layout = setting.layout;
+      settings.conv_statistics = statistics;
+    });
+  };
+  StatisticsAndOwnPass both;
+  both.without_session = prepare(false);
+  both.with_session = prepare(true);
+  both.with = dynamic_cast<cudnn::CudnnSession*>(both.with_session.get());
+  both.without = dynamic_cast<cudnn::CudnnSession*>(both.without_session.get());
+  if (both.with != nullptr) {
+    both.taken = occurrences(both.with->record().decisions, "+statistics(for ");
+    both.not_taken = occurrences(both.with->record().decisions, "[statistics for ");
+  }
+  return both;
+}
+
+class ConvolutionStatistics : public ::testing::TestWithParam<std::size_t> {};
+
+// The residual test network (batch 16): every fused batch-norm after a convolution is asked; the logits,
+// every gradient and every running statistic of one step element by element within BatchNormFusion's
+// bounds (the statistics differ only in how they are summed: cuDNN's fp32 Σy and Σy², finalized as
+// E[y²] - E[y]², against our Welford merge); a second step agrees too (the sums were left 0: a plan that
+// adds into them does not count the first step twice); check() changes no running statistic.
+TEST_P(ConvolutionStatistics, MatchesOurStatisticsPassElementByElement) {
+  SKIP_WITHOUT_GPU();
+  if (!cudnn::graph_api_available()) GTEST_SKIP() << cudnn::graph_api_unavailable_reason();
+  const FusionSetting setting = fusion_settings()[GetParam()];
+  const Network network = residual_network();
+  const std::string what = network.name() + " " + setting.name + " conv_statistics";
+  const std::filesystem::path file = std::filesystem::temp_directory_path() /
+                                     ("cb_convstats_" + std::to_string(::getpid()) + "_" + setting.name + ".json");
+  std::filesystem::remove(file);
+  StatisticsAndOwnPass both = prepare_with_and_without_statistics(network, setting, 16, file);
+  ASSERT_NE(both.with, nullptr);
+  ASSERT_NE(both.without, nullptr);
+  const std::string decisions = both.with->record().decisions;
+  EXPECT_GT(both.taken + both.not_taken, 0u) << what << ": every convolution before a fused batch-norm is asked: "
+                                             << decisions;
+  EXPECT_EQ(occurrences(both.without->record().decisions, "statistics"), 0u) << both.without->record().decisions;
+  std::cerr << what << ": " << both.taken << " batch-norms take their statistics from the convolution, "
+            << both.not_taken << " do not";
+  if (const std::size_t at = decisions.find("[statistics for "); at != std::string::npos)
+    std::cerr << " (first: " << decisions.substr(at, 200) << ")";
+  std::cerr << "\n";
+  FusedAndUnfused pair;  // "fused": with the statistics; "unfused": our pass
+  pair.fused = both.with;
+  pair.unfused = both.without;
+  double worst_overall = 0;
+  for (int step = 1; step <= 2; ++step) {
+    both.with->step();
+    both.without->step();
+    const std::string at_step = what + " step " + std::to_string(step);
+    expect_logits_and_gradients_match(pair, setting, at_step, worst_overall);
+    ASSERT_EQ(both.with->step_state_count(), both.without->step_state_count()) << what;
+    for (std::size_t t = 0; t < both.with->step_state_count(); ++t)
+      expect_close(both.without->step_state_storage(t), both.with->step_state_storage(t),
+                   at_step + (t % 2 == 0 ? " running mean " : " running variance ") + std::to_string(t / 2),
+                   setting.bound, worst_overall);
+  }
+  const std::vector<float> running_before = both.with->step_state_storage(0);
+  const OutputCheck with_check = both.with->check(), without_check = both.without->check();
+  EXPECT_EQ(both.with->step_state_storage(0), running_before) << what << ": check() leaves the model as it is";
+  EXPECT_TRUE(with_check.finite) << what;
+  EXPECT_LE(relative(with_check.loss, without_check.loss), setting.bound) << what;
+  std::cerr << what << ": worst element error over its tensor's largest |value| " << worst_overall << " (bounds "
+            << setting.bound << ", gradients " << setting.gradient_bound << ")\n";
+  std::filesystem::remove(file);
+  std::filesystem::remove(file.string() + ".lock");
+}
+
+// ResNet-50 (batch 8) as the benchmark runs it: the loss within the bound and the whole gradient's norm
+// within 10x it (as BatchNormFusion.ResNet50AgreesWithTheUnfusedOps), and how many of its 49 convolutions
+// before a fused batch-norm took the statistics graph.
+TEST_P(ConvolutionStatistics, ResNet50AgreesWithOurStatisticsPass) {
+  SKIP_WITHOUT_GPU();
+  if (!cudnn::graph_api_available()) GTEST_SKIP() << cudnn::graph_api_unavailable_reason();
+  const FusionSetting setting = fusion_settings()[GetParam()];
+  const Network network = make_network("resnet50");
+  const std::string what = "resnet50 " + setting.name + " conv_statistics";
+  const std::filesystem::path file = std::filesystem::temp_directory_path() /
+                                     ("cb_convstats50_" + std::to_string(::getpid()) + "_" + setting.name + ".json");
+  std::filesystem::remove(file);
+  StatisticsAndOwnPass both = prepare_with_and_without_statistics(network, setting, 8, file);
+  ASSERT_NE(both.with, nullptr);
+  ASSERT_NE(both.without, nullptr);
+  // 49 fused batch-norms (bn_relu 33, bn_add_relu 16), each after a convolution it alone reads; the 4
+  // projection shortcuts' batch-norms are no group's (cuDNN's batch-norm), so not asked.
+  EXPECT_EQ(both.taken + both.not_taken, 49u) << what << ": " << both.with->record().decisions;
+  both.with->step();
+  both.without->step();
+  const OutputCheck with_check = both.with->check(), without_check = both.without->check();
+  ASSERT_TRUE(with_check.finite) << what;
+  std::cerr << what << ": " << both.taken << " of 49 batch-norms take their statistics from the convolution; loss "
+            << with_check.loss << " with, " << without_check.loss << " without ("
+            << relative(with_check.loss, without_check.loss) << "); gradient norm "
+            << relative(with_check.gradient_norm, without_check.gradient_norm) << "\n";
+  EXPECT_LE(relative(with_check.loss, without_check.loss), setting.bound) << what;
+  EXPECT_LE(relative(with_check.gradient_norm, without_check.gradient_norm), 10 * setting.bound) << what;
+  std::filesystem::remove(file);
+  std::filesystem::remove(file.string() + ".lock");
+}
+
+INSTANTIATE_TEST_SUITE_P(Cudnn, ConvolutionStatistics, ::testing::Range<std::size_t>(0, 3),
+                         [](const ::testing::TestParamInfo<std::size_t>& info) {
+                           return fusion_settings()[info.param].name;
+                         });
+
 // ---- Inference conv_bn_add_relu: the residual add and relu in the convolution ----
 
 // ResNet inference (batch 8, --algo exhaustive, one algorithm cache shared by
@@ -564,12 +711,6 @@ INSTANTIATE_TEST_SUITE_P(Cudnn, BatchNormFusion, ::testing::Range<std::size_t>(0
 // each block as before (1e-3: only the batch-norm folding differs).
 class ResidualConvolutionFusion : public ::testing::TestWithParam<std::tuple<std::string, Precision>> {};
 
-std::size_t occurrences(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
-  return n;
-}
-
 TEST_P(ResidualConvolutionFusion, MatchesTheUnfusedOps) {
   SKIP_WITHOUT_GPU();
   const auto& [network_name, precision] = GetParam();
@@ -583,13 +724,7 @@ TEST_P(ResidualConvolutionFusion, MatchesTheUnfusedOps) {
                                       std::string(to_string(precision)) + ".json");
   std::filesystem::remove(file);
   const auto prepare = [&](bool fuse) {
-    EngineConfig config;
-    config.seed = 42;
-    cudnn::CudnnSettings settings;
-    settings.algorithm = AlgorithmPolicy::exhaustive;
-    settings.algorithm_cache_path = file.string();
-    settings.fuse = fuse;
-    return make_cudnn_engine(probe_gpu(0, ""), config, settings)->prepare(network, cell);
+    return prepare_measured(network, cell, file, [&](cudnn::CudnnSettings& settings) { settings.fuse = fuse; });
   };
   const auto fused_session = prepare(true);
   const auto unfused_session = prepare(false);

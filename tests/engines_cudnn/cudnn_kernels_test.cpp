@@ -472,6 +472,24 @@ std::vector<unsigned> ticket_values(const DeviceArray& tickets) {
   return values;
 }
 
+// The fused forward's arguments over device arrays (x and y of `type`; the per-channel ones fp32).
+kernels::BatchNormReluForward forward_arguments(const DeviceArray& x, const DeviceArray& y, DType type,
+                                                const DeviceArray& gamma, const DeviceArray& beta,
+                                                const DeviceArray& running_mean, const DeviceArray& running_variance,
+                                                const DeviceArray& mean, const DeviceArray& inverse_std) {
+  kernels::BatchNormReluForward forward;
+  forward.x = x.get();
+  forward.y = y.get();
+  forward.type = type;
+  forward.gamma = static_cast<const float*>(gamma.get());
+  forward.beta = static_cast<const float*>(beta.get());
+  forward.running_mean = static_cast<float*>(running_mean.get());
+  forward.running_variance = static_cast<float*>(running_variance.get());
+  forward.saved_mean = static_cast<float*>(mean.get());
+  forward.saved_inverse_std = static_cast<float*>(inverse_std.get());
+  return forward;
+}
+
 void expect_batch_norm_relu_matches_the_host(const BatchNormCase& c, DType type) {
   const std::int64_t rows = c.rows, channels = c.channels;
   const auto count = static_cast<std::size_t>(rows * channels);
@@ -510,17 +528,9 @@ void expect_batch_norm_relu_matches_the_host(const BatchNormCase& c, DType type)
   DeviceArray tickets(std::vector<float>(static_cast<std::size_t>(tickets_per_pass), 0.0f), DType::f32);
   const std::vector<unsigned> zero_tickets(static_cast<std::size_t>(tickets_per_pass), 0u);
 
-  kernels::BatchNormReluForward forward;
-  forward.x = d_x.get();
+  kernels::BatchNormReluForward forward = forward_arguments(d_x, d_y, type, d_gamma, d_beta, d_running_mean,
+                                                            d_running_variance, d_mean, d_inverse_std);
   forward.residual = c.residual ? d_residual.get() : nullptr;
-  forward.y = d_y.get();
-  forward.type = type;
-  forward.gamma = static_cast<const float*>(d_gamma.get());
-  forward.beta = static_cast<const float*>(d_beta.get());
-  forward.running_mean = static_cast<float*>(d_running_mean.get());
-  forward.running_variance = static_cast<float*>(d_running_variance.get());
-  forward.saved_mean = static_cast<float*>(d_mean.get());
-  forward.saved_inverse_std = static_cast<float*>(d_inverse_std.get());
   forward.factor = 0.0f;  // check(): the running statistics stay as they are
   forward.epsilon = epsilon;
   forward.tickets = static_cast<unsigned*>(tickets.get());
@@ -631,6 +641,92 @@ TEST(CudnnKernels, FusedBatchNormReluMatchesTheHost) {
       SCOPED_TRACE(std::to_string(c.rows) + "x" + std::to_string(c.channels) + " " + name_of(type));
       expect_batch_norm_relu_matches_the_host(c, type);
       if (HasFatalFailure()) return;
+    }
+}
+
+// engine.conv_statistics: the fused forward finalizing a convolution's per-channel sums (Σx, Σx² in fp32,
+// as cuDNN's genstats writes them) instead of its own pass over x: the saved mean and inverse std, the
+// running statistics and y against the host's double-precision batch-norm of the same x (offset 5, spread 3:
+// E[x²] - E[x]² must not cancel away the variance), and the sums left 0 for the next step. And
+// kernels::channel_sums, the search's reference for a statistics plan, against the host's sums.
+TEST(CudnnKernels, FusedBatchNormFromTheConvolutionsSumsMatchesTheHost) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{12544, 64}, {3137, 256}, {49, 2048}, {1001, 24}};
+  for (DType type : {DType::f32, DType::bf16})
+    for (const auto& [rows, channels] : shapes) {
+      if (!kernels::batch_norm_relu_supported(channels, type)) continue;
+      const std::string what = std::to_string(rows) + "x" + std::to_string(channels) + " " + name_of(type);
+      const auto count = static_cast<std::size_t>(rows * channels);
+      std::vector<float> x = random_values(count, 31);
+      for (std::size_t i = 0; i < count; ++i) x[i] = stored(3.0f * x[i] + 5.0f + static_cast<float>(i % channels % 7), type);
+      std::vector<double> sum(static_cast<std::size_t>(channels)), squares(static_cast<std::size_t>(channels));
+      for (std::size_t i = 0; i < count; ++i) {
+        sum[i % static_cast<std::size_t>(channels)] += x[i];
+        squares[i % static_cast<std::size_t>(channels)] += static_cast<double>(x[i]) * x[i];
+      }
+      std::vector<float> sums32(2 * static_cast<std::size_t>(channels));
+      for (std::size_t c = 0; c < sum.size(); ++c) {
+        sums32[c] = static_cast<float>(sum[c]);
+        sums32[sum.size() + c] = static_cast<float>(squares[c]);
+      }
+      std::vector<float> gamma = random_values(static_cast<std::size_t>(channels), 32),
+                         beta = random_values(static_cast<std::size_t>(channels), 33);
+      for (float& g : gamma) g = 1.0f + 0.5f * g;
+      const std::vector<float> running_mean_before(static_cast<std::size_t>(channels), 0.5f),
+          running_variance_before(static_cast<std::size_t>(channels), 2.0f);
+      const std::vector<float> zeros(static_cast<std::size_t>(channels), 0.0f);
+      DeviceArray d_x(x, type), d_y(std::vector<float>(count, 0.0f), type), d_sums(sums32, DType::f32);
+      DeviceArray d_gamma(gamma, DType::f32), d_beta(beta, DType::f32), d_running_mean(running_mean_before, DType::f32),
+          d_running_variance(running_variance_before, DType::f32), d_mean(zeros, DType::f32),
+          d_inverse_std(zeros, DType::f32);
+      int multiprocessors = 0;
+      ASSERT_EQ(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+      const kernels::BatchNormGrid grid = kernels::batch_norm_grid(rows, channels, type, multiprocessors);
+      DeviceArray workspace(std::vector<float>(grid.workspace_bytes() / sizeof(float), 1e30f), DType::f32);
+      kernels::BatchNormReluForward forward = forward_arguments(d_x, d_y, type, d_gamma, d_beta, d_running_mean,
+                                                                d_running_variance, d_mean, d_inverse_std);
+      forward.factor = 0.1f;
+      forward.epsilon = 1e-5f;
+      forward.sum = static_cast<float*>(d_sums.get());
+      forward.sum_of_squares = forward.sum + channels;
+      // No tickets: the statistics pass does not run.
+      kernels::batch_norm_relu_forward(forward, grid, workspace.get(), nullptr);
+      const std::vector<float> y = d_y.values(), mean = d_mean.values(), inverse_std = d_inverse_std.values(),
+                               running_mean = d_running_mean.values(), running_variance = d_running_variance.values();
+      EXPECT_EQ(d_sums.values(), std::vector<float>(sums32.size(), 0.0f)) << what << ": the sums are left 0";
+      const double ulp = type == DType::bf16 ? std::ldexp(1.0, -8) : 0.0;
+      for (std::int64_t ch = 0; ch < channels; ++ch) {
+        const auto k = static_cast<std::size_t>(ch);
+        const double m = sum[k] / static_cast<double>(rows);
+        double deviations = 0;
+        for (std::int64_t r = 0; r < rows; ++r) deviations += (x[static_cast<std::size_t>(r * channels + ch)] - m) *
+                                                             (x[static_cast<std::size_t>(r * channels + ch)] - m);
+        const double variance = deviations / static_cast<double>(rows), spread = std::sqrt(variance);
+        const double istd = 1.0 / std::sqrt(variance + 1e-5);
+        // The fp32 sums carry one rounding each: about 6e-8 of E[x²] ≈ 40, against a variance of about 3.
+        ASSERT_NEAR(mean[k], m, 1e-5 * (std::abs(m) + spread)) << what << " channel " << ch;
+        ASSERT_NEAR(inverse_std[k], istd, 1e-5 * istd) << what << " channel " << ch;
+        const double unbiased = rows > 1 ? deviations / static_cast<double>(rows - 1) : variance;
+        ASSERT_NEAR(running_mean[k], 0.9 * 0.5 + 0.1 * m, 1e-5 * (std::abs(m) + spread)) << what;
+        ASSERT_NEAR(running_variance[k], 0.9 * 2.0 + 0.1 * unbiased, 1e-5 * (2.0 + unbiased)) << what;
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const auto i = static_cast<std::size_t>(r * channels + ch);
+          double want = gamma[k] * (x[i] - m) * istd + beta[k];
+          want = want < 0 ? 0 : want;
+          ASSERT_NEAR(y[i], want, ulp * want + 4e-5 * (1.0 + std::abs(want))) << what << " y row " << r << " channel " << ch;
+        }
+      }
+      // The search's reference: fp64 sums written (over garbage), not accumulated.
+      DeviceArray d_reference(std::vector<float>(4 * static_cast<std::size_t>(channels), 1e30f), DType::f32);
+      auto* reference = static_cast<double*>(d_reference.get());
+      kernels::channel_sums(d_x.get(), type, rows, channels, reference, reference + channels, nullptr);
+      const std::vector<float> raw = d_reference.values();
+      std::vector<double> got(2 * static_cast<std::size_t>(channels));
+      std::memcpy(got.data(), raw.data(), got.size() * sizeof(double));
+      for (std::size_t c = 0; c < sum.size(); ++c) {
+        ASSERT_NEAR(got[c], sum[c], 1e-9 * (std::abs(sum[c]) + 1.0)) << what << " channel_sums sum " << c;
+        ASSERT_NEAR(got[sum.size() + c], squares[c], 1e-9 * squares[c]) << what << " channel_sums squares " << c;
+      }
     }
 }
 

@@ -29,6 +29,9 @@ if(CROSSBENCH_ENABLE_CUDA)
   # The key by which a session's identical convolutions share one Graph API graph: host arithmetic.
   crossbench_test(cudnn_graph_key_test LABEL cpu LINKS crossbench_engines
                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_graph_key_test.cpp)
+  # engine.conv_statistics: how a statistics plan's sums are held to its output's: host arithmetic.
+  crossbench_test(cudnn_statistics_agreement_test LABEL cpu LINKS crossbench_engines
+                  SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_statistics_agreement_test.cpp)
   crossbench_test(cudnn_plan_test LABEL cpu LINKS crossbench_engines
                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_plan_test.cpp)
   if(CROSSBENCH_ENABLE_ONEDNN)

@@ -23,6 +23,7 @@ CudnnSettings cudnn_settings(const EngineConfig& config) {
   settings.search_in_step = config.setting("engine.search_in_step") == "true";
   settings.graph_plan_reuse = config.setting("engine.graph_plan_reuse") == "true";
   settings.graph_from_cache = config.setting("engine.graph_from_cache") == "true";
+  settings.conv_statistics = config.setting("engine.conv_statistics") == "true";
   settings.pool_spacer_bytes = std::stoll(config.setting("engine.pool_spacer_mb")) << 20;  // MiB → bytes
   settings.algorithm_cache_path = config.setting("engine.algo_cache");
   if (!settings.algorithm_cache_path.empty() && settings.algorithm != AlgorithmPolicy::exhaustive)
@@ -38,6 +39,9 @@ CudnnSettings cudnn_settings(const EngineConfig& config) {
   if (settings.graph_from_cache && settings.algorithm != AlgorithmPolicy::exhaustive)
     throw UsageError("[engine] graph_from_cache applies to algo = exhaustive (the Graph API plans are the measured "
                      "search's)");
+  if (settings.conv_statistics && settings.algorithm != AlgorithmPolicy::exhaustive)
+    throw UsageError("[engine] conv_statistics applies to algo = exhaustive (the statistics graph is chosen by the "
+                     "measured search)");
   if (settings.graph_from_cache && settings.search_in_step)
     throw UsageError("[engine] graph_from_cache and search_in_step exclude each other (the step's options are the "
                      "graph's other plans, which graph_from_cache does not create)");

@@ -150,6 +150,17 @@ class SetupContext {
   Arena arena_;
 };
 
+// engine.conv_statistics: a training batch-norm's batch statistics written by the convolution before it
+// (layer_convolution.cpp: a Graph API graph that also writes Σy and Σy² per channel, fp32) and read, then
+// zeroed, by the batch-norm's fused forward (layer_batch_norm.cpp, kernels_batch_norm.hpp). `written`: the
+// convolution's forward writes them (its search chose a statistics plan, and the validation pass ran it);
+// else the batch-norm computes its own, as without the setting.
+struct ConvolutionStatistics {
+  Tensor sum, sum_of_squares;  // C floats each, persistent, zero between steps (the batch-norm zeroes them)
+  bool written = false;
+  std::string convolution;  // its name, for the batch-norm's decisions
+};
+
 // The state of one layer of the network while building (see Builder).
 class LayerImpl;
 struct LayerState : kit::LayerState<Tensor> {  // out, grad and the kit's flags (engines/kit/graph_state.hpp)
@@ -165,6 +176,10 @@ struct LayerState : kit::LayerState<Tensor> {  // out, grad and the kit's flags 
   // applies the relu after the add; the add has no op and its output is the convolution's.
   int fused_residual = -1;  // convolution: the layer whose output it adds (the skip connection)
   int residual_into = -1;   // add: the convolution that computes it
+  // engine.conv_statistics (training): the fused batch-norm whose statistics this convolution may write
+  // (its only reader), and what they share once the convolution is built.
+  int statistics_for = -1;
+  std::shared_ptr<ConvolutionStatistics> statistics;
   LayerImpl* impl = nullptr;
 };
 

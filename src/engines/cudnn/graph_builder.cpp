@@ -341,6 +341,18 @@ std::optional<std::string> can_lower(const Builder& b, const kit::FusedGroup& g)
   return "unknown group";
 }
 
+// engine.conv_statistics: the convolution whose output is batch-norm `batch_norm`'s input and that nothing
+// else reads, where the setting and the cell allow its statistics graph (training over NHWC, the measured
+// search with the Graph API); else -1. Its search then decides whether the statistics come from it.
+int statistics_source(Builder& b, int batch_norm) {
+  if (!b.config.conv_statistics || !b.training || !b.nhwc || b.config.algorithm != AlgorithmPolicy::exhaustive ||
+      !b.config.graph_api || !graph_api_available())
+    return -1;
+  const int from = b.layer(batch_norm).inputs.front();
+  if (from <= 0 || b.layer(from).kind != LayerKind::convolution || b.state(from).consumers != 1) return -1;
+  return from;
+}
+
 // Decides, before any tensor exists, which relus run in place, which fusion
 // groups this engine lowers (the kit's planner), and where concat inputs are written.
 void pre_pass(Builder& b) {
@@ -377,7 +389,11 @@ void pre_pass(Builder& b) {
         b.state(g.add).fusable_relu = g.relu;
         break;
       case kit::FusedKind::bn_relu:
-      case kit::FusedKind::bn_add_relu: break;  // lowered at the relu, found through b.fusions (batch_norm_group)
+      case kit::FusedKind::bn_add_relu:
+        // Lowered at the relu, found through b.fusions (batch_norm_group); engine.conv_statistics: the
+        // convolution before it may write its statistics.
+        if (const int conv = statistics_source(b, g.batch_norm); conv >= 0) b.state(conv).statistics_for = g.batch_norm;
+        break;
       default: throw Error("cuDNN engine: a fusion group it did not accept: " + std::string(kit::to_string(g.kind)));
     }
   }

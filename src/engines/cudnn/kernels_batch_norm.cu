@@ -1,6 +1,7 @@
 // kernels_batch_norm.hpp: the kernels and their launchers.
 #include "engines/cudnn/kernels_batch_norm.hpp"
 
+#include "core/cuda/cuda_check.hpp"
 #include "engines/cudnn/kernel_support.cuh"
 
 namespace crossbench::cudnn::kernels {
@@ -356,6 +357,20 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
   if (static_cast<int>(threadIdx.x) < tile_channels && c < g.channels) finish_statistics(a, g, c, total);
 }
 
+// engine.conv_statistics: pass 1 replaced by the convolution's sums, one thread per channel: the moments
+// from Σx and Σx² (fp64 arithmetic on the fp32 sums), finished as pass 1 finishes them; the sums zeroed.
+__global__ void statistics_from_sums_kernel(BatchNormReluForward a, Geometry g) {
+  const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= g.channels) return;
+  const double rows = static_cast<double>(g.rows);
+  const double mean = static_cast<double>(a.sum[c]) / rows;
+  const double variance = fmax(0.0, static_cast<double>(a.sum_of_squares[c]) / rows - mean * mean);
+  a.sum[c] = 0.0f;
+  a.sum_of_squares[c] = 0.0f;
+  finish_statistics(a, g, c, Moments{static_cast<float>(mean), static_cast<float>(variance * rows),
+                                     static_cast<float>(rows)});
+}
+
 // Pass 2: y = relu(gamma (x - mean) invstd + beta [+ residual]).
 template <typename T, bool kResidual>
 __global__ void __launch_bounds__(kBlock, kBlocksPerSm) apply_kernel(const T* x, const T* residual, T* y, Geometry g,
@@ -392,6 +407,46 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm) apply_kernel(const T* x,
       store_vector(y, g, r + u * l.row_step, l.vector, out);
     }
   }
+}
+
+// channel_sums: blocks of 32 channels x 8 row lanes; each thread sums its channel over its rows (fp64), the
+// block's lanes merge in shared memory, and lane 0 adds the block's totals to the outputs.
+constexpr int kSumChannels = 32;
+constexpr int kSumLanes = 8;
+
+template <typename T>
+__global__ void channel_sums_kernel(const T* x, std::int64_t rows, std::int64_t channels, double* sum,
+                                    double* sum_of_squares) {
+  __shared__ double shared_sum[kSumLanes][kSumChannels], shared_squares[kSumLanes][kSumChannels];
+  const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * kSumChannels + threadIdx.x;
+  double s = 0, q = 0;
+  if (c < channels)
+    for (std::int64_t r = static_cast<std::int64_t>(blockIdx.y) * kSumLanes + threadIdx.y; r < rows;
+         r += static_cast<std::int64_t>(gridDim.y) * kSumLanes) {
+      const double v = to_float(x[r * channels + c]);
+      s += v;
+      q += v * v;
+    }
+  shared_sum[threadIdx.y][threadIdx.x] = s;
+  shared_squares[threadIdx.y][threadIdx.x] = q;
+  __syncthreads();
+  if (threadIdx.y != 0 || c >= channels) return;
+  for (int lane = 1; lane < kSumLanes; ++lane) {
+    s += shared_sum[lane][threadIdx.x];
+    q += shared_squares[lane][threadIdx.x];
+  }
+  atomicAdd(sum + c, s);
+  atomicAdd(sum_of_squares + c, q);
+}
+
+template <typename T>
+void channel_sums_typed(const void* x, std::int64_t rows, std::int64_t channels, double* sum, double* sum_of_squares,
+                        cudaStream_t stream) {
+  const auto tiles = static_cast<unsigned>((channels + kSumChannels - 1) / kSumChannels);
+  const auto row_blocks = static_cast<unsigned>(std::min<std::int64_t>(1024, (rows + 255) / 256));
+  channel_sums_kernel<T><<<dim3(tiles, std::max(1u, row_blocks)), dim3(kSumChannels, kSumLanes), 0, stream>>>(
+      static_cast<const T*>(x), rows, channels, sum, sum_of_squares);
+  check_launch("per-channel sums (the statistics plan's reference)");
 }
 
 // ---- Backward -----------------------------------------------------------------------
@@ -592,11 +647,19 @@ unsigned* tickets_of(unsigned* tickets, const char* what) {
 template <typename T>
 void forward_typed(const BatchNormReluForward& a, const BatchNormGrid& grid, float* workspace, cudaStream_t stream) {
   const Geometry g = geometry_of(grid, grid, kVector<T>);
-  float* partial_mean = workspace;
-  float* partial_m2 = workspace + grid.chunks * grid.channels;
-  unsigned* tickets = tickets_of(a.tickets, "fused batch-norm forward");
-  statistics_kernel<T><<<pass_blocks(grid), kBlock, 0, stream>>>(a, g, partial_mean, partial_m2, tickets);
-  check_launch("batch-norm statistics");
+  if (a.sum != nullptr || a.sum_of_squares != nullptr) {
+    if (a.sum == nullptr || a.sum_of_squares == nullptr)
+      throw Error("fused batch-norm forward: the convolution's statistics need both the sum and the sum of squares");
+    const auto blocks = static_cast<unsigned>((grid.channels + kBlock - 1) / kBlock);
+    statistics_from_sums_kernel<<<blocks, kBlock, 0, stream>>>(a, g);
+    check_launch("batch-norm statistics from the convolution's sums");
+  } else {
+    float* partial_mean = workspace;
+    float* partial_m2 = workspace + grid.chunks * grid.channels;
+    unsigned* tickets = tickets_of(a.tickets, "fused batch-norm forward");
+    statistics_kernel<T><<<pass_blocks(grid), kBlock, 0, stream>>>(a, g, partial_mean, partial_m2, tickets);
+    check_launch("batch-norm statistics");
+  }
   const T* x = static_cast<const T*>(a.x);
   T* y = static_cast<T*>(a.y);
   const Geometry apply = geometry_of(grid, grid.apply, kVector<T>);
@@ -730,6 +793,19 @@ void batch_norm_relu_backward(const BatchNormReluBackward& args, const BatchNorm
     case DType::bf16: backward_typed<__nv_bfloat16>(args, grid, w, stream); return;
     case DType::f16: backward_typed<__half>(args, grid, w, stream); return;
     default: throw Error(std::string("fused batch-norm: no kernel for ") + name_of(args.type));
+  }
+}
+
+void channel_sums(const void* x, DType type, std::int64_t rows, std::int64_t channels, double* sum,
+                  double* sum_of_squares, cudaStream_t stream) {
+  if (rows < 1 || channels < 1) throw Error("per-channel sums: an empty tensor");
+  CB_CHECK_CUDA(cudaMemsetAsync(sum, 0, static_cast<std::size_t>(channels) * sizeof(double), stream));
+  CB_CHECK_CUDA(cudaMemsetAsync(sum_of_squares, 0, static_cast<std::size_t>(channels) * sizeof(double), stream));
+  switch (type) {
+    case DType::f32: channel_sums_typed<float>(x, rows, channels, sum, sum_of_squares, stream); return;
+    case DType::bf16: channel_sums_typed<__nv_bfloat16>(x, rows, channels, sum, sum_of_squares, stream); return;
+    case DType::f16: channel_sums_typed<__half>(x, rows, channels, sum, sum_of_squares, stream); return;
+    default: throw Error(std::string("per-channel sums: no kernel for ") + name_of(type));
   }
 }
 

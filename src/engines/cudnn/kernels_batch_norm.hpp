@@ -108,6 +108,12 @@ struct BatchNormReluForward {
   float factor = 0;
   float epsilon = 1e-5f;
   unsigned int* tickets = nullptr;  // batch_norm_tickets counters, 0 before the launch (and left 0)
+  // engine.conv_statistics: the batch's per-channel sum and sum of squares of x, written by the convolution
+  // that wrote x (C floats each): the statistics are finalized from them (mean = S/M, biased variance =
+  // Q/M - mean², in fp64 from the fp32 sums; what cuDNN's batch-norm finalize does) instead of our pass over
+  // x, and both are left 0 (so a plan that adds into them finds 0 in the next step). Null: our pass.
+  float* sum = nullptr;
+  float* sum_of_squares = nullptr;
 };
 void batch_norm_relu_forward(const BatchNormReluForward& args, const BatchNormGrid& grid, void* workspace,
                              cudaStream_t stream);
@@ -133,5 +139,12 @@ struct BatchNormReluBackward {
 };
 void batch_norm_relu_backward(const BatchNormReluBackward& args, const BatchNormGrid& grid, void* workspace,
                               cudaStream_t stream);
+
+// The reference the search holds a statistics plan's sums to (engine.conv_statistics): the per-channel sum
+// and sum of squares of a packed NHWC tensor of `rows` x `channels` (`type`: f32, bf16, f16), in fp64 (each
+// block's rows in order, the blocks' totals by atomic adds: not bit-reproducible, which a reference for a
+// 1e-3 bound need not be). Written, not accumulated.
+void channel_sums(const void* x, DType type, std::int64_t rows, std::int64_t channels, double* sum,
+                  double* sum_of_squares, cudaStream_t stream);
 
 }  // namespace crossbench::cudnn::kernels

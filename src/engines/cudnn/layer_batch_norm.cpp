@@ -12,7 +12,9 @@
 //
 // Training batch-norm in a bn_relu or bn_add_relu group of the kit's fusion
 // plan (packed NHWC; graph_builder.cpp's can_lower) runs our fused kernels
-// instead (kernels_batch_norm.hpp), with the same semantics: the group is
+// instead (kernels_batch_norm.hpp; with engine.conv_statistics its batch
+// statistics may come from the convolution before it, whose search decides),
+// with the same semantics: the group is
 // one op forward, emitted at its relu (where every input exists: a ResNet's
 // projection shortcut is built after the block's last batch-norm), and one
 // op backward, emitted at the relu's backward (where its output gradient is
@@ -44,6 +46,9 @@ class BatchNorm final : public LayerImpl {
   // persistent, and left 0 by every launch (so graph replays need no memset).
   Tensor tickets;
   std::int64_t tickets_per_pass = 0;
+  // engine.conv_statistics: the batch statistics as the convolution before it writes them (null: none asked
+  // for); used where `written` (its search chose a statistics plan), else our statistics pass.
+  std::shared_ptr<ConvolutionStatistics> statistics;
   Tensor dy, dx, dgamma, dbeta;
   float dx_beta = 0;
   bool data_gradient = false;
@@ -119,6 +124,10 @@ class BatchNorm final : public LayerImpl {
     a.factor = e.check ? 0.0f : static_cast<float>(momentum);
     a.epsilon = static_cast<float>(epsilon);
     a.tickets = static_cast<unsigned int*>(e.ptr(tickets));
+    if (statistics && statistics->written) {
+      a.sum = e.ptr_as<float>(statistics->sum);
+      a.sum_of_squares = e.ptr_as<float>(statistics->sum_of_squares);
+    }
     kernels::batch_norm_relu_forward(a, grid, fused_workspace(e), e.stream);
   }
 
@@ -222,6 +231,8 @@ void forward_batch_norm(Builder& b, int index) {
       CB_CHECK_CUDA(cudaMemsetAsync(e.ptr(bn->tickets), 0, static_cast<std::size_t>(bn->tickets.bytes()), e.stream));
     });
     b.state(from).value_needed = true;  // the backward reads x
+    if (const LayerState& producer = b.state(from); producer.statistics && producer.statistics_for == index)
+      bn->statistics = producer.statistics;  // engine.conv_statistics: graph_builder.cpp's statistics_source
     LayerState& s = b.state(index);
     s.out = bn->y = b.new_output(index, b.type);
     s.value_needed = true;  // bn_add_relu's backward reads y (the relu's mask)
@@ -267,6 +278,7 @@ void forward_batch_norm_relu(Builder& b, const kit::FusedGroup& g) {
   std::vector<Tensor> touched{bn->x,           bn->y,          bn->gamma,
                               bn->beta,        bn->running_mean, bn->running_variance,
                               bn->saved_mean,  bn->saved_inverse_std, bn->tickets};
+  if (bn->statistics) touched.insert(touched.end(), {bn->statistics->sum, bn->statistics->sum_of_squares});
   if (g.residual >= 0) {
     bn->residual = b.state(g.residual).out;
     if (!same_layout(bn->residual, bn->x))

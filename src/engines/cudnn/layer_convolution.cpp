@@ -148,6 +148,7 @@ void Convolution::setup(SetupContext& ctx) {
     if (graph_forward.graph) fused = false;
     if (adds_residual) choose_residual_graph(ctx, forward_signature);
   }
+  if (statistics) choose_statistics_graph(ctx, forward_signature);
   if (!training) return;
   dyd = describe_tensor(dy);
   filter_cd = make_conv(precision);
@@ -248,6 +249,8 @@ std::string Convolution::decisions() const {
     text << (nhwc_epilogue == CUBLASLT_EPILOGUE_RELU_BIAS ? "+bias+relu(epilogue)" : "+bias(epilogue)");
   else if (kernel_epilogue) text << (bias_relu_epilogue ? "+bias+relu(kernel)" : "+bias(kernel)");
   if (adds_residual && !residual_graph) text << "+add+relu(kernel, unfused: " << residual_note << ")";
+  if (statistics_graph) text << "+statistics(for " << statistics_for << ")";
+  else if (statistics) text << "[statistics for " << statistics_for << ": " << statistics_note << "]";
   if (!fallback.empty()) text << "(unfused: " << fallback << ")";
   if (!nhwc_note.empty()) text << "[cublasLt: " << nhwc_note << "]";
   if (!forward_im2col && !std::isnan(forward_im2col_ms)) text << "[im2col_gemm " << forward_im2col_ms << "ms>=" << forward.time_ms << "ms]";
@@ -288,15 +291,28 @@ std::string Convolution::decisions() const {
 void Convolution::run_forward(const Exec& e) {
   if (graph_forward.graph) {
     const bool epilogue = (fusion_candidate && has_bias) || residual_graph;
-    if (graph_forward.graph->run(e.dnn, graph_forward.plan, e.ptr(x), e.ptr(w), e.ptr(y), epilogue ? e.ptr(bias) : nullptr,
-                                 residual_graph ? e.ptr(residual) : nullptr, e.workspace, e.probing)) {
+    const bool ran =
+        statistics_graph
+            ? graph_forward.graph->run_with_statistics(e.dnn, graph_forward.plan, e.ptr(x), e.ptr(w), e.ptr(y),
+                                                       e.ptr_as<float>(statistics->sum),
+                                                       e.ptr_as<float>(statistics->sum_of_squares), e.workspace, e.probing)
+            : graph_forward.graph->run(e.dnn, graph_forward.plan, e.ptr(x), e.ptr(w), e.ptr(y),
+                                       epilogue ? e.ptr(bias) : nullptr, residual_graph ? e.ptr(residual) : nullptr,
+                                       e.workspace, e.probing);
+    if (ran) {
       if (!epilogue) run_epilogue(e);
       return;
     }
     fallback = "graph plan " + graph_forward.name + " refused at run time";  // prepare()'s validation pass only
     if (residual_graph) residual_note = fallback;
+    if (statistics_graph) {
+      // The batch-norm after it computes its own (its op runs after this one, in this pass too).
+      statistics_note = fallback;
+      statistics->written = false;
+    }
     graph_forward.graph.reset();
     residual_graph = false;
+    statistics_graph = false;
   }
   if (forward_im2col && nhwc && nhwc_plan) {
     const cublasStatus_t status = im2col_gemm_nhwc_forward_lt(e.lt, *nhwc_matmul, *nhwc_plan, im2col_nhwc_shape(forward_nhwc_chunk),
@@ -426,6 +442,23 @@ void forward_convolution(Builder& b, int index) {
   }
   c->y = b.new_output(index, b.type);
   s.out = c->y;
+  std::vector<Tensor> touched{c->x, c->w, c->bias, c->y, c->residual};
+  if (s.statistics_for >= 0) {
+    // engine.conv_statistics: the batch-norm after it may take its statistics from this op (setup decides).
+    // Zero once; the batch-norm's forward leaves them 0 after reading them.
+    auto statistics = std::make_shared<ConvolutionStatistics>();
+    const std::array<std::int64_t, 4> per_channel{1, layer.params.out_channels, 1, 1};
+    statistics->sum = b.new_tensor(per_channel, DType::f32, b.label(index, "statistics: sum"), true);
+    statistics->sum_of_squares = b.new_tensor(per_channel, DType::f32, b.label(index, "statistics: sum of squares"), true);
+    statistics->convolution = layer.name;
+    c->statistics_for = b.layer(s.statistics_for).name;
+    b.after_initialise.push_back([statistics](const Exec& e) {
+      for (const Tensor* t : {&statistics->sum, &statistics->sum_of_squares})
+        CB_CHECK_CUDA(cudaMemsetAsync(e.ptr(*t), 0, static_cast<std::size_t>(t->bytes()), e.stream));
+    });
+    touched.insert(touched.end(), {statistics->sum, statistics->sum_of_squares});
+    c->statistics = s.statistics = std::move(statistics);
+  }
   if (s.fused_residual >= 0) {
     // conv_bn_add_relu (graph_builder.cpp's pre-pass): the skip connection exists already (the kit's planner
     // anchors the group at the convolution that runs after it), and nothing writes over it before this op
@@ -437,8 +470,7 @@ void forward_convolution(Builder& b, int index) {
                   " that is not packed like its output " + shape_text(c->y));
   }
   if (b.training) b.state(from).value_needed = true;  // backward filter reads x
-  b.push(index, Stage::forward, b.label(index, "forward"), {c->x, c->w, c->bias, c->y, c->residual},
-         [c](const Exec& e) { c->run_forward(e); });
+  b.push(index, Stage::forward, b.label(index, "forward"), touched, [c](const Exec& e) { c->run_forward(e); });
 }
 
 void backward_convolution(Builder& b, int index) {

@@ -116,6 +116,14 @@ class Convolution final : public LayerImpl {
     std::string in_step;  // decisions: the step's choice where it replaced the search's
   };
   GraphPlan graph_forward, graph_data, graph_filter;
+  // engine.conv_statistics (training): the statistics of the fused batch-norm after it (null: none asked
+  // for); whether graph_forward is the statistics graph (conv → y, Σy, Σy²: the batch-norm then skips its
+  // own pass), and why not; the batch-norm's name; the search's sums (2 C floats, then 2 C doubles: the
+  // reference of its own output, kernels::channel_sums), held for the search only.
+  std::shared_ptr<ConvolutionStatistics> statistics;
+  bool statistics_graph = false;
+  std::string statistics_note, statistics_for;
+  DeviceBuffer search_sums;
   bool fused = false;            // cudnnConvolutionBiasActivationForward
   bool kernel_epilogue = false;  // unfused: bias (+ relu) in one kernels::bias_activation pass
   std::string fallback;  // why a fused forward fell back, if it did
@@ -136,21 +144,27 @@ class Convolution final : public LayerImpl {
 
   // layer_convolution_graph_search.cpp: Graph API plans, agreement checks, the in-step choices.
   void choose_residual_graph(SetupContext& ctx, const std::string& forward_signature);
+  void choose_statistics_graph(SetupContext& ctx, const std::string& forward_signature);
   void choose_graph_plan(SetupContext& ctx, GraphDirection direction, bool bias_relu, const std::string& signature,
-                         double incumbent_ms, GraphPlan& out, bool with_residual = false);
+                         double incumbent_ms, GraphPlan& out, bool with_residual = false, bool with_statistics = false);
   bool replay_graph_plan(SetupContext& ctx, const GraphConvolutionProblem& problem, const std::string& signature,
                          double incumbent_ms, GraphPlan& out);
-  void add_step_options(SetupContext& ctx, GraphDirection direction, bool bias_relu, bool with_residual,
-                        const std::string& signature, const std::vector<std::string>& names,
-                        const std::vector<float>& times, GraphPlan& out);
+  bool plan_agrees(SetupContext& ctx, const GraphConvolutionProblem& problem, const GraphConvolution& graph, int plan,
+                   const std::string& name, const std::string& signature, const std::string& why, GraphPlan& out);
+  bool run_graph_on_arena(SetupContext& ctx, const GraphConvolution& graph, int plan, const GraphConvolutionProblem& problem);
+  float* arena_sums();
+  double statistics_difference(SetupContext& ctx, const GraphConvolution& graph, int plan,
+                               const GraphConvolutionProblem& problem);
+  void add_step_options(SetupContext& ctx, const GraphConvolutionProblem& problem, const std::string& signature,
+                        const std::vector<std::string>& names, const std::vector<float>& times, GraphPlan& out);
   static void add_step_choice(std::vector<StepChoice>& choices, GraphPlan& plan, const std::string& what);
   std::vector<StepChoice> step_choices() override;
   std::vector<AlgorithmChoice> agreeing_candidates(SetupContext& ctx, std::vector<AlgorithmChoice> candidates,
                                                    GraphDirection direction, const std::string& signature,
                                                    std::string& refused);
   cudnnStatus_t run_legacy_on_arena(SetupContext& ctx, GraphDirection direction, const AlgorithmChoice& c);
-  double graph_plan_difference(SetupContext& ctx, const GraphConvolution& graph, int plan, GraphDirection direction,
-                               bool bias_relu, bool with_residual);
+  double graph_plan_difference(SetupContext& ctx, const GraphConvolution& graph, int plan,
+                               const GraphConvolutionProblem& problem);
   std::string legacy_choice_name(GraphDirection direction) const;
 
   // layer_convolution_gemm_search.cpp: the GEMM-based candidates and the bias gradient.

@@ -23,6 +23,7 @@
 
 #include "crossbench/error.hpp"
 #include "engines/cudnn/algorithm_cache.hpp"
+#include "engines/cudnn/kernels_batch_norm.hpp"
 #include "engines/cudnn/kernels_elementwise.hpp"
 #include "engines/cudnn/tensor_compare.hpp"
 
@@ -45,12 +46,37 @@ void Convolution::choose_residual_graph(SetupContext& ctx, const std::string& fo
   residual_graph = true;
 }
 
+// engine.conv_statistics (training): the statistics graph (conv → y, and y's per-channel Σy and Σy² for the
+// batch-norm after it) against the plain forward chosen so far plus the pass it saves: our statistics pass
+// reads y once. It replaces the plain choice where clearly faster and its sums agree with those of its own
+// output (statistics_difference); else the batch-norm computes its own, and the decisions say why.
+void Convolution::choose_statistics_graph(SetupContext& ctx, const std::string& forward_signature) {
+  const double plain_ms = graph_forward.graph ? graph_forward.time_ms
+                          : forward_im2col   ? forward_im2col_ms
+                                             : forward.time_ms;
+  const double saved_ms = static_cast<double>(y.bytes()) / kMemoryBandwidth * 1e3;
+  GraphPlan statistics_plan;
+  choose_graph_plan(ctx, GraphDirection::forward, false, "forward+statistics " + forward_signature, plain_ms + saved_ms,
+                    statistics_plan, false, true);
+  search_sums.reset();  // the search's sums: no longer needed
+  if (!statistics_plan.graph) {
+    statistics_note = statistics_plan.note.empty() ? "no statistics graph measured" : "graph " + statistics_plan.note;
+    return;
+  }
+  graph_forward = std::move(statistics_plan);
+  statistics_graph = true;
+  statistics->written = true;
+  forward_im2col = false;  // the graph computes y: run_forward takes it first, the legacy choice is its fallback
+  fused = false;
+}
+
 // Times the first kGraphCandidates plans of a Graph API graph of one direction on the search arena
 // (cached under `signature` like every measured choice) and keeps the fastest where it is clearly
-// faster than `incumbent_ms`, the legacy choice's time; else `note` says why not.
+// faster than `incumbent_ms`, the legacy choice's time; else `note` says why not. A runtime-compiled
+// graph (the residual epilogue, the statistics) times its first kResidualGraphCandidates.
 void Convolution::choose_graph_plan(SetupContext& ctx, GraphDirection direction, bool bias_relu,
                                     const std::string& signature, double incumbent_ms, GraphPlan& out,
-                                    bool with_residual) {
+                                    bool with_residual, bool with_statistics) {
   if (ctx.config.algorithm != AlgorithmPolicy::exhaustive || !ctx.config.graph_api) return;
   if (!graph_api_available()) {
     out.note = graph_api_unavailable_reason();
@@ -65,6 +91,7 @@ void Convolution::choose_graph_plan(SetupContext& ctx, GraphDirection direction,
   problem.bias = bias;
   problem.bias_relu = bias_relu;
   if (with_residual) problem.residual = residual;
+  problem.statistics = with_statistics;
   problem.padding = static_cast<int>(padding);
   problem.stride = static_cast<int>(stride);
   problem.workspace_limit_bytes = ctx.config.workspace_limit_bytes;
@@ -81,7 +108,7 @@ void Convolution::choose_graph_plan(SetupContext& ctx, GraphDirection direction,
     return;
   }
   std::vector<std::string> names;
-  const int candidates = with_residual ? kResidualGraphCandidates : kGraphCandidates;
+  const int candidates = graph_runtime_compiled(problem) ? kResidualGraphCandidates : kGraphCandidates;
   for (int i = 0; i < graph->plan_count() && i < candidates; ++i) names.push_back(graph->plan_name(i));
   if (names.empty()) {
     out.note = "no engine configuration fits";
@@ -93,12 +120,8 @@ void Convolution::choose_graph_plan(SetupContext& ctx, GraphDirection direction,
     for (std::size_t i = 0; i < names.size(); ++i) {
       const int plan = static_cast<int>(i);
       if (!graph->build(plan) || graph->workspace_bytes(plan) > static_cast<std::int64_t>(a.workspace_bytes)) continue;
-      // Arena roles as the legacy search's: x the input (or dx), w the filter (or dw), y the output (or dy).
-      measured[i] = static_cast<float>(median_in_context_ms(ctx, [&] {
-        // The residual (y's shape) from arena x, which plan_search sized for it.
-        return graph->run(ctx.dnn, plan, a.x, a.w, a.y, bias_relu ? a.w : nullptr, with_residual ? a.x : nullptr,
-                          a.workspace, true);
-      }));
+      measured[i] = static_cast<float>(
+          median_in_context_ms(ctx, [&] { return run_graph_on_arena(ctx, *graph, plan, problem); }));
     }
     return measured;
   });
@@ -133,26 +156,43 @@ void Convolution::choose_graph_plan(SetupContext& ctx, GraphDirection direction,
     return;
   }
   if (reuse && chosen == graph) ctx.graph_convolutions->keep(problem, best_name, *graph, best, *ctx.graph_plans);
-  // The difference is measured like the times and cached with them: a replay allocates no search
-  // arena and its decisions read the same.
-  const double difference =
-      measured_times_ms(ctx, "agreement.graph_api." + best_name + " " + signature, {best_name}, [&] {
-        return std::vector<float>{
-            cacheable_difference(graph_plan_difference(ctx, *chosen, chosen_plan, direction, bias_relu, with_residual))};
-      })[0];
-  if (difference > plan_agreement_bound(precision)) {
-    out.note = why.str() + " refused: differs from " + legacy_choice_name(direction) + " by " +
-               difference_text(difference) + " of the largest value (bound " +
-               difference_text(plan_agreement_bound(precision)) + ")";
-    return;
-  }
+  if (!plan_agrees(ctx, problem, *chosen, chosen_plan, best_name, signature, why.str(), out)) return;
   out.plan = chosen_plan;
   out.incumbent_ms = incumbent_ms;
   out.time_ms = times[static_cast<std::size_t>(best)];
   out.name = best_name;
   out.graph = std::move(chosen);
   ctx.need_workspace(static_cast<std::size_t>(out.graph->workspace_bytes(out.plan)));
-  if (ctx.config.search_in_step) add_step_options(ctx, direction, bias_relu, with_residual, signature, names, times, out);
+  if (ctx.config.search_in_step) add_step_options(ctx, problem, signature, names, times, out);
+}
+
+// Whether a chosen plan computes what it must: its output agrees with the legacy choice's
+// (graph_plan_difference), and a statistics plan's sums with those of its own output
+// (statistics_difference). Each difference is measured like the times and cached with them, so a replay
+// allocates no search arena and its decisions read the same; else `out.note` says why not.
+bool Convolution::plan_agrees(SetupContext& ctx, const GraphConvolutionProblem& problem, const GraphConvolution& graph,
+                              int plan, const std::string& name, const std::string& signature, const std::string& why,
+                              GraphPlan& out) {
+  const double difference = measured_times_ms(ctx, "agreement.graph_api." + name + " " + signature, {name}, [&] {
+    return std::vector<float>{cacheable_difference(graph_plan_difference(ctx, graph, plan, problem))};
+  })[0];
+  if (difference > plan_agreement_bound(precision)) {
+    out.note = why + " refused: differs from " + legacy_choice_name(problem.direction) + " by " +
+               difference_text(difference) + " of the largest value (bound " +
+               difference_text(plan_agreement_bound(precision)) + ")";
+    return false;
+  }
+  if (!problem.statistics) return true;
+  const double statistics_off =
+      measured_times_ms(ctx, "agreement.statistics.graph_api." + name + " " + signature, {name}, [&] {
+        return std::vector<float>{cacheable_difference(statistics_difference(ctx, graph, plan, problem))};
+      })[0];
+  if (!(statistics_off <= kStatisticsAgreementBound)) {  // NaN: nothing held them to anything, so not taken
+    out.note = why + " refused: its statistics differ from its output's by " + difference_text(statistics_off) +
+               " (bound " + difference_text(kStatisticsAgreementBound) + ")";
+    return false;
+  }
+  return true;
 }
 
 // engine.graph_from_cache: where the algorithm cache holds the graph's measured candidates (a replay: the
@@ -167,8 +207,7 @@ bool Convolution::replay_graph_plan(SetupContext& ctx, const GraphConvolutionPro
   if (!ctx.config.graph_from_cache || ctx.config.search_in_step || ctx.graph_convolutions == nullptr) return false;
   const MeasuredChoice* record = peek_measured(ctx, "graph_api." + signature);
   if (record == nullptr) return false;
-  const bool with_residual = problem.residual.valid();
-  const std::size_t candidates = with_residual ? kResidualGraphCandidates : kGraphCandidates;
+  const std::size_t candidates = graph_runtime_compiled(problem) ? kResidualGraphCandidates : kGraphCandidates;
   int best = -1;
   for (std::size_t i = 0; i < record->candidates.size() && i < candidates; ++i) {
     const double ms = record->candidates[i].median_ms;
@@ -197,17 +236,7 @@ bool Convolution::replay_graph_plan(SetupContext& ctx, const GraphConvolutionPro
       ctx.graph_convolutions->configured(ctx.dnn, problem, best_name, ctx.graph_plans);
   if (!graph) return false;
   answered();
-  const double difference =
-      measured_times_ms(ctx, "agreement.graph_api." + best_name + " " + signature, {best_name}, [&] {
-        return std::vector<float>{cacheable_difference(
-            graph_plan_difference(ctx, *graph, 0, problem.direction, problem.bias_relu, with_residual))};
-      })[0];
-  if (difference > plan_agreement_bound(precision)) {
-    out.note = why.str() + " refused: differs from " + legacy_choice_name(problem.direction) + " by " +
-               difference_text(difference) + " of the largest value (bound " +
-               difference_text(plan_agreement_bound(precision)) + ")";
-    return true;
-  }
+  if (!plan_agrees(ctx, problem, *graph, 0, best_name, signature, why.str(), out)) return true;
   out.plan = 0;
   out.incumbent_ms = incumbent_ms;
   out.time_ms = best_ms;
@@ -217,10 +246,61 @@ bool Convolution::replay_graph_plan(SetupContext& ctx, const GraphConvolutionPro
   return true;
 }
 
+// One run of a graph plan on the search arena's roles, as the legacy search's: x the input (or dx), w the
+// filter (or dw), y the output (or dy); the bias from arena w, the residual (y's shape, which plan_search
+// sized arena x for) from arena x, a statistics graph's sums into arena_sums(). false where it refuses.
+bool Convolution::run_graph_on_arena(SetupContext& ctx, const GraphConvolution& graph, int plan,
+                                     const GraphConvolutionProblem& problem) {
+  const SetupContext::Arena& a = ctx.arena();
+  if (problem.statistics) {
+    float* sums = arena_sums();
+    return graph.run_with_statistics(ctx.dnn, plan, a.x, a.w, a.y, sums, sums + y.c(), a.workspace, true);
+  }
+  return graph.run(ctx.dnn, plan, a.x, a.w, a.y, problem.bias_relu ? a.w : nullptr,
+                   problem.residual.valid() ? a.x : nullptr, a.workspace, true);
+}
+
+// The search's sums of a statistics graph: 2 C floats (the plan's Σy, Σy²), then 2 C doubles (the
+// reference), allocated on first use and freed with the layer's search (setup's end).
+float* Convolution::arena_sums() {
+  const auto channels = static_cast<std::size_t>(y.c());
+  if (search_sums.bytes() == 0)
+    search_sums = DeviceBuffer(2 * channels * (sizeof(float) + sizeof(double)), "a statistics plan's sums (search)");
+  return reinterpret_cast<float*>(search_sums.data());
+}
+
+// How far a statistics plan's sums are from those of its own output (statistics_agreement: per channel,
+// the mean's difference in standard deviations and the variance's relative difference; the worst), run
+// once on the search arena with its sums zeroed first; infinity where it refuses to run; NaN where the
+// arena's values give nothing to hold them to.
+double Convolution::statistics_difference(SetupContext& ctx, const GraphConvolution& graph, int plan,
+                                          const GraphConvolutionProblem& problem) {
+  const SetupContext::Arena& a = ctx.arena();
+  const auto channels = static_cast<std::size_t>(y.c());
+  float* sums = arena_sums();
+  auto* reference = reinterpret_cast<double*>(sums + 2 * channels);
+  CB_CHECK_CUDA(cudaMemsetAsync(sums, 0, 2 * channels * sizeof(float), ctx.stream));
+  const bool ran = run_graph_on_arena(ctx, graph, plan, problem);
+  double difference = std::numeric_limits<double>::infinity();
+  if (ran) {
+    kernels::channel_sums(a.y, y.type, y.n() * y.h() * y.w(), y.c(), reference, reference + channels, ctx.stream);
+    std::vector<float> plan_sums(2 * channels);
+    std::vector<double> reference_sums(2 * channels);
+    CB_CHECK_CUDA(cudaMemcpyAsync(plan_sums.data(), sums, plan_sums.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                                  ctx.stream));
+    CB_CHECK_CUDA(cudaMemcpyAsync(reference_sums.data(), reference, reference_sums.size() * sizeof(double),
+                                  cudaMemcpyDeviceToHost, ctx.stream));
+    CB_CHECK_CUDA(cudaStreamSynchronize(ctx.stream));
+    difference = statistics_agreement(plan_sums, reference_sums, y.n() * y.h() * y.w());
+  }
+  ctx.refill_arena(a.y, static_cast<std::size_t>(y.span_bytes()));  // the plan's output is no data for later layers
+  return difference;
+}
+
 // engine.search_in_step: the plans of out.graph the search timed within kInStepWindow of out's, each
 // agreeing with the reference as out's does (the same cached check), nearest first, at most
 // kInStepOptions in all; their workspaces are reserved so that any of them can run in the step.
-void Convolution::add_step_options(SetupContext& ctx, GraphDirection direction, bool bias_relu, bool with_residual,
+void Convolution::add_step_options(SetupContext& ctx, const GraphConvolutionProblem& problem,
                                    const std::string& signature, const std::vector<std::string>& names,
                                    const std::vector<float>& times, GraphPlan& out) {
   out.signature = signature;
@@ -234,11 +314,8 @@ void Convolution::add_step_options(SetupContext& ctx, GraphDirection direction, 
     if (out.options.size() >= kInStepOptions) break;
     const std::string& plan_name = names[static_cast<std::size_t>(plan)];
     if (!out.graph->build(plan)) continue;
-    const double difference = measured_times_ms(ctx, "agreement.graph_api." + plan_name + " " + signature, {plan_name}, [&] {
-      return std::vector<float>{cacheable_difference(
-          graph_plan_difference(ctx, *out.graph, plan, direction, bias_relu, with_residual))};
-    })[0];
-    if (!(difference <= plan_agreement_bound(precision))) continue;  // NaN: not checked, not taken
+    GraphPlan checked;  // plan_agrees' note, unused: a near tie that does not agree is left out
+    if (!plan_agrees(ctx, problem, *out.graph, plan, plan_name, signature, plan_name, checked)) continue;
     out.options.push_back({plan, plan_name, times[static_cast<std::size_t>(plan)]});
     ctx.need_workspace(static_cast<std::size_t>(out.graph->workspace_bytes(plan)));
   }
@@ -373,7 +450,9 @@ cudnnStatus_t Convolution::run_legacy_on_arena(SetupContext& ctx, GraphDirection
 // where it refuses to run again; NaN where nothing can be held to it (the reference overflows on the
 // arena's values). choose_graph_plan refuses it beyond plan_agreement_bound.
 double Convolution::graph_plan_difference(SetupContext& ctx, const GraphConvolution& graph, int plan,
-                                          GraphDirection direction, bool bias_relu, bool with_residual) {
+                                          const GraphConvolutionProblem& problem) {
+  const GraphDirection direction = problem.direction;
+  const bool bias_relu = problem.bias_relu, with_residual = problem.residual.valid();
   const SetupContext::Arena& a = ctx.arena();
   const bool forward_direction = direction == GraphDirection::forward;
   const Tensor& output = forward_direction ? y : direction == GraphDirection::backward_data ? dx : dw;
@@ -397,8 +476,7 @@ double Convolution::graph_plan_difference(SetupContext& ctx, const GraphConvolut
   for (const int poison : {0xff, 0x7f}) {
     CB_CHECK_CUDA(cudaMemsetAsync(output_at, poison, static_cast<std::size_t>(output.span_bytes()), ctx.stream));
     if (workspace_bytes > 0) CB_CHECK_CUDA(cudaMemsetAsync(a.workspace, poison, workspace_bytes, ctx.stream));
-    if (!graph.run(ctx.dnn, plan, a.x, a.w, a.y, bias_relu ? a.w : nullptr, with_residual ? a.x : nullptr,
-                   a.workspace, true)) {
+    if (!run_graph_on_arena(ctx, graph, plan, problem)) {
       ctx.refill_arena(output_at, static_cast<std::size_t>(output.span_bytes()));
       return std::numeric_limits<double>::infinity();  // refused to run again
     }

@@ -81,6 +81,27 @@ double relative_difference(const std::vector<float>& want, const std::vector<flo
   return largest > 0 ? worst / largest : worst;
 }
 
+double statistics_agreement(const std::vector<float>& plan_sums, const std::vector<double>& reference_sums,
+                            std::int64_t rows) {
+  const std::size_t channels = reference_sums.size() / 2;
+  if (rows < 1 || channels == 0 || plan_sums.size() != 2 * channels || reference_sums.size() != 2 * channels)
+    return std::numeric_limits<double>::infinity();
+  const auto n = static_cast<double>(rows);
+  double worst = NAN;
+  for (std::size_t c = 0; c < channels; ++c) {
+    const double mean = reference_sums[c] / n;
+    const double variance = reference_sums[channels + c] / n - mean * mean;
+    if (!std::isfinite(variance) || !(variance > 0)) continue;
+    const double plan_sum = plan_sums[c], plan_squares = plan_sums[channels + c];
+    if (!std::isfinite(plan_sum) || !std::isfinite(plan_squares)) return std::numeric_limits<double>::infinity();
+    const double plan_mean = plan_sum / n;
+    const double plan_variance = plan_squares / n - plan_mean * plan_mean;
+    const double off = std::max(std::abs(plan_mean - mean) / std::sqrt(variance), std::abs(plan_variance - variance) / variance);
+    worst = std::isnan(worst) ? off : std::max(worst, off);
+  }
+  return worst;
+}
+
 float cacheable_difference(double difference) {
   return std::isnan(difference) ? NAN : static_cast<float>(std::min(difference, kFarApart));
 }
