@@ -31,6 +31,11 @@
 // (our kernel) and kernels::add_relu(y, residual) — the same passes as a
 // conv_bn_relu group without relu and an add_relu group — and the decisions
 // say why ("+add+relu(kernel, unfused: ...)"). The add has no op either way.
+//
+// Training with engine.conv_statistics: a convolution whose output only a fused batch-norm reads may also
+// write that output's per-channel sum and sum of squares for it (a Graph API graph with cuDNN's genstats,
+// layer_convolution_graph_search.cpp's choose_statistics_graph), so that the batch-norm skips its own
+// statistics pass; the decisions say "+statistics(for BN)" or why not.
 #include "engines/cudnn/layer_convolution.hpp"
 
 #include <array>
