@@ -447,7 +447,6 @@ void forward_convolution(Builder& b, int index) {
   }
   c->y = b.new_output(index, b.type);
   s.out = c->y;
-  std::vector<Tensor> touched{c->x, c->w, c->bias, c->y, c->residual};
   if (s.statistics_for >= 0) {
     // engine.conv_statistics: the batch-norm after it may take its statistics from this op (setup decides).
     // Zero once; the batch-norm's forward leaves them 0 after reading them.
@@ -461,7 +460,6 @@ void forward_convolution(Builder& b, int index) {
       for (const Tensor* t : {&statistics->sum, &statistics->sum_of_squares})
         CB_CHECK_CUDA(cudaMemsetAsync(e.ptr(*t), 0, static_cast<std::size_t>(t->bytes()), e.stream));
     });
-    touched.insert(touched.end(), {statistics->sum, statistics->sum_of_squares});
     c->statistics = s.statistics = std::move(statistics);
   }
   if (s.fused_residual >= 0) {
@@ -475,6 +473,8 @@ void forward_convolution(Builder& b, int index) {
                   " that is not packed like its output " + shape_text(c->y));
   }
   if (b.training) b.state(from).value_needed = true;  // backward filter reads x
+  std::vector<Tensor> touched{c->x, c->w, c->bias, c->y, c->residual};
+  if (c->statistics) touched.insert(touched.end(), {c->statistics->sum, c->statistics->sum_of_squares});
   b.push(index, Stage::forward, b.label(index, "forward"), touched, [c](const Exec& e) { c->run_forward(e); });
 }
 
