@@ -272,37 +272,41 @@ void CudnnSession::add_gradient_averaging() {
 
   backward_done_ = make_event();
   averages_done_ = make_event();
+  // Ops built field by field: aggregate temporaries with a std::function member drew GCC 12's
+  // -Wmaybe-uninitialized (a false positive on the label's string) here.
+  const auto backward_op = [](std::string label, int layer, std::function<void(const Exec&)> run) {
+    Op op;
+    op.label = std::move(label);
+    op.layer = layer;
+    op.stage = Stage::backward;
+    op.run = std::move(run);
+    return op;
+  };
+  const auto wait_for_the_averages = [this](const Exec& e) {
+    if (e.probing) return;  // the validation pass of prepare() never communicates
+    CB_CHECK_CUDA(cudaEventRecord(backward_done_, e.stream));
+    buckets_->finish(e.stream);
+    CB_CHECK_CUDA(cudaEventRecord(averages_done_, e.stream));
+  };
   std::vector<Op> ops;
   ops.reserve(ops_.size() + layer_names_.size() + 1);
   for (std::size_t i = 0; i < ops_.size(); ++i) {
-    if (i == backward_end_) {
-      ops.push_back({"wait for the gradient averages", ops_[i - 1].layer, Stage::backward, [this](const Exec& e) {
-                       if (e.probing) return;  // the validation pass of prepare() never communicates
-                       CB_CHECK_CUDA(cudaEventRecord(backward_done_, e.stream));
-                       buckets_->finish(e.stream);
-                       CB_CHECK_CUDA(cudaEventRecord(averages_done_, e.stream));
-                     }});
-    }
+    if (i == backward_end_)
+      ops.push_back(backward_op("wait for the gradient averages", ops_[i - 1].layer, wait_for_the_averages));
     const int layer = ops_[i].layer;
     ops.push_back(std::move(ops_[i]));
     const auto l = static_cast<std::size_t>(layer);
     if (i >= loss_end_ && i < backward_end_ && has_backward[l] && last_backward_op[l] == i && !parameters_of[l].empty()) {
       std::vector<std::size_t> parameters = parameters_of[l];
-      ops.push_back({layer_names_[l] + " gradients ready", layer, Stage::backward, [this, parameters](const Exec& e) {
-                       if (e.probing) return;
-                       // Buckets hold the gradients last layer first: parameter p is tensor count - 1 - p.
-                       for (const std::size_t p : parameters)
-                         buckets_->ready(buckets_->tensor_count() - 1 - p, e.stream);
-                     }});
+      ops.push_back(backward_op(layer_names_[l] + " gradients ready", layer, [this, parameters](const Exec& e) {
+        if (e.probing) return;
+        // Buckets hold the gradients last layer first: parameter p is tensor count - 1 - p.
+        for (const std::size_t p : parameters) buckets_->ready(buckets_->tensor_count() - 1 - p, e.stream);
+      }));
     }
   }
   if (backward_end_ == ops_.size())
-    ops.push_back({"wait for the gradient averages", ops_.back().layer, Stage::backward, [this](const Exec& e) {
-                     if (e.probing) return;  // the validation pass of prepare() never communicates
-                     CB_CHECK_CUDA(cudaEventRecord(backward_done_, e.stream));
-                     buckets_->finish(e.stream);
-                     CB_CHECK_CUDA(cudaEventRecord(averages_done_, e.stream));
-                   }});
+    ops.push_back(backward_op("wait for the gradient averages", ops_.back().layer, wait_for_the_averages));
   backward_end_ += ops.size() - ops_.size();
   ops_ = std::move(ops);
 }
