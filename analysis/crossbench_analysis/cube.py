@@ -123,7 +123,8 @@ RANK_COLUMNS = (
 # rows marked changes_numbers, under their cube attribute names).
 NUMBER_SETTINGS = ("seed", "update", "learning_rate", "engine_algorithm_policy", "engine_workspace_limit_mb",
                    "engine_layout", "engine_cuda_graphs", "engine_graph_api", "engine_search_l2", "engine_search_tie",
-                   "engine_search_warmup_ms", "engine_search_in_step", "engine_pool_spacer_mb", "engine_fuse", "engine_compile_mode", "engine_jax_timing",
+                   "engine_search_warmup_ms", "engine_search_in_step", "engine_pool_spacer_mb", "engine_fuse", "engine_conv_statistics",
+                   "engine_compile_mode", "engine_jax_timing",
                    "engine_worker_per_cell",
                    "data_parallel_bucket_mb")
 
