@@ -414,6 +414,22 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm) apply_kernel(const T* x,
 constexpr int kSumChannels = 32;
 constexpr int kSumLanes = 8;
 
+// fp64 atomic add: the hardware's from sm_60 on; a compare-and-swap loop for the older targets the old
+// toolkits' builds still compile for (scripts/check-cuda-toolkits: sm_35, sm_50).
+__device__ __forceinline__ void add_to(double* at, double value) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 600
+  auto* word = reinterpret_cast<unsigned long long*>(at);
+  unsigned long long seen = *word, assumed = 0;
+  do {
+    assumed = seen;
+    seen = atomicCAS(word, assumed,
+                     static_cast<unsigned long long>(__double_as_longlong(__longlong_as_double(static_cast<long long>(assumed)) + value)));
+  } while (assumed != seen);
+#else
+  atomicAdd(at, value);
+#endif
+}
+
 template <typename T>
 __global__ void channel_sums_kernel(const T* x, std::int64_t rows, std::int64_t channels, double* sum,
                                     double* sum_of_squares) {
@@ -435,8 +451,8 @@ __global__ void channel_sums_kernel(const T* x, std::int64_t rows, std::int64_t 
     s += shared_sum[lane][threadIdx.x];
     q += shared_squares[lane][threadIdx.x];
   }
-  atomicAdd(sum + c, s);
-  atomicAdd(sum_of_squares + c, q);
+  add_to(sum + c, s);
+  add_to(sum_of_squares + c, q);
 }
 
 template <typename T>
