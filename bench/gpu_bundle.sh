@@ -7,10 +7,13 @@
 set -euo pipefail
 build=${1:-build-cuda}
 /work/shared/tools/device-bundle .bundle "$build/crossbench" "$build/tests/cudnn_engine_test" "$build/tests/cudnn_kernels_test" "$build/tests/cudnn_search_test" "$build/gpu_cudnn_cells" "$build/tests/cudnn_data_parallel_test" "$build/tests/telemetry_test"
-# The genstats probe (bench/gpu_genstats_probe.cpp), where it was built (cmake --build BUILD --target gpu_genstats_probe).
-if [ -f "$build/gpu_genstats_probe" ]; then
-  cp -L "$build/gpu_genstats_probe" .bundle/bin/
-fi
+# The genstats probes (bench/gpu_genstats_probe.cpp, bench/gpu_genstats_forms.cpp), where they were built
+# (cmake --build BUILD --target gpu_genstats_probe gpu_genstats_forms).
+for probe in gpu_genstats_probe gpu_genstats_forms; do
+  if [ -f "$build/$probe" ]; then
+    cp -L "$build/$probe" .bundle/bin/
+  fi
+done
 # The JAX worker's step events (CUDA events on XLA's stream, engine.jax_timing = events): next to the
 # bundle's crossbench, which tells its workers its folder (CROSSBENCH_BINARY_DIR); cudart is linked in.
 if [ -f "$build/libcrossbench_jax_events.so" ]; then

@@ -62,6 +62,11 @@ class GraphConvolutionCache {
   // where neither works, remembered, so that identical layers create the whole graph (get) at once.
   [[nodiscard]] std::shared_ptr<GraphConvolution> configured(cudnnHandle_t handle, const GraphConvolutionProblem& problem,
                                                              const std::string& plan_name, GraphPlanStore* store);
+  // Whether this session created (or was refused) `problem`'s whole graph already: an identical layer's
+  // search. engine.graph_from_cache then takes that graph (get) rather than create a one-plan graph beside it.
+  [[nodiscard]] bool created(const GraphConvolutionProblem& problem) const {
+    return graphs_.count(graph_problem_key(problem)) != 0;
+  }
   // A request answered without get(), from the algorithm cache's record (engine.graph_from_cache): counted
   // as get() counts it, so that graphs() and shared() read the same in a search and in its replay.
   void count_request(const GraphConvolutionProblem& problem);

@@ -199,12 +199,16 @@ bool Convolution::plan_agrees(SetupContext& ctx, const GraphConvolutionProblem& 
 // file of --algo-cache, or an earlier session of the process), the choice follows from the record as
 // choose_graph_plan makes it from the graph's list (the record keeps the heuristics' order, the first of
 // equal times wins), and only the chosen configuration is created (GraphConvolutionCache::configured), or
-// no graph at all where the legacy choice stays. Its agreement is the record's too. true where `out` is
+// no graph at all where the legacy choice stays (a graph an identical layer of the session created whole is
+// shared instead, as the search shares it). Its agreement is the record's too. true where `out` is
 // decided (a plan, or the note why none); false where the whole graph must be created: no record, or cuDNN
 // refuses the configuration here (choose_graph_plan then finds the record itself, counting it once).
 bool Convolution::replay_graph_plan(SetupContext& ctx, const GraphConvolutionProblem& problem,
                                     const std::string& signature, double incumbent_ms, GraphPlan& out) {
   if (!ctx.config.graph_from_cache || ctx.config.search_in_step || ctx.graph_convolutions == nullptr) return false;
+  // An identical layer of this session created the whole graph (its search, in the searching session): its
+  // plans are there, built, and choose_graph_plan shares them as the search does, creating nothing.
+  if (ctx.graph_convolutions->created(problem)) return false;
   const MeasuredChoice* record = peek_measured(ctx, "graph_api." + signature);
   if (record == nullptr) return false;
   const std::size_t candidates = graph_runtime_compiled(problem) ? kResidualGraphCandidates : kGraphCandidates;
