@@ -14,7 +14,7 @@ nvidia-smi -L > $W/gpu.txt
 timeout 90 env GTEST_FILTER='CudnnKernels.FusedBatchNorm*' .bundle/run .bundle/bin/cudnn_kernels_test \
   > $W/kernels_test.log 2>&1
 echo "kernels test exit $? at $((SECONDS - T0)) s" >> $W/stage.log
-timeout 200 env GTEST_FILTER='ConvolutionStatistics*' .bundle/run .bundle/bin/cudnn_engine_test > $W/engine_test.log 2>&1
+timeout 200 env GTEST_FILTER='*ConvolutionStatistics*' .bundle/run .bundle/bin/cudnn_engine_test > $W/engine_test.log 2>&1
 echo "engine test exit $? at $((SECONDS - T0)) s" >> $W/stage.log
 CB=".bundle/run .bundle/bin/crossbench"
 cell() {  # name, plan file, extra settings
