@@ -5,8 +5,9 @@
 #   faults    tests/faults/test_gpu_faults.py (pytest): a sticky CUDA error, a workspace OOM and a killed
 #             worker injected and survived, and GPU memory flat over seed2017's cudnn row; log $OUT/gpu_faults.log
 #   cells     gpu_cudnn_cells: seed2017's cells, 4 precisions, telemetry, layer times
-#   genstats  bench/gpu_genstats_probe.cpp: ResNet-50's convolutions with and without their output's
-#             per-channel sums (cuDNN's genstats) against our batch-norm forward ($GENSTATS_ARGS)
+#   genstats  bench/gpu_genstats_forms.cpp (which forms of a convolution with its output's sums cuDNN runs
+#             here), then bench/gpu_genstats_probe.cpp: ResNet-50's convolutions with and without their
+#             output's per-channel sums (cuDNN's genstats) against our batch-norm forward ($GENSTATS_ARGS)
 #   pytorch   bench/gpu_pytorch_vs_crossbench.py against the cells' JSON
 #   seed      crossbench run --job jobs/seed2017.ini (cudnn, 4 precisions, batch 64)
 #   sweep     crossbench run --job jobs/batch-sweep.ini for resnet50 and alexnet in tf32
@@ -187,7 +188,12 @@ for stage in "$@"; do
         ${CELLS_ARGS:-} --json "$OUT/cells.json" 2>&1 | tee "$OUT/cells.log" | cut -c1-300 ;;
     genstats)
       # Whether a convolution's per-channel sums (cuDNN's genstats) pay for the training batch-norm:
-      # bench/gpu_genstats_probe.cpp (built with --target gpu_genstats_probe before bench/gpu_bundle.sh).
+      # first which forms of the graph cuDNN runs here (bench/gpu_genstats_forms.cpp), then their time
+      # (bench/gpu_genstats_probe.cpp); both built with --target gpu_genstats_forms gpu_genstats_probe before
+      # bench/gpu_bundle.sh.
+      if [ -x .bundle/bin/gpu_genstats_forms ]; then
+        timeout 60 .bundle/run .bundle/bin/gpu_genstats_forms 2>&1 | tee "$OUT/genstats_forms.log"
+      fi
       timeout "$TLIMIT" .bundle/run .bundle/bin/gpu_genstats_probe ${GENSTATS_ARGS:-} 2>&1 | tee "$OUT/genstats.log" ;;
     pytorch)
       sources=()
