@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engines/cudnn/graph_convolution_cache.hpp"
+#include "engines/cudnn/graph_refusal.hpp"
 
 namespace crossbench::cudnn {
 namespace {
@@ -115,6 +116,53 @@ TEST(GraphRuntimeCompiled, IsTheResidualGraphAndTheStatistics) {
   p.bias_relu = false;
   p.statistics = true;
   EXPECT_TRUE(graph_runtime_compiled(p));
+}
+
+
+// A refusal reads as one line in a layer's decisions: cuDNN's log of every engine it tried (here as the
+// H100 wrote it for the statistics graph, bench/results/2026-12-12/call70h) becomes the call, its message
+// and each engine's first reason.
+TEST(GraphRefusalSummary, KeepsTheCallTheMessageAndEachEnginesFirstReason) {
+  const std::string refusal =
+      "cuDNN Graph API call `g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK})` failed at "
+      "/work/main/src/engines/cudnn/graph_api_convolution.cpp:156 on process 560 on host vm: No valid engine "
+      "configs for __\n"
+      "{\"engineId\":0,\"smVersion\":900,\"knobChoices\":{}}\n"
+      "Warning: CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH; Reason: engine_iface->getStatus()\n"
+      "Warning: CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH; Reason: status\n"
+      "\n"
+      "{\"engineId\":3,\"smVersion\":900,\"knobChoices\":{\"CUDNN_KNOB_TYPE_SPLIT_K_SLC\":-1}}\n"
+      "Warning: CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE; Reason: mathPrec != CUDNN_DATA_FLOAT\n"
+      "Warning: CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE; Reason: check_genstats_support_fort(node)\n"
+      "\n"
+      "{\"engineId\":1,\"smVersion\":900,\"knobChoices\":{}}\n"
+      "Warning: CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE; Reason: !isTypeSupported\n"
+      "Warning: CUDNN_STATUS_NOT_SUPPORTED; Reason: finalize_internal()\n"
+      "\n"
+      "{\"engineId\":1,\"smVersion\":900,\"knobChoices\":{}}\n"
+      "Warning: CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE; Reason: !isTypeSupported\n"
+      ");";
+  EXPECT_EQ(graph_refusal_summary(refusal),
+            "cuDNN Graph API call `g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK})` failed: "
+            "No valid engine configs for __ [engine 0: engine_iface->getStatus(); engine 3: mathPrec != "
+            "CUDNN_DATA_FLOAT; engine 1: !isTypeSupported]");
+}
+
+TEST(GraphRefusalSummary, LeavesAOneLineErrorAsItIsAndBoundsAnyOther) {
+  EXPECT_EQ(graph_refusal_summary("cuDNN Graph API: a convolution's statistics (genstats) are built for the plain "
+                                  "forward only"),
+            "cuDNN Graph API: a convolution's statistics (genstats) are built for the plain forward only");
+  // A refusal with no engine blocks (check_support's "Deselecting execution plan" lines): its first line.
+  EXPECT_EQ(graph_refusal_summary("cuDNN Graph API call `g.check_support(handle)` failed at a.cpp:125 on rank 0 on "
+                                  "host vm: [cudnn_frontend] Error: No execution plans support the graph.\nPlan at "
+                                  "index 0: Deselecting execution plan\nPlan at index 1: Deselecting execution plan"),
+            "cuDNN Graph API call `g.check_support(handle)` failed: [cudnn_frontend] Error: No execution plans support "
+            "the graph.");
+  const std::string endless = "x" + std::string(5000, 'y') + "\n" + std::string(5000, 'z');
+  const std::string summary = graph_refusal_summary(endless);
+  EXPECT_EQ(summary.size(), kRefusalSummaryLimit);
+  EXPECT_EQ(summary.substr(summary.size() - 3), "...");
+  EXPECT_EQ(graph_refusal_summary(""), "");
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 
 #include "crossbench/error.hpp"
 #include "engines/cudnn/algorithm_cache.hpp"
+#include "engines/cudnn/graph_refusal.hpp"
 #include "engines/cudnn/kernels_batch_norm.hpp"
 #include "engines/cudnn/kernels_elementwise.hpp"
 #include "engines/cudnn/tensor_compare.hpp"
@@ -104,7 +105,7 @@ void Convolution::choose_graph_plan(SetupContext& ctx, GraphDirection direction,
   } catch (const OutOfMemory&) {
     throw;
   } catch (const Error& e) {
-    out.note = std::string("refused: ") + e.what();
+    out.note = "refused: " + graph_refusal_summary(e.what());  // one line in the decisions, not cuDNN's log
     return;
   }
   std::vector<std::string> names;
