@@ -332,6 +332,18 @@ def cells_of(args):
                 yield network, precision, phase
 
 
+def gpu_name():
+    """The name of the GPU the pairs run on (nvidia-smi's first visible card), recorded in every row so that a
+    table of pairs from many calls says which card each came from (bench/harness_table.py); None without one."""
+    try:
+        result = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                                text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    names = result.stdout.strip().splitlines()
+    return names[0].strip() if result.returncode == 0 and names else None
+
+
 def graph_path(args, network):
     return pathlib.Path(args.graphs_dir) / f"{network}.json"
 
@@ -536,6 +548,7 @@ def main():
             subprocess.run(args.crossbench.split() + ["export-network", network, "--output", str(path)], check=True,
                            stdout=subprocess.DEVNULL)
     rows = []
+    gpu = gpu_name()
 
     def record(variant, theirs, mine, repeat=0):
         for key, row in mine.items():
@@ -543,7 +556,7 @@ def main():
                              standalone_ms=row["median_ms"], standalone_status=row["status"],
                              compile_s=row.get("compile_s"), compile_cache=row.get("compile_cache"),
                              standalone_timing=row.get("timing"), standalone_data=row.get("data"),
-                             standalone_message=row.get("message"),
+                             standalone_message=row.get("message"), gpu=gpu,
                              crossbench_ms=theirs.get(key, {}).get("median_ms", math.nan)))
         if args.out:
             pathlib.Path(args.out).write_text(json.dumps(rows, indent=1, allow_nan=True))

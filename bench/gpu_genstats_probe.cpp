@@ -11,7 +11,7 @@
 // third of bn_forward. Timing: CUDA events around `--repeat` back-to-back runs on one stream, the median of
 // `--rounds` rounds, per run [ms]. Speed is measured here, never asserted in a test.
 //
-//   gpu_genstats_probe [--batch 256] [--precisions bf16,tf32] [--plans 8] [--repeat 20] [--rounds 5]
+//   gpu_genstats_probe [--batch 256] [--precisions fp16,bf16,tf32] [--plans 8] [--repeat 20] [--rounds 5]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -24,6 +24,7 @@
 
 #include "crossbench/error.hpp"
 #include "engines/cudnn/graph_api_convolution.hpp"
+#include "engines/cudnn/graph_refusal.hpp"
 #include "engines/cudnn/handles.hpp"
 #include "engines/cudnn/kernels_batch_norm.hpp"
 
@@ -76,7 +77,7 @@ Best fastest_plan(cudnnHandle_t handle, cudaStream_t stream, const GraphConvolut
   try {
     graph = GraphConvolution::create(handle, problem);
   } catch (const Error& e) {
-    best.plan = std::string("refused: ") + e.what();
+    best.plan = "refused: " + graph_refusal_summary(e.what());  // one line, as in the decisions
     return best;
   }
   best.listed = graph->plan_count();
@@ -115,7 +116,7 @@ std::vector<std::string> split(const std::string& text) {
 
 int run(int argc, char** argv) {
   std::int64_t batch = 256;
-  std::vector<std::string> precisions{"bf16", "tf32"};
+  std::vector<std::string> precisions{"fp16", "bf16", "tf32"};
   int plans = 8, repeat = 20, rounds = 5;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -138,11 +139,14 @@ int run(int argc, char** argv) {
   std::printf("%-26s %-5s %10s %10s %12s %12s  %s | %s\n", "shape", "prec", "plain[ms]", "genstats", "minus plain",
               "bn_fwd[ms]", "plain plan", "genstats plan (listed)");
   for (const std::string& precision_name : precisions) {
-    const Precision precision = precision_name == "bf16" ? Precision::bf16 : Precision::tf32;
-    if (precision_name != "bf16" && precision_name != "tf32")
-      throw UsageError("gpu_genstats_probe: --precisions takes bf16 and tf32, not " + precision_name);
-    const DType type = precision == Precision::bf16 ? DType::bf16 : DType::f32;
-    const std::size_t element = type == DType::bf16 ? 2 : 4;
+    // fp16: the one io type whose statistics graph cuDNN 9.14 runs on an H100 (gpu_genstats_forms, call 74h).
+    if (precision_name != "bf16" && precision_name != "tf32" && precision_name != "fp16")
+      throw UsageError("gpu_genstats_probe: --precisions takes fp16, bf16 and tf32, not " + precision_name);
+    const Precision precision = precision_name == "bf16"   ? Precision::bf16
+                                : precision_name == "fp16" ? Precision::fp16
+                                                           : Precision::tf32;
+    const DType type = precision == Precision::bf16 ? DType::bf16 : precision == Precision::fp16 ? DType::f16 : DType::f32;
+    const std::size_t element = static_cast<std::size_t>(size_of(type));  // [bytes]
     for (const Shape& s : kShapes) {
       GraphConvolutionProblem problem;
       problem.precision = precision;

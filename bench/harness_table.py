@@ -16,6 +16,10 @@ the worker's values where a cell has any. Pairs whose file does not name the sta
 (`standalone_timing`: CUDA events for PyTorch, queued steps for JAX, since calls 39 and 44) came from an earlier
 harness, whose clocks differed from the workers' (issue 26); they are shown apart and not counted.
 
+The last column names the GPUs of the pairs counted: the pair's own `gpu` field where the file has one, else
+the `gpu.txt` (`nvidia-smi -L`) nearest above it within the root, else "?". Pairs from different cards
+are not told apart in the median: the ratio compares two loops on one card, but a reader must know which.
+
   python3 bench/harness_table.py bench/results [--markdown out.md]
 """
 import argparse
@@ -48,6 +52,30 @@ def values_of(row):
     return "worker's" if data == "synthetic" else data
 
 
+def card_of(name):
+    """The card's short name in an `nvidia-smi -L` line or a device name: "H200", "H100", or the name itself."""
+    for card in ("H200", "H100", "A100", "L40S", "V100"):
+        if card in name:
+            return card
+    return name.strip() or "?"
+
+
+def gpu_of(path, root, row):
+    """The GPU a pair ran on: its row's `gpu`, else the nearest gpu.txt above its file within `root`."""
+    if row.get("gpu"):
+        return card_of(row["gpu"])
+    root = pathlib.Path(root).resolve()
+    folder = path.resolve().parent
+    while True:
+        listing = folder / "gpu.txt"
+        if listing.is_file():
+            lines = [line for line in listing.read_text().splitlines() if line.startswith("GPU ")]
+            return card_of(lines[0].split(":", 1)[1].split("(UUID")[0]) if lines else "?"
+        if folder == root or root not in folder.parents:
+            return "?"
+        folder = folder.parent
+
+
 def read_pairs(roots):
     """Every finished pair: (variant, network, precision, phase) -> [(ratio, values, call)], those of the
     current harness and those of the earlier one apart."""
@@ -67,7 +95,7 @@ def read_pairs(roots):
                 key = (row["variant"], row["network"], row["precision"], row["phase"])
                 current = bool(row.get("standalone_timing"))
                 (pairs if current else earlier).setdefault(key, []).append(
-                    (crossbench / standalone, values_of(row), call_of(path)))
+                    (crossbench / standalone, values_of(row), call_of(path), gpu_of(path, root, row)))
     return pairs, earlier
 
 
@@ -75,13 +103,14 @@ def cell_summary(found):
     """The median ratio of a cell's pairs, on the worker's values where it has any; the values it used."""
     own = [p for p in found if p[1] == "worker's"]
     used = own or found
-    return statistics.median(p[0] for p in used), ("worker's" if own else used[0][1]), len(used)
+    return (statistics.median(p[0] for p in used), ("worker's" if own else used[0][1]), len(used),
+            ", ".join(sorted({p[3] for p in used})))
 
 
 def table(pairs, earlier):
     lines = ["| variant | network | precision | phase | pairs | median crossbench / standalone | values | within 3% | calls "
-             "| earlier harness (not counted) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| earlier harness (not counted) | GPU |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     measured = within = 0
     for variant in VARIANTS:
         for network in NETWORKS:
@@ -90,16 +119,16 @@ def table(pairs, earlier):
                     found = pairs.get((variant, network, precision, phase), [])
                     old = " ".join(f"{p[0]:.3f}" for p in earlier.get((variant, network, precision, phase), []))
                     if not found:
-                        lines.append(f"| {variant} | {network} | {precision} | {phase} | 0 | not measured | | | | {old} |")
+                        lines.append(f"| {variant} | {network} | {precision} | {phase} | 0 | not measured | | | | {old} | |")
                         continue
-                    median, values, used = cell_summary(found)
+                    median, values, used, gpus = cell_summary(found)
                     ok = abs(median - 1.0) <= TOLERANCE
                     measured += 1
                     within += ok
                     ratios = " ".join(f"{p[0]:.3f}" for p in found)
                     calls = ", ".join(sorted({p[2] for p in found}))
                     lines.append(f"| {variant} | {network} | {precision} | {phase} | {len(found)} ({ratios}) | "
-                                 f"{median:.3f} (of {used}) | {values} | {'yes' if ok else '**no**'} | {calls} | {old} |")
+                                 f"{median:.3f} (of {used}) | {values} | {'yes' if ok else '**no**'} | {calls} | {old} | {gpus} |")
     total = len(VARIANTS) * len(NETWORKS) * len(PRECISIONS) * len(PHASES)
     lines.append("")
     lines.append(f"{measured} of {total} cells measured, {within} of them within 3%; {total - measured} not measured.")

@@ -187,25 +187,35 @@ void expect_cudnn_refuses(const std::map<std::string, std::string>& settings, co
   }
 }
 
-TEST(EngineSettings, GraphPlanReuseIsReadAndNeedsTheMeasuredSearch) {
+TEST(EngineSettings, GraphPlanReuseIsOnByDefaultWhereTheMeasuredSearchRuns) {
   EngineConfig config;
-  EXPECT_FALSE(cudnn::cudnn_settings(config).graph_plan_reuse) << "the schema's default: off";
-  config.settings = {{"engine.algo", "exhaustive"}, {"engine.graph_plan_reuse", "true"}};
-  EXPECT_TRUE(cudnn::cudnn_settings(config).graph_plan_reuse);
-  // The heuristic policy builds no Graph API plans.
-  expect_cudnn_refuses({{"engine.graph_plan_reuse", "true"}}, "[engine] graph_plan_reuse applies to algo = exhaustive");
+  config.settings = {{"engine.algo", "exhaustive"}};
+  EXPECT_TRUE(cudnn::cudnn_settings(config).graph_plan_reuse) << "the schema's default: on";
+  EXPECT_TRUE(cudnn::CudnnSettings{}.graph_plan_reuse) << "the struct's default is the schema's";
+  config.settings["engine.graph_plan_reuse"] = "false";
+  EXPECT_FALSE(cudnn::cudnn_settings(config).graph_plan_reuse);
+  // The heuristic policy builds no measured Graph API plans: nothing to restore, so no effect (as graph_api).
+  config.settings = {{"engine.graph_plan_reuse", "true"}};
+  EXPECT_FALSE(cudnn::cudnn_settings(config).graph_plan_reuse);
+  EXPECT_FALSE(cudnn::cudnn_settings(EngineConfig{}).graph_plan_reuse) << "algo's default is heuristic";
 }
 
-TEST(EngineSettings, GraphFromCacheIsReadAndNeedsTheMeasuredSearchWithoutTheInStepSearch) {
+TEST(EngineSettings, GraphFromCacheIsOnByDefaultWhereTheMeasuredSearchRunsWithoutTheInStepSearch) {
   EngineConfig config;
-  EXPECT_FALSE(cudnn::cudnn_settings(config).graph_from_cache) << "the schema's default: off";
-  config.settings = {{"engine.algo", "exhaustive"}, {"engine.graph_from_cache", "true"}};
-  EXPECT_TRUE(cudnn::cudnn_settings(config).graph_from_cache);
-  expect_cudnn_refuses({{"engine.graph_from_cache", "true"}}, "[engine] graph_from_cache applies to algo = exhaustive");
-  // The in-step search's options are the graph's other plans, which a graph of one configuration lacks.
-  expect_cudnn_refuses({{"engine.algo", "exhaustive"}, {"engine.cuda_graphs", "true"}, {"engine.search_in_step", "true"},
-                        {"engine.graph_from_cache", "true"}},
-                       "[engine] graph_from_cache and search_in_step exclude each other");
+  config.settings = {{"engine.algo", "exhaustive"}};
+  EXPECT_TRUE(cudnn::cudnn_settings(config).graph_from_cache) << "the schema's default: on";
+  EXPECT_TRUE(cudnn::CudnnSettings{}.graph_from_cache) << "the struct's default is the schema's";
+  config.settings["engine.graph_from_cache"] = "false";
+  EXPECT_FALSE(cudnn::cudnn_settings(config).graph_from_cache);
+  config.settings = {{"engine.graph_from_cache", "true"}};
+  EXPECT_FALSE(cudnn::cudnn_settings(config).graph_from_cache) << "the heuristic policy: no effect";
+  // The in-step search's options are the graph's other plans, which a graph of one configuration lacks: the
+  // in-step search keeps its whole graphs.
+  config.settings = {{"engine.algo", "exhaustive"}, {"engine.cuda_graphs", "true"}, {"engine.search_in_step", "true"},
+                     {"engine.graph_from_cache", "true"}};
+  const cudnn::CudnnSettings settings = cudnn::cudnn_settings(config);
+  EXPECT_TRUE(settings.search_in_step);
+  EXPECT_FALSE(settings.graph_from_cache);
 }
 
 TEST(EngineSettings, ConvStatisticsIsReadAndNeedsTheMeasuredSearch) {

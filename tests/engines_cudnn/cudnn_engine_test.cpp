@@ -607,6 +607,15 @@ StatisticsAndOwnPass prepare_with_and_without_statistics(const Network& network,
 
 class ConvolutionStatistics : public ::testing::TestWithParam<std::size_t> {};
 
+// BatchNormFusion's settings and fp16: cuDNN 9.14 on an H100 runs the statistics graph (genstats) in fp16 io only
+// (bench/results/2026-12-13/call74h, gpu_genstats_forms), so fp16 is the precision where it is taken on Hopper.
+// fp16's bounds are bf16's (fp16 carries three more mantissa bits, so its rounding is the smaller) until measured.
+std::vector<FusionSetting> statistics_settings() {
+  std::vector<FusionSetting> settings = fusion_settings();
+  settings.push_back({"fp16", Precision::fp16, Layout::automatic, 2e-2, 0.3});
+  return settings;
+}
+
 // The residual test network (batch 16): every fused batch-norm after a convolution is asked; the logits,
 // every gradient and every running statistic of one step element by element within BatchNormFusion's
 // bounds (the statistics differ only in how they are summed: cuDNN's fp32 Σy and Σy², finalized as
@@ -615,7 +624,7 @@ class ConvolutionStatistics : public ::testing::TestWithParam<std::size_t> {};
 TEST_P(ConvolutionStatistics, MatchesOurStatisticsPassElementByElement) {
   SKIP_WITHOUT_GPU();
   if (!cudnn::graph_api_available()) GTEST_SKIP() << cudnn::graph_api_unavailable_reason();
-  const FusionSetting setting = fusion_settings()[GetParam()];
+  const FusionSetting setting = statistics_settings()[GetParam()];
   const Network network = residual_network();
   const std::string what = network.name() + " " + setting.name + " conv_statistics";
   const std::filesystem::path file = std::filesystem::temp_directory_path() /
@@ -627,7 +636,11 @@ TEST_P(ConvolutionStatistics, MatchesOurStatisticsPassElementByElement) {
   const std::string decisions = both.with->record().decisions;
   EXPECT_GT(both.taken + both.not_taken, 0u) << what << ": every convolution before a fused batch-norm is asked: "
                                              << decisions;
-  EXPECT_EQ(occurrences(both.without->record().decisions, "statistics"), 0u) << both.without->record().decisions;
+  // The session without asks no convolution (its recipe's text may say "batch-norm statistics": pure-bf16's does).
+  EXPECT_EQ(occurrences(both.without->record().decisions, "+statistics(for ") +
+                occurrences(both.without->record().decisions, "[statistics for "),
+            0u)
+      << both.without->record().decisions;
   std::cerr << what << ": " << both.taken << " batch-norms take their statistics from the convolution, "
             << both.not_taken << " do not";
   if (const std::size_t at = decisions.find("[statistics for "); at != std::string::npos)
@@ -665,7 +678,7 @@ TEST_P(ConvolutionStatistics, MatchesOurStatisticsPassElementByElement) {
 TEST_P(ConvolutionStatistics, ResNet50AgreesWithOurStatisticsPass) {
   SKIP_WITHOUT_GPU();
   if (!cudnn::graph_api_available()) GTEST_SKIP() << cudnn::graph_api_unavailable_reason();
-  const FusionSetting setting = fusion_settings()[GetParam()];
+  const FusionSetting setting = statistics_settings()[GetParam()];
   const Network network = make_network("resnet50");
   const std::string what = "resnet50 " + setting.name + " conv_statistics";
   const std::filesystem::path file = std::filesystem::temp_directory_path() /
@@ -691,9 +704,9 @@ TEST_P(ConvolutionStatistics, ResNet50AgreesWithOurStatisticsPass) {
   std::filesystem::remove(file.string() + ".lock");
 }
 
-INSTANTIATE_TEST_SUITE_P(Cudnn, ConvolutionStatistics, ::testing::Range<std::size_t>(0, 3),
+INSTANTIATE_TEST_SUITE_P(Cudnn, ConvolutionStatistics, ::testing::Range<std::size_t>(0, 4),
                          [](const ::testing::TestParamInfo<std::size_t>& info) {
-                           return fusion_settings()[info.param].name;
+                           return statistics_settings()[info.param].name;
                          });
 
 // ---- Inference conv_bn_add_relu: the residual add and relu in the convolution ----

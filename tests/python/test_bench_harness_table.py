@@ -38,6 +38,7 @@ def test_the_worker_values_pairs_make_the_median(tmp_path):
     assert cells[6] == "worker's"
     assert cells[7] == ("yes" if abs(statistics.median(ratios) - 1) <= 0.03 else "**no**")
     assert "2026-12-04/call51/fw_random" in cells[8] and "2026-12-04/call51/fw_synthetic" in cells[8]
+    assert cells[10] == "H200"  # call 51's gpu.txt (nvidia-smi -L): the card of the pairs counted
     assert row_of(result.stdout, "max-autotune", "resnet50", "bf16", "training")[5] == "not measured"
     assert result.stdout.rstrip().endswith("1 of 64 cells measured, 1 of them within 3%; 63 not measured.")
 
@@ -55,6 +56,24 @@ def test_the_earlier_harness_is_shown_apart_and_not_counted(tmp_path):
     assert cells[9] == f"{pair['crossbench_ms'] / pair['standalone_ms']:.3f}"
     assert "0 of 64 cells measured" in result.stdout
     assert markdown.read_text() == result.stdout
+
+
+def test_each_cell_names_the_gpus_of_its_pairs(tmp_path):
+    # A pair's own gpu field wins; without one, the nearest gpu.txt above its file; without either, "?".
+    pair = dict(network="vgg11", precision="bf16", phase="training", variant="eager", repeat=0, standalone_ms=2.0,
+                standalone_status="ok", standalone_timing="cuda-events", standalone_data="synthetic", crossbench_ms=2.0)
+    (tmp_path / "d" / "call1" / "w" / "training").mkdir(parents=True)
+    (tmp_path / "d" / "call1" / "w" / "gpu.txt").write_text("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n")
+    (tmp_path / "d" / "call1" / "w" / "training" / "frameworks.json").write_text(json.dumps([pair]))
+    (tmp_path / "d" / "call2").mkdir(parents=True)
+    (tmp_path / "d" / "call2" / "frameworks.json").write_text(json.dumps([dict(pair, gpu="NVIDIA H200")]))
+    (tmp_path / "d" / "call3").mkdir(parents=True)
+    (tmp_path / "d" / "call3" / "frameworks.json").write_text(json.dumps([dict(pair, network="alexnet")]))
+    result = run(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert row_of(result.stdout, "eager", "vgg11", "bf16", "training")[10] == "H100, H200"
+    assert row_of(result.stdout, "eager", "alexnet", "bf16", "training")[10] == "?"
+    assert row_of(result.stdout, "eager", "resnet50", "bf16", "training")[10] == ""
 
 
 def test_bad_input_is_named(tmp_path):

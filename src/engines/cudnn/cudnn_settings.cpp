@@ -21,8 +21,13 @@ CudnnSettings cudnn_settings(const EngineConfig& config) {
   settings.search_tie = std::stod(config.setting("engine.search_tie"));  // the schema has checked its range
   settings.search_warmup_ms = std::stoi(config.setting("engine.search_warmup_ms"));  // and this one's
   settings.search_in_step = config.setting("engine.search_in_step") == "true";
-  settings.graph_plan_reuse = config.setting("engine.graph_plan_reuse") == "true";
-  settings.graph_from_cache = config.setting("engine.graph_from_cache") == "true";
+  // On by default (measured: the same plans and medians, shorter set-up; DESIGN.md), so, as graph_api, they take
+  // effect where they apply and nowhere else: the heuristic policy builds no measured Graph API plans, and the
+  // in-step search times the graph's other plans, which a graph created with one configuration lacks.
+  const bool exhaustive = settings.algorithm == AlgorithmPolicy::exhaustive;
+  settings.graph_plan_reuse = exhaustive && config.setting("engine.graph_plan_reuse") == "true";
+  settings.graph_from_cache =
+      exhaustive && !settings.search_in_step && config.setting("engine.graph_from_cache") == "true";
   settings.conv_statistics = config.setting("engine.conv_statistics") == "true";
   settings.pool_spacer_bytes = std::stoll(config.setting("engine.pool_spacer_mb")) << 20;  // MiB → bytes
   settings.algorithm_cache_path = config.setting("engine.algo_cache");
@@ -33,18 +38,9 @@ CudnnSettings cudnn_settings(const EngineConfig& config) {
   if (settings.search_in_step && (settings.algorithm != AlgorithmPolicy::exhaustive || !settings.cuda_graphs))
     throw UsageError("[engine] search_in_step applies to algo = exhaustive with cuda_graphs = true (it times the "
                      "graphed step)");
-  if (settings.graph_plan_reuse && settings.algorithm != AlgorithmPolicy::exhaustive)
-    throw UsageError("[engine] graph_plan_reuse applies to algo = exhaustive (the Graph API plans are the measured "
-                     "search's)");
-  if (settings.graph_from_cache && settings.algorithm != AlgorithmPolicy::exhaustive)
-    throw UsageError("[engine] graph_from_cache applies to algo = exhaustive (the Graph API plans are the measured "
-                     "search's)");
   if (settings.conv_statistics && settings.algorithm != AlgorithmPolicy::exhaustive)
     throw UsageError("[engine] conv_statistics applies to algo = exhaustive (the statistics graph is chosen by the "
                      "measured search)");
-  if (settings.graph_from_cache && settings.search_in_step)
-    throw UsageError("[engine] graph_from_cache and search_in_step exclude each other (the step's options are the "
-                     "graph's other plans, which graph_from_cache does not create)");
   if (settings.search_warmup_ms > 0 && settings.algorithm != AlgorithmPolicy::exhaustive)
     throw UsageError("[engine] search_warmup_ms applies to algo = exhaustive (the measured search) only");
   return settings;

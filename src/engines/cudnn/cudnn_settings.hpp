@@ -31,8 +31,8 @@ struct CudnnSettings {
   bool search_in_step = false;  // engine.search_in_step: exhaustive + graphs: near-tied Graph API plans timed inside the step
   int search_warmup_ms = 0;          // engine.search_warmup_ms: exhaustive: untimed GPU time of each candidate before its timed runs [ms]
   double search_tie = kTieFraction;  // engine.search_tie (its schema default is kTieFraction's value): exhaustive: medians within this fraction of the fastest are a tie
-  bool graph_plan_reuse = false;  // engine.graph_plan_reuse: exhaustive: runtime-compiled plans restored across sessions
-  bool graph_from_cache = false;  // engine.graph_from_cache: exhaustive: a replay creates only its chosen Graph API plans
+  bool graph_plan_reuse = true;   // engine.graph_plan_reuse: exhaustive: runtime-compiled plans restored across sessions
+  bool graph_from_cache = true;   // engine.graph_from_cache: exhaustive, no search_in_step: a replay creates only its chosen Graph API plans
   bool conv_statistics = false;   // engine.conv_statistics: exhaustive, training: batch-norm statistics from the convolution
   std::int64_t pool_spacer_bytes = 0;  // engine.pool_spacer_mb: held before a session's pool, times (its index mod 4) [bytes]
   // Not a schema key: the session's index among consecutive sessions of the same cell (0, 1, ...: the
