@@ -5,6 +5,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <exception>
 #include <optional>
@@ -417,13 +418,19 @@ CellResult run_cell(Engine* engine, const std::string& engine_name, const Networ
     }();
     double timed_s = 0;
     for (const auto& repetition : repetitions) timed_s += std::isnan(repetition.timed_s) ? 0 : repetition.timed_s;
+    // The search too: the first repetition searches and the later ones replay its choices, so the chosen
+    // repetition's own search_s would drop the cell's search whenever another repetition is the median.
+    double search_s = std::numeric_limits<double>::quiet_NaN();  // NaN: no repetition reports one
+    for (const auto& repetition : repetitions)
+      if (!std::isnan(repetition.search_s)) search_s = (std::isnan(search_s) ? 0 : search_s) + repetition.search_s;
     result = std::move(repetitions[chosen]);
     if (result.status == Status::ok) {
       result.repetition_medians_ms = medians;
       result.message += "; repetition " + std::to_string(chosen + 1) + " of " + std::to_string(medians.size()) +
                         " (the median of the repetitions' medians)";
     }
-    result.preparation_s = preparation_s;  // every repetition's wall time, summed [s]
+    result.preparation_s = preparation_s;  // every repetition's, summed [s]: the cell's wall time is theirs
+    result.search_s = search_s;
     result.timed_s = timed_s;
   }
   // Nothing outlives its cell: the session is gone, and with it the worker

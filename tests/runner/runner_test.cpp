@@ -638,6 +638,22 @@ class SearchingSession final : public Session {
   ScriptedTimer timer_{[](int) { return 2.0; }};
 };
 
+// A session of a cell measured in repetitions: its steps take `step_ms` [ms], and it reports `search_s` of
+// measured choices (the first repetition searches, the later ones replay its choices: 0).
+class RepeatedSession final : public Session {
+ public:
+  RepeatedSession(double step_ms, double search_s) : timer_([step_ms](int) { return step_ms; }) {
+    record_.search_s = search_s;
+  }
+  StepTimer& timer() override { return timer_; }
+  void step() override {}
+  MemoryUse memory() const override { return {1}; }
+  OutputCheck check() override { return {true, 1.0, 1.0, NAN, {}}; }
+
+ private:
+  ScriptedTimer timer_;
+};
+
 // A data-parallel-like session: its timer knows each timed step's exposed
 // communication, and its record says what it decided.
 class ExposingTimer final : public StepTimer {
@@ -674,6 +690,28 @@ TEST_F(RunCell, TheRecordAndTheTimersExposedCommunicationAreKept) {
   // A single-device session's timer has none.
   ScriptedEngine plain([] { return std::make_unique<ScriptedSession>([](int) { return 8.0; }); });
   EXPECT_TRUE(std::isnan(run(&plain).exposed_communication_ms));
+}
+
+// --repetitions 3: the headline is the repetition with the median median (here the third), but the cell's
+// wall-time parts are every repetition's, the first one's search included.
+TEST_F(RunCell, RepetitionsSumEveryRepetitionsSearchIntoTheCell) {
+  options_.repetitions = 3;
+  int prepared = 0;
+  ScriptedEngine engine([&]() -> std::unique_ptr<Session> {
+    const int k = prepared++;
+    const double step_ms[] = {3.0, 1.0, 2.0};
+    return std::make_unique<RepeatedSession>(step_ms[k], k == 0 ? 0.5 : 0.0);
+  });
+  const CellResult r = run(&engine);
+  ASSERT_EQ(r.status, Status::ok) << r.message;
+  EXPECT_EQ(prepared, 3);
+  ASSERT_EQ(r.repetition_medians_ms, (std::vector<double>{3.0, 1.0, 2.0}));
+  EXPECT_DOUBLE_EQ(r.statistics.median_ms, 2.0);
+  EXPECT_NE(r.message.find("repetition 3 of 3"), std::string::npos) << r.message;
+  EXPECT_DOUBLE_EQ(r.search_s, 0.5) << "the first repetition's search is the cell's";
+  // Sessions that report no search leave it unknown, as a cell measured once.
+  ScriptedEngine silent([] { return std::make_unique<ScriptedSession>([](int) { return 8.0; }); });
+  EXPECT_TRUE(std::isnan(run(&silent).search_s));
 }
 
 TEST_F(RunCell, EveryCellRecordsItsWallTimes) {
