@@ -7,7 +7,7 @@
 #    (new) cases;
 # 3. seed2017 x fp32, tf32, bf16 cold with the defaults, one session a cell (issue 24's 120 s wall).
 # Copy to the repository root; build with --target gpu_cudnn_cells gpu_genstats_probe gpu_genstats_forms,
-# bench/gpu_bundle.sh, carry .bundle. Files: $OUT/call77.tgz.
+# bench/gpu_bundle.sh, then bash bench/device_tree.sh stash, carry .bundle (restore after). Files: $OUT/call77.tgz.
 O=$OUT; W=$O/w; mkdir -p $W; T0=$SECONDS
 python3 -c "import tarfile; tarfile.open('.bundle/payload.tar.xz').extractall('.bundle')"
 nvidia-smi -L > $W/gpu.txt
