@@ -3,7 +3,8 @@
 # (update none), each arm searching once into its own plan file, then replaying it in fresh processes,
 # interleaved; then one process each with layer times. The same as ../../2026-12-11/next/call73.sh's A/B with
 # fp16 for bf16. Then the cold walls of the old defaults beside the new (seed2017 x fp32, tf32, bf16, one
-# session a cell) if time is left. About 560 s. Copy to the repository root, carry .bundle. Files: $OUT/call78.tgz.
+# session a cell) if time is left. About 560 s. Copy to the repository root,
+# bash bench/device_tree.sh stash, carry .bundle. Files: $OUT/call78.tgz.
 O=$OUT; W=$O/w; mkdir -p $W; T0=$SECONDS
 python3 -c "import tarfile; tarfile.open('.bundle/payload.tar.xz').extractall('.bundle')"
 nvidia-smi -L > $W/gpu.txt
