@@ -12,12 +12,13 @@ if(CROSSBENCH_ENABLE_CUDA)
                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_engine_test.cpp)
   # The measured search's policies: engine.search_l2 = cold (the L2 flushed before every timed run),
   # engine.search_tie (the margin, applied when measured and when replayed) and
-  # engine.search_warmup_ms (each candidate run untimed first). One binary: the
-  # GPU bundle carries each test binary whole.
+  # engine.search_warmup_ms (each candidate run untimed first), and the agreement checks of a deep
+  # network's search. One binary: the GPU bundle carries each test binary whole.
   crossbench_test(cudnn_search_test LABEL gpu LINKS crossbench_engines
                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_search_l2_test.cpp ${CMAKE_CURRENT_LIST_DIR}/cudnn_search_tie_test.cpp
                           ${CMAKE_CURRENT_LIST_DIR}/cudnn_search_warmup_test.cpp
-                          ${CMAKE_CURRENT_LIST_DIR}/cudnn_search_in_step_test.cpp)
+                          ${CMAKE_CURRENT_LIST_DIR}/cudnn_search_in_step_test.cpp
+                          ${CMAKE_CURRENT_LIST_DIR}/cudnn_search_agreement_test.cpp)
   crossbench_test(cudnn_kernels_test LABEL gpu LINKS crossbench_engines
                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_kernels_test.cpp
                           ${CMAKE_CURRENT_LIST_DIR}/cudnn_kernels_lrn_rows_test.cpp)

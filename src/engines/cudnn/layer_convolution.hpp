@@ -166,6 +166,7 @@ class Convolution final : public LayerImpl {
   double graph_plan_difference(SetupContext& ctx, const GraphConvolution& graph, int plan,
                                const GraphConvolutionProblem& problem);
   std::string legacy_choice_name(GraphDirection direction) const;
+  void refill_check_inputs(SetupContext& ctx, GraphDirection direction);
 
   // layer_convolution_gemm_search.cpp: the GEMM-based candidates and the bias gradient.
   static bool uniform_rows(const Tensor& t);

@@ -284,6 +284,7 @@ double Convolution::statistics_difference(SetupContext& ctx, const GraphConvolut
   const auto channels = static_cast<std::size_t>(y.c());
   float* sums = arena_sums();
   auto* reference = reinterpret_cast<double*>(sums + 2 * channels);
+  refill_check_inputs(ctx, GraphDirection::forward);
   CB_CHECK_CUDA(cudaMemsetAsync(sums, 0, 2 * channels * sizeof(float), ctx.stream));
   const bool ran = run_graph_on_arena(ctx, graph, plan, problem);
   double difference = std::numeric_limits<double>::infinity();
@@ -392,6 +393,7 @@ std::vector<AlgorithmChoice> Convolution::agreeing_candidates(SetupContext& ctx,
       measured.front() = 0.0f;  // the fastest is the reference itself
       return measured;
     }
+    refill_check_inputs(ctx, direction);
     if (run_legacy_on_arena(ctx, direction, reference) != CUDNN_STATUS_SUCCESS) return measured;  // nothing to hold them to
     const DeviceReference reference_output(output_at, output, a.reference, a.counters, ctx.stream);
     const auto difference = [&] { return reference_output.difference_from(output_at); };
@@ -464,6 +466,7 @@ double Convolution::graph_plan_difference(SetupContext& ctx, const GraphConvolut
   void* output_at = forward_direction ? a.y : direction == GraphDirection::backward_data ? a.x : a.w;
   // The reference: the legacy choice on the same arena roles as choose_graph_plan's runs.
   const AlgorithmChoice& legacy = forward_direction ? forward : direction == GraphDirection::backward_data ? data : filter;
+  refill_check_inputs(ctx, direction);
   if (run_legacy_on_arena(ctx, direction, legacy) != CUDNN_STATUS_SUCCESS) return NAN;  // nothing to hold it to
   // The legacy output with the graph's epilogue: + bias, + residual, relu (choose_graph_plan's roles:
   // the bias from arena w, the residual, of y's shape, from arena x), in y's own strides.
@@ -489,6 +492,23 @@ double Convolution::graph_plan_difference(SetupContext& ctx, const GraphConvolut
   }
   ctx.refill_arena(output_at, static_cast<std::size_t>(output.span_bytes()));  // no poison left for later layers
   return worst;
+}
+
+// The inputs `direction` reads on the search arena (x and the residual from arena x, w and the bias from
+// arena w, dy from arena y) put back to the arena's synthetic values before an agreement check runs its
+// reference. The timed runs leave their outputs where the next layer's inputs are read: a backward
+// filter's dw is a sum over N·H·W products, some hundreds of times its inputs, and the next layer's w.
+// Over a deep network's search the values grew until the reference overflowed, and a check with nothing
+// to hold its plans to takes them unchecked: every fp16 Graph API plan of ResNet-50 at batch 256, 33
+// strict-fp32 GoogLeNet checks, and every statistics plan refused as "nan" (bench/results/2026-12-14).
+void Convolution::refill_check_inputs(SetupContext& ctx, GraphDirection direction) {
+  const SetupContext::Arena& a = ctx.arena();
+  const auto bytes = [](const Tensor& t) { return static_cast<std::size_t>(t.span_bytes()); };
+  // The regions as plan_search reserved them: the residual has y's shape, the bias follows w.
+  if (direction != GraphDirection::backward_data) ctx.refill_arena(a.x, adds_residual ? std::max(bytes(x), bytes(y)) : bytes(x));
+  if (direction != GraphDirection::backward_filter)
+    ctx.refill_arena(a.w, static_cast<std::size_t>(round_up_256(w.bytes()) + (has_bias ? bias.bytes() : 0)));
+  if (direction != GraphDirection::forward) ctx.refill_arena(a.y, bytes(dy));
 }
 
 // The legacy choice of `direction` by name (what an agreement check held a candidate to).
