@@ -59,6 +59,7 @@ TEST_P(SearchAgreement, EveryCheckOfADeepNetworkHoldsItsPlansToAReference) {
   const std::filesystem::path file = std::filesystem::temp_directory_path() /
                                      ("cb_agreement_" + std::to_string(::getpid()) + "_" + search.name + ".json");
   std::filesystem::remove(file);
+  std::string decisions;
   {
     EngineConfig config;
     config.seed = 42;
@@ -70,6 +71,7 @@ TEST_P(SearchAgreement, EveryCheckOfADeepNetworkHoldsItsPlansToAReference) {
     const CellSpec cell{"cudnn", search.network, search.precision, search.batch, Phase::training, 0};
     const auto session = make_cudnn_engine(probe_gpu(0, ""), config, settings)->prepare(make_network(search.network), cell);
     ASSERT_NE(session, nullptr);
+    decisions = session->record().decisions;
   }
   std::ifstream in(file);
   ASSERT_TRUE(in.good()) << "the search wrote no cache file " << file;
@@ -91,6 +93,12 @@ TEST_P(SearchAgreement, EveryCheckOfADeepNetworkHoldsItsPlansToAReference) {
   if (search.conv_statistics) EXPECT_GT(statistics_checks, 0u) << search.name << ": no statistics plan was checked";
   EXPECT_TRUE(unchecked.empty()) << search.name << ": " << unchecked.size() << " checks found nothing to hold their "
                                  << "plans to, the first: " << (unchecked.empty() ? "" : unchecked.front());
+  // The decisions name a plan taken unchecked; the layer's whole decision says what it was held to.
+  for (std::size_t at = decisions.find(" unchecked)"); at != std::string::npos; at = decisions.find(" unchecked)", at + 1)) {
+    const std::size_t begin = decisions.rfind("; ", at);
+    ADD_FAILURE() << search.name << ": a plan taken unchecked: "
+                  << decisions.substr(begin == std::string::npos ? 0 : begin + 2, at - begin + 400);
+  }
   std::filesystem::remove(file);
   std::filesystem::remove(file.string() + ".lock");
 }

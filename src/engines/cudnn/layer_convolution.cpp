@@ -237,7 +237,8 @@ std::string Convolution::decisions() const {
     // The incumbent as compared: the legacy forward, with the epilogue passes the graph saves.
     text << "graph(" << graph_forward.name << " " << graph_forward.time_ms << "ms<" << graph_forward.incumbent_ms << "ms "
          << forward_algorithm_name(forward.algorithm) << " " << forward.time_ms << "ms"
-         << (graph_forward.incumbent_ms > forward.time_ms + 1e-9 ? "+epilogue" : "") << ")";
+         << (graph_forward.incumbent_ms > forward.time_ms + 1e-9 ? "+epilogue" : "")
+         << (graph_forward.unchecked ? " unchecked" : "") << ")";
   else if (forward_im2col && nhwc)
     text << "im2col_gemm(chunk=" << forward_nhwc_chunk << (nhwc_plan ? " cublasLt(" + nhwc_plan->name + ")" : "") << " "
          << forward_im2col_ms << "ms<" << forward.time_ms << "ms " << forward_algorithm_name(forward.algorithm) << ")";
@@ -264,14 +265,17 @@ std::string Convolution::decisions() const {
   if (!graph_forward.graph && !graph_forward.note.empty()) text << "[graph " << graph_forward.note << "]";
   if (training) {
     text << ",bwd_data=";
-    if (graph_data.graph) text << "graph(" << graph_data.name << " " << graph_data.time_ms << "ms<" << data.time_ms << "ms)";
+    if (graph_data.graph)
+      text << "graph(" << graph_data.name << " " << graph_data.time_ms << "ms<" << data.time_ms << "ms"
+           << (graph_data.unchecked ? " unchecked" : "") << ")";
     else text << (data_gradient ? backward_data_algorithm_name(data.algorithm) : "-");
     if (data_gradient) text << "/" << math(data);
     if (data_gradient && !data_times.empty()) text << "{" << data_times << "}";
     if (data_gradient && !data_refused.empty()) text << "[refused " << data_refused << "]";
     if (!graph_data.graph && !graph_data.note.empty()) text << "[graph " << graph_data.note << "]";
     if (graph_filter.graph)
-      text << ",bwd_filter=graph(" << graph_filter.name << " " << graph_filter.time_ms << "ms)";
+      text << ",bwd_filter=graph(" << graph_filter.name << " " << graph_filter.time_ms << "ms"
+           << (graph_filter.unchecked ? " unchecked" : "") << ")";
     else if (filter_im2col)
       text << ",bwd_filter=im2col_gemm(" << filter_im2col_ms << "ms<" << filter.time_ms << "ms "
            << backward_filter_algorithm_name(filter.algorithm) << ")";

@@ -104,6 +104,7 @@ class Convolution final : public LayerImpl {
     // the epilogue, the bias and add+relu passes it saves (modelled from y's bytes, not measured)
     double incumbent_ms = NAN;
     std::string name, note;  // the plan; why none was taken (refused graph, slower: its best time)
+    bool unchecked = false;  // taken with nothing to hold its output to (its reference did not run): decisions say so
     // engine.search_in_step: [0] the plan above, then the plans the search timed within kInStepWindow of
     // it that agree with the reference; `signature` keys the choice (the graph's problem and direction).
     struct Option {
@@ -167,6 +168,7 @@ class Convolution final : public LayerImpl {
                                const GraphConvolutionProblem& problem);
   std::string legacy_choice_name(GraphDirection direction) const;
   void refill_check_inputs(SetupContext& ctx, GraphDirection direction);
+  AlgorithmChoice reference_choice(GraphDirection direction) const;
 
   // layer_convolution_gemm_search.cpp: the GEMM-based candidates and the bias gradient.
   static bool uniform_rows(const Tensor& t);

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "crossbench/error.hpp"
@@ -183,6 +184,7 @@ bool Convolution::plan_agrees(SetupContext& ctx, const GraphConvolutionProblem& 
                difference_text(plan_agreement_bound(precision)) + ")";
     return false;
   }
+  out.unchecked = std::isnan(difference);
   if (!problem.statistics) return true;
   const double statistics_off =
       measured_times_ms(ctx, "agreement.statistics.graph_api." + name + " " + signature, {name}, [&] {
@@ -384,11 +386,7 @@ std::vector<AlgorithmChoice> Convolution::agreeing_candidates(SetupContext& ctx,
     const bool forward_direction = direction == GraphDirection::forward;
     const Tensor& output = forward_direction ? y : direction == GraphDirection::backward_data ? dx : dw;
     void* output_at = forward_direction ? a.y : direction == GraphDirection::backward_data ? a.x : a.w;
-    AlgorithmChoice reference;
-    reference.algorithm = forward_direction ? static_cast<int>(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM)
-                          : direction == GraphDirection::backward_data ? static_cast<int>(CUDNN_CONVOLUTION_BWD_DATA_ALGO_1)
-                                                                       : static_cast<int>(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1);
-    reference.math = initial_math_type(precision);
+    const AlgorithmChoice reference = reference_choice(direction);
     if (candidates.front().algorithm == reference.algorithm && candidates.front().math == reference.math) {
       measured.front() = 0.0f;  // the fastest is the reference itself
       return measured;
@@ -464,21 +462,31 @@ double Convolution::graph_plan_difference(SetupContext& ctx, const GraphConvolut
   const bool forward_direction = direction == GraphDirection::forward;
   const Tensor& output = forward_direction ? y : direction == GraphDirection::backward_data ? dx : dw;
   void* output_at = forward_direction ? a.y : direction == GraphDirection::backward_data ? a.x : a.w;
-  // The reference: the legacy choice on the same arena roles as choose_graph_plan's runs.
+  // The reference: the legacy choice on the same arena roles as choose_graph_plan's runs, with the graph's
+  // epilogue (+ bias, + residual, relu: the bias from arena w, the residual, of y's shape, from arena x), in
+  // y's own strides; where the legacy choice does not run here or overflows on the arena's values, the
+  // reference algorithm agreeing_candidates holds the legacy candidates to.
   const AlgorithmChoice& legacy = forward_direction ? forward : direction == GraphDirection::backward_data ? data : filter;
-  refill_check_inputs(ctx, direction);
-  if (run_legacy_on_arena(ctx, direction, legacy) != CUDNN_STATUS_SUCCESS) return NAN;  // nothing to hold it to
-  // The legacy output with the graph's epilogue: + bias, + residual, relu (choose_graph_plan's roles:
-  // the bias from arena w, the residual, of y's shape, from arena x), in y's own strides.
-  if (forward_direction && bias_relu) {
-    kernels::bias_relu_strided(a.y, y.type, y.dims, y.strides, a.w, !with_residual, ctx.stream);
-    if (with_residual) {
-      kernels::strided_add(a.x, residual.strides, a.y, y.strides, y.dims, y.type, 1.0f, ctx.stream);
-      kernels::bias_relu_strided(a.y, y.type, y.dims, y.strides, nullptr, true, ctx.stream);
+  const auto reference_run = [&](const AlgorithmChoice& c) {
+    refill_check_inputs(ctx, direction);
+    if (run_legacy_on_arena(ctx, direction, c) != CUDNN_STATUS_SUCCESS) return false;
+    if (forward_direction && bias_relu) {
+      kernels::bias_relu_strided(a.y, y.type, y.dims, y.strides, a.w, !with_residual, ctx.stream);
+      if (with_residual) {
+        kernels::strided_add(a.x, residual.strides, a.y, y.strides, y.dims, y.type, 1.0f, ctx.stream);
+        kernels::bias_relu_strided(a.y, y.type, y.dims, y.strides, nullptr, true, ctx.stream);
+      }
     }
+    return true;
+  };
+  std::optional<DeviceReference> reference;
+  for (const AlgorithmChoice& c : {legacy, reference_choice(direction)}) {
+    if (!reference_run(c)) continue;
+    reference.emplace(output_at, output, a.reference, a.counters, ctx.stream);
+    if (!std::isinf(reference->difference_from(output_at))) break;
+    reference.reset();
   }
-  const DeviceReference reference(output_at, output, a.reference, a.counters, ctx.stream);
-  if (std::isinf(reference.difference_from(output_at))) return NAN;  // the arena's values overflow this problem
+  if (!reference) return NAN;  // nothing to hold it to
   const auto workspace_bytes = static_cast<std::size_t>(graph.workspace_bytes(plan));
   double worst = 0;
   for (const int poison : {0xff, 0x7f}) {
@@ -488,7 +496,7 @@ double Convolution::graph_plan_difference(SetupContext& ctx, const GraphConvolut
       ctx.refill_arena(output_at, static_cast<std::size_t>(output.span_bytes()));
       return std::numeric_limits<double>::infinity();  // refused to run again
     }
-    worst = std::max(worst, reference.difference_from(output_at));
+    worst = std::max(worst, reference->difference_from(output_at));
   }
   ctx.refill_arena(output_at, static_cast<std::size_t>(output.span_bytes()));  // no poison left for later layers
   return worst;
@@ -509,6 +517,17 @@ void Convolution::refill_check_inputs(SetupContext& ctx, GraphDirection directio
   if (direction != GraphDirection::backward_filter)
     ctx.refill_arena(a.w, static_cast<std::size_t>(round_up_256(w.bytes()) + (has_bias ? bias.bytes() : 0)));
   if (direction != GraphDirection::forward) ctx.refill_arena(a.y, bytes(dy));
+}
+
+// The algorithm the search holds the others of `direction` to: IMPLICIT_GEMM forward, ALGO_1 backward
+// (no workspace-dependent tricks, no atomics), in the precision's first math type.
+AlgorithmChoice Convolution::reference_choice(GraphDirection direction) const {
+  AlgorithmChoice reference;
+  reference.algorithm = direction == GraphDirection::forward         ? static_cast<int>(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM)
+                        : direction == GraphDirection::backward_data ? static_cast<int>(CUDNN_CONVOLUTION_BWD_DATA_ALGO_1)
+                                                                     : static_cast<int>(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1);
+  reference.math = initial_math_type(precision);
+  return reference;
 }
 
 // The legacy choice of `direction` by name (what an agreement check held a candidate to).
