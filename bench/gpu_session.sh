@@ -103,7 +103,8 @@
 #             (default repro) names the files (<name>_<run>.h5, .log, <name>.md) so that two arms share a call;
 #             REPRO_SAME_PLANS=1: every run replays one algorithm cache ($OUT/<name>_algorithms.json), which
 #             the first run measures, so that the runs differ in nothing the search chooses (the process's
-#             own spread: the later runs' max/min with identical plans)
+#             own spread: the later runs' max/min with identical plans); every run has its own empty CUDA
+#             JIT cache (CUDA_CACHE_PATH), REPRO_JIT_CACHE=shared keeps the machine's (each log's first line)
 # Environment: STEPS (timed steps, default 50), WARMUP (10), TLIMIT (seconds per stage, 240);
 # SEED_ALGO, SEED_PRECISIONS (fp32,tf32,fp16,bf16), SEED_CI (0.02), SEED_ARGS and SEED_OUT (the seed
 # stage's cube and log name, default seed; a key is --set once: SEED_ARGS must not repeat these;
@@ -313,12 +314,24 @@ for stage in "$@"; do
       fi
       for run in $(seq 1 "${REPRO_RUNS:-3}"); do
         repro_start=$SECONDS
-        timeout "$TLIMIT" $CB run --job jobs/seed2017.ini --set matrix.engines=cudnn --algo exhaustive \
+        # Independent cold processes share no cache: each gets its own empty CUDA JIT cache (the driver's
+        # on-disk cache of compiled kernels, ~/.nv/ComputeCache by default; cuDNN's runtime-compiled engines
+        # may land there), unless REPRO_JIT_CACHE=shared keeps the machine's. The log's first line says which.
+        jit_cache=""
+        if [ "${REPRO_JIT_CACHE:-fresh}" = fresh ]; then
+          jit_cache=$(mktemp -d /tmp/cb_jit_cache.XXXXXX)
+          echo "jit_cache fresh CUDA_CACHE_PATH=$jit_cache" >"$OUT/${arm}_$run.log"
+        else
+          echo "jit_cache shared CUDA_CACHE_PATH=${CUDA_CACHE_PATH:-default}" >"$OUT/${arm}_$run.log"
+        fi
+        ${jit_cache:+env CUDA_CACHE_PATH=$jit_cache} timeout "$TLIMIT" $CB run --job jobs/seed2017.ini \
+          --set matrix.engines=cudnn --algo exhaustive \
           --set engine.cuda_graphs=true --set matrix.precisions="${REPRO_PRECISIONS:-fp32,tf32,bf16}" \
           --set measure.min_steps="$STEPS" --set measure.target_ci=0.02 ${REPRO_ARGS:-} "${same_plans[@]}" \
-          --output "$OUT/${arm}_$run.h5" >"$OUT/${arm}_$run.log" 2>&1
+          --output "$OUT/${arm}_$run.h5" >>"$OUT/${arm}_$run.log" 2>&1
         echo "$arm run $run exit $?"
         echo "seed wall_s $((SECONDS - repro_start))" | tee -a "$OUT/${arm}_$run.log"
+        [ -n "$jit_cache" ] && rm -rf "$jit_cache"
       done
       # max/min needs two runs at least: with REPRO_RUNS=1 the stage is one cold wall and 42 medians.
       if [ "${REPRO_RUNS:-3}" -ge 2 ]; then
