@@ -36,6 +36,8 @@ SEARCH_CLOCK = re.compile(r" ?search_sm_clock=(\d+)\.\.(\d+)MHz\([^)]*\)")
 # What the Graph API's set-up cost the process (graphs created, plans built, runtime-compiled builds [s]):
 # a search builds every candidate, a replay only its choices, so it is no part of the plan.
 GRAPH_API_SETUP = re.compile(r" ?graph_api_setup=[^\s;]+")
+# The CUDA JIT cache the runtime-compiled builds found (its last field: default, disabled or a path).
+JIT_CACHE = re.compile(r"graph_api_setup=[^\s;]*,jit_cache=([^\s;,]+)")
 # Where a session's pool lies (engine.pool_spacer_mb: "pool_spacer=1024MiB(session 1 of the cell)"): no part of the plan.
 POOL_SPACER = re.compile(r" ?pool_spacer=\d+MiB\([^)]*\)")
 SETUP_FIELDS = re.compile(r"graph_api_setup=create:([\d.]+)s,build:(\d+)/([\d.]+)s,runtime_compiled:(\d+)/([\d.]+)s"
@@ -142,7 +144,8 @@ def spread_table(cubes, limit, engine="cudnn"):
     for i, c in enumerate(cells):
         totals = graph_api_setup_totals(cell["decisions"] for cell in c.values())
         if totals is not None:
-            print(f"cube{i + 1}: {setup_text(totals)}")
+            caches = sorted({m.group(1) for cell in c.values() for m in [JIT_CACHE.search(cell["decisions"])] if m})
+            print(f"cube{i + 1}: {setup_text(totals)}" + (f" (CUDA JIT cache: {', '.join(caches)})" if caches else ""))
     missing = set.union(*(set(c) for c in cells)) - set(common)
     if missing:
         print(f"{len(missing)} cells not measured in every cube: "

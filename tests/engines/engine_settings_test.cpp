@@ -175,6 +175,15 @@ TEST(EngineSettings, ThePoolSpacerGrowsWithTheCellsSessionIndexAndIsInTheDecisio
   EXPECT_EQ(cudnn::pool_spacer_decision(settings), "") << "a run without the setting says nothing of it";
 }
 
+// The CUDA JIT cache a cell's runtime-compiled Graph API plans found, as its decisions name it.
+TEST(CudnnSettings, TheJitCacheDecisionNamesWhatTheDriverUses) {
+  EXPECT_EQ(cudnn::jit_cache_decision(nullptr, nullptr), "jit_cache=default");
+  EXPECT_EQ(cudnn::jit_cache_decision(nullptr, ""), "jit_cache=default") << "an empty path is the default";
+  EXPECT_EQ(cudnn::jit_cache_decision(nullptr, "/scratch/jit"), "jit_cache=/scratch/jit");
+  EXPECT_EQ(cudnn::jit_cache_decision("1", "/scratch/jit"), "jit_cache=disabled") << "disabled wins over a path";
+  EXPECT_EQ(cudnn::jit_cache_decision("0", "/scratch/jit"), "jit_cache=/scratch/jit");
+}
+
 // The cuDNN engine refuses `settings` with a UsageError whose text holds `message`.
 void expect_cudnn_refuses(const std::map<std::string, std::string>& settings, const std::string& message) {
   EngineConfig config;

@@ -240,3 +240,16 @@ def test_cpu_cubes_print_no_graph_api_set_up(cubes):
     result = run_script(*cubes, "--engine", "onednn", "--limit", "1000")
     assert result.returncode == 0, result.stderr
     assert "Graph API set-up" not in result.stdout  # oneDNN cells have no Graph API graphs
+
+
+def test_the_jit_cache_a_cell_found_is_read_and_no_part_of_the_plan():
+    from repro_cubes import JIT_CACHE, graph_api_setup_totals, plan_of  # noqa: E402
+    fresh = ("algo=exhaustive graph_api_graphs=3(shared 1) graph_api_setup=create:0.40s,build:24/3.10s,"
+             "runtime_compiled:8/2.05s,restored:0/0.00s,kept:0,configured:0/0.00s,jit_cache=/tmp/cb_jit_cache.x1; "
+             "conv1:fwd=graph(eng1_k2=3 0.2ms)")
+    shared = fresh.replace("jit_cache=/tmp/cb_jit_cache.x1", "jit_cache=default").replace("8/2.05s", "8/1.10s")
+    assert JIT_CACHE.search(fresh).group(1) == "/tmp/cb_jit_cache.x1"
+    assert JIT_CACHE.search(shared).group(1) == "default"
+    assert JIT_CACHE.search("algo=heuristic; conv1:fwd=X") is None
+    assert graph_api_setup_totals([fresh])[4] == pytest.approx(2.05), "the fields before it parse as before"
+    assert plan_of(fresh) == plan_of(shared), "where the compiled kernels were cached is no part of the plan"

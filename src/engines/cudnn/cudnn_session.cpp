@@ -191,7 +191,8 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const C
   // How many Graph API graphs the layers' searches created, and how many requests an identical layer's
   // graph (or refusal) answered.
   // What they cost in this process: the graphs' creation and their plans' builds [s], the runtime-compiled
-  // (NVRTC) builds apart, since no cache carries them from one process to the next.
+  // (NVRTC) builds apart, with the CUDA JIT cache they found (which carries about half their cost from one
+  // process to the next: jit_cache_decision).
   if (graph_convolutions_.graphs() > 0) {
     const GraphConvolutionCache::SetupCost cost = graph_convolutions_.setup_cost();
     text << " graph_api_graphs=" << graph_convolutions_.graphs() << "(shared " << graph_convolutions_.shared() << ")"
@@ -201,6 +202,7 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const C
          << seconds_text(cost.restore_seconds) << ",kept:" << cost.plans_kept;
     if (config.graph_from_cache)  // graphs created with their cached configuration alone, and that creation [s]
       text << ",configured:" << cost.plans_configured << "/" << seconds_text(cost.configure_seconds);
+    if (cost.runtime_plans_built > 0) text << "," << jit_cache_decision();
   }
   if (const std::string l2 = search_l2_decision(config); !l2.empty()) text << " " << l2;  // every timed search run L2-cold
   text << pool_spacer_decision(config);

@@ -1,5 +1,7 @@
 #include "engines/cudnn/cudnn_settings.hpp"
 
+#include <cstdlib>
+
 #include <filesystem>
 
 #include "crossbench/error.hpp"
@@ -65,6 +67,16 @@ std::string pool_spacer_decision(const CudnnSettings& settings) {
   if (settings.pool_spacer_bytes <= 0) return "";
   return " pool_spacer=" + std::to_string(session_pool_spacer_bytes(settings) >> 20) + "MiB(session " +
          std::to_string(settings.session_of_cell) + " of the cell)";
+}
+
+std::string jit_cache_decision(const char* cache_disable, const char* cache_path) {
+  if (cache_disable != nullptr && std::string(cache_disable) == "1") return "jit_cache=disabled";
+  if (cache_path != nullptr && *cache_path != '\0') return std::string("jit_cache=") + cache_path;
+  return "jit_cache=default";
+}
+
+std::string jit_cache_decision() {
+  return jit_cache_decision(std::getenv("CUDA_CACHE_DISABLE"), std::getenv("CUDA_CACHE_PATH"));
 }
 
 std::string search_l2_decision(const CudnnSettings& settings) {
