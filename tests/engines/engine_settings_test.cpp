@@ -182,6 +182,8 @@ TEST(CudnnSettings, TheJitCacheDecisionNamesWhatTheDriverUses) {
   EXPECT_EQ(cudnn::jit_cache_decision(nullptr, "/scratch/jit"), "jit_cache=/scratch/jit");
   EXPECT_EQ(cudnn::jit_cache_decision("1", "/scratch/jit"), "jit_cache=disabled") << "disabled wins over a path";
   EXPECT_EQ(cudnn::jit_cache_decision("0", "/scratch/jit"), "jit_cache=/scratch/jit");
+  EXPECT_EQ(cudnn::jit_cache_decision(nullptr, "/my jit;cache,100%"), "jit_cache=/my%20jit%3Bcache%2C100%25")
+      << "the decisions' separators are encoded: the path stays one field";
 }
 
 // The cuDNN engine refuses `settings` with a UsageError whose text holds `message`.

@@ -71,7 +71,22 @@ std::string pool_spacer_decision(const CudnnSettings& settings) {
 
 std::string jit_cache_decision(const char* cache_disable, const char* cache_path) {
   if (cache_disable != nullptr && std::string(cache_disable) == "1") return "jit_cache=disabled";
-  if (cache_path != nullptr && *cache_path != '\0') return std::string("jit_cache=") + cache_path;
+  if (cache_path != nullptr && *cache_path != '\0') {
+    // Percent-encoded where the decisions' own separators (space, ';', ',') or '%' would cut the token.
+    std::string text = "jit_cache=";
+    for (const char c : std::string(cache_path)) {
+      if (c == ' ' || c == ';' || c == ',' || c == '%' || c == '\t' || c == '\n') {
+        static constexpr char kHex[] = "0123456789ABCDEF";
+        const auto byte = static_cast<unsigned char>(c);
+        text += '%';
+        text += kHex[byte >> 4];
+        text += kHex[byte & 0xF];
+      } else {
+        text += c;
+      }
+    }
+    return text;
+  }
   return "jit_cache=default";
 }
 

@@ -78,7 +78,8 @@ std::string search_warmup_decision(const CudnnSettings& settings);
 // Graph API plans at runtime: cuDNN's NVRTC-compiled kernels land there, so a process that finds it warm
 // compiles in about half the time (bench/results/2026-12-14, call 84: 14 runtime-compiled graphs in 11.0 and
 // 12.1 s from an empty cache, 6.4 s from the one an earlier process filled). "jit_cache=disabled"
-// (CUDA_CACHE_DISABLE=1), "jit_cache=<CUDA_CACHE_PATH>", or "jit_cache=default" (the driver's
+// (CUDA_CACHE_DISABLE=1), "jit_cache=<CUDA_CACHE_PATH>" (space, ';', ',' and '%' percent-encoded, so that
+// the path stays one field of one token), or "jit_cache=default" (the driver's
 // ~/.nv/ComputeCache). The arguments are the two variables' values (null: unset); the overload reads them.
 [[nodiscard]] std::string jit_cache_decision(const char* cache_disable, const char* cache_path);
 [[nodiscard]] std::string jit_cache_decision();
