@@ -7,9 +7,10 @@
 set -euo pipefail
 build=${1:-build-cuda}
 /work/shared/tools/device-bundle .bundle "$build/crossbench" "$build/tests/cudnn_engine_test" "$build/tests/cudnn_kernels_test" "$build/tests/cudnn_search_test" "$build/gpu_cudnn_cells" "$build/tests/cudnn_data_parallel_test" "$build/tests/telemetry_test"
-# The genstats probes (bench/gpu_genstats_probe.cpp, bench/gpu_genstats_forms.cpp), where they were built
-# (cmake --build BUILD --target gpu_genstats_probe gpu_genstats_forms).
-for probe in gpu_genstats_probe gpu_genstats_forms; do
+# The genstats and batch-norm backward probes (bench/gpu_genstats_probe.cpp, bench/gpu_genstats_forms.cpp,
+# bench/gpu_bnbackward_forms.cpp), where they were built
+# (cmake --build BUILD --target gpu_genstats_probe gpu_genstats_forms gpu_bnbackward_forms).
+for probe in gpu_genstats_probe gpu_genstats_forms gpu_bnbackward_forms; do
   if [ -f "$build/$probe" ]; then
     cp -L "$build/$probe" .bundle/bin/
   fi

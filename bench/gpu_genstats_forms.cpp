@@ -20,32 +20,14 @@
 #include <string>
 #include <vector>
 
+#include "cudnn_forms_probe.hpp"
+
 namespace fe = cudnn_frontend;
+using namespace cudnn_forms_probe;  // NOLINT: the probes' shared vocabulary
 
 namespace {
 
-struct Form {
-  fe::DataType_t io;
-  fe::DataType_t intermediate;
-  const char* io_name;
-  const char* intermediate_name;
-};
 
-// The first lines of cuDNN's refusal that say why (its "Reason" lines, deduplicated), on one line.
-std::string reasons(const std::string& message) {
-  std::istringstream lines(message);
-  std::string line, out;
-  int kept = 0;
-  while (std::getline(lines, line) && kept < 6) {
-    const auto at = line.find("Reason: ");
-    if (at == std::string::npos) continue;
-    const std::string reason = line.substr(at + 8);
-    if (out.find(reason) != std::string::npos) continue;
-    out += (out.empty() ? "" : " | ") + reason;
-    ++kept;
-  }
-  return out.empty() ? message.substr(0, 240) : out;
-}
 
 std::string probe(cudnnHandle_t handle, const std::string& shape, const Form& form, std::int64_t n) {
   const std::int64_t c = 64, k = 64, h = 56, w = 56;  // ResNet-50's conv2_x 3x3
@@ -79,44 +61,16 @@ std::string probe(cudnnHandle_t handle, const std::string& shape, const Form& fo
                                        fe::DataType_t::FLOAT));
   sum->set_output(true).set_uid(4).set_data_type(fe::DataType_t::FLOAT);
   squares->set_output(true).set_uid(5).set_data_type(fe::DataType_t::FLOAT);
-  std::ostringstream out;
-  const auto step = [&](const char* what, fe::error_object status) {
-    if (status.is_good()) return true;
-    out << "refused at " << what << ": " << reasons(status.get_message());
-    return false;
-  };
-  if (!step("validate", g.validate())) return out.str();
-  if (!step("build_operation_graph", g.build_operation_graph(handle))) return out.str();
-  if (!step("create_execution_plans", g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK})))
-    return out.str();
-  if (!step("check_support", g.check_support(handle))) return out.str();
-  const std::int64_t listed = g.get_execution_plan_count();
-  int built = 0;
-  for (std::int64_t i = 0; i < listed && i < 4; ++i)
-    if (g.build_plan_at_index(handle, i).is_good()) ++built;
-  out << "SUPPORTED: " << listed << " plans listed, " << built << " of the first 4 built";
-  return out.str();
+  return plans_text(handle, g);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::int64_t batch = 32;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--batch" && i + 1 < argc) {
-      batch = std::atoll(argv[++i]);
-    } else {
-      std::fprintf(stderr, "gpu_genstats_forms: unknown option %s (usage: gpu_genstats_forms [--batch N])\n", argv[i]);
-      return 2;
-    }
-  }
-  cudnnHandle_t raw = nullptr;
-  if (const cudnnStatus_t status = cudnnCreate(&raw); status != CUDNN_STATUS_SUCCESS) {
-    std::fprintf(stderr, "gpu_genstats_forms: cudnnCreate failed: %s\n", cudnnGetErrorString(status));
-    return 1;
-  }
-  const std::unique_ptr<cudnnContext, decltype(&cudnnDestroy)> handle(raw, &cudnnDestroy);
+  const std::int64_t batch = batch_argument(argc, argv, "gpu_genstats_forms");
+  if (batch < 0) return 2;
+  const Handle handle = make_handle("gpu_genstats_forms");
+  if (!handle) return 1;
   std::printf("cuDNN %zu, batch %lld, conv 3x3 64->64 at 56x56, NHWC\n", cudnnGetVersion(),
               static_cast<long long>(batch));
   const std::vector<Form> forms{

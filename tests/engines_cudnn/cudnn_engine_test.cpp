@@ -961,6 +961,23 @@ TEST(CudnnSession, CudaGraphReplayGivesTheSameResults) {
   }
 }
 
+// Two sessions of one cell, each stepped once: their logits element by element within 1e-5 of the largest
+// (the same plans, built, restored or configured, compute the same).
+void expect_same_logits_after_a_step(Session& first, Session& second, const std::string& what) {
+  auto* a = dynamic_cast<cudnn::CudnnSession*>(&first);
+  auto* b = dynamic_cast<cudnn::CudnnSession*>(&second);
+  ASSERT_NE(a, nullptr) << what;
+  ASSERT_NE(b, nullptr) << what;
+  a->step();
+  b->step();
+  const std::vector<float> want = a->logits_storage(), got = b->logits_storage();
+  ASSERT_EQ(want.size(), got.size()) << what;
+  std::size_t mismatches = 0, first_mismatch = 0;
+  const double worst = worst_error(want, got, 1e-5, mismatches, first_mismatch);
+  EXPECT_EQ(mismatches, 0u) << what << ": " << mismatches << " of " << want.size()
+                            << " logits differ beyond 1e-5 of the largest; worst " << worst;
+}
+
 // engine.graph_plan_reuse: the residual graphs' runtime-compiled plans, built (NVRTC) by the first session of
 // the process, are kept as bytes and restored by the next session of the same cell instead of compiled again,
 // and the restored plans compute what the built ones did; off (the default), every session compiles its own.
@@ -1010,19 +1027,49 @@ TEST(CudnnSession, GraphPlanReuseRestoresTheProcesssRuntimeCompiledPlans) {
       EXPECT_EQ(replayed.restored, 0) << what;
       EXPECT_GT(replayed.runtime_built, 0) << what << ": each session compiles its own";
     }
-    auto* a = dynamic_cast<cudnn::CudnnSession*>(first.get());
-    auto* b = dynamic_cast<cudnn::CudnnSession*>(second.get());
-    ASSERT_NE(a, nullptr);
-    ASSERT_NE(b, nullptr);
-    a->step();
-    b->step();
-    const std::vector<float> want = a->logits_storage(), got = b->logits_storage();
-    ASSERT_EQ(want.size(), got.size());
-    std::size_t mismatches = 0, first_mismatch = 0;
-    const double worst = worst_error(want, got, 1e-5, mismatches, first_mismatch);
-    EXPECT_EQ(mismatches, 0u) << what << ": " << mismatches << " of " << want.size()
-                              << " logits differ beyond 1e-5 of the largest; worst " << worst;
+    expect_same_logits_after_a_step(*first, *second, what);
   }
+}
+
+// engine.graph_plan_reuse beside a file-backed algorithm cache: the plans one engine compiled are saved in
+// FILE.plans, and a new engine (a later process, as far as the store goes: the store lives with its engine)
+// restores them from there instead of compiling them, with the same logits.
+TEST(CudnnSession, GraphPlanReuseRestoresAnEarlierProcesssPlansFromTheFileBesideTheCache) {
+  SKIP_WITHOUT_GPU();
+  if (!cudnn::graph_api_available()) GTEST_SKIP() << cudnn::graph_api_unavailable_reason();
+  const Network network = make_network("resnet50");
+  const CellSpec cell{"cudnn", "resnet50", Precision::tf32, 8, Phase::inference, 0};
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("cb_plan_file_" + std::to_string(::getpid()) + ".json");
+  const std::filesystem::path plans = file.string() + ".plans";
+  for (const auto& path : {file, plans}) std::filesystem::remove(path);
+  const auto engine_with_file = [&] {
+    EngineConfig config;
+    config.seed = 42;
+    cudnn::CudnnSettings settings;
+    settings.algorithm = AlgorithmPolicy::exhaustive;
+    settings.algorithm_cache_path = file.string();
+    return make_cudnn_engine(probe_gpu(0, ""), config, settings);  // graph_plan_reuse: on by default
+  };
+  const auto first_engine = engine_with_file();  // each engine outlives its session
+  const auto first = first_engine->prepare(network, cell);
+  const std::string& decisions = first->record().decisions;
+  if (decisions.find("+bias+add+relu") == std::string::npos)
+    GTEST_SKIP() << "no residual graph won the search on this GPU: nothing runtime-compiled to save";
+  ASSERT_TRUE(std::filesystem::exists(plans)) << "the compiled plans are saved beside the cache: " << decisions;
+  EXPECT_NE(decisions.find(",plan_file_loaded:0"), std::string::npos) << "nothing to load yet: " << decisions;
+  const auto second_engine = engine_with_file();
+  const auto second = second_engine->prepare(network, cell);
+  const std::string& replayed_decisions = second->record().decisions;
+  const GraphApiSetup replayed = graph_api_setup(replayed_decisions);
+  EXPECT_EQ(replayed_decisions.find(",plan_file_loaded:0"), std::string::npos) << replayed_decisions;
+  EXPECT_GT(replayed.restored, 0) << replayed_decisions;
+  EXPECT_EQ(replayed.runtime_built, 0) << "every chosen runtime-compiled plan restored from the file: "
+                                       << replayed_decisions;
+  expect_same_logits_after_a_step(*first, *second, "plan file");
+  for (const auto& path : {file, plans, std::filesystem::path(file.string() + ".lock"),
+                           std::filesystem::path(plans.string() + ".lock")})
+    std::filesystem::remove(path);
 }
 
 // engine.pool_spacer_mb: consecutive sessions of one cell hold 0, 1, 2, ... times the spacer before
@@ -1340,18 +1387,7 @@ TEST(CudnnSession, GraphFromCacheCreatesOnlyTheChosenConfigurationsOfTheNextSess
       EXPECT_GT(configured_graphs(replayed), 0) << what << ": " << replayed;
       EXPECT_GT(replay.runtime_built, 0) << what << ": the configured residual graphs compile their one plan";
     }
-    auto* a = dynamic_cast<cudnn::CudnnSession*>(first.get());
-    auto* b = dynamic_cast<cudnn::CudnnSession*>(second.get());
-    ASSERT_NE(a, nullptr);
-    ASSERT_NE(b, nullptr);
-    a->step();
-    b->step();
-    const std::vector<float> want = a->logits_storage(), got = b->logits_storage();
-    ASSERT_EQ(want.size(), got.size());
-    std::size_t mismatches = 0, first_mismatch = 0;
-    const double worst = worst_error(want, got, 1e-5, mismatches, first_mismatch);
-    EXPECT_EQ(mismatches, 0u) << what << ": " << mismatches << " of " << want.size()
-                              << " logits differ beyond 1e-5 of the largest; worst " << worst;
+    expect_same_logits_after_a_step(*first, *second, what);
     std::cerr << "resnet50 tf32 b8 inference, graph_from_cache, " << what << ": searched "
               << searched.substr(searched.find(" graph_api_graphs="), 150) << "\n  replayed "
               << replayed.substr(replayed.find(" graph_api_graphs="), 170) << "\n";

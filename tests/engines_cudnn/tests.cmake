@@ -6,7 +6,13 @@
 # in every build, on the CPU (the source compiles into the test directly).
 crossbench_test(cudnn_algorithm_cache_test LABEL cpu LINKS crossbench_core
                 SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_algorithm_cache_test.cpp
-                        ${CMAKE_SOURCE_DIR}/src/engines/cudnn/algorithm_cache.cpp)
+                        ${CMAKE_SOURCE_DIR}/src/engines/cudnn/algorithm_cache.cpp
+                        ${CMAKE_SOURCE_DIR}/src/engines/cudnn/cache_file.cpp)
+# The runtime-compiled graph plans' file beside the algorithm cache: plain C++ too.
+crossbench_test(cudnn_graph_plan_store_test LABEL cpu LINKS crossbench_core
+                SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_graph_plan_store_test.cpp
+                        ${CMAKE_SOURCE_DIR}/src/engines/cudnn/graph_plan_store.cpp
+                        ${CMAKE_SOURCE_DIR}/src/engines/cudnn/cache_file.cpp)
 if(CROSSBENCH_ENABLE_CUDA)
   crossbench_test(cudnn_engine_test LABEL gpu LINKS crossbench_runner crossbench_engines
                   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cudnn_engine_test.cpp)

@@ -9,24 +9,22 @@
 // A candidate that failed has "median_ms": null.
 #include "engines/cudnn/algorithm_cache.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <limits>
 #include <sstream>
 #include <tuple>
 
 #include "crossbench/error.hpp"
 #include "crossbench/statistics.hpp"
+#include "engines/cudnn/cache_file.hpp"
 
 namespace crossbench::cudnn {
 namespace {
+
+using cache_file::FileLock;
+using cache_file::read_all;
+using cache_file::write_atomically;
 
 constexpr const char* kFormat = "crossbench-algorithm-cache/1";
 
@@ -39,7 +37,6 @@ bool preferred(const MeasuredCandidate& a, const MeasuredCandidate& b) {
          std::forward_as_tuple(rank(b), b.workspace_bytes, b.algorithm, b.name);
 }
 
-std::string context_text(const std::string& device, const std::string& libraries) { return device + " | " + libraries; }
 
 nlohmann::json candidate_json(const MeasuredCandidate& c) {
   nlohmann::json j = {{"name", c.name},
@@ -89,79 +86,11 @@ MeasuredCandidate candidate_from(const nlohmann::json& j, const std::string& sou
   return c;
 }
 
-[[noreturn]] void system_error(const char* call, const std::filesystem::path& path) {
-  const int error = errno;
-  throw_library_error("POSIX", std::string(call) + "(" + path.string() + ")", __FILE__, __LINE__,
-                      std::strerror(error));
-}
-
-// An exclusive advisory lock on FILE.lock for the lifetime of the object.
-class FileLock {
- public:
-  explicit FileLock(const std::filesystem::path& path) : path_(path.string() + ".lock") {
-    descriptor_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (descriptor_ < 0) system_error("open", path_);
-    if (::flock(descriptor_, LOCK_EX) != 0) {
-      const int error = errno;
-      ::close(descriptor_);
-      errno = error;
-      system_error("flock", path_);
-    }
-  }
-  ~FileLock() { ::close(descriptor_); }  // closing releases the lock
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  std::filesystem::path path_;
-  int descriptor_ = -1;
-};
-
-std::string read_all(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) system_error("open", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 nlohmann::json parse(const std::string& text, const std::string& source) {
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& error) {
     corrupt(source, std::string("not valid JSON: ") + error.what());
-  }
-}
-
-// Writes `text` to a temporary file beside `path`, fsync'd, then renames it over `path`.
-void write_atomically(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path temporary = path.string() + ".tmp." + std::to_string(::getpid());
-  const int descriptor = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (descriptor < 0) system_error("open", temporary);
-  std::size_t written = 0;
-  while (written < text.size()) {
-    const ssize_t n = ::write(descriptor, text.data() + written, text.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int error = errno;
-      ::close(descriptor);
-      ::unlink(temporary.c_str());
-      errno = error;
-      system_error("write", temporary);
-    }
-    written += static_cast<std::size_t>(n);
-  }
-  if (::fsync(descriptor) != 0 || ::close(descriptor) != 0) {
-    const int error = errno;
-    ::unlink(temporary.c_str());
-    errno = error;
-    system_error("fsync", temporary);
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    ::unlink(temporary.c_str());
-    errno = error;
-    system_error("rename", temporary.string() + " -> " + path.string());
   }
 }
 
@@ -299,7 +228,7 @@ void AlgorithmCache::merge_json(const nlohmann::json& document, const std::strin
       // Ours measured in this process win over the file's: they are what this run chose.
       if (!records_.count(signature)) records_.emplace(signature, std::move(choice));
     } else {
-      foreign_.emplace(context_text(device, libraries) + " | " + signature, record);
+      foreign_.emplace(MeasurementContext{device, libraries}.text() + " | " + signature, record);
     }
   }
 }

@@ -41,6 +41,7 @@ struct MeasurementContext {
   std::string device;     // "NVIDIA H200 cc=9.0 sms=132"
   std::string libraries;  // "cudnn=9.19.0 cublas=12.9.1 cudart=12.9"
   bool operator==(const MeasurementContext&) const = default;
+  [[nodiscard]] std::string text() const { return device + " | " + libraries; }  // one line, as files key it
 };
 
 // What decides a convolution's speed, as its descriptors say: the cache key

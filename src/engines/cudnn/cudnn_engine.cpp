@@ -78,10 +78,13 @@ class CudnnEngine final : public Engine {
   // identical convolutions are measured once per process; with
   // CudnnSettings::algorithm_cache_path it is read here (a corrupt file:
   // UsageError) and appended to after each cell that measured something new.
+  // With engine.graph_plan_reuse and a file-backed cache, the runtime-compiled plans persist beside it
+  // (FILE.plans, the same context), so that a later process restores them instead of compiling them.
   CudnnEngine(const Device& device, const CudnnConfig& config)
       : device_(device),
         config_(config),
-        algorithm_cache_(std::filesystem::path(config.algorithm_cache_path), measurement_context(device)) {}
+        algorithm_cache_(std::filesystem::path(config.algorithm_cache_path), measurement_context(device)),
+        graph_plans_(graph_plan_file(config), measurement_context(device).text()) {}
 
   std::string_view name() const override { return "cudnn"; }
   DeviceKind device_kind() const override { return DeviceKind::gpu; }
@@ -127,10 +130,16 @@ class CudnnEngine final : public Engine {
   void save_algorithm_cache() {
     try {
       algorithm_cache_.save();
+      graph_plans_.save();
     } catch (const Error& error) {
       if (!save_failed_) std::cerr << "crossbench: warning: the algorithm cache was not saved: " << error.what() << "\n";
       save_failed_ = true;
     }
+  }
+
+  static std::filesystem::path graph_plan_file(const CudnnConfig& config) {
+    if (!config.graph_plan_reuse || config.algorithm_cache_path.empty()) return {};
+    return std::filesystem::path(config.algorithm_cache_path + ".plans");
   }
 
   Device device_;

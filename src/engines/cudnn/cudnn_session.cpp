@@ -202,6 +202,9 @@ CudnnSession::CudnnSession(const Network& network, const CellSpec& cell, const C
          << seconds_text(cost.restore_seconds) << ",kept:" << cost.plans_kept;
     if (config.graph_from_cache)  // graphs created with their cached configuration alone, and that creation [s]
       text << ",configured:" << cost.plans_configured << "/" << seconds_text(cost.configure_seconds);
+    // engine.graph_plan_reuse beside a file-backed algorithm cache: the plans FILE.plans held when the
+    // process's engine read it (restored instead of compiled where a session chooses them).
+    if (graph_plans != nullptr && graph_plans->file_backed()) text << ",plan_file_loaded:" << graph_plans->loaded();
     if (cost.runtime_plans_built > 0) text << "," << jit_cache_decision();
   }
   if (const std::string l2 = search_l2_decision(config); !l2.empty()) text << " " << l2;  // every timed search run L2-cold

@@ -66,15 +66,6 @@ void GraphConvolutionCache::count_request(const GraphConvolutionProblem& problem
   if (!requested_.insert(graph_problem_key(problem)).second) ++shared_;
 }
 
-void GraphPlanStore::keep(const std::string& key, std::vector<std::uint8_t> bytes) {
-  if (!bytes.empty()) plans_.emplace(key, std::move(bytes));  // the first kept stays
-}
-
-const std::vector<std::uint8_t>* GraphPlanStore::find(const std::string& key) const {
-  const auto found = plans_.find(key);
-  return found == plans_.end() ? nullptr : &found->second;
-}
-
 std::string graph_plan_key(const GraphConvolutionProblem& problem, const std::string& plan_name) {
   return graph_problem_key(problem) + ";plan=" + plan_name;
 }

@@ -1,7 +1,6 @@
-// A session's Graph API graphs and the process's runtime-compiled plans (graph_api_convolution.hpp builds
-// and runs one graph): the key that makes identical convolutions share one graph, the cache that holds a
-// session's graphs (created whole, restored from bytes, or created with a cached configuration alone), and
-// the store that keeps plans as bytes across sessions. Plain C++: no cudnn-frontend type, so the key and the
+// A session's Graph API graphs (graph_api_convolution.hpp builds and runs one graph): the key that makes
+// identical convolutions share one graph, and the cache that holds a session's graphs (created whole,
+// restored from the plan store's bytes, graph_plan_store.hpp, or created with a cached configuration alone). Plain C++: no cudnn-frontend type, so the key and the
 // plan names are tested on the CPU.
 #pragma once
 
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "engines/cudnn/graph_api_convolution.hpp"
+#include "engines/cudnn/graph_plan_store.hpp"
 
 namespace crossbench::cudnn {
 
@@ -23,19 +23,6 @@ namespace crossbench::cudnn {
 // workspace limit. Two problems with the same key have the same graph and the same engine configurations.
 [[nodiscard]] std::string graph_problem_key(const GraphConvolutionProblem& problem);
 
-// engine.graph_plan_reuse: the process's runtime-compiled plans as bytes, one per problem and plan name,
-// kept by the first session that built one and restored by later sessions (GraphConvolutionCache::restored)
-// instead of compiling it again. Lives as long as the engine (a rank's cells); bytes hold no device memory,
-// so any session's handle can restore them.
-class GraphPlanStore {
- public:
-  void keep(const std::string& key, std::vector<std::uint8_t> bytes);
-  [[nodiscard]] const std::vector<std::uint8_t>* find(const std::string& key) const;
-  [[nodiscard]] int plans() const { return static_cast<int>(plans_.size()); }
-
- private:
-  std::unordered_map<std::string, std::vector<std::uint8_t>> plans_;
-};
 // The store's key of a problem's plan: graph_problem_key and the plan's name.
 [[nodiscard]] std::string graph_plan_key(const GraphConvolutionProblem& problem, const std::string& plan_name);
 

@@ -18,5 +18,6 @@ OUT=$W REPRO_RUNS=1 REPRO_NAME=statson TLIMIT=$((540 - (SECONDS - T0))) \
   REPRO_ARGS="--set engine.conv_statistics=true" bash bench/gpu_session.sh repro >> $W/stage.log 2>&1
 echo "arm 2 done at $((SECONDS - T0)) s" >> $W/stage.log
 python3 bench/repro_cubes.py $W/jitshared_1.h5 $W/statson_1.h5 --limit 1.02 > $W/jit1_vs_statson.md 2>&1
-rm -f $W/*.lock
+ls -la $W/*.plans >> $W/stage.log 2>&1  # the compiled plans beside each plan file: their sizes, not their bytes
+rm -f $W/*.lock $W/*.plans
 cd $O && tar czf call83.tgz w && rm -rf w

@@ -10,6 +10,10 @@ nvidia-smi -L > $W/gpu.txt
 [ -x .bundle/bin/gpu_bnbackward_forms ] && timeout 60 .bundle/run .bundle/bin/gpu_bnbackward_forms --batch 32 \
   > $W/bnbackward_forms.log 2>&1
 echo "bnbackward forms exit $? at $((SECONDS - T0)) s" >> $W/stage.log
+# The plan file beside the algorithm cache (first GPU run) and the plan reuse and graph_from_cache tests it touches.
+timeout 90 env GTEST_FILTER='*GraphPlanReuse*:*GraphFromCache*' .bundle/run .bundle/bin/cudnn_engine_test \
+  > $W/plan_file_test.log 2>&1
+echo "plan file tests exit $? at $((SECONDS - T0)) s" >> $W/stage.log
 CB=".bundle/run .bundle/bin/crossbench"
 cell() {  # name, plan file, extra settings
   timeout 90 $CB run --job jobs/seed2017.ini --set matrix.engines=cudnn --algo exhaustive --set engine.cuda_graphs=true \
@@ -24,5 +28,6 @@ cell fp16on $W/plans_fp16on.json "--set matrix.precisions=fp16 --set measure.upd
 OUT=$W REPRO_RUNS=3 REPRO_NAME=cold REPRO_PRECISIONS=fp32,tf32,bf16 STEPS=12 TLIMIT=140 \
   REPRO_ARGS="--repetitions 3 --set measure.warmup=3" bash bench/gpu_session.sh repro >> $W/stage.log 2>&1
 echo "cold seed done at $((SECONDS - T0)) s" >> $W/stage.log
-rm -f $W/*.lock
+ls -la $W/*.plans >> $W/stage.log 2>&1  # the compiled plans beside each plan file: their sizes, not their bytes
+rm -f $W/*.lock $W/*.plans
 cd $O && tar czf call85.tgz w && rm -rf w
