@@ -668,4 +668,8 @@ for name in ("nvidia.cudnn", "nvidia.nccl", "nvidia.cublas"):  # cuDNN loads cuB
       fi ;;
   esac
 done
+# cuDNN's compiled plans beside any --algo-cache file under $OUT (FILE.plans): binary, of this machine's device and
+# libraries, and of unknown size, so their sizes are printed and the files left behind, not returned.
+find "$OUT" -name '*.json.plans' -type f -printf '%s bytes %p (cuDNN plans beside a plan file: not returned)\n' \
+  -delete 2>/dev/null
 echo "=== done $(date +%T)"
