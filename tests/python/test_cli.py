@@ -82,11 +82,23 @@ def test_algo_cache_is_checked_before_anything_runs(tmp_path, run_crossbench):
         assert result.returncode == 2, result.stderr
         assert str(cache) in result.stderr and problem in result.stderr, result.stderr
         assert sorted(p.name for p in tmp_path.iterdir()) == ["algorithms.json", "job.ini"]
-    # A missing file is a cold cache, and the job-file key is the same option.
+    # The compiled plans beside it (FILE.plans, engine.graph_plan_reuse): a file that is not a plan store, the same.
     cache.unlink()
+    plans = tmp_path / "algorithms.json.plans"
+    plans.write_bytes(b"{not a plan store")
+    result = run_crossbench("run", "--job", job, "--algo", "exhaustive", "--algo-cache", cache, "--output", output)
+    assert result.returncode == 2, result.stderr
+    assert str(plans) in result.stderr and "does not begin with the format's line" in result.stderr, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["algorithms.json.plans", "job.ini"]
+    # Without plan reuse the plans file is not read.
+    result = run_crossbench("plan", "--job", job, "--set", "engine.algo=exhaustive", "--set", f"engine.algo_cache={cache}",
+                            "--set", "engine.graph_plan_reuse=false")
+    assert result.returncode == 0, result.stderr
+    plans.unlink()
+    # A missing file is a cold cache, and the job-file key is the same option.
     result = run_crossbench("plan", "--job", job, "--set", "engine.algo=exhaustive", "--set", f"engine.algo_cache={cache}")
     assert result.returncode == 0, result.stderr
-    assert not cache.exists()
+    assert not cache.exists() and not plans.exists()
 
 
 def test_search_l2_is_an_engine_option(tmp_path, run_crossbench):

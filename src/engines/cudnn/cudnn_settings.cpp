@@ -6,6 +6,7 @@
 
 #include "crossbench/error.hpp"
 #include "engines/cudnn/algorithm_cache.hpp"
+#include "engines/cudnn/graph_plan_store.hpp"
 
 namespace crossbench::cudnn {
 
@@ -101,7 +102,12 @@ std::string search_l2_decision(const CudnnSettings& settings) {
 
 void check_cudnn_settings(const EngineConfig& config) {
   const CudnnSettings settings = cudnn_settings(config);
-  if (!settings.algorithm_cache_path.empty()) AlgorithmCache(std::filesystem::path(settings.algorithm_cache_path), {});
+  if (!settings.algorithm_cache_path.empty()) {
+    AlgorithmCache(std::filesystem::path(settings.algorithm_cache_path), {});
+    // The compiled plans beside it (engine.graph_plan_reuse): a file that is not a plan store is refused here
+    // too, before any cell, as a corrupt cache is.
+    if (settings.graph_plan_reuse) GraphPlanStore(std::filesystem::path(settings.algorithm_cache_path + ".plans"), {});
+  }
 }
 
 }  // namespace crossbench::cudnn
