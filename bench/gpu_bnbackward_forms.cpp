@@ -34,8 +34,6 @@ using namespace cudnn_forms_probe;  // NOLINT: the probes' shared vocabulary
 
 namespace {
 
-
-
 using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
 
 std::string probe(cudnnHandle_t handle, const std::string& shape, const Form& form, std::int64_t n) {

@@ -27,8 +27,6 @@ using namespace cudnn_forms_probe;  // NOLINT: the probes' shared vocabulary
 
 namespace {
 
-
-
 std::string probe(cudnnHandle_t handle, const std::string& shape, const Form& form, std::int64_t n) {
   const std::int64_t c = 64, k = 64, h = 56, w = 56;  // ResNet-50's conv2_x 3x3
   fe::graph::Graph g;
