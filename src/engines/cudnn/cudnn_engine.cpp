@@ -128,13 +128,16 @@ class CudnnEngine final : public Engine {
 
   // A cache that cannot be written costs the replay, never the cell's measurement.
   void save_algorithm_cache() {
-    try {
-      algorithm_cache_.save();
-      graph_plans_.save();
-    } catch (const Error& error) {
-      if (!save_failed_) std::cerr << "crossbench: warning: the algorithm cache was not saved: " << error.what() << "\n";
-      save_failed_ = true;
-    }
+    const auto save = [this](auto& file, const char* what) {
+      try {
+        file.save();
+      } catch (const Error& error) {
+        if (!save_failed_) std::cerr << "crossbench: warning: " << what << " was not saved: " << error.what() << "\n";
+        save_failed_ = true;
+      }
+    };
+    save(algorithm_cache_, "the algorithm cache");
+    save(graph_plans_, "the compiled graph plans beside it (FILE.plans)");
   }
 
   static std::filesystem::path graph_plan_file(const CudnnConfig& config) {
