@@ -376,7 +376,10 @@ def standalone_rows(args, variant, order):
     return rows
 
 
-def standalone_child(args, variant, cells):
+def standalone_child(args, variant, cells, on_row=None):
+    """One child's loops; {(network, precision, phase): row}. `on_row(key, row)` is called as each row's line
+    arrives, before the child exits: a child torn down by the stage's time limit while it shuts down (call 90:
+    the pair's line printed, the JSON never written) keeps what it measured."""
     launcher = args.crossbench.split()[:-1]
     command = launcher + [sys.executable, "-u", __file__, "--standalone", variant] + passthrough(args, variant)
     command += ["--order", ",".join("/".join(cell) for cell in cells)]
@@ -386,7 +389,10 @@ def standalone_child(args, variant, cells):
         for line in child.stdout:
             if line.startswith("STANDALONE "):
                 row = json.loads(line[len("STANDALONE "):])
-                rows[(row["network"], row["precision"], row["phase"])] = row
+                key = (row["network"], row["precision"], row["phase"])
+                rows[key] = row
+                if on_row is not None:
+                    on_row(key, row)
                 print(f"  standalone {variant:15s} {row['network']:10s} {row['precision']:5s} {row['phase']:9s} "
                       f"{row['median_ms']:9.3f} ms  {row['status']}"
                       + (f": {row['message']}" if row.get("message") else ""), flush=True)
@@ -576,7 +582,8 @@ def main():
             for cell in cells_of(args):
                 for repeat in range(args.repeats):
                     theirs, _ = crossbench_rows(args, variant, cell, repeat)
-                    record(variant, theirs, standalone_child(args, variant, [cell]), repeat)
+                    standalone_child(args, variant, [cell],
+                                     on_row=lambda key, row: record(variant, theirs, {key: row}, repeat))
         print_table(rows)
 
 

@@ -117,3 +117,44 @@ def test_repeats_below_one_is_refused_by_name():
     done = subprocess.run([sys.executable, str(REPO / "bench" / "gpu_framework_overhead.py"), "--repeats", "0"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "--repeats must be at least 1, not 0" in done.stderr, done.stderr
+
+
+def test_a_pair_is_written_when_its_standalone_line_arrives_not_when_the_child_exits(
+        tmp_path, jax_interpreter, crossbench_binary):
+    """Call 90 lost a measured pair: the standalone child had printed its row, and the stage's time limit cut the
+    orchestrator while the child was still shutting down, before the JSON was written. The child here prints its
+    row and then does not exit (a launcher that sleeps after it, as a slow teardown does); the pair must be in
+    --out all the same, and the orchestrator is then killed, as the stage's limit does."""
+    import os
+    import signal
+    import time
+
+    launcher = tmp_path / "slow_exit.sh"
+    # crossbench's own runs go straight through; the standalone child's python sleeps after its loops
+    launcher.write_text('case "$1" in *crossbench) exec "$@";; esac\n"$@"\nsleep 600\n')
+    out = tmp_path / "frameworks.json"
+    command = [jax_interpreter, "-u", str(REPO / "bench" / "gpu_framework_overhead.py"), "--variants", "jax",
+               "--networks", "alexnet", "--precisions", "fp32", "--phases", "inference", "--batch", "1",
+               "--warmup", "1", "--steps", "2", "--crossbench", f"bash {launcher} {crossbench_binary}",
+               "--python", jax_interpreter, "--graphs-dir", str(tmp_path / "graphs"),
+               "--work-dir", str(tmp_path / "work"), "--out", str(out)]
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    with subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          start_new_session=True) as orchestrator:
+        deadline = time.time() + 400
+        rows = []
+        while time.time() < deadline and orchestrator.poll() is None:
+            if out.exists():
+                rows = json.loads(out.read_text())
+                if rows:
+                    break
+            time.sleep(0.2)
+        still_running = orchestrator.poll() is None  # the child sleeps: the orchestrator waits on it
+        os.killpg(orchestrator.pid, signal.SIGKILL)
+        log = orchestrator.stdout.read()
+    assert still_running, log
+    assert len(rows) == 1, log
+    row = rows[0]
+    assert (row["network"], row["precision"], row["phase"], row["variant"]) == ("alexnet", "fp32", "inference", "jax")
+    assert row["standalone_status"] == "ok" and row["standalone_ms"] > 0, row
+    assert row["crossbench_ms"] > 0, (row, log)
