@@ -1,9 +1,12 @@
 # Call 91 (written in the thirty-first session, not run): about 560 s on one machine.
-# A. Is OverFeat's spread between cold processes (calls 87 and 89: tf32 training 1.033 and 1.046, bf16 inference
-#    1.023 and 1.038, tf32 inference 1.029; every other seed cell within 1.02) the plans each process's search
-#    chooses, or the process itself? Four cold processes replaying one plan file (REPRO_SAME_PLANS=1: identical
-#    plans), then four searching their own, OverFeat tf32 and bf16, issue 24's protocol. If the identical-plan arm
-#    spreads as much, the plans are not the cause (2026-12-13's warm arm already hinted so: 5.93, 5.89, 5.81).
+# A. Where OverFeat's spread between processes lives. Calls 87 and 89 put OverFeat alone over issue 24's 1.02
+#    (tf32 training 1.033 and 1.046, bf16 inference 1.023 and 1.038, tf32 inference 1.029). DESIGN.md
+#    ("Power management is not all of it") already shows that identical plans spread as much between processes
+#    and that it is where the pool lies (up to 9% on bf16 inference); its next step is the layer times of a
+#    slow process. Six cold processes replaying one plan file (REPRO_SAME_PLANS=1), one session each (one
+#    placement each), OverFeat tf32 and bf16, with every layer's time (--layer-times=all, a separate pass after
+#    the timed steps in the same session and pool): the layers whose times move with the process's median are
+#    the ones that feel where their memory lies.
 # B. Eager bf16 training, the two harness cells off by more than 3% (call 88: resnet50 0.933, alexnet 0.885;
 #    crossbench the faster both times): three repeats each, every side a fresh process.
 # C. What call 88 and call 90 did not reach: reduce-overhead vgg11 bf16 and googlenet training, max-autotune
@@ -12,11 +15,9 @@
 O=$OUT; W=$O/w; mkdir -p $W/eager $W/ro $W/ma; T0=$SECONDS
 python3 -c "import tarfile; tarfile.open('.bundle/payload.tar.xz').extractall('.bundle')"
 nvidia-smi -L > $W/gpu.txt
-P="--repetitions 3 --set measure.warmup=3 --set matrix.networks=overfeat"
-OUT=$W REPRO_RUNS=4 REPRO_NAME=ofsame REPRO_SAME_PLANS=1 REPRO_PRECISIONS=tf32,bf16 STEPS=12 TLIMIT=60 \
-  REPRO_ARGS="$P" bash bench/gpu_session.sh repro >> $W/stage.log 2>&1
-OUT=$W REPRO_RUNS=4 REPRO_NAME=ofown REPRO_PRECISIONS=tf32,bf16 STEPS=12 TLIMIT=60 \
-  REPRO_ARGS="$P" bash bench/gpu_session.sh repro >> $W/stage.log 2>&1
+OUT=$W REPRO_RUNS=6 REPRO_NAME=oflayers REPRO_SAME_PLANS=1 REPRO_PRECISIONS=tf32,bf16 STEPS=12 TLIMIT=60 \
+  REPRO_ARGS="--set matrix.networks=overfeat --set measure.warmup=3 --layer-times=all" \
+  bash bench/gpu_session.sh repro >> $W/stage.log 2>&1
 echo "overfeat arms done at $((SECONDS - T0)) s" >> $W/stage.log
 OUT=$W/eager TLIMIT=150 FW_VARIANTS=eager FW_NETWORKS=resnet50,alexnet FW_PRECISIONS=bf16 FW_PHASES=training \
   FW_REPEATS=3 bash bench/gpu_session.sh frameworks > $W/eager/stage_bf16_training.log 2>&1
