@@ -8,6 +8,7 @@ Shared by gpu_pytorch_vs_crossbench.py and pytorch_ratio.py.
 import math
 
 import h5py
+import numpy
 
 
 def _text(value):
@@ -54,4 +55,32 @@ def cudnn_cells(path, engine_name="cudnn"):
                             "throttled": int(throttled[at]) if throttled is not None else -1,
                             "repetition_medians_ms": ([float(v) for v in repetitions[at] if not math.isnan(v)]
                                                       if repetitions is not None else [])}
+    return cells
+
+
+def layer_times(path, engine_name="cudnn"):
+    """{(network, precision, phase, batch): [(layer, kind, forward_ms, backward_ms), ...]} in network order, for
+    every profiled cell (`--layer-times`) of `engine_name` at gpus = 1 and replica 0 of the first device; {} for
+    a cube without layer times."""
+    cells = {}
+    with h5py.File(path, "r") as cube:
+        if "layer_times" not in cube or "group" not in cube["layer_times"]:
+            return cells
+        index = cube["layer_times"]
+        first_device = _text(cube["device"][()][0])
+        for name in (_text(v) for v in index["group"][()].reshape(-1)):
+            group = index[name]
+            attribute = {k: _text(group.attrs[k]) for k in ("device", "engine", "network", "precision", "phase")}
+            number = {k: int(numpy.asarray(group.attrs.get(k, 1 if k == "gpus" else 0)).reshape(-1)[0])
+                      for k in ("batch", "gpus", "replica")}
+            if (attribute["engine"] != engine_name or attribute["device"] != first_device or number["gpus"] != 1
+                    or number["replica"] != 0):
+                continue
+            layers = [_text(v) for v in group["layer"][()].reshape(-1)]
+            kinds = [_text(v) for v in group["kind"][()].reshape(-1)] if "kind" in group else [""] * len(layers)
+            forward = [float(v) for v in group["forward_ms"][()].reshape(-1)]
+            backward = ([float(v) for v in group["backward_ms"][()].reshape(-1)] if "backward_ms" in group
+                        else [0.0] * len(layers))
+            cells[(attribute["network"], attribute["precision"], attribute["phase"], number["batch"])] = list(
+                zip(layers, kinds, forward, backward))
     return cells

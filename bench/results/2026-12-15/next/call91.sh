@@ -18,7 +18,8 @@ nvidia-smi -L > $W/gpu.txt
 OUT=$W REPRO_RUNS=6 REPRO_NAME=oflayers REPRO_SAME_PLANS=1 REPRO_PRECISIONS=tf32,bf16 STEPS=12 TLIMIT=60 \
   REPRO_ARGS="--set matrix.networks=overfeat --set measure.warmup=3 --layer-times=all" \
   bash bench/gpu_session.sh repro >> $W/stage.log 2>&1
-echo "overfeat arms done at $((SECONDS - T0)) s" >> $W/stage.log
+python3 bench/layer_spread.py $W/oflayers_[0-9]*.h5 --top 12 > $W/oflayers_layers.txt 2>&1
+echo "overfeat layer times done at $((SECONDS - T0)) s" >> $W/stage.log
 OUT=$W/eager TLIMIT=150 FW_VARIANTS=eager FW_NETWORKS=resnet50,alexnet FW_PRECISIONS=bf16 FW_PHASES=training \
   FW_REPEATS=3 bash bench/gpu_session.sh frameworks > $W/eager/stage_bf16_training.log 2>&1
 mv $W/eager/frameworks.json $W/eager/frameworks_bf16_training.json 2>/dev/null
