@@ -98,6 +98,24 @@ def pipelined_step_ms(dispatch, wait, steps, in_flight=IN_FLIGHT):
     return times
 
 
+def host_issue_ms(step, synchronize, repeats=5):
+    """The host's time [ms] to issue one step onto an idle device: `repeats` times, `synchronize()` (the
+    device's queue empty), then the host clock around `step()` alone; their median. Set beside the step's
+    device time it says whether the loop is paced by the host's launches (issue close to or above the
+    device time) rather than by the device: there which process is faster depends on the host, not the
+    harness (results/2026-12-15: eager bf16 training). Untimed, outside the measured steps."""
+    if repeats < 1:
+        raise ValueError(f"host_issue_ms: repeats ({repeats}) must be at least 1")
+    times = []
+    for _ in range(repeats):
+        synchronize()
+        begin = time.perf_counter()
+        step()
+        times.append((time.perf_counter() - begin) * 1e3)
+    synchronize()
+    return median(times)
+
+
 # ---- Standalone loops (run in a child process: --standalone VARIANT) ---------------------------
 
 def random_parameters(torch, model):
@@ -202,6 +220,7 @@ def torch_cells(args, variant):
             for _ in range(args.warmup):
                 step()
             torch.cuda.synchronize()
+            issue_ms = host_issue_ms(step, torch.cuda.synchronize)
             events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                       for _ in range(args.steps)]
             for begin, end in events:
@@ -210,7 +229,8 @@ def torch_cells(args, variant):
                 end.record()
             torch.cuda.synchronize()
             row = dict(status="ok", median_ms=median([b.elapsed_time(e) for b, e in events]), compile_s=compile_s,
-                       samples=len(events), timing="events(CUDA events around each step; one synchronisation after the last)")
+                       samples=len(events), timing="events(CUDA events around each step; one synchronisation after the last)",
+                       host_issue_ms=issue_ms)
             if cache is not None:
                 row["compile_cache"] = cache.describe()
         except torch.cuda.OutOfMemoryError as error:
@@ -395,7 +415,9 @@ def standalone_child(args, variant, cells, on_row=None):
                     on_row(key, row)
                 print(f"  standalone {variant:15s} {row['network']:10s} {row['precision']:5s} {row['phase']:9s} "
                       f"{row['median_ms']:9.3f} ms  {row['status']}"
-                      + (f": {row['message']}" if row.get("message") else ""), flush=True)
+                      + (f": {row['message']}" if row.get("message") else "")
+                      + (f" (host issues a step in {row['host_issue_ms']:.3f} ms)" if row.get("host_issue_ms") else ""),
+                      flush=True)
             else:
                 print("  " + line.rstrip(), flush=True)
     return rows
@@ -563,6 +585,7 @@ def main():
                              compile_s=row.get("compile_s"), compile_cache=row.get("compile_cache"),
                              standalone_timing=row.get("timing"), standalone_data=row.get("data"),
                              standalone_message=row.get("message"), gpu=gpu,
+                             standalone_host_issue_ms=row.get("host_issue_ms"),
                              crossbench_ms=theirs.get(key, {}).get("median_ms", math.nan)))
         if args.out:
             pathlib.Path(args.out).write_text(json.dumps(rows, indent=1, allow_nan=True))
