@@ -8,7 +8,9 @@
 #    the timed steps in the same session and pool): the layers whose times move with the process's median are
 #    the ones that feel where their memory lies.
 # B. Eager bf16 training, the two harness cells off by more than 3% (call 88: resnet50 0.933, alexnet 0.885;
-#    crossbench the faster both times): three repeats each, every side a fresh process.
+#    crossbench the faster both times): three repeats each, every side a fresh process. Each standalone row
+#    now says the host's time to issue one step onto an idle device (standalone_host_issue_ms): near or above
+#    the step's device time, the host paces the loop.
 # C. What call 88 and call 90 did not reach: reduce-overhead vgg11 bf16 and googlenet training, max-autotune
 #    vgg11 bf16 inference (call 90 measured it, 2.801 against 2.863 ms, but the stage's limit cut the JSON).
 # Copy to the repository root; bench/gpu_bundle.sh build; bash bench/device_tree.sh stash; carry .bundle.
